@@ -1,0 +1,86 @@
+"""Deterministic renderer: SuiteSpec -> harness program text -> render_hash.
+
+The rendered program is what the trusted harness process actually runs (see ``load_harness``): the
+prelude's comparison rules, the dialect's ``compare``, and ``CASES`` as canonical literals. It is built
+only from canonical spellings, so its bytes -- and ``render_hash`` -- do not depend on hash seed,
+locale, platform or the order sets were written in.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Callable
+
+from acceptgate import dialects
+from acceptgate.suitespec import SuiteSpec
+
+RENDERER_VERSION = "acceptgate-harness/1"
+
+
+@functools.cache
+def _prelude() -> str:
+    raw = resources.files("acceptgate").joinpath("harness_prelude.py").read_bytes()
+    # A checkout with CRLF line endings must still render the same bytes.
+    return raw.decode("utf-8").replace("\r\n", "\n")
+
+
+def render(spec: SuiteSpec) -> str:
+    dialect = dialects.get(spec.dialect)
+    head = [
+        f"# {RENDERER_VERSION} -- generated from a SuiteSpec; do not edit.",
+        f"# dialect: {spec.dialect}",
+        f"# entry_point: {spec.entry_point}",
+        f"# spec_hash: {spec.spec_hash}",
+        "",
+    ]
+    body = [
+        "",
+        f"DIALECT = {spec.dialect!r}",
+        f"ENTRY_POINT = {spec.entry_point!r}",
+        "",
+        "",
+        dialect.compare_source.rstrip("\n"),
+        "",
+        "",
+        "CASES = [",
+    ]
+    body += [f"    ({c.args_text}, {c.kwargs_text}, {c.expected_text})," for c in spec.cases]
+    body.append("]")
+    return "\n".join(head) + _prelude() + "\n".join(body) + "\n"
+
+
+def render_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Harness:
+    """A loaded harness: what the trusted side of an execution holds (and the candidate never)."""
+
+    entry_point: str
+    dialect: str
+    cases: list[tuple[tuple, dict, Any]]
+    compare: Callable[[Any, Any], bool]
+    render_hash: str
+    spec_hash: str
+
+
+def load_harness(text: str, spec_hash: str) -> Harness:
+    """Run the rendered program in the trusted process and take its cases and comparison."""
+    namespace: dict[str, Any] = {"__name__": "acceptgate_harness"}
+    exec(compile(text, f"<harness {render_hash(text)[:12]}>", "exec"), namespace)  # our own render
+    return Harness(
+        entry_point=namespace["ENTRY_POINT"],
+        dialect=namespace["DIALECT"],
+        cases=namespace["CASES"],
+        compare=namespace["compare"],
+        render_hash=render_hash(text),
+        spec_hash=spec_hash,
+    )
+
+
+def harness_for(spec: SuiteSpec) -> Harness:
+    return load_harness(render(spec), spec.spec_hash)

@@ -1,0 +1,154 @@
+"""The executor interface: what a sandbox backend must provide.
+
+A backend starts the candidate runner (``runner.py``) in a fresh, isolated process and hands back a
+``SandboxProcess``: a byte pipe in (its stdin), a byte pipe out (its stdout), a kill switch and an
+exit status. Everything else -- framing, deadlines, comparison, verdicts -- is the backend-independent
+harness in ``executor.py``. A wrong answer, a crash or a timeout is a *result*; a backend raises
+``BackendUnavailable`` only when the machinery itself cannot start (missing engine, image, binary).
+"""
+
+from __future__ import annotations
+
+import abc
+import signal
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Callable
+
+RUNNER_SOURCE_NAME = "runner.py"
+
+MiB = 1024 * 1024
+
+
+def runner_source() -> bytes:
+    return resources.files("acceptgate.sandbox").joinpath(RUNNER_SOURCE_NAME).read_bytes()
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_seconds: float = 10.0
+    memory_bytes: int = 128 * MiB
+    cpu_seconds: int = 11  # a backstop; the wall clock normally fires first
+    file_bytes: int = 16 * MiB
+    open_files: int = 64
+    processes: int = 16  # per execution where a cgroup or a private uid allows it
+
+    def rlimits(self) -> dict[str, int]:
+        """What the runner applies to itself before the candidate loads."""
+        return {
+            "RLIMIT_AS": self.memory_bytes,
+            "RLIMIT_CPU": self.cpu_seconds,
+            "RLIMIT_FSIZE": self.file_bytes,
+            "RLIMIT_NOFILE": self.open_files,
+            "RLIMIT_CORE": 0,
+        }
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot run here; the message says what is missing and how to get it."""
+
+
+@dataclass
+class ExitStatus:
+    returncode: int | None  # None: still running / unknown
+    signal: int | None = None  # the signal that ended it, if any
+    oom_killed: bool = False  # a memory controller (cgroup, Docker) ended it
+
+    def describe(self) -> str:
+        if self.oom_killed:
+            return "killed by the memory limit"
+        if self.signal:
+            try:
+                return f"killed by {signal.Signals(self.signal).name}"
+            except ValueError:
+                return f"killed by signal {self.signal}"
+        return f"exit code {self.returncode}"
+
+
+@dataclass
+class Isolation:
+    """What the sandbox enforced for one execution, and what it could not."""
+
+    backend: str
+    enforced: list[str] = field(default_factory=list)
+    not_enforced: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"backend": self.backend, "enforced": list(self.enforced),
+                "not_enforced": list(self.not_enforced), "notes": list(self.notes)}
+
+
+class SandboxProcess(abc.ABC):
+    """One running candidate runner. File descriptors are non-blocking-capable pipes."""
+
+    @abc.abstractmethod
+    def write(self, data: bytes, deadline: float) -> None:
+        """Write all of data to the runner's stdin by the monotonic deadline (TimeoutError, BrokenPipeError)."""
+
+    @abc.abstractmethod
+    def read(self, deadline: float) -> bytes:
+        """Read what is available from the runner's stdout; b'' at EOF; TimeoutError past deadline."""
+
+    @abc.abstractmethod
+    def kill(self) -> None:
+        """End the runner and everything it started. Idempotent."""
+
+    @abc.abstractmethod
+    def wait(self, timeout: float) -> ExitStatus:
+        """Exit status once the runner has ended (kill first if it may still run)."""
+
+    def close(self) -> None:
+        """Release the process's resources (temp dir, cgroup, container). Idempotent."""
+
+
+class Backend(abc.ABC):
+    name: str = "?"
+
+    @abc.abstractmethod
+    def spawn(self, limits: Limits) -> SandboxProcess:
+        """Start the runner in a fresh sandbox: fresh temp dir, empty environment."""
+
+    @abc.abstractmethod
+    def isolation(self, limits: Limits) -> Isolation:
+        """What this backend enforces on this host (probed once, reported with every result)."""
+
+    def close(self) -> None:
+        """Release pooled resources (warm containers, cgroups)."""
+
+    def __enter__(self) -> "Backend":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_REGISTRY: dict[str, Callable[..., Backend]] = {}
+
+
+def register(name: str, factory: Callable[..., Backend]) -> None:
+    _REGISTRY[name] = factory
+
+
+def create(name: str, **options: Any) -> Backend:
+    _load_builtin_backends()
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; valid backends: {', '.join(sorted(_REGISTRY))}") from None
+    return factory(**options)
+
+
+def names() -> list[str]:
+    _load_builtin_backends()
+    return sorted(_REGISTRY)
+
+
+def _load_builtin_backends() -> None:
+    # Imported lazily so that the docker SDK is only loaded when asked for.
+    from acceptgate.sandbox import local  # noqa: F401
+
+    try:
+        from acceptgate.sandbox import docker_backend  # noqa: F401
+    except ImportError:
+        pass

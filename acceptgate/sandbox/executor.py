@@ -1,0 +1,265 @@
+"""The trusted side of an execution: drives the runner case by case and decides the verdict.
+
+The harness (this process) holds the cases and the comparison; the candidate's process receives only
+arguments. Every frame carries a per-execution random marker. A result is accepted only if the runner
+says it is a literal *and* it parses under the literal-only grammar here; anything else -- a forged
+or missing marker, a malformed frame, a non-literal result, an exit before answering -- is ``protocol``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from acceptgate import literals
+from acceptgate.render import Harness
+from acceptgate.sandbox.backend import Backend, ExitStatus, Limits, SandboxProcess
+
+VERDICTS = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
+CASE_STATUSES = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
+MAX_FRAME = 16 * 1024 * 1024
+SHOW_CHARS = 1000  # args/got/want kept per failing case
+
+
+class ProtocolViolation(Exception):
+    pass
+
+
+@dataclass
+class CaseResult:
+    index: int
+    status: str
+    args: str | None = None  # canonical texts, truncated; kept for non-passing cases
+    got: str | None = None
+    want: str | None = None
+    error_type: str | None = None
+    message: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass
+class ExecutionResult:
+    verdict: str
+    cases: list[CaseResult]
+    spec_hash: str
+    render_hash: str
+    candidate_sha256: str
+    isolation: dict[str, Any]
+    detail: str = ""
+    exit: str = ""
+    wall_seconds: float = 0.0
+    cases_total: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    @property
+    def cases_passed(self) -> int:
+        return sum(1 for c in self.cases if c.status == "pass")
+
+    @property
+    def first_failure(self) -> CaseResult | None:
+        return next((c for c in self.cases if c.status != "pass"), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "detail": self.detail,
+            "cases_total": self.cases_total,
+            "cases_passed": self.cases_passed,
+            "cases": [c.as_dict() for c in self.cases],
+            "spec_hash": self.spec_hash,
+            "render_hash": self.render_hash,
+            "candidate_sha256": self.candidate_sha256,
+            "isolation": self.isolation,
+            "exit": self.exit,
+            "wall_seconds": round(self.wall_seconds, 4),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), ensure_ascii=False)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= SHOW_CHARS else text[: SHOW_CHARS - 3] + "..."
+
+
+class _Channel:
+    """Framed messages over a SandboxProcess, under one wall-clock deadline."""
+
+    def __init__(self, proc: SandboxProcess, marker: bytes, deadline: float) -> None:
+        self.proc = proc
+        self.marker = marker
+        self.deadline = deadline
+        self.buf = bytearray()
+
+    def send(self, kind: bytes, payload: bytes) -> None:
+        head = self.marker + b" " + kind + b" " + str(len(payload)).encode() + b"\n"
+        self.proc.write(head + payload, self.deadline)
+
+    def _fill(self) -> None:
+        chunk = self.proc.read(self.deadline)
+        if not chunk:
+            raise EOFError
+        self.buf += chunk
+        if len(self.buf) > MAX_FRAME + 256:
+            raise ProtocolViolation(f"runner sent more than {MAX_FRAME} bytes in one frame")
+
+    def recv(self) -> tuple[bytes, bytes]:
+        while b"\n" not in self.buf:
+            if len(self.buf) > 256:
+                raise ProtocolViolation("frame header too long")
+            self._fill()
+        nl = self.buf.index(b"\n")
+        head = bytes(self.buf[:nl]).split(b" ")
+        if len(head) != 3 or not secrets.compare_digest(head[0], self.marker):
+            raise ProtocolViolation("frame with a missing or forged marker")
+        kind, size = head[1], head[2]
+        if not size.isdigit() or int(size) > MAX_FRAME:
+            raise ProtocolViolation("frame with an invalid length")
+        need = nl + 1 + int(size)
+        while len(self.buf) < need:
+            self._fill()
+        payload = bytes(self.buf[nl + 1 : need])
+        del self.buf[:need]
+        return kind, payload
+
+
+def _error_info(payload: bytes) -> dict[str, str]:
+    try:
+        info = literals.parse(payload.decode("utf-8", "replace"), max_depth=2)
+    except literals.LiteralError as exc:
+        raise ProtocolViolation(f"malformed error report: {exc}") from None
+    if type(info) is not dict or not all(type(info.get(k)) is str for k in ("type", "message")):
+        raise ProtocolViolation("malformed error report")
+    return info
+
+
+def _classify_exit(status: ExitStatus) -> tuple[str, str]:
+    if status.oom_killed:
+        return "memory", status.describe()
+    if status.signal in (24,):  # SIGXCPU: the cpu rlimit backstop
+        return "timeout", status.describe()
+    if status.signal:
+        return "crash", status.describe()
+    return "protocol", f"exited before answering ({status.describe()})"
+
+
+def execute(
+    harness: Harness,
+    source: str,
+    backend: Backend,
+    *,
+    limits: Limits = Limits(),
+    fail_fast: bool = False,
+) -> ExecutionResult:
+    """Run one candidate program against one loaded harness in one sandboxed process."""
+    started = time.monotonic()
+    deadline = started + limits.wall_seconds
+    result = ExecutionResult(
+        verdict="pass",
+        cases=[],
+        spec_hash=harness.spec_hash,
+        render_hash=harness.render_hash,
+        candidate_sha256=sha256_text(source),
+        isolation=backend.isolation(limits).as_dict(),
+        cases_total=len(harness.cases),
+    )
+    marker = secrets.token_hex(16).encode()
+    proc = backend.spawn(limits)
+    current: int | None = None
+    try:
+        chan = _Channel(proc, marker, deadline)
+        proc.write(marker + b"\n", deadline)
+        load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits()}
+        chan.send(b"load", marshal.dumps(load))
+        kind, payload = chan.recv()
+        if kind == b"loaderr":
+            info = _error_info(payload)
+            result.verdict = "memory" if info["type"] == "MemoryError" else "error"
+            result.detail = f"candidate did not load: {info['type']}: {info['message']}"
+            return result
+        if kind != b"ready":
+            raise ProtocolViolation(f"unexpected frame {kind!r} before ready")
+        for index, (args, kwargs, want) in enumerate(harness.cases):
+            current = index
+            chan.send(b"call", marshal.dumps((args, kwargs)))
+            kind, payload = chan.recv()
+            case = _judge_case(harness, index, args, kwargs, want, kind, payload)
+            result.cases.append(case)
+            current = None
+            if case.status != "pass" and fail_fast:
+                break
+        chan.send(b"end", b"")
+        result.exit = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic()))).describe()
+    except TimeoutError:
+        result.verdict = "timeout"
+        result.detail = f"no answer within the {limits.wall_seconds:g} s wall clock"
+        _mark_current(result, current, "timeout")
+    except ProtocolViolation as exc:
+        result.verdict = "protocol"
+        result.detail = str(exc)
+        _mark_current(result, current, "protocol")
+    except (EOFError, BrokenPipeError, ConnectionError):
+        status = proc.wait(timeout=max(0.5, deadline - time.monotonic()))
+        if status.returncode is None:
+            proc.kill()
+            status = proc.wait(timeout=2.0)
+        result.verdict, result.detail = _classify_exit(status)
+        result.exit = status.describe()
+        _mark_current(result, current, result.verdict)
+    finally:
+        proc.kill()
+        if not result.exit or result.exit.startswith("exit code None"):
+            result.exit = proc.wait(timeout=2.0).describe()
+        proc.close()
+        result.wall_seconds = time.monotonic() - started
+    if result.verdict == "pass":
+        bad = result.first_failure
+        if bad is not None:
+            result.verdict = bad.status
+            result.detail = f"case {bad.index}: {bad.status}"
+    return result
+
+
+def _mark_current(result: ExecutionResult, current: int | None, status: str) -> None:
+    if current is not None and len(result.cases) == current:
+        result.cases.append(CaseResult(index=current, status=status))
+
+
+def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
+                kind: bytes, payload: bytes) -> CaseResult:
+    def failing(status: str, **extra: Any) -> CaseResult:
+        call = literals.canonical(args) if not kwargs else (
+            literals.canonical(args) + ", **" + literals.canonical(kwargs))
+        return CaseResult(index=index, status=status, args=_short(call),
+                          want=_short(literals.canonical(want)), **extra)
+
+    if kind == b"ok":
+        try:
+            got = literals.parse(payload.decode("utf-8", "surrogatepass"))
+        except (literals.LiteralError, UnicodeDecodeError) as exc:
+            raise ProtocolViolation(f"case {index}: result is not a literal ({exc})") from None
+        if harness.compare(got, want):
+            return CaseResult(index=index, status="pass")
+        return failing("fail", got=_short(literals.canonical(got)))
+    if kind == b"raise":
+        info = _error_info(payload)
+        status = "memory" if info["type"] == "MemoryError" else "error"
+        return failing(status, error_type=info["type"], message=_short(info["message"]))
+    if kind == b"nonliteral":
+        info = _error_info(payload)
+        return failing("protocol", error_type="NonLiteralResult", message=_short(info["message"]))
+    raise ProtocolViolation(f"case {index}: unexpected frame {kind!r}")

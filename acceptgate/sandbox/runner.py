@@ -1,0 +1,142 @@
+# acceptgate candidate runner: the only acceptgate code that runs inside the sandbox.
+#
+# Standard library only (it runs in bare interpreters and in the minimal Docker image). It loads the
+# candidate, receives arguments one case at a time, and answers with literal results. It never receives
+# expected values or test code. Framing on both pipes: b"<marker> <kind> <length>\n" + payload, where
+# the marker is a per-execution random token the harness sends first. The candidate's own stdin, stdout
+# and stderr are /dev/null, so nothing it prints can be mistaken for a frame.
+import marshal
+import os
+import sys
+
+MAX_MESSAGE = 2000
+
+
+def _main():
+    # Take the protocol pipes away from the candidate before it exists.
+    _read, _write, _dup2, _open = os.read, os.write, os.dup2, os.open
+    inp, out = os.dup(0), os.dup(1)
+    devnull = _open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        _dup2(devnull, fd)
+    # Keep private references: the candidate may monkeypatch builtins or modules.
+    _type, _repr, _len, _str, _int, _exc = type, repr, len, str, int, BaseException
+    _loads = marshal.loads
+    literal_types = (type(None), bool, int, float, str, bytes)
+    containers = (tuple, list, set, dict)
+
+    def read_exact(n):
+        chunks = []
+        while n > 0:
+            chunk = _read(inp, min(n, 1 << 20))
+            if not chunk:
+                raise EOFError
+            chunks.append(chunk)
+            n -= _len(chunk)
+        return b"".join(chunks)
+
+    def read_line():
+        buf = b""
+        while not buf.endswith(b"\n"):
+            c = _read(inp, 1)
+            if not c:
+                raise EOFError
+            buf += c
+            if _len(buf) > 200:
+                raise EOFError
+        return buf[:-1]
+
+    marker = read_line()
+
+    def send(kind, payload):
+        head = marker + b" " + kind + b" " + _str(_len(payload)).encode() + b"\n"
+        data = head + payload
+        while data:
+            n = _write(out, data)
+            data = data[n:]
+
+    def recv():
+        head = read_line().split(b" ")
+        if _len(head) != 3 or head[0] != marker:
+            raise EOFError
+        return head[1], read_exact(_int(head[2]))
+
+    def describe(exc):
+        try:
+            message = _str(exc)[:MAX_MESSAGE]
+        except _exc:
+            message = "<unprintable>"
+        return _repr({"type": _type(exc).__name__, "message": message}).encode("utf-8", "replace")
+
+    def literal(value, depth):
+        # Exact types only: a subclass (or any object) could carry its own __eq__.
+        if depth > 100:
+            return "nesting too deep (or a cycle)"
+        t = _type(value)
+        if t in literal_types:
+            return None
+        if t in containers:
+            items = value.items() if t is dict else ((v, None) for v in value)
+            for k, v in items:
+                bad = literal(k, depth + 1) or literal(v, depth + 1)
+                if bad:
+                    return bad
+            return None
+        return "non-literal value of type " + t.__module__ + "." + t.__qualname__
+
+    kind, payload = recv()
+    if kind != b"load":
+        return
+    load = _loads(payload)
+    _apply_limits(load["limits"])
+    namespace = {"__name__": "candidate", "__builtins__": __builtins__}
+    try:
+        exec(compile(load["source"], "candidate.py", "exec"), namespace)
+        fn = namespace.get(load["entry_point"])
+        if not callable(fn):
+            raise NameError("entry point " + load["entry_point"] + " is not defined")
+    except Exception as exc:  # a candidate that cannot load is a result, not a runner failure
+        send(b"loaderr", describe(exc))
+        return
+    send(b"ready", b"")
+    while True:
+        kind, payload = recv()
+        if kind != b"call":
+            return
+        args, kwargs = _loads(payload)
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as exc:
+            send(b"raise", describe(exc))
+            continue
+        bad = literal(result, 0)
+        if bad:
+            send(b"nonliteral", _repr({"type": "nonliteral", "message": bad}).encode())
+            continue
+        try:
+            send(b"ok", _repr(result).encode("utf-8", "surrogatepass"))
+        except Exception as exc:  # e.g. a huge int beyond repr's digit limit
+            send(b"nonliteral", describe(exc))
+
+
+def _apply_limits(limits):
+    try:
+        import resource
+    except ImportError:
+        return
+    for name, value in limits.items():
+        which = getattr(resource, name, None)
+        if which is None:
+            continue
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass  # reported by the harness side, which states what it asked for
+
+
+if __name__ == "__main__":
+    try:
+        _main()
+    except EOFError:
+        pass
+    sys.exit(0)

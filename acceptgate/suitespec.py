@@ -1,0 +1,198 @@
+"""SuiteSpec: a dialect, an entry point and literal input -> expected pairs. Nothing executable.
+
+Contract (SYSTEM.md section 2)::
+
+    {"dialect": "python-call/1", "entry_point": "add",
+     "cases": [{"args": "[1, 2]", "kwargs": "{}", "expected": "3"}]}
+
+Parsing validates every field against the literal-only grammar and keeps both the parsed values and
+their canonical spelling; ``spec_hash`` is the sha256 of the canonical JSON form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import keyword
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from acceptgate import dialects, literals
+from acceptgate.errors import InvalidInput
+
+
+class SpecError(InvalidInput):
+    """An invalid suite: names the file, the case index, the field and the offending construct."""
+
+    def __init__(self, message: str, *, source: str | None = None, case: int | None = None,
+                 field: str | None = None, construct: str | None = None) -> None:
+        self.case = case
+        self.construct = construct
+        super().__init__(message, source=source, record=None if case is None else f"case {case}",
+                         field=field)
+
+
+class _CaseModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    args: str
+    kwargs: str = "{}"
+    expected: str
+
+
+class _SpecModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    dialect: str
+    entry_point: str
+    cases: list[_CaseModel] = Field(min_length=1)
+
+    @field_validator("entry_point")
+    @classmethod
+    def _identifier(cls, v: str) -> str:
+        if not v.isidentifier() or keyword.iskeyword(v) or not v.isascii():
+            raise ValueError(f"{v!r} is not a Python identifier")
+        return v
+
+    @field_validator("dialect")
+    @classmethod
+    def _known_dialect(cls, v: str) -> str:
+        dialects.get(v)  # raises with the list of valid names
+        return v
+
+
+@dataclass(frozen=True)
+class Case:
+    """One parsed case: values for execution, canonical texts for hashing and rendering."""
+
+    args: tuple
+    kwargs: dict
+    expected: Any
+    args_text: str
+    kwargs_text: str
+    expected_text: str
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    dialect: str
+    entry_point: str
+    cases: tuple[Case, ...]
+
+    def canonical_json(self) -> str:
+        doc = {
+            "dialect": self.dialect,
+            "entry_point": self.entry_point,
+            "cases": [
+                {"args": c.args_text, "kwargs": c.kwargs_text, "expected": c.expected_text}
+                for c in self.cases
+            ],
+        }
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+    @cached_property
+    def spec_hash(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode("ascii")).hexdigest()
+
+    def to_json(self) -> str:
+        """The spec file a user would write (canonical spellings, stable key order)."""
+        doc = {
+            "dialect": self.dialect,
+            "entry_point": self.entry_point,
+            "cases": [
+                {"args": c.args_text, "kwargs": c.kwargs_text, "expected": c.expected_text}
+                for c in self.cases
+            ],
+        }
+        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+
+
+def _parse_case(raw: _CaseModel, index: int, source: str | None) -> Case:
+    values = {}
+    for field in ("args", "kwargs", "expected"):
+        text = getattr(raw, field)
+        try:
+            values[field] = literals.parse(text)
+        except literals.LiteralError as exc:
+            raise SpecError(f"invalid literal: {exc}", source=source, case=index, field=field,
+                            construct=exc.construct) from None
+    args, kwargs = values["args"], values["kwargs"]
+    if type(args) not in (list, tuple):
+        raise SpecError("args must be a list or tuple of positional arguments", source=source,
+                        case=index, field="args", construct=type(args).__name__)
+    if type(kwargs) is not dict or not all(type(k) is str and k.isidentifier() for k in kwargs):
+        raise SpecError("kwargs must be a dict with identifier keys", source=source, case=index,
+                        field="kwargs", construct=type(kwargs).__name__)
+    args = tuple(args)
+    return Case(
+        args=args,
+        kwargs=kwargs,
+        expected=values["expected"],
+        args_text=literals.canonical(args),
+        kwargs_text=literals.canonical(kwargs),
+        expected_text=literals.canonical(values["expected"]),
+    )
+
+
+def from_dict(doc: Any, *, source: str | None = None) -> SuiteSpec:
+    try:
+        model = _SpecModel.model_validate(doc)
+    except ValidationError as exc:
+        # An unknown key is the likeliest smuggling attempt: report it before anything else.
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        err = errors[0]
+        loc = list(err["loc"])
+        case = None
+        if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
+            case = loc[1]
+            field = ".".join(str(p) for p in loc[2:]) or None
+        else:
+            field = ".".join(str(p) for p in loc) or None
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (a SuiteSpec holds only dialect, entry_point and cases)"
+        raise SpecError(msg, source=source, case=case, field=field, construct=err["type"]) from None
+    cases = tuple(_parse_case(c, i, source) for i, c in enumerate(model.cases))
+    return SuiteSpec(dialect=model.dialect, entry_point=model.entry_point, cases=cases)
+
+
+def loads(data: bytes | str, *, source: str | None = None) -> SuiteSpec:
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SpecError(f"not UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r})",
+                            source=source, construct="non-UTF-8 bytes") from None
+    try:
+        doc = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                        source=source, construct="json") from None
+    except RecursionError:
+        raise SpecError("JSON nested too deeply", source=source, construct="json") from None
+    return from_dict(doc, source=source)
+
+
+def load(path: str | Path) -> SuiteSpec:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"cannot read: {exc.strerror}", source=str(path), construct="file") from None
+    return loads(data, source=str(path))
+
+
+def build(dialect: str, entry_point: str, cases: list[tuple[tuple, dict, Any]]) -> SuiteSpec:
+    """Build a spec from Python values (importers), through the same validation as files."""
+    doc = {
+        "dialect": dialect,
+        "entry_point": entry_point,
+        "cases": [
+            {"args": literals.canonical(tuple(a)), "kwargs": literals.canonical(dict(k)),
+             "expected": literals.canonical(e)}
+            for a, k, e in cases
+        ],
+    }
+    return from_dict(doc)
