@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
+import os
 import secrets
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from acceptgate import literals
 from acceptgate.render import Harness
@@ -155,6 +157,93 @@ def _classify_exit(status: ExitStatus) -> tuple[str, str]:
     if status.signal:
         return "crash", status.describe()
     return "protocol", f"exited before answering ({status.describe()})"
+
+
+@dataclass
+class CallOutcome:
+    """What a program returned for one call, outside any comparison (used to compute expected values)."""
+
+    status: str  # "ok" | "error" | "memory" | "protocol" | "timeout" | "crash"
+    value: Any = None
+    error_type: str | None = None
+    message: str | None = None
+
+
+def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, backend: Backend, *,
+              limits: Limits = Limits()) -> tuple[list[CallOutcome], str]:
+    """Run a (trusted or not) program on each call in one sandboxed process; no expected values.
+
+    Returns one outcome per call answered (a timeout or crash ends the list with that status) and a
+    detail string for a process-level problem ("" when every call was answered).
+    """
+    outcomes: list[CallOutcome] = []
+    started = time.monotonic()
+    deadline = started + limits.wall_seconds
+    marker = secrets.token_hex(16).encode()
+    proc = backend.spawn(limits)
+    detail = ""
+    try:
+        chan = _Channel(proc, marker, deadline)
+        proc.write(marker + b"\n", deadline)
+        chan.send(b"load", marshal.dumps({"source": source, "entry_point": entry_point,
+                                          "limits": limits.rlimits()}))
+        kind, payload = chan.recv()
+        if kind == b"loaderr":
+            info = _error_info(payload)
+            return [], f"did not load: {info['type']}: {info['message']}"
+        if kind != b"ready":
+            raise ProtocolViolation(f"unexpected frame {kind!r} before ready")
+        for args, kwargs in calls:
+            chan.send(b"call", marshal.dumps((tuple(args), dict(kwargs))))
+            kind, payload = chan.recv()
+            if kind == b"ok":
+                try:
+                    outcomes.append(CallOutcome("ok", literals.parse(payload.decode("utf-8", "surrogatepass"))))
+                except (literals.LiteralError, UnicodeDecodeError) as exc:
+                    outcomes.append(CallOutcome("protocol", error_type="NonLiteralResult", message=str(exc)))
+            elif kind in (b"raise", b"nonliteral"):
+                info = _error_info(payload)
+                status = "protocol" if kind == b"nonliteral" else (
+                    "memory" if info["type"] == "MemoryError" else "error")
+                outcomes.append(CallOutcome(status, error_type=info["type"], message=info["message"]))
+            else:
+                raise ProtocolViolation(f"unexpected frame {kind!r}")
+        chan.send(b"end", b"")
+    except TimeoutError:
+        outcomes.append(CallOutcome("timeout"))
+        detail = f"no answer within the {limits.wall_seconds:g} s wall clock"
+    except ProtocolViolation as exc:
+        outcomes.append(CallOutcome("protocol", message=str(exc)))
+        detail = str(exc)
+    except (EOFError, BrokenPipeError, ConnectionError):
+        status = proc.wait(timeout=max(0.5, deadline - time.monotonic()))
+        verdict, detail = _classify_exit(status)
+        outcomes.append(CallOutcome(verdict, message=detail))
+    finally:
+        proc.kill()
+        proc.close()
+    return outcomes, detail
+
+
+def execute_many(jobs: list[tuple[Harness, str]], backend: Backend, *, limits: Limits = Limits(),
+                 fail_fast: bool = False, workers: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> list[ExecutionResult]:
+    """Execute (harness, source) jobs in parallel, one sandboxed process each; results in job order.
+
+    Threads are enough: each execution's work happens in its own process.
+    """
+    workers = workers or os.cpu_count() or 1
+    results: list[ExecutionResult | None] = [None] * len(jobs)
+    done = 0
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(execute, h, src, backend, limits=limits, fail_fast=fail_fast): i
+                   for i, (h, src) in enumerate(jobs)}
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+            done += 1
+            if progress:
+                progress(done, len(jobs))
+    return results  # type: ignore[return-value]
 
 
 def execute(
