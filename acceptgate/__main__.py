@@ -1,0 +1,5 @@
+import sys
+
+from acceptgate.cli import main
+
+sys.exit(main())

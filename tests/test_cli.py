@@ -1,0 +1,85 @@
+"""The command line: every command has help; spec check / render / exec behave as SYSTEM.md section 2 says."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acceptgate.cli import build_parser, main
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _commands(parser, prefix=()):
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        for name, sub in action.choices.items():
+            yield prefix + (name,)
+            yield from _commands(sub, prefix + (name,))
+
+
+def test_every_command_has_help(capsys):
+    commands = list(_commands(build_parser()))
+    assert ("spec", "check") in commands and ("exec",) in commands
+    for cmd in commands:
+        with pytest.raises(SystemExit) as exit_:
+            main([*cmd, "--help"])
+        assert exit_.value.code == 0
+        assert "usage:" in capsys.readouterr().out
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "acceptgate", *args], capture_output=True, text=True)
+
+
+def test_spec_check_valid_prints_hashes():
+    out = run_cli("spec", "check", str(GOLDEN / "add.json"))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["spec_hash"] == "d3e7d337db8a4cb8f236c54b959d9c9636340e232cf28efda48d42f1264af778"
+    assert len(doc["render_hash"]) == 64
+
+
+def test_spec_check_invalid_exits_2_naming_case_and_construct(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"dialect": "python-call/1", "entry_point": "f", "cases": [
+        {"args": "[1]", "expected": "1"},
+        {"args": "[__import__('os').system('touch pwned')]", "expected": "0"}]}))
+    out = run_cli("spec", "check", str(bad))
+    assert out.returncode == 2
+    assert "case 1" in out.stderr and "'args'" in out.stderr and "call" in out.stderr
+    assert out.stdout == ""
+    assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
+
+
+def test_spec_render_prints_the_harness():
+    out = run_cli("spec", "render", str(GOLDEN / "add.json"))
+    assert out.returncode == 0
+    assert "CASES = [\n    ((1, 2), {}, 3),\n    ((-5, 5), {}, 0),\n]" in out.stdout
+
+
+def test_exec_prints_one_json_result(tmp_path):
+    cand = tmp_path / "cand.py"
+    cand.write_text("def add(a, b):\n    return a + b if a > 0 else 1\n")
+    out = run_cli("exec", "--spec", str(GOLDEN / "add.json"), "--candidate", str(cand))
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["verdict"] == "fail"
+    assert result["cases"][1] == {"index": 1, "status": "fail", "args": "(-5, 5)", "got": "1", "want": "0"}
+    for key in ("spec_hash", "render_hash", "candidate_sha256", "isolation"):
+        assert key in result
+
+
+@pytest.mark.parametrize("args", [
+    ("exec", "--spec", "missing.json", "--candidate", "x.py"),
+    ("exec", "--spec", str(GOLDEN / "add.json"), "--candidate", "missing.py"),
+    ("exec", "--spec", str(GOLDEN / "add.json"), "--candidate", str(GOLDEN / "add.json"), "--backend", "nope"),
+    ("spec", "render", "missing.json"),
+])
+def test_invalid_input_exits_2(args):
+    out = run_cli(*args)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "invalid input" in out.stderr

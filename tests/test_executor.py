@@ -1,0 +1,219 @@
+"""The two-process sandbox: real candidate processes on the local backend, verdicts and the hidden oracle."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+
+import pytest
+
+from acceptgate import render, suitespec
+from acceptgate.sandbox.backend import Limits
+from acceptgate.sandbox.executor import VERDICTS, execute, run_calls
+
+SHORT = Limits(wall_seconds=3)
+
+
+def harness(cases, entry_point="f", dialect="python-call/1"):
+    return render.harness_for(suitespec.build(dialect, entry_point, cases))
+
+
+ADD = harness([((1, 2), {}, 3), ((2, 2), {}, 4), ((-1, 1), {}, 0)], entry_point="add")
+
+
+@pytest.mark.parametrize("source,verdict", [
+    ("def add(a, b): return a + b", "pass"),
+    ("def add(a, b): return a - b", "fail"),
+    ("def add(a, b): raise ValueError('no')", "error"),
+    ("def add(a, b) return", "error"),  # does not load
+    ("def other(a, b): return a + b", "error"),  # entry point missing
+    ("import numpy_does_not_exist\ndef add(a, b): return a + b", "error"),
+    ("def add(a, b):\n    while True: pass", "timeout"),
+    ("def add(a, b):\n    x = bytearray(1 << 30)\n    return a + b", "memory"),
+    ("import ctypes\ndef add(a, b): return ctypes.string_at(0)", "crash"),
+    ("import os, signal\ndef add(a, b): os.kill(os.getpid(), signal.SIGABRT)", "crash"),
+    ("import sys\ndef add(a, b): sys.exit(0)", "protocol"),
+    ("import os\ndef add(a, b): os._exit(0)", "protocol"),
+    ("class E:\n    def __eq__(self, o): return True\n    __hash__ = object.__hash__\ndef add(a, b): return E()", "protocol"),
+    ("class I(int):\n    def __eq__(self, o): return True\n    __hash__ = int.__hash__\ndef add(a, b): return I(a + b)", "protocol"),
+    ("def add(a, b):\n    yield a + b", "protocol"),
+    ("def add(a, b): return [a + b, object()]", "protocol"),
+    ("def add(a, b):\n    print('ok', a + b)\n    return a + b", "pass"),  # prints cannot forge frames
+])
+def test_verdicts(local_backend, source, verdict):
+    result = execute(ADD, source, local_backend, limits=SHORT)
+    assert result.verdict == verdict, result.as_dict()
+    assert result.verdict in VERDICTS
+    assert len(result.spec_hash) == 64 and len(result.render_hash) == 64 and len(result.candidate_sha256) == 64
+
+
+def test_failing_case_reports_args_got_want(local_backend):
+    result = execute(ADD, "def add(a, b): return a * b", local_backend)
+    assert [c.status for c in result.cases] == ["fail", "pass", "fail"]
+    first = result.cases[0]
+    assert (first.args, first.got, first.want) == ("(1, 2)", "2", "3")
+    assert result.cases_passed == 1
+
+
+def test_fail_fast_stops_at_first_failure(local_backend):
+    result = execute(ADD, "def add(a, b): return 0", local_backend, fail_fast=True)
+    assert result.verdict == "fail" and len(result.cases) == 1
+
+
+def test_forged_frames_on_any_descriptor_are_protocol_not_pass(local_backend):
+    forge = (
+        "import os\n"
+        "def add(a, b):\n"
+        "    for fd in range(3, 20):\n"
+        "        try:\n"
+        "            os.write(fd, b'0123456789abcdef0123456789abcdef ok 1\\n3')\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return a - b\n"
+    )
+    result = execute(ADD, forge, local_backend, limits=SHORT)
+    assert result.verdict == "protocol", result.as_dict()
+
+
+def test_kwargs_and_tolerance_dialect(local_backend):
+    h = harness([((1.0,), {"scale": 3.0}, 1.0 / 3.0)], dialect="python-call+atol=1e-06/1")
+    assert execute(h, "def f(x, scale=1.0): return round(x / scale, 7)", local_backend).verdict == "pass"
+    assert execute(h, "def f(x, scale=1.0): return round(x / scale, 3)", local_backend).verdict == "fail"
+
+
+def test_state_does_not_survive_between_executions(local_backend):
+    source = (
+        "import os\n"
+        "def add(a, b):\n"
+        "    seen = os.path.exists('marker')\n"
+        "    open('marker', 'w').write('x')\n"
+        "    return a + b + (100 if seen else 0)\n"
+    )
+    # Within one execution the file persists (case 2 sees it); a new execution starts clean.
+    for _ in range(2):
+        result = execute(ADD, source, local_backend)
+        assert [c.status for c in result.cases] == ["pass", "fail", "fail"]
+
+
+def test_candidate_cannot_find_the_expected_values(local_backend, tmp_path, monkeypatch):
+    secret = "EXPECTEDVALUE-" + secrets.token_hex(16)
+    monkeypatch.setenv("ACCEPTGATE_TEST_SECRET", secret)  # in the harness's own environment
+    spec_file = tmp_path / "suite.json"
+    spec = suitespec.build("python-call/1", "probe", [((), {}, secret)])
+    spec_file.write_text(spec.to_json())
+    spy = r'''
+import gc, os, re, sys
+PATTERN = re.compile(rb"EXPECTED" rb"VALUE-[0-9a-f]{32}")
+
+def _scan(data, where, found):
+    if PATTERN.search(data):
+        found.append(where)
+
+def probe():
+    found = []
+    _scan(repr(dict(os.environ)).encode(), "env", found)
+    _scan(" ".join(sys.argv).encode(), "argv", found)
+    for obj in gc.get_objects():
+        try:
+            _scan(repr(obj).encode("utf-8", "replace"), "objects", found)
+        except Exception:
+            pass
+    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb") as mem:
+        for line in maps:
+            addr, perms = line.split()[:2]
+            if "r" not in perms:
+                continue
+            lo, hi = (int(x, 16) for x in addr.split("-"))
+            try:
+                mem.seek(lo)
+                _scan(mem.read(hi - lo), "memory", found)
+            except (OSError, ValueError, OverflowError):
+                pass
+    ppid = os.getppid()
+    for name in ("environ", "cmdline", "mem"):
+        try:
+            with open(f"/proc/{ppid}/{name}", "rb") as fh:
+                _scan(fh.read(1 << 20), "parent " + name, found)
+        except OSError:
+            pass
+    for root in (os.getcwd(), "/tmp", os.environ.get("HOME", "/root")):
+        for dirpath, _, files in os.walk(root):
+            for fn in files:
+                try:
+                    with open(os.path.join(dirpath, fn), "rb") as fh:
+                        _scan(fh.read(1 << 20), "file " + os.path.join(dirpath, fn), found)
+                except OSError:
+                    pass
+    return "none" if not found else "found: " + ", ".join(sorted(set(found)))
+'''
+    result = execute(render.harness_for(suitespec.load(spec_file)), spy, local_backend, limits=Limits(wall_seconds=20))
+    assert result.verdict == "fail", result.as_dict()
+    assert result.cases[0].got == "'none'", result.cases[0].got
+
+
+def _listener():
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    seen = []
+    stop = threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+                seen.append(conn)
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    return srv, seen, stop, t
+
+
+def test_socket_and_outside_file_access_are_either_blocked_or_declared(local_backend, tmp_path):
+    outside = tmp_path / "world-readable.txt"
+    outside.write_text("outside")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(outside, 0o644)
+    srv, seen, stop, t = _listener()
+    port = srv.getsockname()[1]
+    source = (
+        "import socket\n"
+        "def f():\n"
+        "    out = []\n"
+        "    try:\n"
+        f"        socket.create_connection(('127.0.0.1', {port}), timeout=1).close(); out.append('net')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    try:\n"
+        f"        open({str(outside)!r}).read(); out.append('file')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    return out\n"
+    )
+    try:
+        result = execute(harness([((), {}, [])]), source, local_backend, limits=SHORT)
+    finally:
+        stop.set()
+        t.join()
+        srv.close()
+    got = result.cases[0].got or "[]"
+    iso = result.isolation
+    not_enforced = " ".join(iso["not_enforced"])
+    if "'net'" in got or seen:
+        assert "network" in not_enforced, iso
+    else:
+        assert "network" not in not_enforced
+    if "'file'" in got:
+        assert "filesystem" in not_enforced, iso
+
+
+def test_run_calls_returns_reference_outputs(local_backend):
+    outcomes, detail = run_calls("f", [((2,), {}), ((0,), {})], "def f(x): return 10 // x", local_backend)
+    assert detail == ""
+    assert outcomes[0].status == "ok" and outcomes[0].value == 5
+    assert outcomes[1].status == "error" and outcomes[1].error_type == "ZeroDivisionError"

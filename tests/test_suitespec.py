@@ -1,0 +1,168 @@
+"""SuiteSpec: literal-only grammar, smuggling attempts rejected with case/field/construct, canonical hash."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from acceptgate import literals, suitespec
+from acceptgate.suitespec import SpecError
+
+
+def spec_doc(*cases, dialect="python-call/1", entry_point="f", **extra):
+    doc = {"dialect": dialect, "entry_point": entry_point, "cases": list(cases)}
+    doc.update(extra)
+    return doc
+
+
+def case(args="[1]", expected="1", **kw):
+    return {"args": args, "expected": expected, **kw}
+
+
+SMUGGLED = [
+    ("__import__('os').system('id')", "call"),
+    ("open('/etc/passwd').read()", "call"),
+    ("os", "name"),
+    ("x.y", "attribute access"),
+    ("(1).real", "attribute access"),
+    ("lambda: 0", "lambda"),
+    ("[x for x in range(3)]", "comprehension"),
+    ("{x: 1 for x in 'ab'}", "comprehension"),
+    ("(x for x in ())", "generator expression"),
+    ("f'{1+1}'", "f-string"),
+    ("1 + 2", "operator"),
+    ("2 ** 100000", "operator"),
+    ("not 1", "UnaryOp"),
+    ("~1", "UnaryOp"),
+    ("-'a'", "unary minus on a non-number"),
+    ("1j", "constant of type complex"),
+    ("...", "constant of type ellipsis"),
+    ("[1][0]", "subscript"),
+    ("1 if True else 2", "conditional expression"),
+    ("(y := 1)", "assignment expression"),
+    ("[*[1]]", "starred expression"),
+    ("{**{}}", "dict unpacking"),
+    ("1 < 2", "comparison"),
+    ("True and False", "operator"),
+    ("frozenset()", "call"),
+    ("set([1])", "call"),
+    ("getattr", "name"),
+    ("{[1, 2]}", "unhashable"),
+    ("{[1]: 2}", "unhashable"),
+    ("1; import os", "syntax error"),
+    ("import os", "syntax error"),
+]
+
+
+@pytest.mark.parametrize("text,construct", SMUGGLED)
+@pytest.mark.parametrize("field", ["args", "kwargs", "expected"])
+def test_smuggled_code_is_rejected_naming_case_field_and_construct(text, construct, field):
+    good = case()
+    bad = dict(case(), **{field: text if field != "args" else f"[{text}]"})
+    if field == "kwargs":
+        bad["kwargs"] = "{'k': " + text + "}"
+    with pytest.raises(SpecError) as err:
+        suitespec.from_dict(spec_doc(good, bad), source="suite.json")
+    e = err.value
+    assert e.case == 1
+    assert e.field == field
+    assert construct in str(e), str(e)
+    assert "suite.json" in str(e) and "case 1" in str(e)
+
+
+def test_huge_nesting_is_rejected_without_crashing():
+    for depth in (150, 1000, 100_000):
+        text = "[" * depth + "]" * depth
+        with pytest.raises(SpecError) as err:
+            suitespec.from_dict(spec_doc(case(args=f"[{text}]")))
+        assert err.value.case == 0 and err.value.field == "args"
+        assert "nest" in str(err.value)
+
+
+def test_deep_json_is_rejected():
+    raw = '{"dialect": "python-call/1", "entry_point": "f", "cases": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(SpecError):
+        suitespec.loads(raw.encode())
+
+
+def test_non_utf8_bytes_are_rejected():
+    raw = json.dumps(spec_doc(case())).encode().replace(b'"1"', b'"\xff"')
+    with pytest.raises(SpecError) as err:
+        suitespec.loads(raw, source="bad.json")
+    assert "UTF-8" in str(err.value) and "bad.json" in str(err.value)
+
+
+def test_huge_integer_is_rejected():
+    with pytest.raises(SpecError) as err:
+        suitespec.from_dict(spec_doc(case(expected="9" * 5000)))
+    assert err.value.field == "expected"
+
+
+@pytest.mark.parametrize("doc,field", [
+    (spec_doc(case(), extra_key=1), "extra_key"),
+    (spec_doc(dict(case(), code="print(1)")), "code"),
+    (spec_doc(case(), entry_point="os.system"), "entry_point"),
+    (spec_doc(case(), entry_point="class"), "entry_point"),
+    (spec_doc(case(), dialect="python-exec/1"), "dialect"),
+    (spec_doc(), "cases"),
+    (spec_doc(case(args="1")), "args"),
+    (spec_doc(case(kwargs="{1: 2}")), "kwargs"),
+    (spec_doc(case(kwargs="[]")), "kwargs"),
+    (spec_doc({"args": ["not", "a", "string"], "expected": "1"}), "args"),
+    (spec_doc({"args": "[1]"}), "expected"),
+])
+def test_structural_errors_name_the_field(doc, field):
+    with pytest.raises(SpecError) as err:
+        suitespec.from_dict(doc, source="s.json")
+    assert field in str(err.value)
+
+
+def test_literals_round_trip_and_keep_types():
+    text = "[None, True, -3, 2.5, -0.0, inf, -inf, nan, 'a\\u00e9\\U0001f600\\n', b'\\x00\\xff', (1,), [], {2, 1}, set(), {5: 'x', '5': 'y'}]"
+    value = literals.parse(text)
+    assert type(value[2]) is int and type(value[3]) is float
+    assert value[-1] == {5: "x", "5": "y"}  # int and str keys stay distinct (HumanEval/95)
+    again = literals.parse(literals.canonical(value))
+    assert literals.canonical(again) == literals.canonical(value)
+    assert literals.canonical(value[8]) == "'a\\xe9\\U0001f600\\n'"
+
+
+def test_canonical_form_ignores_spelling_and_set_order():
+    a = suitespec.from_dict(spec_doc(case(args="[{3, 1, 2}, 'x']", expected='{"b", "a"}')))
+    b = suitespec.from_dict(spec_doc(case(args='( {2,3,1} , "x" )', expected="{'a','b'}")))
+    assert a.spec_hash == b.spec_hash
+    assert a.cases[0].args_text == "({1, 2, 3}, 'x')"
+
+
+def test_dict_order_is_data_and_changes_the_hash():
+    a = suitespec.from_dict(spec_doc(case(args="[{'a': 1, 'b': 2}]")))
+    b = suitespec.from_dict(spec_doc(case(args="[{'b': 2, 'a': 1}]")))
+    assert a.spec_hash != b.spec_hash
+
+
+def test_non_literal_values_cannot_be_spelled():
+    class Sneaky(int):
+        def __eq__(self, other):
+            return True
+
+    for value in (Sneaky(1), object(), [1, Sneaky(2)], {"k": lambda: 0}, frozenset(), 1j):
+        with pytest.raises(literals.LiteralError):
+            literals.canonical(value)
+    cyclic = []
+    cyclic.append(cyclic)
+    with pytest.raises(literals.LiteralError):
+        literals.canonical(cyclic)
+
+
+def test_to_json_round_trips_to_the_same_hash(tmp_path):
+    spec = suitespec.build("python-call/1", "f", [((1, "a"), {"k": {1, 2}}, [1.5, None])])
+    path = tmp_path / "s.json"
+    path.write_text(spec.to_json())
+    assert suitespec.load(path).spec_hash == spec.spec_hash
+
+
+def test_missing_file_is_invalid_input(tmp_path):
+    with pytest.raises(SpecError) as err:
+        suitespec.load(tmp_path / "nope.json")
+    assert "nope.json" in str(err.value)
