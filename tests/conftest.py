@@ -38,3 +38,44 @@ def local_backend():
 
     with backend.create("local") as b:
         yield b
+
+
+# Every sandbox backend the attack and conformance suites run on. "docker" is skipped when no engine
+# is reachable -- except under CI (CI=true), where an unavailable backend fails the run.
+SANDBOX_BACKENDS = ("local", "local-rlimits", pytest.param("docker", marks=pytest.mark.docker))
+
+
+@pytest.fixture(scope="session")
+def open_backend():
+    """name -> an open Backend, created once per session and closed at its end."""
+    from acceptgate.sandbox import backend as backends
+
+    opened: dict = {}
+
+    def get(name: str):
+        if name not in opened:
+            try:
+                opened[name] = backends.create(name)
+            except (ValueError, backends.BackendUnavailable) as exc:
+                opened[name] = exc
+        found = opened[name]
+        if isinstance(found, Exception):
+            reason = f"sandbox backend {name!r} unavailable: {found}"
+            if os.environ.get("CI") == "true":
+                pytest.fail(reason + " (CI=true: every backend must run)")
+            pytest.skip(reason)
+        return found
+
+    yield get
+    for found in opened.values():
+        if not isinstance(found, Exception):
+            found.close()
+
+
+@pytest.fixture(scope="module", params=SANDBOX_BACKENDS)
+def sandbox_backend(request, open_backend):
+    return open_backend(request.param)
+
+
+# The session-scoped Prefect test server for flow tests (prefect is imported only when a test uses it).
+from prefect_harness import prefect_harness  # noqa: E402,F401

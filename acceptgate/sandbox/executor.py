@@ -177,10 +177,10 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
     detail string for a process-level problem ("" when every call was answered).
     """
     outcomes: list[CallOutcome] = []
-    started = time.monotonic()
-    deadline = started + limits.wall_seconds
     marker = secrets.token_hex(16).encode()
     proc = backend.spawn(limits)
+    # The wall clock starts once the sandbox exists: waiting for a pooled slot is not the program's time.
+    deadline = time.monotonic() + limits.wall_seconds
     detail = ""
     try:
         chan = _Channel(proc, marker, deadline)
@@ -256,7 +256,6 @@ def execute(
 ) -> ExecutionResult:
     """Run one candidate program against one loaded harness in one sandboxed process."""
     started = time.monotonic()
-    deadline = started + limits.wall_seconds
     result = ExecutionResult(
         verdict="pass",
         cases=[],
@@ -268,6 +267,8 @@ def execute(
     )
     marker = secrets.token_hex(16).encode()
     proc = backend.spawn(limits)
+    # The wall clock starts once the sandbox exists: waiting for a pooled slot is not the program's time.
+    deadline = time.monotonic() + limits.wall_seconds
     current: int | None = None
     try:
         chan = _Channel(proc, marker, deadline)

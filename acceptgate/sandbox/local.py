@@ -1,14 +1,25 @@
-"""Local backend: the runner as a child process of this one.
+"""Local backend: the runner as a child process of this one, isolated as far as the host allows.
 
-Always: a separate process in its own session (so the wall-clock kill takes its whole process group),
-an empty environment, a fresh temp dir as cwd, ``python -I -S -B``, and rlimits the runner applies to
-itself before the candidate loads. As root, the candidate also runs as an unprivileged uid, so it
-cannot signal or ptrace the harness or read root-only files. Namespaces (bubblewrap) and a process cap
-are layered on in ``isolation.py`` when the host allows them.
+Layers, each probed once (``hostprobe``) and named in ``isolation``:
+
+- always: own session (the wall-clock kill takes its process group), empty environment, a fresh
+  working dir, ``python -I -S -B``, and rlimits the runner applies to itself before the candidate
+  loads (address space, cpu, file size, open files, no core);
+- namespaces: the runner under bubblewrap (``bwrap.py``): read-only view of the interpreter only,
+  private tmpfs cwd and /tmp, new user/pid/net/ipc/uts/cgroup/mount namespaces, no capabilities;
+- a process cap: a per-execution cgroup (``cgroup.py``: pids.max plus a memory cap whose OOM kills
+  are reported as ``memory``), else a per-slot uid with RLIMIT_NPROC;
+- as root, an unprivileged uid: bwrap itself is started as that uid, so the sandbox holds no
+  root-owned credentials at all (file owner bits, the root user's keyring, signals to root's processes).
+
+Registered names: "local" = the best the host allows (a loud warning on stderr when namespaces or a
+process cap are missing), "local-bwrap" = namespaces or BackendUnavailable, "local-rlimits" = no
+namespaces and no cgroup (rlimits, plus a per-slot uid with RLIMIT_NPROC when root).
 """
 
 from __future__ import annotations
 
+import collections
 import os
 import select
 import shutil
@@ -16,37 +27,31 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Callable
 
+from acceptgate.sandbox import bwrap, cgroup, hostprobe
 from acceptgate.sandbox.backend import (
-    Backend, ExitStatus, Isolation, Limits, SandboxProcess, register, runner_source,
+    Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, SandboxProcess, register, runner_source,
 )
 
-NOBODY = 65534
-
-
-def runner_path() -> str:
-    return str(Path(__file__).with_name("runner.py"))
+NOBODY = hostprobe.SANDBOX_UID
+# Under bwrap, the process we spawn is a tiny shell that waits for one line on stdin before it execs
+# bwrap: bwrap forks at once, and the cgroup must hold the process before it does.
+GATE_SCRIPT = 'read _gate && exec "$0" "$@"'
 
 
 def sandbox_python() -> str:
-    """An interpreter the unprivileged sandbox user can run: the system's, else our own.
-
-    The runner needs only the standard library, and a pyenv/venv interpreter under /root is not
-    readable by an unprivileged uid.
-    """
-    for candidate in ("/usr/bin/python3.11", "/usr/bin/python3", sys.executable):
-        path = os.path.realpath(candidate)
-        if os.path.isfile(path) and os.stat(path).st_mode & 0o001:
-            return candidate
-    return sys.executable
+    return hostprobe.sandbox_python()
 
 
 class PipeProcess(SandboxProcess):
     """A runner started with subprocess.Popen, spoken to through its stdin/stdout pipes."""
 
-    def __init__(self, popen: subprocess.Popen, workdir: str | None, cleanup=None) -> None:
+    def __init__(self, popen: subprocess.Popen, workdir: str | None,
+                 cleanup: Callable[[], None] | None = None) -> None:
         self.popen = popen
         self.workdir = workdir
         self._cleanup = cleanup
@@ -126,6 +131,107 @@ class PipeProcess(SandboxProcess):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+class LocalProcess(PipeProcess):
+    """A PipeProcess that also owns the execution's cgroup or uid slot."""
+
+    def __init__(self, popen: subprocess.Popen, workdir: str | None, *, under_bwrap: bool,
+                 cg: cgroup.ExecutionCgroup | None, release: Callable[[], None]) -> None:
+        super().__init__(popen, workdir, cleanup=release)
+        self.under_bwrap = under_bwrap
+        self.cgroup = cg
+
+    def wait(self, timeout: float) -> ExitStatus:
+        status = super().wait(timeout)
+        if self.under_bwrap and status.signal is None and status.returncode and status.returncode > 128:
+            # bwrap exits with 128 + N when the runner was killed by signal N.
+            status = ExitStatus(returncode=status.returncode, signal=status.returncode - 128)
+        if status.returncode is not None and self.cgroup is not None and self.cgroup.oom_killed():
+            status.oom_killed = True
+        return status
+
+
+@dataclass(frozen=True)
+class Plan:
+    namespaces: bool
+    process_cap: str  # "cgroup" | "uid" | "none"
+
+
+class UidSlots:
+    """Per-execution uids for the RLIMIT_NPROC cap (the limit counts processes per real uid)."""
+
+    def __init__(self, uids: range) -> None:
+        self._free = collections.deque(uids)
+        self._cond = threading.Condition()
+
+    def acquire(self) -> int:
+        # Oldest first: zombies a slot's last run left for the host's init to reap still count
+        # against its RLIMIT_NPROC until then.
+        with self._cond:
+            while not self._free:
+                self._cond.wait()
+            return self._free.popleft()
+
+    def release(self, uid: int) -> None:
+        kill_uid(uid)
+        remove_owned(uid)
+        with self._cond:
+            self._free.append(uid)
+            self._cond.notify()
+
+
+def kill_uid(uid: int, rounds: int = 50) -> None:
+    """SIGKILL every live process running as uid (a slot uid: nothing else runs as it).
+
+    Zombies are skipped: they are already dead, and an orphaned one waits for the host's init.
+    """
+    for _ in range(rounds):
+        found = False
+        with os.scandir("/proc") as it:
+            for entry in it:
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    if entry.stat().st_uid != uid or _is_zombie(entry.name):
+                        continue
+                    found = True
+                    os.kill(int(entry.name), signal.SIGKILL)
+                except (FileNotFoundError, ProcessLookupError):
+                    pass
+        if not found:
+            return
+        time.sleep(0.002)
+
+
+def _is_zombie(pid: str) -> bool:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rpartition(b")")[2].split()[0] in (b"Z", b"X")
+
+
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+
+
+def remove_owned(uid: int) -> None:
+    """Remove what a slot uid left in the host's shared writable dirs (no mount namespace here).
+
+    Hygiene, not a guarantee: other world-writable places may exist, which ``isolation`` says.
+    """
+    for top in SHARED_WRITABLE:
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
 def make_workdir(owner_uid: int | None) -> str:
     workdir = tempfile.mkdtemp(prefix="acceptgate-")
     if owner_uid is not None:
@@ -134,65 +240,201 @@ def make_workdir(owner_uid: int | None) -> str:
     return workdir
 
 
+_slot_pools: dict[range, UidSlots] = {}
+_slot_lock = threading.Lock()
+
+
+def _slot_pool(uids: range) -> UidSlots:
+    with _slot_lock:
+        return _slot_pools.setdefault(uids, UidSlots(uids))
+
+
 class LocalBackend(Backend):
-    """Process isolation with rlimits; no namespaces (see ``isolation.BwrapBackend`` for those)."""
+    """The runner as a local child process; ``namespaces`` and ``process_cap`` pick the layers.
 
-    name = "local-rlimits"
+    namespaces: True (bubblewrap, BackendUnavailable if the host refuses), False, or "auto".
+    process_cap: "cgroup", "uid" (per-slot uid + RLIMIT_NPROC), "none", or "auto" (the best available).
+    """
 
-    def __init__(self, python: str | None = None, drop_privileges: bool | None = None) -> None:
-        self.python = python or (sandbox_python() if drop_privileges is not False else sys.executable)
-        self._runner = runner_source().decode("utf-8")
+    def __init__(self, python: str | None = None, drop_privileges: bool | None = None, *,
+                 namespaces: bool | str = False, process_cap: str = "auto", name: str | None = None) -> None:
+        caps = hostprobe.probe()
+        self.caps = caps
         if drop_privileges is None:
             drop_privileges = os.geteuid() == 0
         self.uid = NOBODY if drop_privileges else None
+        self.plan = _resolve(caps, namespaces, process_cap, self.uid is not None)
+        if self.plan.namespaces:
+            self.python = caps.bwrap.python
+        else:
+            self.python = python or (caps.python if drop_privileges else sys.executable)
+        self._runner = runner_source().decode("utf-8")
+        self._slots = _slot_pool(caps.uid_slots) if self.plan.process_cap == "uid" else None
+        self.name = name or ("local" if self.plan.namespaces else "local-rlimits")
 
-    def command(self, workdir: str) -> list[str]:
+    def command(self, limits: Limits) -> list[str]:
         # The runner travels on the command line: no file of ours needs to be readable inside.
-        return [self.python, "-I", "-S", "-B", "-c", self._runner]
+        inner = [self.python, "-I", "-S", "-B", "-c", self._runner]
+        script = ""
+        if self.plan.process_cap == "uid":
+            # RLIMIT_NPROC set by the child for itself: setting another process's limits needs
+            # CAP_SYS_RESOURCE, which containers often lack. bash/ash spell it -u, dash -p.
+            n = limits.processes
+            script += f"ulimit -u {n} 2>/dev/null || ulimit -p {n} || exit 125; "
+        if self.plan.namespaces:
+            return ["/bin/sh", "-c", script + GATE_SCRIPT] + bwrap.command(self.caps.bwrap, inner)
+        if script:
+            return ["/bin/sh", "-c", script + 'exec "$0" "$@"'] + inner
+        return inner
 
     def spawn(self, limits: Limits) -> SandboxProcess:
-        workdir = make_workdir(self.uid)
-        kwargs = {}
-        if self.uid is not None:
-            kwargs.update(user=self.uid, group=self.uid, extra_groups=[])
-        popen = subprocess.Popen(
-            self.command(workdir),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=workdir,
-            env={},
-            close_fds=True,
-            start_new_session=True,
-            **kwargs,
-        )
-        return PipeProcess(popen, workdir)
+        uid = self._slots.acquire() if self._slots else self.uid
+        cg = None
+        popen = None
+        workdir = None
+        try:
+            if self.plan.process_cap == "cgroup":
+                cg = cgroup.ExecutionCgroup.create(self.caps.cgroups, processes=limits.processes,
+                                                   memory_bytes=limits.memory_bytes)
+            workdir = None if self.plan.namespaces else make_workdir(uid)
+            ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+            popen = subprocess.Popen(
+                self.command(limits), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, cwd=workdir or "/", env={}, close_fds=True,
+                start_new_session=True, **ids,
+            )
+            # The cap goes on before anything can fork: the runner waits for its first frame, and
+            # under bwrap the gate shell waits for the newline written below.
+            if cg:
+                cg.attach(popen.pid)
+            if self.plan.namespaces:
+                os.write(popen.stdin.fileno(), b"\n")
+        except OSError as exc:
+            if popen is not None:
+                popen.kill()
+                popen.wait()
+            _release(cg, self._slots, uid)
+            if workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+            raise BackendUnavailable(f"cannot start a local sandbox: {exc}") from exc
+        return LocalProcess(popen, workdir, under_bwrap=self.plan.namespaces, cg=cg,
+                            release=lambda: _release(cg, self._slots, uid))
 
     def isolation(self, limits: Limits) -> Isolation:
-        iso = Isolation(backend=self.name)
-        iso.enforced += [
-            "separate process (own session; wall-clock kill of its process group)",
-            "empty environment",
-            "fresh temp dir as cwd",
-            f"rlimit address space {limits.memory_bytes // (1024 * 1024)} MiB",
-            f"rlimit cpu {limits.cpu_seconds} s",
-            f"rlimit file size {limits.file_bytes // (1024 * 1024)} MiB",
-            f"rlimit open files {limits.open_files}",
-            "no core dumps",
-            f"wall clock {limits.wall_seconds:g} s",
-        ]
-        if self.uid is not None:
-            iso.enforced.append(f"unprivileged uid {self.uid} (cannot signal or ptrace the harness)")
-        else:
-            iso.not_enforced.append("separate uid (runs as the harness's user: can signal it)")
+        return describe(self, limits)
+
+
+def _release(cg: cgroup.ExecutionCgroup | None, slots: UidSlots | None, uid: int | None) -> None:
+    if cg is not None:
+        cg.remove()
+    if slots is not None and uid is not None:
+        slots.release(uid)
+
+
+def _resolve(caps: hostprobe.HostCaps, namespaces: bool | str, process_cap: str, drop: bool) -> Plan:
+    if namespaces == "auto":
+        namespaces = caps.bwrap is not None
+    elif namespaces and caps.bwrap is None:
+        raise BackendUnavailable(f"bubblewrap sandbox unavailable: {caps.bwrap_problem}")
+    if process_cap == "auto":
+        process_cap = ("cgroup" if caps.cgroups else "uid" if caps.uid_slots and drop else "none")
+    elif process_cap == "cgroup" and caps.cgroups is None:
+        raise BackendUnavailable(f"cgroup process cap unavailable: {caps.cgroup_problem}")
+    elif process_cap == "uid" and (caps.uid_slots is None or not drop):
+        why = caps.uid_problem or "privileges are not dropped"
+        raise BackendUnavailable(f"per-slot uid process cap unavailable: {why}")
+    elif process_cap not in ("cgroup", "uid", "none"):
+        raise ValueError(f"process_cap must be cgroup, uid, none or auto, not {process_cap!r}")
+    return Plan(namespaces=bool(namespaces), process_cap=process_cap)
+
+
+def describe(backend: LocalBackend, limits: Limits) -> Isolation:
+    caps, plan = backend.caps, backend.plan
+    iso = Isolation(backend=backend.name)
+    iso.enforced.append("separate process (own session; wall-clock kill of its process group)")
+    if plan.namespaces:
+        outside = ("a per-slot uid" if plan.process_cap == "uid" else
+                   str(backend.uid) if backend.uid is not None else "the harness's uid")
+        iso.enforced += bwrap.describe(caps.bwrap, outside_uid=outside)
+        iso.not_enforced.append("seccomp syscall filter (none: namespaces, no capabilities and no "
+                                "nested user namespaces are the barrier)")
+        iso.notes += list(caps.bwrap.notes)
+    else:
+        iso.enforced += ["empty environment", "fresh temp dir as cwd"]
+    iso.enforced += [
+        f"rlimit address space {limits.memory_bytes // MiB} MiB",
+        f"rlimit cpu {limits.cpu_seconds} s",
+        f"rlimit file size {limits.file_bytes // MiB} MiB",
+        f"rlimit open files {limits.open_files}",
+        "no core dumps",
+        f"wall clock {limits.wall_seconds:g} s",
+    ]
+    if plan.process_cap == "cgroup":
+        swap = " including swap" if caps.cgroups.memsw else ""
+        iso.enforced += [f"process cap: cgroup pids.max={limits.processes}",
+                         f"memory cap: cgroup {limits.memory_bytes // MiB} MiB for all its processes{swap}"]
+    elif plan.process_cap == "uid":
+        iso.enforced.append(f"process cap: per-slot uid with RLIMIT_NPROC={limits.processes}")
+        why = caps.cgroup_problem or "not requested"
+        iso.not_enforced.append(f"memory cap for all processes together (no cgroup: {why})")
+    else:
+        iso.not_enforced.append("process count cap (no cgroup, no per-slot uid: "
+                                "a fork bomb is not contained)")
+        iso.not_enforced.append("memory cap for all processes together (no cgroup)")
+    if backend.uid is not None and not plan.namespaces:
+        who = "per-slot uid" if plan.process_cap == "uid" else f"uid {backend.uid}"
+        iso.enforced.append(f"unprivileged {who} (cannot signal or ptrace the harness, "
+                            "nor read its environ or memory)")
+    elif backend.uid is None and not plan.namespaces:
+        iso.not_enforced.append("separate uid (runs as the harness's user: can signal it)")
+    if not plan.namespaces:
+        reason = caps.bwrap_problem or "not requested"
         iso.not_enforced += [
+            f"namespaces ({reason})",
             "network (no network namespace: sockets can connect)",
-            "filesystem (no mount namespace: world-readable files outside the temp dir are visible)",
-            "process count cap (no cgroup)",
+            "filesystem (no mount namespace: world-readable files outside the temp dir are visible, "
+            "world-writable ones can be changed, files left in world-writable dirs may survive the "
+            "execution)",
+            "process visibility (no pid namespace: other processes' /proc entries are visible)",
         ]
-        return iso
+    return iso
 
 
-register("local-rlimits", LocalBackend)
-# "local" becomes the best isolation the host allows once isolation.py registers it.
-register("local", LocalBackend)
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    # The one place this library writes to stderr: a sandbox weaker than asked for must not go unseen.
+    if message not in _warned:
+        _warned.add(message)
+        print(f"\n*** acceptgate WARNING: {message} ***\n", file=sys.stderr, flush=True)
+
+
+def best_local(**options) -> LocalBackend:
+    """The strongest local isolation this host allows, loudly saying what is missing."""
+    options.setdefault("namespaces", "auto")
+    options.setdefault("process_cap", "auto")
+    backend = LocalBackend(name="local", **options)
+    caps = backend.caps
+    if not backend.plan.namespaces:
+        _warn_once("the local sandbox runs WITHOUT namespaces (rlimits only): candidates can read "
+                   "world-readable files, connect to the network and see other processes. "
+                   f"Reason: {caps.bwrap_problem or 'privileges not dropped'}")
+    if backend.plan.process_cap == "none":
+        _warn_once(f"the local sandbox has NO process cap: a fork bomb is not contained. "
+                   f"Reason: {caps.cgroup_problem}; {caps.uid_problem}")
+    return backend
+
+
+def bwrap_local(**options) -> LocalBackend:
+    return LocalBackend(name="local-bwrap", namespaces=True, **options)
+
+
+def rlimits_local(**options) -> LocalBackend:
+    options.setdefault("process_cap", "uid" if hostprobe.probe().uid_slots else "none")
+    return LocalBackend(name="local-rlimits", namespaces=False, **options)
+
+
+register("local", best_local)
+register("local-bwrap", bwrap_local)
+register("local-rlimits", rlimits_local)

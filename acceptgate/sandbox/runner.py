@@ -5,6 +5,7 @@
 # expected values or test code. Framing on both pipes: b"<marker> <kind> <length>\n" + payload, where
 # the marker is a per-execution random token the harness sends first. The candidate's own stdin, stdout
 # and stderr are /dev/null, so nothing it prints can be mistaken for a frame.
+import errno
 import marshal
 import os
 import sys
@@ -21,6 +22,7 @@ def _main():
         _dup2(devnull, fd)
     # Keep private references: the candidate may monkeypatch builtins or modules.
     _type, _repr, _len, _str, _int, _exc = type, repr, len, str, int, BaseException
+    _isinstance, _oserror, _enomem = isinstance, OSError, errno.ENOMEM
     _loads = marshal.loads
     literal_types = (type(None), bool, int, float, str, bytes)
     containers = (tuple, list, set, dict)
@@ -66,7 +68,13 @@ def _main():
             message = _str(exc)[:MAX_MESSAGE]
         except _exc:
             message = "<unprintable>"
-        return _repr({"type": _type(exc).__name__, "message": message}).encode("utf-8", "replace")
+        name = _type(exc).__name__
+        try:  # e.g. mmap refused by the address-space limit: that is the memory limit
+            if _isinstance(exc, _oserror) and _type(exc.errno) is _int and exc.errno == _enomem:
+                name = "MemoryError"
+        except _exc:
+            pass
+        return _repr({"type": name, "message": message}).encode("utf-8", "replace")
 
     def literal(value, depth):
         # Exact types only: a subclass (or any object) could carry its own __eq__.

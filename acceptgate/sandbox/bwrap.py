@@ -1,0 +1,71 @@
+"""The bubblewrap command line the local backend runs the runner under.
+
+What the candidate sees: the interpreter's binary, stdlib and shared-library dirs (read-only, nothing
+else of the host), a private /proc of its own pid namespace, a minimal /dev, and three small private
+tmpfs mounts -- its working dir, /tmp and /dev/shm -- the only writable places. All three are
+size-capped, charged to the execution's memory cgroup and gone with the mount namespace, so a
+candidate can neither fill the host's disk nor leave a file behind for the next execution. (A
+tmpfs rather than a host temp dir bound in: same freshness, but bounded and nothing to delete.)
+
+Namespaces: user (uid/gid 65534 inside; no nested user namespaces), pid, net (loopback only, nothing
+listens), ipc, uts, cgroup, mount. All capabilities dropped, no environment, a new session (no
+TIOCSTI on a terminal), and the sandbox dies with the harness.
+"""
+
+from __future__ import annotations
+
+from acceptgate.sandbox.hostprobe import SANDBOX_UID, Bwrap
+
+WORKDIR = "/sandbox"
+SCRATCH_BYTES = 32 * 1024 * 1024  # per tmpfs (working dir, /tmp, /dev/shm)
+
+DEV_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+DEV_LINKS = (("/dev/fd", "/proc/self/fd"), ("/dev/stdin", "/proc/self/fd/0"),
+             ("/dev/stdout", "/proc/self/fd/1"), ("/dev/stderr", "/proc/self/fd/2"))
+NAMESPACES = ("user", "pid", "net", "ipc", "uts", "cgroup", "mount")
+
+
+def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES) -> list[str]:
+    """bwrap argv that runs ``inner`` (an absolute interpreter path + args) in a fresh sandbox."""
+    uid = str(SANDBOX_UID)
+    argv = [
+        bw.path,
+        "--unshare-all", "--unshare-user", "--disable-userns",
+        "--uid", uid, "--gid", uid, "--hostname", "sandbox",
+        "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv",
+    ]
+    for target, link in bw.symlinks:
+        argv += ["--symlink", target, link]
+    for path in bw.ro_binds:
+        argv += ["--ro-bind", path, path]
+    for path in bw.hidden:
+        argv += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
+    # A minimal /dev: the five harmless nodes and the fd links (bwrap's --dev also mounts a devpts
+    # and a tty, which nothing here needs, at a few milliseconds per execution).
+    argv += ["--proc", "/proc"]
+    for node in DEV_NODES:
+        argv += ["--dev-bind", node, node]
+    for link, target in DEV_LINKS:
+        argv += ["--symlink", target, link]
+    for path in ("/tmp", "/dev/shm", WORKDIR):
+        argv += ["--perms", "1777" if path != WORKDIR else "0700",
+                 "--size", str(scratch_bytes), "--tmpfs", path]
+    # The root bwrap builds is itself a tmpfs: read-only once the mounts are in place.
+    argv += ["--remount-ro", "/", "--chdir", WORKDIR]
+    return argv + list(inner)
+
+
+def describe(bw: Bwrap, *, outside_uid: str = str(SANDBOX_UID),
+             scratch_bytes: int = SCRATCH_BYTES) -> list[str]:
+    """What ``command`` enforces, as the lines ``isolation`` reports."""
+    return [
+        f"namespaces: {', '.join(NAMESPACES)} (bubblewrap {bw.version.split()[-1]}, {bw.origin}); "
+        "no nested user namespaces",
+        f"uid {SANDBOX_UID} inside, {outside_uid} outside the sandbox; all capabilities dropped",
+        "network: none (empty network namespace: nothing to connect to, not even the host's loopback)",
+        "filesystem: read-only view of the interpreter only (" + ", ".join(bw.ro_binds) + ")",
+        f"writable: private tmpfs cwd {WORKDIR}, /tmp and /dev/shm, {scratch_bytes // (1024 * 1024)} MiB "
+        "each, gone after the execution",
+        "processes: private /proc of a new pid namespace (harness and other sandboxes invisible)",
+        "environment: cleared; new session; dies with the harness",
+    ]

