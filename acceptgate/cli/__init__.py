@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "acceptgate.cli.import_cmd",
     "acceptgate.cli.score_cmd",
     "acceptgate.cli.gate_cmd",
+    "acceptgate.cli.sandbox_cmd",
 ]
 
 

@@ -1,0 +1,516 @@
+# acceptgate container keeper: PID 1 of a warm sandbox container (standard library only).
+#
+# It starts one fresh runner process per execution, relays bytes between the host and that runner,
+# and afterwards removes everything the execution left: every other process, every file in the
+# writable tmpfs mounts; it checks that no SysV IPC object survives. It then reports the runner's
+# exit status and anything it had to clean (the host replaces a container with any such problem).
+#
+# Runners come from a fork server (the "zygote"): a copy of this interpreter forked at container start,
+# before any execution data exists, that never receives any (only one-byte spawn requests). Each
+# runner is a fresh process forked from it -- a pre-initialised interpreter identical every time --
+# that then runs the runner source (`python3 -I -S -B -c <runner>` without the interpreter start).
+# If the zygote is gone, runners are started with fork + exec of that very command instead.
+#
+# Why the candidate (same uid) cannot tamper with the keeper or the zygote: a pid namespace's init
+# ignores signals from inside the namespace that it has no handler for (SIGKILL and SIGSTOP included);
+# both are non-dumpable, so they cannot be ptraced and their /proc/<pid>/{mem,fd,environ} cannot be
+# opened. The zygote can be killed or stopped: the keeper notices and the container is replaced. The
+# runner talks to pipes; it never holds the container's stdin/stdout, so it cannot forge keeper frames.
+#
+# Frames on the container's stdin/stdout: 1 byte kind + 4 bytes big-endian length + payload.
+#   host -> keeper: b"S" start an execution, b"I" bytes for the runner's stdin, b"K" kill it now.
+#   keeper -> host: b"H" hello (JSON), b"O" bytes from the runner's stdout, b"X" finished (JSON).
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+WRITABLE = ("/sandbox", "/tmp", "/dev/mqueue", "/dev/shm")
+OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
+PIDS_FILES = ("/sys/fs/cgroup/pids/pids.events", "/sys/fs/cgroup/pids.events")
+CHUNK = 1 << 16
+RUNNER_FLAGS = ["-I", "-S", "-B", "-c"]
+SPAWN_TIMEOUT = 5.0
+
+
+def _counter(paths, key):
+    for path in paths:
+        try:
+            with open(path) as f:
+                for line in f:
+                    name, _, value = line.partition(" ")
+                    if name == key:
+                        return int(value)
+        except OSError:
+            continue
+    return None
+
+
+def _prctl_dumpable(value):
+    """Set PR_SET_DUMPABLE; return the flag read back (None without ctypes)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, value, 0, 0, 0)  # PR_SET_DUMPABLE
+        return libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+    except Exception:
+        return None
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
+        view = view[n:]
+
+
+def send(kind, payload=b""):
+    _write_all(1, kind + struct.pack(">I", len(payload)) + payload)
+
+
+def _empty_dir(top):
+    """Remove everything under top (owned by our uid); return names that would not go."""
+    try:
+        names = os.listdir(top)
+    except OSError:
+        return []
+    for name in names:
+        path = os.path.join(top, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)  # a candidate may have taken its own permissions away
+                _empty_dir(path)
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+    try:
+        return os.listdir(top)
+    except OSError:
+        return []
+
+
+def _ipc_objects():
+    count = 0
+    for name in ("shm", "msg", "sem"):
+        try:
+            with open("/proc/sysvipc/" + name) as f:
+                count += max(0, len(f.read().splitlines()) - 1)
+        except OSError:
+            pass
+    return count
+
+
+def _other_pids(exclude):
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in exclude]
+
+
+def _kill_all(keep):
+    """SIGKILL every process but those in keep (us, the zygote), again until none is left; reap."""
+    reaped = {}
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        victims = _other_pids(keep)
+        if not victims:
+            break
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _reap(reaped)
+        time.sleep(0.0005)
+    _reap(reaped)
+    return reaped
+
+
+def _reap(into):
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not pid:
+            return
+        into[pid] = status
+
+
+# -- the runner process -----------------------------------------------------------------------------
+def _runner_fds(in_r, out_w):
+    os.setsid()
+    os.dup2(in_r, 0)
+    os.dup2(out_w, 1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    os.closerange(3, 4096)
+    os.chdir("/sandbox")
+
+
+def _oom_first():
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")  # the memory limit takes the runner, never the keeper
+    except OSError:
+        pass
+
+
+def spawn_exec(python, runner):
+    """Fork + exec a fresh interpreter for the runner; returns (pid, to_child, from_child)."""
+    in_r, to_child = os.pipe()
+    from_child, out_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _oom_first()
+            _runner_fds(in_r, out_w)
+            os.execve(python, [python, *RUNNER_FLAGS, runner], {})
+        finally:
+            os._exit(127)
+    os.close(in_r)
+    os.close(out_w)
+    return pid, to_child, from_child
+
+
+class Zygote:
+    """The fork server: forked once, before any execution, from a keeper that held no data yet."""
+
+    def __init__(self, runner):
+        code = compile(runner, "<runner>", "exec")
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                self.sock.close()
+                _zygote_loop(theirs, code)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.sock.settimeout(SPAWN_TIMEOUT)
+
+    def spawn(self):
+        """A new runner as a grandchild that the keeper (init) inherits; (pid, to_child, from_child)."""
+        self.sock.send(b"f")
+        msg, fds, _, _ = socket.recv_fds(self.sock, 32, 2)
+        if len(fds) != 2 or not msg.isdigit():
+            for fd in fds:
+                os.close(fd)
+            raise OSError("zygote sent no runner")
+        return int(msg), fds[0], fds[1]
+
+    def healthy(self):
+        """Alive and not stopped (a candidate may have sent it SIGSTOP: continue it first)."""
+        try:
+            os.kill(self.pid, signal.SIGCONT)
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except (ProcessLookupError, ChildProcessError):
+            return False
+        return pid == 0
+
+
+def _zygote_loop(sock, code):
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # the container's stdin/stdout are the keeper's alone
+        os.dup2(null, fd)
+    os.close(null)
+    while True:
+        try:
+            request = sock.recv(16)
+        except OSError:
+            return
+        if not request:
+            return
+        in_r, to_child = os.pipe()
+        from_child, out_w = os.pipe()
+        pid_r, pid_w = os.pipe()
+        middle = os.fork()
+        if middle == 0:  # double fork: the runner's parent exits, so init (the keeper) adopts it
+            try:
+                sock.close()
+                for fd in (to_child, from_child, pid_r):
+                    os.close(fd)
+                pid = os.fork()
+                if pid == 0:
+                    os.close(pid_w)
+                    _become_runner(in_r, out_w, code)
+                os.write(pid_w, str(pid).encode())
+            finally:
+                os._exit(0)
+        for fd in (in_r, out_w, pid_w):
+            os.close(fd)
+        pid = os.read(pid_r, 32)
+        os.close(pid_r)
+        os.waitpid(middle, 0)  # gone before the keeper hears of the runner: no stray process
+        try:
+            socket.send_fds(sock, [pid or b"-"], [to_child, from_child])
+        finally:
+            os.close(to_child)
+            os.close(from_child)
+
+
+def _become_runner(in_r, out_w, code):
+    status = 1
+    try:
+        _runner_fds(in_r, out_w)
+        _prctl_dumpable(1)  # like an exec'd runner: its own /proc/self is its own again
+        _oom_first()
+        os.environ.clear()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.argv[:] = ["-c"]
+        exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+        status = 0
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:
+        status = 1
+    finally:
+        os._exit(status)
+
+
+# -- one execution --------------------------------------------------------------------------------
+class Execution:
+    def __init__(self, spawn):
+        self.begin()
+        self.pid, self.to_child, self.from_child = spawn()
+        os.set_blocking(self.to_child, False)
+        os.set_blocking(self.from_child, False)
+        self.pending = bytearray()
+        self.out_open = True
+        self.status = None
+        try:
+            self.pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+
+    def begin(self):
+        """Start counting limit events: at the execution's start, not at its (pre)spawn."""
+        self.oom_before = _counter(OOM_FILES, "oom_kill")
+        self.pids_before = _counter(PIDS_FILES, "max")
+
+    def poll(self):
+        if self.status is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # not adopted yet (its zygote parent is still exiting)
+                return False
+            if pid:
+                self.status = status
+        return self.status is not None
+
+    def pump_out(self):
+        """Relay one chunk the runner wrote; False at EOF (then it is no longer watched)."""
+        try:
+            data = os.read(self.from_child, CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError:
+            data = b""
+        if not data:
+            self.out_open = False
+            return False
+        send(b"O", data)
+        return True
+
+    def drain(self):
+        """After every writer is gone: relay what is still in the pipe, up to EOF."""
+        deadline = time.monotonic() + 1.0
+        while self.out_open and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.from_child], [], [], 0.1)
+            if ready:
+                self.pump_out()
+
+    def pump_in(self):
+        try:
+            n = os.write(self.to_child, self.pending)
+        except BlockingIOError:
+            return
+        except OSError:  # the runner closed its stdin: drop what it will never read
+            n = len(self.pending)
+        del self.pending[:n]
+
+    def close(self):
+        for fd in (self.to_child, self.from_child, self.pidfd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def finish(self, killed, keep):
+        """Kill and clean everything but the processes in keep; report; True if the container is clean."""
+        leftovers = len(_other_pids(keep | {self.pid}))
+        reaped = _kill_all(keep)
+        if self.status is None and self.pid in reaped:
+            self.status = reaped[self.pid]
+        if not killed:
+            self.drain()
+        self.close()
+        left = []
+        for top in WRITABLE:
+            left += [top + "/" + n for n in _empty_dir(top)]
+        ipc = _ipc_objects()
+        oom_after = _counter(OOM_FILES, "oom_kill")
+        pids_after = _counter(PIDS_FILES, "max")
+        oom = None not in (self.oom_before, oom_after) and oom_after > self.oom_before
+        pids_hit = None not in (self.pids_before, pids_after) and pids_after > self.pids_before
+        code = os.waitstatus_to_exitcode(self.status) if self.status is not None else None
+        problems = []
+        if left:
+            problems.append("files left: " + ", ".join(left[:5]))
+        if ipc:
+            problems.append(f"{ipc} SysV IPC objects left")
+        if leftovers:
+            problems.append(f"{leftovers} other processes were running")
+        if oom:
+            problems.append("memory limit reached")
+        if pids_hit:
+            problems.append("process limit reached")
+        survivors = _other_pids(keep)
+        if survivors:
+            problems.append(f"{len(survivors)} processes survived SIGKILL")
+        report = {
+            "returncode": code if code is None or code >= 0 else None,
+            "signal": -code if code is not None and code < 0 else None,
+            "oom": bool(oom),
+            "killed": bool(killed),
+            "problems": problems,
+        }
+        return report
+
+
+# -- the keeper -----------------------------------------------------------------------------------
+class Keeper:
+    def __init__(self, runner, fork_server):
+        self.runner = runner
+        self.python = sys.executable
+        self.buf = bytearray()
+        self.current = None
+        self.spare = None  # a runner started ahead, idle until the next execution claims it
+        self.zygote = None
+        if fork_server:
+            try:
+                self.zygote = Zygote(runner)
+            except Exception:  # noqa: BLE001 -- fork + exec still works
+                self.zygote = None
+
+    def keep(self):
+        return {1} | ({self.zygote.pid} if self.zygote else set())
+
+    def spawn(self):
+        if self.zygote is not None:
+            try:
+                return self.zygote.spawn()
+            except OSError:
+                self.zygote = None  # gone: from now on fork + exec (a fresh image needs no zygote)
+        return spawn_exec(self.python, self.runner)
+
+    def prespawn(self):
+        """Start the next runner while the container is idle: a fresh process, made after the
+        previous execution was cleaned up, that has read nothing yet (it waits for its marker)."""
+        try:
+            self.spare = Execution(self.spawn)
+        except OSError:
+            self.spare = None
+
+    def claim(self):
+        spare, self.spare = self.spare, None
+        if spare is not None and not spare.poll():
+            spare.begin()
+            return spare
+        if spare is not None:  # it died while idle: clean up silently and start afresh
+            _kill_all(self.keep())
+            spare.close()
+        return Execution(self.spawn)
+
+    def end(self, cur, killed):
+        self.current = None
+        report = cur.finish(killed, self.keep())
+        if self.zygote is not None and not self.zygote.healthy():
+            report["problems"].append("fork server killed or stopped")
+            self.zygote = None
+        send(b"X", json.dumps(report).encode())
+        if not report["problems"]:
+            self.prespawn()
+
+    def frames(self):
+        while len(self.buf) >= 5:
+            (size,) = struct.unpack(">I", self.buf[1:5])
+            if len(self.buf) < 5 + size:
+                return
+            kind, payload = bytes(self.buf[:1]), bytes(self.buf[5 : 5 + size])
+            del self.buf[: 5 + size]
+            yield kind, payload
+
+    def handle(self, kind, payload):
+        cur = self.current
+        if kind == b"S" and cur is None:
+            self.current = self.claim()
+        elif kind == b"I" and cur is not None:
+            cur.pending += payload
+            cur.pump_in()
+        elif kind == b"K" and cur is not None:
+            self.end(cur, killed=True)
+        # anything else (a kill that crossed the end report, say) is stale and ignored
+
+    def watch(self, cur):
+        rlist, wlist, timeout = [0], [], None
+        if cur is not None:
+            if cur.out_open:
+                rlist.append(cur.from_child)
+            if cur.pidfd is not None:
+                rlist.append(cur.pidfd)
+            else:
+                timeout = 0.005  # no pidfd: poll for the runner's exit
+            if cur.pending:
+                wlist.append(cur.to_child)
+        return rlist, wlist, timeout
+
+    def run(self):
+        while True:
+            cur = self.current
+            rlist, wlist, timeout = self.watch(cur)
+            try:
+                readable, writable, _ = select.select(rlist, wlist, [], timeout)
+            except InterruptedError:
+                continue
+            if cur is not None and cur.from_child in readable:
+                cur.pump_out()
+            if cur is not None and writable:
+                cur.pump_in()
+            if 0 in readable:
+                data = os.read(0, CHUNK)
+                if not data:  # the host is gone (its attach closed our stdin): end everything
+                    break
+                self.buf += data
+                for kind, payload in self.frames():
+                    self.handle(kind, payload)
+            cur = self.current
+            if cur is not None and cur.poll():
+                self.end(cur, killed=False)
+        _kill_all({1})
+
+
+def main():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as init: signals from inside are then ignored
+    runner = sys.argv[1]
+    fork_server = len(sys.argv) < 3 or sys.argv[2] != "exec"
+    dumpable = _prctl_dumpable(0)  # before the zygote forks: it inherits the flag
+    keeper = Keeper(runner, fork_server)
+    keeper.prespawn()
+    hello = {"dumpable": dumpable != 0, "pid": os.getpid(), "uid": os.getuid(),
+             "fork_server": keeper.zygote.pid if keeper.zygote else None, "python": "%d.%d.%d" % sys.version_info[:3]}
+    send(b"H", json.dumps(hello).encode())
+    keeper.run()
+
+
+if __name__ == "__main__":
+    main()

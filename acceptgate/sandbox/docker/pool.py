@@ -1,0 +1,280 @@
+"""Warm sandbox containers: creation with every restriction, leasing, reuse and removal.
+
+A container runs the keeper as PID 1 and serves one execution at a time. After an execution the
+keeper reports whether it left the container as it found it (no other process, empty tmpfs mounts,
+no IPC objects, no memory or process limit hit); only then does the container go back to the pool,
+else it is removed and a fresh one started in the background. A container also retires after
+``max_uses`` executions. Containers are started with ``stdin_once`` and ``auto_remove``: if this
+process dies, the engine closes the keeper's stdin, the keeper ends, and the container disappears.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import resources
+
+from acceptgate.sandbox.backend import BackendUnavailable, Limits, runner_source
+from acceptgate.sandbox.docker.stream import KeeperStream, StreamClosed, StreamError
+
+log = logging.getLogger(__name__)
+
+LABEL = "acceptgate.sandbox"
+SANDBOX_USER = "65534:65534"
+START_TIMEOUT = 20.0  # seconds for a new container's keeper to say hello
+KEEPER_FLAGS = ["-I", "-S", "-B", "-c"]
+KEEPER_PROCESSES = 2  # the keeper (PID 1) and its fork server
+
+
+def keeper_source() -> str:
+    return resources.files("acceptgate.sandbox.docker").joinpath("keeper.py").read_text("utf-8")
+
+
+@dataclass(frozen=True)
+class ContainerConfig:
+    """What a container is created with; executions with the same config can share containers."""
+
+    image: str
+    memory_bytes: int
+    pids: int
+    tmpfs_bytes: int
+    fork_server: bool = True
+
+    @classmethod
+    def for_limits(cls, image: str, limits: Limits, fork_server: bool = True) -> "ContainerConfig":
+        # The candidate gets limits.processes (its runner included); the keeper and its fork server
+        # take the rest.
+        return cls(image=image, memory_bytes=limits.memory_bytes, pids=limits.processes + KEEPER_PROCESSES,
+                   tmpfs_bytes=limits.file_bytes, fork_server=fork_server)
+
+    def host_config(self, api) -> dict:
+        size = self.tmpfs_bytes
+        return api.create_host_config(
+            network_mode="none",
+            mem_limit=self.memory_bytes,
+            memswap_limit=self.memory_bytes,  # equal: no swap beyond the limit
+            pids_limit=self.pids,
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            ipc_mode="none",  # a private IPC namespace and no /dev/shm
+            tmpfs={
+                "/sandbox": f"rw,nosuid,nodev,noexec,size={size},uid=65534,gid=65534,mode=0700",
+                "/tmp": f"rw,nosuid,nodev,noexec,size={size},mode=1777",
+            },
+            auto_remove=True,
+        )
+
+
+class WarmContainer:
+    """One started container with its keeper on the other end of an attach socket."""
+
+    def __init__(self, client, config: ContainerConfig) -> None:
+        self.client = client
+        self.config = config
+        self.uses = 0
+        self.id = ""
+        self.stream: KeeperStream | None = None
+        self.hello: dict = {}
+        self._start()
+
+    def _start(self) -> None:
+        import docker.errors
+
+        api = self.client.api
+        command = ["python3", *KEEPER_FLAGS, keeper_source(), runner_source().decode("utf-8"),
+                   "fork" if self.config.fork_server else "exec"]
+        try:
+            created = api.create_container(
+                self.config.image, command=command, user=SANDBOX_USER, working_dir="/sandbox",
+                environment={}, hostname="sandbox", tty=False,
+                stdin_open=True, detach=False,  # the SDK sets StdinOnce for exactly this pair
+                labels={LABEL: "pool", f"{LABEL}.owner": f"{os.uname().nodename}:{os.getpid()}"},
+                host_config=self.config.host_config(api),
+            )
+            self.id = created["Id"]
+            # Attach before start (as `docker run -i` does) so no output is lost.
+            sock = api.attach_socket(self.id, params={"stdin": 1, "stdout": 1, "stderr": 0, "stream": 1})
+            self.stream = KeeperStream(sock)
+            api.start(self.id)
+            kind, payload = self.stream.recv(time.monotonic() + START_TIMEOUT)
+        except docker.errors.ImageNotFound:
+            self.remove()
+            raise BackendUnavailable(f"sandbox image {self.config.image} not found; build it with "
+                                     "`acceptgate sandbox image build --from-rootfs`") from None
+        except (docker.errors.APIError, StreamClosed, StreamError, TimeoutError) as exc:
+            self.remove()
+            raise BackendUnavailable(f"sandbox container did not start: {exc or type(exc).__name__}") from None
+        if kind != b"H":
+            self.remove()
+            raise BackendUnavailable(f"sandbox keeper sent {kind!r} instead of hello")
+        self.hello = json.loads(payload)
+
+    @property
+    def keeper_protected(self) -> bool:
+        """The keeper made itself non-dumpable: a candidate cannot ptrace it, so reuse is safe."""
+        return self.hello.get("dumpable") is False
+
+    def remove(self) -> None:
+        """Kill and remove the container (idempotent; auto_remove may already be under way)."""
+        import docker.errors
+
+        if self.stream is not None:
+            self.stream.close()
+        if self.id:
+            try:
+                self.client.api.remove_container(self.id, force=True)
+            except docker.errors.APIError:
+                pass  # gone already, or its auto-removal is in progress
+            except Exception:  # noqa: BLE001 -- the engine itself is gone: so is the container
+                pass
+
+
+class Pool:
+    """At most ``size`` live containers; idle ones are reused for the same ContainerConfig."""
+
+    def __init__(self, client, *, size: int, max_uses: int, reuse: bool = True) -> None:
+        self.client = client
+        self.size = max(1, size)
+        self.max_uses = max_uses if reuse else 1
+        self.reuse = reuse
+        self._idle: list[WarmContainer] = []
+        self._live = 0  # busy + idle + starting
+        self._cond = threading.Condition()
+        self._background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="acceptgate-docker")
+        self._closed = False
+        self.started = 0
+        self.retired = 0
+
+    def acquire(self, config: ContainerConfig, timeout: float = 120.0) -> WarmContainer:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise BackendUnavailable("the docker backend was closed")
+                for i, wc in enumerate(self._idle):
+                    if wc.config == config:
+                        return self._idle.pop(i)
+                if self._live < self.size:
+                    self._live += 1
+                    break
+                if self._idle:  # full of containers for other limits: make room
+                    victim = self._idle.pop(0)
+                    self._live -= 1
+                    self._background.submit(victim.remove)
+                    continue
+                if not self._cond.wait(max(0.0, deadline - time.monotonic())):
+                    raise BackendUnavailable(f"no sandbox container free within {timeout:g} s")
+        try:
+            return self._new(config)
+        except BaseException:
+            with self._cond:
+                self._live -= 1
+                self._cond.notify()
+            raise
+
+    def _new(self, config: ContainerConfig) -> WarmContainer:
+        wc = WarmContainer(self.client, config)
+        with self._cond:
+            self.started += 1
+        return wc
+
+    def release(self, wc: WarmContainer, reusable: bool) -> None:
+        wc.uses += 1
+        keep = reusable and self.reuse and wc.keeper_protected and wc.uses < self.max_uses
+        with self._cond:
+            if keep and not self._closed:
+                self._idle.append(wc)
+                self._cond.notify()
+                return
+            self._live -= 1
+            self.retired += 1
+            self._cond.notify()
+            closed = self._closed
+        try:
+            if closed:
+                raise RuntimeError("pool closed")
+            self._background.submit(wc.remove)
+        except RuntimeError:  # closed (perhaps just now): remove it here
+            wc.remove()
+            return
+        if self.reuse:  # a fresh container for the next execution, started while this one goes
+            try:
+                self._background.submit(self._prewarm, wc.config)
+            except RuntimeError:
+                pass
+
+    def _prewarm(self, config: ContainerConfig) -> None:
+        with self._cond:
+            if self._closed or self._live >= self.size:
+                return
+            self._live += 1
+        try:
+            wc = self._new(config)
+        except BackendUnavailable as exc:
+            log.warning("could not start a replacement sandbox container: %s", exc)
+            with self._cond:
+                self._live -= 1
+                self._cond.notify()
+            return
+        self._add_idle(wc)
+
+    def _add_idle(self, wc: WarmContainer) -> None:
+        with self._cond:
+            if self._closed:
+                self._live -= 1
+            else:
+                self._idle.append(wc)
+                self._cond.notify()
+                return
+        wc.remove()
+
+    def warm(self, config: ContainerConfig, count: int) -> None:
+        """Start up to ``count`` idle containers now (in parallel), so first executions do not wait."""
+        futures = [self._background.submit(self._prewarm, config) for _ in range(count)]
+        for f in futures:
+            f.result()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._live -= len(idle)
+            self._cond.notify_all()
+        self._background.shutdown(wait=True)
+        for wc in idle:
+            wc.remove()
+
+
+def remove_stale(client, *, everything: bool = False) -> int:
+    """Remove sandbox containers whose owner process is gone (all of ours with ``everything``)."""
+    import docker.errors
+
+    host = os.uname().nodename
+    removed = 0
+    for c in client.containers.list(all=True, filters={"label": LABEL}):
+        owner = c.labels.get(f"{LABEL}.owner", "")
+        node, _, pid = owner.partition(":")
+        alive = node == host and pid.isdigit() and _pid_alive(int(pid))
+        if everything or not alive:
+            try:
+                c.remove(force=True)
+                removed += 1
+            except docker.errors.APIError:
+                pass
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,236 @@
+"""Docker backend: each execution in a locked-down container, fast through warm reuse.
+
+The container: no network, memory limit with swap equal, process limit, read-only root, all
+capabilities dropped, no-new-privileges, uid 65534, a private IPC namespace, and two small tmpfs
+mounts (/sandbox, the working directory, and /tmp). Its PID 1 is the keeper (``docker/keeper.py``),
+which starts a fresh ``python3 -I -S -B -c <runner>`` per execution and, afterwards, kills every
+other process and empties the tmpfs mounts; a container the keeper cannot prove clean (or one that
+hit its memory or process limit) is replaced, never reused. So nothing survives from one execution
+to the next, while an execution costs a fork + exec instead of a container start.
+
+Needs a reachable engine (``bash scripts/dockerd.sh start``) and the sandbox image, which is built
+from this host's Python on first use when no image is named (see ``docker/image.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import time
+
+from acceptgate.sandbox.backend import (
+    Backend, BackendUnavailable, ExitStatus, Isolation, Limits, SandboxProcess, register,
+)
+from acceptgate.sandbox.docker import engine, image as images
+from acceptgate.sandbox.docker.pool import KEEPER_PROCESSES, ContainerConfig, Pool, WarmContainer
+from acceptgate.sandbox.docker.stream import StreamClosed, StreamError
+
+log = logging.getLogger(__name__)
+
+IMAGE_ENV = "ACCEPTGATE_SANDBOX_IMAGE"
+MAX_USES = 500  # executions per container before it retires anyway
+KILL_GRACE = 3.0  # seconds for the keeper to confirm a kill before the container itself goes
+
+available = engine.available
+
+
+class StaleContainer(BackendUnavailable):
+    """A pooled container stopped answering while idle (e.g. the engine restarted)."""
+
+
+class ContainerProcess(SandboxProcess):
+    """One execution in a leased container, spoken to through its keeper."""
+
+    def __init__(self, pool: Pool, wc: WarmContainer) -> None:
+        self.pool = pool
+        self.wc = wc
+        self.stream = wc.stream
+        self.report: dict | None = None  # the keeper's end-of-execution report
+        self.lost = False  # the container stopped answering or died
+        self._lost_oom = False
+        self._kill_sent = False
+        self._closed = False
+        try:
+            if not self.stream.idle_ok():
+                raise StreamClosed("its output closed while idle")
+            self.stream.send(b"S", b"", time.monotonic() + KILL_GRACE)
+        except (TimeoutError, StreamClosed) as exc:
+            self._lose()
+            pool.release(wc, reusable=False)
+            raise StaleContainer(f"sandbox container {wc.id[:12]} did not take the execution: {exc}") from None
+
+    def _lose(self) -> None:
+        """The container stopped answering: note whether the engine saw an OOM kill, then remove it."""
+        if not self.lost:
+            self.lost = True
+            self._lost_oom = self._container_oom()
+            self.wc.remove()
+
+    def _next(self, deadline: float) -> tuple[bytes, bytes]:
+        try:
+            return self.stream.recv(deadline)
+        except (StreamClosed, StreamError):
+            self._lose()
+            return b"X", b""
+
+    def write(self, data: bytes, deadline: float) -> None:
+        if self.report is not None or self.lost:
+            raise BrokenPipeError("the runner has ended")
+        try:
+            self.stream.send(b"I", data, deadline)
+        except StreamClosed:
+            self._lose()
+            raise BrokenPipeError("the container has ended") from None
+
+    def read(self, deadline: float) -> bytes:
+        while self.report is None and not self.lost:
+            kind, payload = self._next(deadline)
+            if kind == b"O":
+                return payload
+            if kind == b"X":
+                self._finished(payload)
+        return b""
+
+    def _finished(self, payload: bytes) -> None:
+        if self.lost:
+            self.report = {"returncode": None, "signal": signal.SIGKILL, "oom": self._lost_oom,
+                           "problems": ["container lost"]}
+            return
+        self.report = json.loads(payload)
+
+    def _container_oom(self) -> bool:
+        try:
+            return bool(self.wc.client.api.inspect_container(self.wc.id)["State"].get("OOMKilled"))
+        except Exception:  # noqa: BLE001 -- gone already (auto-removed): unknown, so no
+            return False
+
+    def kill(self) -> None:
+        if self.report is not None or self.lost or self._kill_sent:
+            return
+        self._kill_sent = True
+        try:
+            self.stream.send(b"K", b"", time.monotonic() + KILL_GRACE)
+        except (TimeoutError, StreamClosed):
+            self._lose()  # the keeper cannot be reached: the container goes instead
+
+    def wait(self, timeout: float) -> ExitStatus:
+        deadline = time.monotonic() + timeout
+        while self.report is None and not self.lost:
+            try:
+                kind, payload = self._next(deadline)
+            except TimeoutError:
+                if self._kill_sent:  # asked to die and did not confirm: remove the container
+                    self._lose()
+                    break
+                return ExitStatus(returncode=None)
+            if kind == b"X":
+                self._finished(payload)
+        if self.report is None:
+            self._finished(b"")
+        return self.exit_status()
+
+    def exit_status(self) -> ExitStatus:
+        r = self.report or {}
+        sig = r.get("signal")
+        rc = r.get("returncode")
+        return ExitStatus(returncode=-sig if sig else rc, signal=sig, oom_killed=bool(r.get("oom")))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.report is None and not self.lost:
+            self.kill()
+            self.wait(KILL_GRACE)
+        reusable = not self.lost and self.report is not None and not self.report.get("problems")
+        self.pool.release(self.wc, reusable=reusable)
+
+
+class DockerBackend(Backend):
+    name = "docker"
+
+    def __init__(self, image: str | None = None, *, pool_size: int | None = None, reuse: bool = True,
+                 max_uses: int = MAX_USES, fork_server: bool = True, python: str | None = None,
+                 client=None) -> None:
+        self.client = client or engine.connect()
+        self.image = image or os.environ.get(IMAGE_ENV) or self._local_image(python)
+        if not images.image_exists(self.client, self.image):
+            raise BackendUnavailable(f"sandbox image {self.image} not found; build it with `acceptgate "
+                                     "sandbox image build` (or `--from-rootfs` without a registry)")
+        self.reuse = reuse
+        self.fork_server = fork_server
+        self.pool = Pool(self.client, size=pool_size or os.cpu_count() or 1, max_uses=max_uses, reuse=reuse)
+        self._engine = engine.describe(self.client)
+
+    def _local_image(self, python: str | None) -> str:
+        try:
+            tag = images.current_rootfs_image(self.client, python)
+            if tag:
+                return tag
+            log.warning("building the sandbox image from this host's Python (once, about a second)")
+            tag, rootfs = images.build_from_rootfs(self.client, python)
+        except images.ImageError as exc:
+            raise BackendUnavailable(f"cannot build the sandbox image: {exc}") from None
+        log.warning("built sandbox image %s (%.0f MB)", tag, rootfs.size / 1e6)
+        return tag
+
+    def spawn(self, limits: Limits) -> SandboxProcess:
+        config = ContainerConfig.for_limits(self.image, limits, self.fork_server)
+        try:
+            return ContainerProcess(self.pool, self.pool.acquire(config))
+        except StaleContainer:  # once: the next container is a new one if the engine restarted
+            return ContainerProcess(self.pool, self.pool.acquire(config))
+
+    def warm(self, limits: Limits = Limits(), count: int | None = None) -> None:
+        """Start idle containers ahead of a batch (default: one per pool slot)."""
+        self.pool.warm(ContainerConfig.for_limits(self.image, limits, self.fork_server),
+                       count or self.pool.size)
+
+    def isolation(self, limits: Limits) -> Isolation:
+        mib = 1024 * 1024
+        iso = Isolation(backend=self.name)
+        iso.enforced += [
+            f"docker container (engine {self._engine.get('server_version')}, image {self.image})",
+            "network none (loopback only, no route out)",
+            f"memory {limits.memory_bytes // mib} MiB per container, swap equal (OOM kill -> memory)",
+            f"pids limit {limits.processes} for the candidate ({limits.processes + KEEPER_PROCESSES} per "
+            "container with the keeper and its fork server)",
+            "read-only root filesystem",
+            "all capabilities dropped",
+            "no-new-privileges",
+            "non-root uid 65534",
+            "private IPC namespace, no /dev/shm",
+            f"tmpfs /sandbox (cwd) and /tmp, {limits.file_bytes // mib} MiB each, emptied and checked "
+            "after every execution",
+            ("fresh runner process per execution (forked from a pristine fork server that never sees "
+             "execution data" if self.fork_server else "fresh runner process per execution (fork + exec")
+            + " by a non-dumpable PID 1 keeper); every other process killed afterwards",
+            "empty environment",
+            f"rlimit address space {limits.memory_bytes // mib} MiB, cpu {limits.cpu_seconds} s, "
+            f"file size {limits.file_bytes // mib} MiB, open files {limits.open_files}, no core",
+            f"wall clock {limits.wall_seconds:g} s",
+        ]
+        if "name=seccomp,profile=default" in self._engine.get("security_options", []):
+            iso.enforced.append("seccomp (engine default profile)")
+        else:
+            iso.not_enforced.append("seccomp (engine reports no default profile)")
+        if self.reuse:
+            iso.notes.append(f"warm containers reused up to {self.pool.max_uses} executions when the "
+                             "keeper proves them clean; a container that hit a limit is replaced")
+            iso.notes.append("kernel counters of a container (pid numbers, cgroup usage peaks) are not "
+                             "reset between the executions it serves")
+        else:
+            iso.notes.append("one container per execution")
+        return iso
+
+    def close(self) -> None:
+        self.pool.close()
+        try:
+            self.client.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+register("docker", DockerBackend)

@@ -1,0 +1,369 @@
+"""The Docker backend against a real engine.
+
+Without a reachable engine these tests skip with the reason -- except under CI (CI=true), where that
+is a failure. If dockerd is installed but not running (and we are root), the session starts one with
+scripts/dockerd.sh and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acceptgate import render, suitespec
+from acceptgate.sandbox import backend as backends
+from acceptgate.sandbox.backend import BackendUnavailable, Limits
+from acceptgate.sandbox.executor import execute
+
+pytestmark = pytest.mark.docker
+
+REPO = Path(__file__).resolve().parents[1]
+DOCKERD_SCRIPT = REPO / "scripts" / "dockerd.sh"
+
+
+def _dockerd(action: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(DOCKERD_SCRIPT), action], capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    from acceptgate.sandbox.docker_backend import available
+
+    ok, why = available()
+    started = False
+    if not ok and shutil.which("dockerd") and os.geteuid() == 0:
+        proc = _dockerd("start")
+        started = proc.returncode == 0
+        ok, why = available()
+        if not ok:
+            why += f" (scripts/dockerd.sh start said: {proc.stderr.strip()[-500:]})"
+    if not ok:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the Docker tests against a real engine: {why}")
+        pytest.skip(f"no Docker engine: {why}")
+    yield
+    if started:
+        _dockerd("stop")
+
+
+@pytest.fixture(scope="module")
+def docker(docker_engine):
+    with backends.create("docker", pool_size=2) as b:
+        yield b
+
+
+@pytest.fixture()
+def solo(docker_engine):
+    """A one-container pool: consecutive executions provably share the container."""
+    with backends.create("docker", pool_size=1) as b:
+        yield b
+
+
+def harness(entry: str, cases: list[tuple[tuple, object]]):
+    return render.harness_for(suitespec.build("python-call/1", entry, [(a, {}, w) for a, w in cases]))
+
+
+ADD = harness("add", [((1, 2), 3), ((2, 2), 4), ((-1, 1), 0)])
+ONE = harness("f", [((1,), 1)])
+SHORT = Limits(wall_seconds=2)
+
+
+def run(backend, source: str, h=ONE, limits: Limits = Limits()):
+    return execute(h, source, backend, limits=limits)
+
+
+# -- verdicts -------------------------------------------------------------------------------------
+def test_pass_and_fail_verdicts(docker):
+    good = run(docker, "def add(a, b):\n    return a + b\n", ADD)
+    bad = run(docker, "def add(a, b):\n    return a - b\n", ADD)
+    assert good.verdict == "pass" and good.cases_passed == 3
+    assert good.isolation["backend"] == "docker"
+    assert bad.verdict == "fail"
+    assert bad.first_failure.got == "-1" and bad.first_failure.want == "3"
+
+
+def test_isolation_names_what_docker_enforced(docker):
+    enforced = " | ".join(docker.isolation(Limits()).enforced)
+    for item in ("network none", "memory 128 MiB", "pids limit", "read-only root", "capabilities dropped",
+                 "no-new-privileges", "uid 65534", "tmpfs"):
+        assert item in enforced
+
+
+def test_stdlib_extension_modules_load(docker):
+    # lib-dynload modules need their own shared libraries in the image (libsqlite3, libffi, ...).
+    src = ("import sqlite3, ctypes, hashlib, decimal, json\n"
+           "def f(x):\n"
+           "    db = sqlite3.connect(':memory:')\n"
+           "    return db.execute('select ?', (x,)).fetchone()[0]\n")
+    assert run(docker, src).verdict == "pass"
+
+
+# -- containment ----------------------------------------------------------------------------------
+def test_network_is_none(docker):
+    src = ("import socket\n"
+           "def f(x):\n"
+           "    s = socket.socket(); s.settimeout(2)\n"
+           "    try:\n"
+           "        s.connect(('127.0.0.1', 22))\n"
+           "    except ConnectionRefusedError:\n"
+           "        pass\n"
+           "    else:\n"
+           "        return 'loopback connected'\n"
+           "    s = socket.socket(); s.settimeout(2)\n"
+           "    try:\n"
+           "        s.connect(('1.1.1.1', 53))\n"
+           "    except OSError as e:\n"
+           "        return x if e.errno == 101 else 'errno %s' % e.errno\n"  # ENETUNREACH: no route
+           "    return 'outside connected'\n")
+    r = run(docker, src)
+    assert r.verdict == "pass", r.cases
+
+
+def test_network_interfaces_are_loopback_only(docker):
+    src = "import socket\ndef f(x):\n    return sorted(n for _, n in socket.if_nameindex())\n"
+    r = run(docker, src)
+    assert r.first_failure.got == "['lo']"
+
+
+def test_one_gib_allocation_is_memory(docker):
+    r = run(docker, "def f(x):\n    b = bytearray(1 << 30)\n    return x\n")
+    assert r.verdict == "memory"
+
+
+def test_container_memory_limit_kills_as_memory(docker):
+    # Each process stays under the address-space rlimit; together they exceed the container's 128 MiB.
+    src = ("import os, time\n"
+           "def f(x):\n"
+           "    for _ in range(3):\n"
+           "        if os.fork() == 0:\n"
+           "            b = bytearray(60 << 20); time.sleep(10); os._exit(0)\n"
+           "    b = bytearray(60 << 20)\n"
+           "    time.sleep(10)\n"
+           "    return x\n")
+    r = run(docker, src, limits=Limits(wall_seconds=8))
+    assert r.verdict == "memory", (r.verdict, r.detail)
+
+
+def test_infinite_loop_times_out_and_container_is_clean_after(solo):
+    r = run(solo, "def f(x):\n    while True:\n        pass\n", limits=SHORT)
+    assert r.verdict == "timeout"
+    assert 2.0 <= r.wall_seconds < 6.0
+    after = run(solo, "import os\ndef f(x):\n    return sorted(os.listdir('/proc'))[:0] or x\n")
+    assert after.verdict == "pass"
+
+
+def test_root_is_read_only_and_cwd_is_writable(docker):
+    src = ("import os\n"
+           "def f(x):\n"
+           "    for path in ('/x', '/usr/lib/x', '/etc/passwd'):\n"
+           "        try:\n"
+           "            open(path, 'w').write('1')\n"
+           "            return 'wrote ' + path\n"
+           "        except OSError as e:\n"
+           "            if e.errno not in (13, 30):\n"
+           "                return str(e)\n"
+           "    open('here.txt', 'w').write('ok')\n"
+           "    open('/tmp/t.txt', 'w').write('ok')\n"
+           "    return x if open('here.txt').read() == 'ok' and os.getcwd() == '/sandbox' else -1\n")
+    r = run(docker, src)
+    assert r.verdict == "pass", r.cases
+
+
+def test_runs_as_nobody_without_capabilities(docker):
+    src = ("def f(x):\n"
+           "    import os\n"
+           "    status = open('/proc/self/status').read()\n"
+           "    caps = [l.split()[1] for l in status.splitlines() if l.startswith(('CapEff', 'CapPrm', 'CapBnd'))]\n"
+           "    nnp = [l.split()[1] for l in status.splitlines() if l.startswith('NoNewPrivs')]\n"
+           "    return [os.getuid(), os.getgid(), caps, nnp]\n")
+    got = run(docker, src).first_failure.got
+    assert got == "[65534, 65534, ['0000000000000000', '0000000000000000', '0000000000000000'], ['1']]"
+
+
+# -- nothing survives between executions ----------------------------------------------------------
+READER = ("import os\n"
+          "def f(x):\n"
+          "    pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
+          "    return [os.listdir('/sandbox'), os.listdir('/tmp'), [p for p in pids if p not in (1, os.getpid())]]\n")
+
+
+def fork_server_pids(backend) -> list[int]:
+    """The keeper's fork server: the one process besides PID 1 that every execution may see."""
+    return [wc.hello["fork_server"] for wc in backend.pool._idle if wc.hello.get("fork_server")]
+
+
+def test_no_file_survives_between_executions(solo):
+    writer = ("import os\n"
+              "def f(x):\n"
+              "    open('/sandbox/left.txt', 'w').write('secret')\n"
+              "    open('/tmp/left.txt', 'w').write('secret')\n"
+              "    os.mkdir('/tmp/locked'); open('/tmp/locked/x', 'w').write('1'); os.chmod('/tmp/locked', 0)\n"
+              "    return x\n")
+    assert run(solo, writer).verdict == "pass"
+    started = solo.pool.started
+    r = run(solo, READER)
+    assert r.first_failure.got == f"[[], [], {fork_server_pids(solo)}]"
+    assert solo.pool.started == started  # the same warm container served both: cleaned, not replaced
+
+
+def test_no_process_survives_between_executions(solo):
+    writer = ("import os, time\n"
+              "def f(x):\n"
+              "    pid = os.fork()\n"
+              "    if pid == 0:\n"
+              "        os.setsid(); time.sleep(60)\n"
+              "    return pid\n")
+    survivor = int(run(solo, writer).first_failure.got)
+    assert survivor > 1
+    after = run(solo, READER).first_failure.got
+    assert after == f"[[], [], {fork_server_pids(solo)}]"
+    assert str(survivor) not in after
+
+
+def test_interpreter_state_does_not_carry_over(solo):
+    # Runners are forked from a pre-initialised interpreter: what one candidate changes in modules,
+    # builtins or the environment must not be there for the next.
+    tamper = ("import os, sys, builtins, json\n"
+              "def f(x):\n"
+              "    json.dumps = lambda *a, **k: 'tampered'\n"
+              "    builtins.len = lambda o: 42\n"
+              "    sys.modules['planted'] = sys\n"
+              "    os.environ['PLANTED'] = '1'\n"
+              "    return x\n")
+    probe = ("import os, sys, json\n"
+             "def f(x):\n"
+             "    return [json.dumps(1), len('ab'), 'planted' in sys.modules, dict(os.environ)]\n")
+    assert run(solo, tamper).verdict == "pass"
+    started = solo.pool.started
+    assert run(solo, probe).first_failure.got == "['1', 2, False, {}]"
+    assert solo.pool.started == started and fork_server_pids(solo)  # same container, fork server on
+
+
+def test_keeper_cannot_be_signalled_or_traced(solo):
+    src = ("import os, signal\n"
+           "def f(x):\n"
+           "    for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGSTOP):\n"
+           "        os.kill(1, sig)\n"
+           "    for path in ('/proc/1/mem', '/proc/1/environ'):\n"
+           "        try:\n"
+           "            open(path, 'rb').read(1)\n"
+           "            return 'read ' + path\n"
+           "        except OSError:\n"
+           "            pass\n"
+           "    try:\n"
+           "        os.listdir('/proc/1/fd')\n"
+           "        return 'listed keeper fds'\n"
+           "    except OSError:\n"
+           "        return x\n")
+    first = run(solo, src)
+    assert first.verdict == "pass", first.cases
+    started = solo.pool.started
+    assert run(solo, "def f(x):\n    return x\n").verdict == "pass"
+    assert solo.pool.started == started  # the keeper survived: same container served the next run
+
+
+def test_fork_bomb_is_contained_by_pids_limit(solo):
+    limits = Limits(wall_seconds=5, processes=16)
+    bomb = ("import os, time\n"
+            "def f(x):\n"
+            "    n = 0\n"
+            "    while True:\n"
+            "        try:\n"
+            "            pid = os.fork()\n"
+            "        except OSError:\n"
+            "            return n\n"
+            "        if pid == 0:\n"
+            "            time.sleep(60); os._exit(0)\n"
+            "        n += 1\n")
+    r = run(solo, bomb, limits=limits)
+    got = int(r.first_failure.got)
+    assert 0 < got < limits.processes  # the runner + its children stay under the cap
+    after = run(solo, "import os\ndef f(x):\n    return len([p for p in os.listdir('/proc') if p.isdigit()])\n")
+    # the keeper, its fork server and this runner: the bomb's children are gone
+    assert after.first_failure.got == str(2 + len(fork_server_pids(solo)))
+
+
+def test_backend_close_removes_pooled_containers(docker_engine):
+    import docker as sdk
+
+    with backends.create("docker", pool_size=1) as b:
+        run(b, "def f(x):\n    return x\n")
+        ids = [wc.id for wc in b.pool._idle]
+    assert ids
+    client = sdk.from_env()
+    try:
+        for cid in ids:
+            with pytest.raises(sdk.errors.NotFound):
+                client.containers.get(cid)
+    finally:
+        client.close()
+
+
+def test_a_vanished_container_is_a_crash_and_is_replaced(solo):
+    import threading
+
+    import docker as sdk
+
+    assert run(solo, "def f(x):\n    return x\n").verdict == "pass"
+    victim = solo.pool._idle[0].id
+    client = sdk.from_env()
+    try:
+        timer = threading.Timer(1.0, lambda: client.api.remove_container(victim, force=True))
+        timer.start()
+        r = run(solo, "import time\ndef f(x):\n    time.sleep(8)\n    return x\n")
+        timer.join()
+    finally:
+        client.close()
+    assert r.verdict == "crash" and r.wall_seconds < 6, (r.verdict, r.detail)
+    # an idle container that vanished is replaced transparently
+    assert run(solo, "def f(x):\n    return x\n").verdict == "pass"
+    client = sdk.from_env()
+    try:
+        client.api.remove_container(solo.pool._idle[0].id, force=True)
+    finally:
+        client.close()
+    assert run(solo, "def f(x):\n    return x\n").verdict == "pass"
+
+
+# -- prerequisites and command line ---------------------------------------------------------------
+def test_missing_engine_says_how_to_start_one(monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    with pytest.raises(BackendUnavailable, match="scripts/dockerd.sh start"):
+        backends.create("docker")
+    from acceptgate.sandbox.docker_backend import available
+
+    ok, why = available()
+    assert not ok and "scripts/dockerd.sh" in why
+
+
+def test_cli_exec_with_docker_backend(docker_engine, tmp_path):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"dialect": "python-call/1", "entry_point": "add",
+                                "cases": [{"args": "[1, 2]", "expected": "3"},
+                                          {"args": "[5, -5]", "expected": "0"}]}))
+    candidate = tmp_path / "cand.py"
+    candidate.write_text("def add(a, b):\n    return a + b\n")
+    proc = subprocess.run([sys.executable, "-m", "acceptgate", "exec", "--spec", str(spec),
+                           "--candidate", str(candidate), "--backend", "docker"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["verdict"] == "pass"
+    assert result["isolation"]["backend"] == "docker"
+    assert result["cases_passed"] == 2
+
+
+def test_cli_sandbox_info(docker_engine):
+    proc = subprocess.run([sys.executable, "-m", "acceptgate", "sandbox", "info"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["engine"]["server_version"]
+    assert info["image"] and info["image"].startswith("acceptgate-sandbox:")
+    assert any("network none" in e for e in info["isolation"]["enforced"])
