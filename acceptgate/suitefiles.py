@@ -1,0 +1,243 @@
+"""Suites as files: an import written as a directory of SuiteSpec JSON files plus a manifest.
+
+Layout::
+
+    DIR/manifest.json
+    DIR/<task id with / replaced by _>/visible.json
+    DIR/<task id with / replaced by _>/hidden.json
+
+The manifest records the dataset, the source file and its sha256, per task the entry point, the public
+prompt (a completion is appended to it when scoring) and, per suite, the file, dialect, case count,
+``spec_hash`` and ``render_hash``; and every ImportIssue (what was excluded, and why). Writing is
+atomic: everything is built in a temporary directory next to DIR and renamed into place, so a failure
+leaves DIR as it was. Reading validates every spec and checks both hashes against the manifest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acceptgate import render, suitespec
+from acceptgate.errors import InvalidInput
+from acceptgate.importers.report import summary
+from acceptgate.suitespec import SuiteSpec
+from acceptgate.task import SUITE_KINDS, ImportIssue, ImportResult
+
+FORMAT = "acceptgate-suites/1"
+MANIFEST = "manifest.json"
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+def task_dir_name(task_id: str) -> str:
+    """``HumanEval/95`` -> ``HumanEval_95``; refuses ids that would not be one plain directory name."""
+    name = task_id.replace("/", "_")
+    if not _SAFE_NAME.match(name) or len(name) > 200:
+        raise InvalidInput(f"task id {task_id!r} cannot be a directory name", field="task_id")
+    return name
+
+
+def suite_file_name(kind: str) -> str:
+    return f"{kind}.json"
+
+
+# ---------------------------------------------------------------------------------------------
+# writing
+
+
+def write_suites(result: ImportResult, out_dir: str | Path, *, gauge: list | None = None) -> Path:
+    """Write the import's suites and manifest to out_dir, atomically. Returns out_dir.
+
+    An existing out_dir is replaced only if it is a suite directory (has a manifest) or empty.
+    ``gauge`` (GaugeResult list) adds each suite's gauge verdict and reasons to the manifest.
+    """
+    out = Path(out_dir)
+    if out.exists() and not _replaceable(out):
+        raise InvalidInput("exists and is not a suite directory (no manifest.json); refusing to replace it",
+                           source=str(out))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        _write_tree(result, tmp, gauge)
+        _swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _replaceable(out: Path) -> bool:
+    return out.is_dir() and ((out / MANIFEST).is_file() or not any(out.iterdir()))
+
+
+def _write_tree(result: ImportResult, root: Path, gauge: list | None) -> None:
+    gauge_by_suite = {(s.task_id, s.suite): s for g in (gauge or []) for s in g.suites}
+    entries = []
+    for task in result.tasks:
+        name = task_dir_name(task.task_id)
+        (root / name).mkdir()
+        suites = {}
+        for kind in SUITE_KINDS:
+            spec = task.suites.get(kind)
+            if spec is None:
+                continue
+            (root / name / suite_file_name(kind)).write_text(spec.to_json(), encoding="utf-8")
+            suites[kind] = _suite_entry(kind, spec, gauge_by_suite.get((task.task_id, kind)))
+        entries.append({"task_id": task.task_id, "dir": name, "entry_point": task.entry_point,
+                        "prompt": task.prompt, "prompt_sha256": task.prompt_sha256,
+                        "reference_sha256": task.reference_sha256, "suites": suites})
+    manifest = {
+        "format": FORMAT,
+        "dataset": result.dataset,
+        "source": result.source,
+        "source_sha256": result.source_sha256,
+        "counts": summary(result),
+        "tasks": entries,
+        "issues": [dataclasses.asdict(i) for i in result.issues],
+    }
+    (root / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _suite_entry(kind: str, spec: SuiteSpec, gauged: Any) -> dict[str, Any]:
+    entry = {"file": suite_file_name(kind), "dialect": spec.dialect, "cases": len(spec.cases),
+             "spec_hash": spec.spec_hash, "render_hash": render.render_hash(render.render(spec))}
+    if gauged is not None:
+        entry["gauge"] = {"passed": gauged.passed, "reasons": list(gauged.reasons)}
+    return entry
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    """Rename tmp to out; an existing out is moved aside first and removed only after the swap."""
+    if not out.exists():
+        os.rename(tmp, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+    os.rmdir(old)
+    os.rename(out, old)
+    try:
+        os.rename(tmp, out)
+    except BaseException:
+        os.rename(old, out)  # put the previous suites back
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# reading
+
+
+@dataclass
+class SuiteTask:
+    task_id: str
+    entry_point: str
+    prompt: str
+    suites: dict[str, SuiteSpec]
+    gauge: dict[str, dict] = field(default_factory=dict)  # kind -> {"passed", "reasons"} when recorded
+
+
+@dataclass
+class SuiteDir:
+    path: Path
+    manifest: dict[str, Any]
+    tasks: dict[str, SuiteTask]  # by task id, in manifest order
+    issues: list[ImportIssue]
+
+    @property
+    def dataset(self) -> str:
+        return self.manifest["dataset"]
+
+    @property
+    def source_sha256(self) -> str:
+        return self.manifest["source_sha256"]
+
+
+def read_suites(path: str | Path) -> SuiteDir:
+    """Load and validate a suite directory; any inconsistency is InvalidInput naming the file."""
+    root = Path(path)
+    manifest_path = root / MANIFEST
+    manifest = _read_manifest(manifest_path)
+    tasks: dict[str, SuiteTask] = {}
+    for i, entry in enumerate(manifest["tasks"]):
+        task = _read_task(root, manifest_path, i, entry)
+        if task.task_id in tasks:
+            raise InvalidInput(f"duplicate task {task.task_id!r}", source=str(manifest_path),
+                               record=f"tasks[{i}]", field="task_id")
+        tasks[task.task_id] = task
+    issues = [_issue(manifest_path, i, d) for i, d in enumerate(manifest["issues"])]
+    return SuiteDir(root, manifest, tasks, issues)
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    if not path.parent.is_dir():
+        raise InvalidInput("no such directory", source=str(path.parent))
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise InvalidInput("not a suite directory: no manifest.json", source=str(path.parent)) from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read: {exc.strerror}", source=str(path)) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInput(f"not a JSON manifest: {exc}", source=str(path)) from None
+    if not isinstance(doc, dict):
+        raise InvalidInput("the manifest must be a JSON object", source=str(path))
+    if doc.get("format") != FORMAT:
+        raise InvalidInput(f"unknown format {doc.get('format')!r}; expected {FORMAT!r}", source=str(path),
+                           field="format")
+    for key, kind in (("dataset", str), ("source_sha256", str), ("tasks", list), ("issues", list)):
+        if not isinstance(doc.get(key), kind):
+            raise InvalidInput(f"missing or not a {kind.__name__}", source=str(path), field=key)
+    return doc
+
+
+def _read_task(root: Path, manifest_path: Path, i: int, entry: Any) -> SuiteTask:
+    record = f"tasks[{i}]"
+    if not isinstance(entry, dict):
+        raise InvalidInput("a task entry must be an object", source=str(manifest_path), record=record)
+    for key in ("task_id", "dir", "entry_point", "prompt"):
+        if not isinstance(entry.get(key), str):
+            raise InvalidInput("missing or not a string", source=str(manifest_path), record=record, field=key)
+    if entry["dir"] != task_dir_name(entry["task_id"]):  # never follow a path the manifest makes up
+        raise InvalidInput(f"dir {entry['dir']!r} is not the task's directory name", source=str(manifest_path),
+                           record=record, field="dir")
+    suites_doc = entry.get("suites")
+    if not isinstance(suites_doc, dict) or not suites_doc or not set(suites_doc) <= set(SUITE_KINDS):
+        raise InvalidInput(f"suites must map some of {list(SUITE_KINDS)} to files", source=str(manifest_path),
+                           record=record, field="suites")
+    suites, gauge = {}, {}
+    for kind, meta in suites_doc.items():
+        suites[kind] = _read_spec(root / entry["dir"] / suite_file_name(kind), meta, entry["entry_point"],
+                                  manifest_path, f"{record}.suites.{kind}")
+        if isinstance(meta.get("gauge"), dict):
+            gauge[kind] = meta["gauge"]
+    return SuiteTask(entry["task_id"], entry["entry_point"], entry["prompt"], suites, gauge)
+
+
+def _read_spec(path: Path, meta: Any, entry_point: str, manifest_path: Path, record: str) -> SuiteSpec:
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in ("spec_hash", "render_hash")):
+        raise InvalidInput("needs spec_hash and render_hash", source=str(manifest_path), record=record)
+    spec = suitespec.load(path)  # SpecError (an InvalidInput) names the file, case and field
+    if spec.spec_hash != meta["spec_hash"]:
+        raise InvalidInput(f"spec_hash {spec.spec_hash} does not match the manifest's {meta['spec_hash']}",
+                           source=str(path), field="spec_hash")
+    rendered = render.render_hash(render.render(spec))
+    if rendered != meta["render_hash"]:
+        raise InvalidInput(f"render_hash {rendered} does not match the manifest's {meta['render_hash']}",
+                           source=str(path), field="render_hash")
+    if spec.entry_point != entry_point:
+        raise InvalidInput(f"entry_point {spec.entry_point!r} is not the manifest's {entry_point!r}",
+                           source=str(path), field="entry_point")
+    return spec
+
+
+def _issue(manifest_path: Path, i: int, doc: Any) -> ImportIssue:
+    names = {f.name for f in dataclasses.fields(ImportIssue)}
+    if not isinstance(doc, dict) or not {"task_id", "reason"} <= set(doc) or not set(doc) <= names:
+        raise InvalidInput("not an import issue", source=str(manifest_path), record=f"issues[{i}]")
+    return ImportIssue(**doc)

@@ -1,0 +1,102 @@
+"""The gauge check with real sandbox processes: usable suites pass the reference and block wrong samples."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from acceptgate import gauge, suitespec
+from acceptgate.importers import humaneval
+from acceptgate.task import HIDDEN, VISIBLE, Task, WrongSample
+
+
+def subset(numbers: list[int], dst: Path) -> Path:
+    with gzip.open(humaneval.default_path(), "rt", encoding="utf-8") as f:
+        rows = {r["task_id"]: r for r in map(json.loads, f)}
+    dst.write_text("".join(json.dumps(rows[f"HumanEval/{n}"]) + "\n" for n in numbers), encoding="utf-8")
+    return dst
+
+
+@pytest.fixture(scope="module")
+def he_tasks(tmp_path_factory, local_backend) -> list[Task]:
+    path = subset([0, 2, 95], tmp_path_factory.mktemp("gauge") / "he.jsonl")
+    return humaneval.load(local_backend, path=str(path)).tasks
+
+
+def is_even_task(visible: list[tuple], hidden: list[tuple], wrong: list[WrongSample] | None = None) -> Task:
+    prompt = 'def is_even(n: int) -> bool:\n    """True when n is even."""\n'
+    task = Task(task_id="demo/is_even", dataset="demo", entry_point="is_even", prompt=prompt,
+                reference=prompt + "    return n % 2 == 0\n",
+                suites={VISIBLE: suitespec.build("python-call/1", "is_even", visible),
+                        HIDDEN: suitespec.build("python-call/1", "is_even", hidden)})
+    task.wrong_samples = wrong if wrong is not None else gauge.generic_wrong_samples(task)
+    return task
+
+
+def test_generic_wrong_samples_define_the_entry_point_with_its_signature(he_tasks):
+    task = he_tasks[0]  # has_close_elements(numbers: List[float], threshold: float)
+    samples = gauge.generic_wrong_samples(task)
+    labels = [s.label for s in samples]
+    assert labels == ["return-none", "constant-0", "constant-empty-str", "constant-empty-list", "constant-false",
+                      "constant-true", "raise", "echo-first-arg"]
+    for sample in samples:
+        fn = ast.parse(sample.source).body[0]
+        assert isinstance(fn, ast.FunctionDef) and fn.name == "has_close_elements"
+        assert [a.arg for a in fn.args.args] == ["numbers", "threshold"]
+    echo = next(s for s in samples if s.label == "echo-first-arg")
+    assert "return numbers" in echo.source
+
+
+def test_a_constant_equal_to_every_expected_value_is_skipped_with_a_reason():
+    task = is_even_task(visible=[((1,), {}, False), ((3,), {}, False)],
+                        hidden=[((1,), {}, False), ((2,), {}, True)])
+    samples, skipped = gauge.gauge_plan(task)
+    # False, and 0 (0 == False under the dialect's equality), return every visible expected value
+    assert {i.detail.split(" ")[0] for i in skipped} == {"constant-false", "constant-0"}
+    assert all(i.reason == gauge.WRONG_SAMPLE_SKIPPED and i.suite == VISIBLE for i in skipped)
+    assert {"constant-false", "constant-0"}.isdisjoint(s.label for s in samples)
+    assert "raise" in [s.label for s in samples]
+
+
+def test_good_suites_pass_the_gauge(he_tasks, local_backend):
+    seen = []
+    results = gauge.check_many(he_tasks, local_backend, progress=lambda done, total: seen.append((done, total)))
+    assert [r.task_id for r in results] == [t.task_id for t in he_tasks]
+    for task, result in zip(he_tasks, results):
+        assert result.usable_suites == [VISIBLE, HIDDEN], [s.reasons for s in result.suites]
+        for sg in result.suites:
+            assert sg.passed and sg.reasons == [] and sg.reference.verdict == "pass"
+            assert sg.spec_hash == task.suites[sg.suite].spec_hash == sg.reference.spec_hash
+            assert sg.render_hash == sg.reference.render_hash
+            assert len(sg.wrong) == len(task.wrong_samples)
+            assert all(r.verdict != "pass" for _, r in sg.wrong)
+            assert {r.verdict for w, r in sg.wrong if w.label == "raise"} == {"error"}
+    jobs = sum(len(t.suites) * (1 + len(t.wrong_samples)) for t in he_tasks)
+    assert seen[-1] == (jobs, jobs)
+
+
+def test_a_wrong_reference_makes_the_suite_unusable(he_tasks, local_backend):
+    task = he_tasks[0]
+    broken = dataclasses.replace(task, reference=task.prompt + "    return True\n")
+    [result] = gauge.check_many([broken], local_backend)
+    assert result.usable_suites == []
+    for sg in result.suites:
+        assert not sg.passed and sg.reference.verdict == "fail"
+        assert any(r.startswith(f"reference does not pass the {sg.suite} suite: fail") for r in sg.reasons)
+        assert "want=False" in sg.reasons[0]
+
+
+def test_a_wrong_sample_that_passes_makes_the_suite_unusable(local_backend):
+    always_false = WrongSample("constant-false", "def is_even(n):\n    return False\n")
+    task = is_even_task(visible=[((1,), {}, False), ((3,), {}, False)],
+                        hidden=[((1,), {}, False), ((2,), {}, True)], wrong=[always_false])
+    [result] = gauge.check_many([task], local_backend)
+    by_kind = {s.suite: s for s in result.suites}
+    assert not by_kind[VISIBLE].passed
+    assert by_kind[VISIBLE].reasons == ["wrong sample constant-false passes the visible suite"]
+    assert by_kind[HIDDEN].passed and result.usable_suites == [HIDDEN]

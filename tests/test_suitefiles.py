@@ -1,0 +1,121 @@
+"""Suites as files: round trip, hashes checked against the manifest, atomic writes."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from acceptgate import gauge, render, suitefiles
+from acceptgate.errors import InvalidInput
+from acceptgate.importers import humaneval
+from acceptgate.task import HIDDEN, VISIBLE, ImportResult
+
+
+def subset(numbers: list[int], dst: Path) -> Path:
+    with gzip.open(humaneval.default_path(), "rt", encoding="utf-8") as f:
+        rows = {r["task_id"]: r for r in map(json.loads, f)}
+    dst.write_text("".join(json.dumps(rows[f"HumanEval/{n}"]) + "\n" for n in numbers), encoding="utf-8")
+    return dst
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory, local_backend) -> ImportResult:
+    # /32 is excluded (property check), /41 has no docstring example (hidden suite only)
+    path = subset([0, 32, 41, 95], tmp_path_factory.mktemp("sf") / "he.jsonl")
+    return humaneval.load(local_backend, path=str(path))
+
+
+def test_round_trip(result, tmp_path):
+    out = suitefiles.write_suites(result, tmp_path / "suites")
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["HumanEval_0", "HumanEval_41", "HumanEval_95", "manifest.json"]
+    assert sorted(p.name for p in (out / "HumanEval_0").iterdir()) == ["hidden.json", "visible.json"]
+    assert sorted(p.name for p in (out / "HumanEval_41").iterdir()) == ["hidden.json"]
+    loaded = suitefiles.read_suites(out)
+    assert list(loaded.tasks) == [t.task_id for t in result.tasks]
+    for task in result.tasks:
+        got = loaded.tasks[task.task_id]
+        assert got.entry_point == task.entry_point and got.prompt == task.prompt
+        assert {k: s.spec_hash for k, s in got.suites.items()} == {k: s.spec_hash for k, s in task.suites.items()}
+        assert got.suites[HIDDEN].cases == task.suites[HIDDEN].cases
+    manifest = loaded.manifest
+    assert manifest["dataset"] == "humaneval" and manifest["source_sha256"] == result.source_sha256
+    entry = manifest["tasks"][0]
+    spec = result.tasks[0].suites[VISIBLE]
+    assert entry["suites"][VISIBLE]["spec_hash"] == spec.spec_hash
+    assert entry["suites"][VISIBLE]["render_hash"] == render.render_hash(render.render(spec))
+    assert loaded.issues == result.issues  # exclusions with reasons survive the trip
+    assert any(i.task_id == "HumanEval/32" and i.excluded == "task" for i in loaded.issues)
+    assert manifest["counts"]["tasks_excluded_by_reason"] == {"property-check": 1}
+
+
+def test_gauge_verdicts_go_into_the_manifest(result, tmp_path, local_backend):
+    gauged = gauge.check_many(result.tasks[:1], local_backend)
+    loaded = suitefiles.read_suites(suitefiles.write_suites(result, tmp_path / "g", gauge=gauged))
+    assert loaded.tasks["HumanEval/0"].gauge == {VISIBLE: {"passed": True, "reasons": []},
+                                                 HIDDEN: {"passed": True, "reasons": []}}
+    assert loaded.tasks["HumanEval/95"].gauge == {}
+
+
+def test_a_changed_suite_file_is_invalid_input_naming_the_file(result, tmp_path):
+    out = suitefiles.write_suites(result, tmp_path / "suites")
+    target = out / "HumanEval_95" / "hidden.json"
+    doc = json.loads(target.read_text())
+    doc["cases"][0]["expected"] = "False" if doc["cases"][0]["expected"] == "True" else "True"
+    target.write_text(json.dumps(doc))
+    with pytest.raises(InvalidInput) as exc:
+        suitefiles.read_suites(out)
+    assert exc.value.source == str(target) and exc.value.field == "spec_hash"
+    assert "does not match the manifest" in str(exc.value)
+
+
+def test_a_manifest_cannot_point_outside_its_directory(result, tmp_path):
+    out = suitefiles.write_suites(result, tmp_path / "suites")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["tasks"][0]["dir"] = "../elsewhere"
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(InvalidInput, match="is not the task's directory name"):
+        suitefiles.read_suites(out)
+
+
+def test_not_a_suite_directory(tmp_path):
+    with pytest.raises(InvalidInput, match="no manifest.json"):
+        suitefiles.read_suites(tmp_path)
+    (tmp_path / "manifest.json").write_text("{not json")
+    with pytest.raises(InvalidInput, match="not a JSON manifest"):
+        suitefiles.read_suites(tmp_path)
+
+
+def test_a_failed_write_leaves_nothing_half_written(result, tmp_path):
+    # The second task's id cannot be a directory name: the write fails after the first task's files.
+    evil = dataclasses.replace(result.tasks[1], task_id="../evil")
+    bad = dataclasses.replace(result, tasks=[result.tasks[0], evil])
+    with pytest.raises(InvalidInput, match="cannot be a directory name"):
+        suitefiles.write_suites(bad, tmp_path / "suites")
+    assert list(tmp_path.iterdir()) == []  # no DIR, no temporary directory left behind
+    # an existing suite directory survives a failed rewrite unchanged
+    out = suitefiles.write_suites(result, tmp_path / "suites")
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(InvalidInput):
+        suitefiles.write_suites(bad, out)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["suites"]
+
+
+def test_refuses_to_replace_a_directory_that_is_not_a_suite_directory(result, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(InvalidInput, match="not a suite directory"):
+        suitefiles.write_suites(result, tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_rewrite_replaces_a_previous_import(result, tmp_path):
+    out = suitefiles.write_suites(result, tmp_path / "suites")
+    smaller = dataclasses.replace(result, tasks=result.tasks[:1])
+    suitefiles.write_suites(smaller, out)
+    assert list(suitefiles.read_suites(out).tasks) == ["HumanEval/0"]
+    assert not (out / "HumanEval_95").exists()
