@@ -1,0 +1,97 @@
+"""acceptgate audit [--limit N] [--warehouse PATH] [--backend local|docker] [--run-id ID]
+
+Runs the Prefect ``audit`` flow (imported only here, so the core never imports Prefect), shows the
+stages and executions done/total on stderr while it runs, and prints a short summary.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from acceptgate import audit, warehouse
+from acceptgate.errors import InvalidInput
+from acceptgate.expectations import ExpectationFailed
+from acceptgate.sandbox import backend as backends
+
+UNITS = {"import": "tasks", "gauge": "executions", "execute": "executions"}
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "audit",
+        help="import HumanEval, build and gauge its suites, execute references and wrong samples, "
+             "write the DuckDB warehouse (a Prefect flow)",
+        description="Import HumanEval (V = docstring examples, GT = check() asserts), validate/render/hash "
+                    "every suite, gauge-check it, execute the reference and the known wrong samples on V and "
+                    "GT, and write every stage to the DuckDB warehouse after its expectations pass. A second "
+                    "run of the same audit replaces its rows (no duplicates).")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N tasks (default: all)")
+    p.add_argument("--warehouse", metavar="PATH",
+                   help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH}); a "
+                        "read-only snapshot for analysts is published next to it after each run")
+    p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
+    p.add_argument("--run-id", metavar="ID",
+                   help="name the run (default: derived from dataset hash, limit, backend and pipeline version, "
+                        "so re-running the same audit replaces its own rows)")
+    p.set_defaults(func=run)
+
+
+class StderrProgress(audit.Reporter):
+    """Stage names and done/total on stderr: one updating line on a terminal, a few lines otherwise."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.started = time.monotonic()
+        self.shown: dict[str, int] = {}
+
+    def _line(self, text: str, *, final: bool = True) -> None:
+        stamp = f"[{time.monotonic() - self.started:6.1f}s] "
+        if self.tty:
+            self.stream.write("\r\033[K" + stamp + text + ("\n" if final else ""))
+        else:
+            self.stream.write(stamp + text + "\n")
+        self.stream.flush()
+
+    def stage(self, name: str, message: str = "") -> None:
+        self._line(f"{name}{': ' + message if message else ''}", final=not self.tty)
+
+    def progress(self, name: str, done: int, total: int) -> None:
+        unit = UNITS.get(name, "")
+        if self.tty:
+            self._line(f"{name}: {done}/{total} {unit}", final=done == total)
+            return
+        step = max(1, total // 10)  # about ten lines per stage in a log file
+        if done == total or done - self.shown.get(name, 0) >= step:
+            self.shown[name] = done
+            self._line(f"{name}: {done}/{total} {unit}")
+
+
+def run(args) -> int:
+    limit = audit.check_limit(args.limit)
+    run_id = audit.check_run_id(args.run_id) if args.run_id is not None else None
+    path = warehouse.check_path(warehouse.resolve_path(args.warehouse))
+    if args.backend not in backends.names():
+        raise InvalidInput(f"unknown backend {args.backend!r}; valid backends: {', '.join(backends.names())}",
+                           field="--backend")
+    started = time.monotonic()
+    # Prefect's console handler only for the critical: a stage failure is reported below in one
+    # line; Prefect's own record of the run (its API log handler) keeps everything.
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    from flows import audit as audit_flow  # Prefect is imported here, and only here
+
+    try:
+        summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,
+                                 reporter=StderrProgress())
+    except ExpectationFailed as exc:
+        print(f"acceptgate audit: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
+              f"{exc.details}. Nothing of stage {exc.stage!r} was written.", file=sys.stderr)
+        return 1
+    except warehouse.WarehouseError as exc:
+        print(f"acceptgate audit: warehouse: {exc}", file=sys.stderr)
+        return 1
+    summary.total_seconds = time.monotonic() - started
+    print("\n".join(summary.lines()))
+    return 0

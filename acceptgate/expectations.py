@@ -1,0 +1,329 @@
+"""Data checks before a stage writes: one expectation suite per table, in ``expectations/<table>.json``.
+
+A suite file is a Great Expectations suite document (``name``, ``expectations``: GE expectation types
+with their kwargs, ``meta``) plus ``rules``: the few consistency checks GE has no expectation for on a
+pandas frame (a row rule written as an expression, a key that must exist in another table of the
+stage, a count that must match another table), evaluated here with pandas. Both are declared in the
+file; nothing is checked that the file does not name.
+
+GE cannot validate DuckDB through SQLAlchemy, so each stage validates its pandas frames *before* any
+of them is written, in one ephemeral GE context per process (analytics and progress bars off).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from acceptgate.errors import InvalidInput
+
+REPO = Path(__file__).resolve().parents[1]
+EXPECTATIONS_DIR = REPO / "expectations"
+ENV_DIR = "ACCEPTGATE_EXPECTATIONS"
+PARAMETERS_FILE = "_parameters.json"  # allowed values, declared once; suites refer to them as {"$PARAMETER": name}
+SHOW_UNEXPECTED = 5
+
+
+class ExpectationFailed(Exception):
+    """A stage's rows broke an expectation; nothing of that stage was written."""
+
+    def __init__(self, stage: str, expectation: str, details: str, *, table: str = "") -> None:
+        self.stage = stage
+        self.expectation = expectation
+        self.details = details
+        self.table = table
+        super().__init__(f"stage {stage!r}: expectation {expectation} failed: {details}")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One declared check: a GE expectation (engine 'gx') or a pandas-level rule (engine 'pandas')."""
+
+    engine: str
+    type: str
+    kwargs: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self, table: str) -> str:
+        keys = ("column", "column_list", "column_A", "column_B", "columns", "expression", "table")
+        shown = ", ".join(f"{k}={self.kwargs[k]!r}" for k in keys if k in self.kwargs)
+        condition = self.kwargs.get("row_condition")
+        if isinstance(condition, dict) and condition.get("type") == "comparison":
+            shown += f", where {condition['column']['name']} {condition['operator']} {condition['parameter']!r}"
+        elif condition is not None:
+            shown += f", where {condition}"
+        return f"{table}.{self.type}({shown})"
+
+
+@dataclass(frozen=True)
+class Suite:
+    table: str
+    path: Path
+    checks: tuple[Check, ...]
+
+
+def directory(path: str | os.PathLike | None = None) -> Path:
+    return Path(path or os.environ.get(ENV_DIR) or EXPECTATIONS_DIR)
+
+
+def load_suite(table: str, where: str | os.PathLike | None = None) -> Suite:
+    """Read and check ``<dir>/<table>.json``; a malformed file is InvalidInput naming file and field."""
+    path = directory(where) / f"{table}.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidInput(f"no expectation suite for table {table!r}: {exc.strerror}", source=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"not JSON: {exc.msg} at line {exc.lineno}", source=str(path)) from None
+    if not isinstance(doc, dict) or doc.get("name") != table:
+        raise InvalidInput(f"the suite's name must be the table's name {table!r}", source=str(path), field="name")
+    unknown = set(doc) - {"name", "expectations", "rules", "meta", "notes"}
+    if unknown:
+        raise InvalidInput(f"unknown keys {sorted(unknown)}", source=str(path))
+    checks = []
+    for engine, key in (("gx", "expectations"), ("pandas", "rules")):
+        items = doc.get(key, [])
+        if not isinstance(items, list):
+            raise InvalidInput("must be a list", source=str(path), field=key)
+        for i, item in enumerate(items):
+            if not isinstance(item, dict) or not isinstance(item.get("type"), str) \
+                    or not isinstance(item.get("kwargs", {}), dict):
+                raise InvalidInput("each entry needs a 'type' string and a 'kwargs' object",
+                                   source=str(path), record=f"{key}[{i}]")
+            if engine == "pandas" and item["type"] not in RULES:
+                raise InvalidInput(f"unknown rule {item['type']!r}; valid rules: {', '.join(sorted(RULES))}",
+                                   source=str(path), record=f"{key}[{i}]", field="type")
+            checks.append(Check(engine, item["type"], dict(item.get("kwargs", {})), dict(item.get("meta", {}))))
+    if not checks:
+        raise InvalidInput("declares no expectations", source=str(path))
+    return Suite(table, path, tuple(checks))
+
+
+def load_parameters(where: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The shared allowed-value sets that suites reference with ``{"$PARAMETER": "<name>"}``."""
+    path = directory(where) / PARAMETERS_FILE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise InvalidInput(f"cannot read: {exc.strerror}", source=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"not JSON: {exc.msg} at line {exc.lineno}", source=str(path)) from None
+    if not isinstance(doc, dict):
+        raise InvalidInput("must be an object of named parameters", source=str(path))
+    return {k: v for k, v in doc.items() if not k.startswith("_")}  # "_comment" keys are notes
+
+
+# -- Great Expectations --------------------------------------------------------------------------
+
+class _Gx:
+    """One ephemeral GE context per process, with one pandas asset per table."""
+
+    _lock = threading.Lock()
+    _instance: "_Gx | None" = None
+
+    def __init__(self) -> None:
+        os.environ["GX_ANALYTICS_ENABLED"] = "false"  # must be set before GE is imported
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+        from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+
+        self.gx = gx
+        self.configuration = ExpectationConfiguration
+        # GE logs its ephemeral-context housekeeping at INFO; that is noise next to a run's progress.
+        for name in ("great_expectations", "great_expectations.data_context.types.base"):  # the latter sets INFO
+            logging.getLogger(name).setLevel(logging.WARNING)
+        self.context = gx.get_context(mode="ephemeral")
+        self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        self.source = self.context.data_sources.add_pandas("acceptgate")
+        self.batches: dict[str, Any] = {}
+
+    @classmethod
+    def get(cls) -> "_Gx":
+        with cls._lock:
+            if cls._instance is None:
+                cls._instance = _Gx()
+            return cls._instance
+
+    def batch_definition(self, table: str):
+        if table not in self.batches:
+            asset = self.source.add_dataframe_asset(table)
+            self.batches[table] = asset.add_batch_definition_whole_dataframe(table)
+        return self.batches[table]
+
+    def validate(self, suite: Suite, frame, parameters: dict[str, Any]) -> list[tuple[Check, dict[str, Any]]]:
+        """Failed GE checks of the suite on the frame, each with GE's result dict."""
+        checks = [c for c in suite.checks if c.engine == "gx"]
+        if not checks:
+            return []
+        try:
+            # meta.index ties each result back to its check: GE reorders results.
+            expectations = [self.configuration(type=c.type, kwargs=c.kwargs, meta={"index": i}).to_domain_obj()
+                            for i, c in enumerate(checks)]
+        except Exception as exc:  # GE raises several types for an unknown type or bad kwargs
+            raise InvalidInput(f"invalid Great Expectations expectation: {exc}", source=str(suite.path)) from None
+        gx_suite = self.gx.ExpectationSuite(name=suite.table, expectations=expectations)
+        with self._lock:
+            batch = self.batch_definition(suite.table).get_batch(batch_parameters={"dataframe": frame})
+            result = batch.validate(gx_suite, result_format="SUMMARY", expectation_parameters=parameters)
+        failed = []
+        for res in result.results:
+            if res.success:
+                continue
+            info = dict(res.result or {})
+            if res.exception_info and res.exception_info.get("raised_exception"):
+                info["exception"] = res.exception_info.get("exception_message")
+            failed.append((int(res.expectation_config.meta["index"]), info))
+        return [(checks[i], info) for i, info in sorted(failed, key=lambda f: f[0])]
+
+
+def _describe_gx_failure(info: dict[str, Any]) -> str:
+    if info.get("exception"):
+        return f"raised {info['exception']}"
+    if "unexpected_count" in info:
+        sample = info.get("partial_unexpected_list") or []
+        return (f"{info['unexpected_count']} of {info.get('element_count', '?')} rows unexpected, "
+                f"e.g. {sample[:SHOW_UNEXPECTED]!r}")
+    if "observed_value" in info:
+        return f"observed {info['observed_value']!r}"
+    return json.dumps(info, default=str)[:500]
+
+
+# -- pandas-level rules --------------------------------------------------------------------------
+# Each returns None when the frame satisfies the rule, else a short description of what broke it.
+# ``where`` filters this frame and ``ref_where`` the other table first (pandas query expressions).
+
+def _filtered(frame, where: str | None):
+    return frame.query(where, engine="python") if where and len(frame) else frame
+
+
+def _keys(frame, columns: list[str]) -> list[tuple]:
+    return list(frame[columns].astype(object).itertuples(index=False, name=None))
+
+
+def _rule_rows_satisfy(frame, related, expression: str, where: str | None = None) -> str | None:
+    """Every row satisfies a pandas expression over its columns (e.g. ``cases_passed <= cases_total``)."""
+    rows = _filtered(frame, where)
+    if len(rows) == 0:
+        return None
+    ok = rows.eval(expression, engine="python")
+    bad = rows[~ok.astype(bool)]
+    if len(bad) == 0:
+        return None
+    return f"{len(bad)} of {len(rows)} rows break it, e.g. {_show_rows(bad)}"
+
+
+def _rule_keys_exist_in(frame, related, columns: list[str], table: str, ref_columns: list[str] | None = None,
+                        where: str | None = None, ref_where: str | None = None) -> str | None:
+    """Every key of this frame exists in another table of the run (a foreign key, before writing)."""
+    have = set(_keys(_filtered(_related(related, table), ref_where), ref_columns or columns))
+    keys = _keys(_filtered(frame, where), columns)
+    missing = [k for k in keys if k not in have]
+    if not missing:
+        return None
+    return f"{len(missing)} of {len(keys)} keys not in {table}, e.g. {missing[:SHOW_UNEXPECTED]!r}"
+
+
+def _rule_keys_not_in(frame, related, columns: list[str], table: str, ref_columns: list[str] | None = None,
+                      where: str | None = None, ref_where: str | None = None) -> str | None:
+    """No key of this frame exists in another table (e.g. an excluded task is not also imported)."""
+    have = set(_keys(_filtered(_related(related, table), ref_where), ref_columns or columns))
+    keys = _keys(_filtered(frame, where), columns)
+    found = [k for k in keys if k in have]
+    if not found:
+        return None
+    return f"{len(found)} of {len(keys)} keys also in {table}, e.g. {found[:SHOW_UNEXPECTED]!r}"
+
+
+def _rule_column_equals_count_in(frame, related, column: str, table: str, keys: list[str],
+                                 ref_keys: list[str] | None = None, where: str | None = None,
+                                 ref_where: str | None = None) -> str | None:
+    """``column`` equals the number of rows of another table with the same key (counts consistent)."""
+    ref = _filtered(_related(related, table), ref_where)
+    counts: dict[tuple, int] = {}
+    for key in _keys(ref, ref_keys or keys):
+        counts[key] = counts.get(key, 0) + 1
+    rows = _filtered(frame, where)
+    bad = [(row[:-1], int(row[-1]), counts.get(row[:-1], 0)) for row in _keys(rows, keys + [column])
+           if int(row[-1]) != counts.get(row[:-1], 0)]
+    if not bad:
+        return None
+    return (f"{len(bad)} of {len(rows)} rows disagree with {table} (key, {column}, rows in {table}), "
+            f"e.g. {bad[:SHOW_UNEXPECTED]!r}")
+
+
+def _rule_row_count_equals_rows_in(frame, related, table: str, where: str | None = None,
+                                   ref_where: str | None = None) -> str | None:
+    """As many rows here as in another table (e.g. one gauge check per suite)."""
+    mine = len(_filtered(frame, where))
+    theirs = len(_filtered(_related(related, table), ref_where))
+    return None if mine == theirs else f"{mine} rows here, {theirs} in {table}"
+
+
+def _show_rows(rows) -> str:
+    records = rows.head(SHOW_UNEXPECTED).to_dict("records")
+    return repr([{k: (v if not isinstance(v, str) or len(v) <= 80 else v[:77] + "...") for k, v in r.items()}
+                 for r in records])
+
+
+def _related(related: Mapping[str, Any] | None, table: str):
+    if not related or table not in related:
+        raise ValueError(f"rule needs the frame of table {table!r}; pass it in related=")
+    return related[table]
+
+
+RULES: dict[str, Callable[..., str | None]] = {
+    "expect_rows_to_satisfy": _rule_rows_satisfy,
+    "expect_keys_to_exist_in": _rule_keys_exist_in,
+    "expect_keys_not_to_exist_in": _rule_keys_not_in,
+    "expect_column_to_equal_row_count_in": _rule_column_equals_count_in,
+    "expect_row_count_to_equal_rows_in": _rule_row_count_equals_rows_in,
+}
+
+
+# -- entry points --------------------------------------------------------------------------------
+
+def validate(table: str, frame, *, stage: str | None = None, related: Mapping[str, Any] | None = None,
+             where: str | os.PathLike | None = None) -> int:
+    """Check ``frame`` against ``expectations/<table>.json``; raise ExpectationFailed on the first
+    failing check (in file order). Returns how many checks passed.
+
+    ``related`` maps table names to frames that rules may refer to (the stage's other frames and
+    the frames of earlier stages of the same run).
+    """
+    stage = stage or table
+    suite = load_suite(table, where)
+    failed = _Gx.get().validate(suite, frame, load_parameters(where))
+    if failed:
+        check, info = failed[0]
+        _raise(stage, table, check, _describe_gx_failure(info), [c for c, _ in failed[1:]])
+    for check in suite.checks:
+        if check.engine != "pandas":
+            continue
+        try:
+            problem = RULES[check.type](frame, related, **check.kwargs)
+        except (KeyError, TypeError, SyntaxError, NameError) as exc:
+            raise InvalidInput(f"rule {check.describe(table)} cannot run: {type(exc).__name__}: {exc}",
+                               source=str(suite.path)) from None
+        if problem:
+            _raise(stage, table, check, problem, [])
+    return len(suite.checks)
+
+
+def _raise(stage: str, table: str, check: Check, details: str, others: list[Check]) -> None:
+    if others:
+        details += f" (and {len(others)} more: {', '.join(c.describe(table) for c in others)})"
+    raise ExpectationFailed(stage, check.describe(table), details, table=table)
+
+
+def validate_stage(stage: str, frames: Mapping[str, Any], *, related: Mapping[str, Any] | None = None,
+                   where: str | os.PathLike | None = None) -> int:
+    """Validate every frame of a stage (all before any write); returns the number of checks passed."""
+    scope = {**(related or {}), **frames}
+    return sum(validate(table, frame, stage=stage, related=scope, where=where) for table, frame in frames.items())

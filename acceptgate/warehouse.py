@@ -1,0 +1,360 @@
+"""The DuckDB warehouse: numbered migrations, short write transactions, a snapshot for analysts.
+
+DuckDB lets one process open a database file for writing and then refuses every other process, even
+read-only ones. So a writer here holds the live file only for one short transaction at a time
+(retrying with backoff while another process holds it), and after each successful run a read-only
+copy is published next to it (``warehouse.snapshot.duckdb``) by temp file + atomic rename, which
+analysts may keep open while runs write.
+
+Schema: ``sql/NNN_name.sql`` files applied in order, each recorded in ``schema_migrations`` with its
+sha256, so an old warehouse upgrades in place; ``sql/views/*.sql`` (``create or replace view``) are
+re-applied after the migrations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping
+
+import duckdb
+
+from acceptgate.errors import InvalidInput
+
+REPO = Path(__file__).resolve().parents[1]
+SQL_DIR = REPO / "sql"
+DEFAULT_PATH = Path("data") / "warehouse.duckdb"
+ENV_PATH = "ACCEPTGATE_WAREHOUSE"
+ENV_LOCK_TIMEOUT = "ACCEPTGATE_WAREHOUSE_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 120.0
+SNAPSHOT_SUFFIX = ".snapshot.duckdb"
+MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
+DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
+
+
+class WarehouseError(RuntimeError):
+    """The warehouse cannot be used as asked (locked, migrations inconsistent, ...)."""
+
+
+class WarehouseLocked(WarehouseError):
+    """Another process kept the live file open for longer than the lock timeout."""
+
+
+class MigrationError(WarehouseError):
+    pass
+
+
+# -- paths ---------------------------------------------------------------------------------------
+
+def resolve_path(path: str | os.PathLike | None = None) -> Path:
+    """--warehouse, else $ACCEPTGATE_WAREHOUSE, else data/warehouse.duckdb (relative to the cwd)."""
+    chosen = path or os.environ.get(ENV_PATH) or DEFAULT_PATH
+    return Path(chosen).expanduser()
+
+
+def snapshot_path(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    stem = path.name[: -len(".duckdb")] if path.name.endswith(".duckdb") else path.name
+    return path.with_name(stem + SNAPSHOT_SUFFIX)
+
+
+def check_path(path: str | os.PathLike) -> Path:
+    """Raise InvalidInput unless ``path`` is (or can become) a writable DuckDB file. Creates no file
+    but may create the parent directory."""
+    path = Path(path)
+    if path.is_dir():
+        raise InvalidInput("is a directory, not a DuckDB file", source=str(path), field="--warehouse")
+    if path.exists():
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise InvalidInput("not readable and writable", source=str(path), field="--warehouse")
+        with open(path, "rb") as fh:
+            head = fh.read(12)
+        if head[8:12] != DUCKDB_MAGIC:  # an empty file is no database either
+            raise InvalidInput("exists but is not a DuckDB database", source=str(path), field="--warehouse")
+        return path
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput(f"cannot create its directory: {exc.strerror}", source=str(path),
+                           field="--warehouse") from None
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InvalidInput("its directory is not writable", source=str(path), field="--warehouse")
+    return path
+
+
+def lock_timeout(value: float | None = None) -> float:
+    if value is not None:
+        return value
+    raw = os.environ.get(ENV_LOCK_TIMEOUT)
+    if raw is None:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        return float(raw)
+    except ValueError:
+        raise InvalidInput(f"not a number of seconds: {raw!r}", source=ENV_LOCK_TIMEOUT) from None
+
+
+# -- connections ---------------------------------------------------------------------------------
+
+def _is_lock_error(exc: Exception) -> bool:
+    return "lock" in str(exc).lower() and isinstance(exc, duckdb.IOException)
+
+
+@contextlib.contextmanager
+def connect(path: str | os.PathLike, *, read_only: bool = False,
+            timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the file, waiting (with backoff) while another process holds it; close on exit.
+
+    Keep the block short: while it is open no other process can read or write the file.
+    """
+    path = Path(path)
+    limit = lock_timeout(timeout)
+    started = time.monotonic()
+    delay = 0.05
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except duckdb.IOException as exc:
+            if not _is_lock_error(exc):
+                raise WarehouseError(f"{path}: {exc}") from exc
+            waited = time.monotonic() - started
+            if waited >= limit:
+                holder = re.search(r"held in (.*)$", str(exc).splitlines()[0])
+                raise WarehouseLocked(
+                    f"{path} stayed locked by another process for {waited:.0f} s"
+                    f"{' (' + holder.group(1).split('. See')[0] + ')' if holder else ''}. DuckDB allows one "
+                    f"process at a time on the live file: close analyst sessions on it and query "
+                    f"{snapshot_path(path).name} instead, or raise {ENV_LOCK_TIMEOUT}.") from exc
+            time.sleep(min(delay, max(0.0, limit - waited)))
+            delay = min(delay * 2, 2.0)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@contextlib.contextmanager
+def transaction(path: str | os.PathLike, *, timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One write transaction: committed if the block returns, rolled back if it raises."""
+    with connect(path, timeout=timeout) as con:
+        con.execute("begin transaction")
+        try:
+            yield con
+        except BaseException:
+            con.execute("rollback")
+            raise
+        con.execute("commit")
+
+
+# -- migrations ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+    @property
+    def sql(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    @property
+    def sha256(self) -> str:
+        """Of the statements, not the comments or layout: editing a comment is not a schema change."""
+        return hashlib.sha256(normalized_sql(self.sql).encode("utf-8")).hexdigest()
+
+
+def normalized_sql(sql: str) -> str:
+    """SQL without ``--`` comments and with whitespace runs collapsed (quoted text kept as is)."""
+    out, i, n = [], 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "'\"":  # copy a quoted string or identifier whole ('' and "" escape themselves)
+            j = i + 1
+            while j < n and not (sql[j] == ch and (j + 1 >= n or sql[j + 1] != ch)):
+                j += 2 if sql[j] == ch else 1
+            out.append(sql[i:j + 1])
+            i = j + 1
+        elif sql.startswith("--", i):
+            while i < n and sql[i] != "\n":
+                i += 1
+        elif ch.isspace():
+            while i < n and sql[i].isspace():
+                i += 1
+            out.append(" ")
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out).strip()
+
+
+def migrations(sql_dir: Path = SQL_DIR) -> list[Migration]:
+    """Every ``NNN_name.sql`` in sql_dir, in version order; two files with one number are an error."""
+    if not sql_dir.is_dir():
+        raise MigrationError(f"no migrations directory at {sql_dir}")
+    found: dict[int, Migration] = {}
+    for path in sorted(sql_dir.glob("*.sql")):
+        m = MIGRATION_NAME.match(path.name)
+        if not m:
+            continue
+        version = int(m.group(1))
+        if version in found:
+            raise MigrationError(f"two migrations numbered {version:03d}: {found[version].path.name}, {path.name}")
+        found[version] = Migration(version, path.stem, path)
+    return [found[v] for v in sorted(found)]
+
+
+def views(sql_dir: Path = SQL_DIR) -> list[Path]:
+    return sorted((sql_dir / "views").glob("*.sql"))
+
+
+_MIGRATIONS_TABLE = """
+create table if not exists schema_migrations (
+    version     integer primary key,
+    name        varchar not null,
+    sha256      varchar not null,
+    applied_at  timestamptz not null default now()
+)"""
+
+
+def migrate(path: str | os.PathLike, *, sql_dir: Path = SQL_DIR, timeout: float | None = None) -> list[str]:
+    """Apply pending migrations (each in its own transaction, recorded), then (re)create the views.
+
+    Returns the names applied now. A recorded migration whose file changed since is an error: a
+    schema change needs a new number.
+    """
+    pending = migrations(sql_dir)
+    applied_now: list[str] = []
+    with connect(path, timeout=timeout) as con:
+        con.execute(_MIGRATIONS_TABLE)
+        done = {v: (n, h) for v, n, h in con.execute("select version, name, sha256 from schema_migrations").fetchall()}
+        for mig in pending:
+            if mig.version in done:
+                name, digest = done[mig.version]
+                if digest != mig.sha256:
+                    raise MigrationError(
+                        f"migration {mig.path.name} changed after it was applied to {path} "
+                        f"(recorded as {name}), so this warehouse's schema is not the one the code "
+                        "expects: put schema changes in a new numbered file (a development warehouse "
+                        "can simply be deleted and rebuilt)")
+                continue
+            con.execute("begin transaction")
+            try:
+                con.execute(mig.sql)
+                con.execute("insert into schema_migrations (version, name, sha256) values (?, ?, ?)",
+                            [mig.version, mig.name, mig.sha256])
+            except duckdb.Error as exc:
+                con.execute("rollback")
+                raise MigrationError(f"migration {mig.path.name} failed on {path}: {exc}") from exc
+            con.execute("commit")
+            applied_now.append(mig.name)
+        con.execute("begin transaction")
+        try:
+            for view in views(sql_dir):
+                con.execute(view.read_text(encoding="utf-8"))
+        except duckdb.Error as exc:
+            con.execute("rollback")
+            raise MigrationError(f"view {view.name} failed on {path}: {exc}") from exc
+        con.execute("commit")
+    return applied_now
+
+
+def applied_migrations(path: str | os.PathLike) -> list[tuple[int, str]]:
+    with connect(path, read_only=True) as con:
+        return [tuple(r) for r in con.execute("select version, name from schema_migrations order by version").fetchall()]
+
+
+# -- writes --------------------------------------------------------------------------------------
+
+def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame) -> int:
+    """INSERT ... BY NAME from a pandas frame: columns are matched by name, so order does not matter."""
+    if len(frame) == 0:
+        return 0
+    view = f"_frame_{table}"
+    con.register(view, frame)
+    try:
+        con.execute(f'insert into "{table}" by name select * from "{view}"')
+    finally:
+        with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses; the original error matters
+            con.unregister(view)
+    return len(frame)
+
+
+def replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, frames: Mapping[str, object]) -> int:
+    """Within an open transaction: delete the run's rows in each table, insert the frame's rows."""
+    written = 0
+    for table, frame in frames.items():
+        con.execute(f'delete from "{table}" where run_id = ?', [run_id])
+        written += _insert_frame(con, table, frame)
+    return written
+
+
+def delete_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, tables: list[str]) -> None:
+    for table in tables:
+        con.execute(f'delete from "{table}" where run_id = ?', [run_id])
+
+
+def row_counts(path: str | os.PathLike, tables: list[str], *, run_id: str | None = None) -> dict[str, int]:
+    with connect(path, read_only=True) as con:
+        out = {}
+        for table in tables:
+            where, params = ("where run_id = ?", [run_id]) if run_id else ("", [])
+            out[table] = con.execute(f'select count(*) from "{table}" {where}', params).fetchone()[0]
+        return out
+
+
+def duplicate_keys(path: str | os.PathLike, table: str) -> int:
+    """Rows beyond the first per primary key (0 in a healthy warehouse; the key is enforced)."""
+    with connect(path, read_only=True) as con:
+        cols = [r[0] for r in con.execute(
+            "select unnest(constraint_column_names) from duckdb_constraints() "
+            "where table_name = ? and constraint_type = 'PRIMARY KEY'", [table]).fetchall()]
+        if not cols:
+            raise WarehouseError(f"table {table} has no primary key")
+        keys = ", ".join(f'"{c}"' for c in cols)
+        return con.execute(f'select coalesce(sum(n - 1), 0) from (select count(*) as n from "{table}" '
+                           f'group by {keys})').fetchone()[0]
+
+
+# -- snapshot ------------------------------------------------------------------------------------
+
+def publish_snapshot(path: str | os.PathLike, *, timeout: float | None = None) -> Path:
+    """Copy the live file into ``<name>.snapshot.duckdb`` (temp file + atomic rename).
+
+    The copy is made while holding the live file, so it is one consistent state. Readers that have
+    the old snapshot open keep reading it; new connections see the new one.
+    """
+    path = Path(path)
+    target = snapshot_path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        with connect(path, timeout=timeout) as con:
+            source = con.execute("select current_database()").fetchone()[0]
+            con.execute(f"attach '{_sql_str(tmp)}' as {_SNAPSHOT_ALIAS}")
+            try:
+                con.execute(f'copy from database "{source}" to {_SNAPSHOT_ALIAS}')
+                con.execute(f"create table {_SNAPSHOT_ALIAS}.snapshot_info (published_at timestamptz, source varchar)")
+                con.execute(f"insert into {_SNAPSHOT_ALIAS}.snapshot_info values (now(), ?)", [str(path.resolve())])
+                con.execute(f"checkpoint {_SNAPSHOT_ALIAS}")  # everything in the file, nothing in a WAL
+            finally:
+                con.execute(f"detach {_SNAPSHOT_ALIAS}")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+        Path(str(tmp) + ".wal").unlink(missing_ok=True)
+    return target
+
+
+_SNAPSHOT_ALIAS = "acceptgate_snapshot_copy"  # not a name a live file (its stem) is likely to have
+
+
+def _sql_str(path: Path) -> str:
+    return str(path).replace("'", "''")

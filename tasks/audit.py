@@ -1,0 +1,58 @@
+"""Prefect tasks of the audit flow: one per stage, each a thin call into ``acceptgate.audit``.
+
+Stages are coarse (one task per stage, not per execution): the executions inside a stage run in
+parallel sandbox processes already. Results stay in memory (no caching, no persisted results): the
+warehouse is the record. A sandbox backend is opened per stage by name, since backends hold
+processes and cannot travel between tasks.
+"""
+
+from __future__ import annotations
+
+from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from acceptgate import audit
+
+_STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+@task(name="prepare-warehouse", **_STAGE)
+def prepare_warehouse(warehouse: str | None) -> Path:
+    return audit.prepare_warehouse(warehouse)
+
+
+@task(name="import", **_STAGE)
+def import_stage(warehouse: Path, backend: str, limit: int | None, run_id: str | None) -> audit.ImportStage:
+    with audit.open_backend(backend) as sandbox:
+        return audit.stage_import(warehouse, sandbox, backend_name=backend, limit=limit, run_id=run_id)
+
+
+@task(name="suites", **_STAGE)
+def suites_stage(warehouse: Path, imp: audit.ImportStage) -> audit.SuitesStage:
+    return audit.stage_suites(warehouse, imp)
+
+
+@task(name="gauge", **_STAGE)
+def gauge_stage(warehouse: Path, imp: audit.ImportStage, suites: audit.SuitesStage,
+                backend: str) -> audit.GaugeStage:
+    with audit.open_backend(backend) as sandbox:
+        return audit.stage_gauge(warehouse, imp, suites, sandbox)
+
+
+@task(name="execute", **_STAGE)
+def execute_stage(warehouse: Path, imp: audit.ImportStage, suites: audit.SuitesStage, gauge: audit.GaugeStage,
+                  backend: str) -> audit.ExecuteStage:
+    with audit.open_backend(backend) as sandbox:
+        return audit.stage_execute(warehouse, imp, suites, gauge, sandbox)
+
+
+@task(name="publish", **_STAGE)
+def publish(warehouse: Path, imp: audit.ImportStage, suites: audit.SuitesStage, gauge: audit.GaugeStage,
+            execute: audit.ExecuteStage, started: float) -> audit.Summary:
+    snapshot = audit.finish_run(warehouse, imp.run, audit.elapsed(started))
+    return audit.summarize(warehouse, imp, suites, gauge, execute, wall_seconds=audit.elapsed(started),
+                           snapshot=snapshot)

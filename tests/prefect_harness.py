@@ -1,0 +1,18 @@
+"""ONE Prefect test server per test session (``prefect_test_harness``: a temporary database and API).
+
+Flow tests take the ``prefect_harness`` fixture (registered in conftest.py); each flow call then costs
+about 1-2 s on top of the one server start (10-20 s cold).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    import tasks._prefect_env  # noqa: F401  (offline settings before prefect is imported)
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield

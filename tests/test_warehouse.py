@@ -1,0 +1,244 @@
+"""The DuckDB warehouse: migrations, idempotent writes, locking and the analysts' snapshot."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from acceptgate import warehouse
+from acceptgate.errors import InvalidInput
+
+AUDIT_TABLES = ["runs", "run_stages", "tasks", "candidates", "import_issues", "suites", "cases", "gauge_checks",
+                "executions", "case_results"]
+AUDIT_VIEWS = ["run_summary", "executions_by_verdict", "gauge_summary", "gauge_failure_reasons", "import_exclusions"]
+
+
+def _names(path: Path, kind: str) -> set[str]:
+    with warehouse.connect(path, read_only=True) as con:
+        if kind == "table":
+            return {r[0] for r in con.execute("select table_name from duckdb_tables()").fetchall()}
+        return {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
+
+
+def test_migrations_apply_once_and_are_recorded(tmp_path):
+    path = tmp_path / "w.duckdb"
+    files = warehouse.migrations()
+    assert [m.name for m in files][:1] == ["001_core"]
+    assert warehouse.migrate(path) == [m.name for m in files]
+    assert warehouse.migrate(path) == []  # nothing pending the second time
+    assert warehouse.applied_migrations(path) == [(m.version, m.name) for m in files]
+    assert set(AUDIT_TABLES) <= _names(path, "table")
+    assert set(AUDIT_VIEWS) <= _names(path, "view")
+
+
+def test_an_old_warehouse_upgrades_in_place(tmp_path):
+    sql = tmp_path / "sql"
+    (sql / "views").mkdir(parents=True)
+    shutil.copy(warehouse.SQL_DIR / "001_core.sql", sql)
+    path = tmp_path / "old.duckdb"
+    assert warehouse.migrate(path, sql_dir=sql) == ["001_core"]
+    with warehouse.transaction(path) as con:
+        con.execute("insert into cases values ('r1', ?, 0, '(1,)', '{}', '2')", ["a" * 64])
+
+    # A later version of the code ships a new numbered migration (and a view over it).
+    (sql / "002_notes.sql").write_text("alter table cases add column note varchar;\n"
+                                       "create table notes (run_id varchar primary key, body varchar);\n")
+    (sql / "views" / "noted_cases.sql").write_text(
+        "create or replace view noted_cases as with c as (select * from cases where note is not null), "
+        "final as (select * from c) select * from final")
+    assert warehouse.migrate(path, sql_dir=sql) == ["002_notes"]
+    assert warehouse.applied_migrations(path) == [(1, "001_core"), (2, "002_notes")]
+    with warehouse.connect(path, read_only=True) as con:
+        assert con.execute("select run_id, expected_text, note from cases").fetchall() == [("r1", "2", None)]
+        assert con.execute("select count(*) from noted_cases").fetchone() == (0,)
+
+
+def test_a_changed_migration_is_refused_but_a_comment_edit_is_not(tmp_path):
+    sql = tmp_path / "sql"
+    sql.mkdir()
+    (sql / "001_a.sql").write_text("create table a (x integer); -- first\n")
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path, sql_dir=sql)
+    (sql / "001_a.sql").write_text("-- reworded comment\ncreate table a (x integer);\n")
+    assert warehouse.migrate(path, sql_dir=sql) == []
+    (sql / "001_a.sql").write_text("create table a (x integer, y integer);\n")
+    with pytest.raises(warehouse.MigrationError, match="001_a.sql changed after it was applied"):
+        warehouse.migrate(path, sql_dir=sql)
+
+
+def test_two_migrations_with_one_number_are_refused(tmp_path):
+    (tmp_path / "001_a.sql").write_text("create table a (x integer);")
+    (tmp_path / "001_b.sql").write_text("create table b (x integer);")
+    with pytest.raises(warehouse.MigrationError, match="two migrations numbered 001"):
+        warehouse.migrations(tmp_path)
+
+
+def test_a_failing_migration_leaves_nothing_applied(tmp_path):
+    sql = tmp_path / "sql"
+    sql.mkdir()
+    (sql / "001_a.sql").write_text("create table a (x integer);")
+    (sql / "002_bad.sql").write_text("create table b (x integer); insert into nowhere values (1);")
+    path = tmp_path / "w.duckdb"
+    with pytest.raises(warehouse.MigrationError, match="002_bad.sql failed"):
+        warehouse.migrate(path, sql_dir=sql)
+    assert warehouse.applied_migrations(path) == [(1, "001_a")]
+    assert "b" not in _names(path, "table")  # the failed migration's DDL rolled back with it
+
+
+def _cases(run_id: str, n: int) -> pd.DataFrame:
+    return pd.DataFrame({"run_id": run_id, "spec_hash": "b" * 64, "case_index": range(n),
+                         "args_text": "(1,)", "kwargs_text": "{}", "expected_text": "1"})
+
+
+def test_replacing_a_runs_rows_twice_leaves_the_same_rows(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    for _ in range(2):
+        with warehouse.transaction(path) as con:
+            warehouse.replace_run_rows(con, "r1", {"cases": _cases("r1", 3)})
+    with warehouse.transaction(path) as con:
+        warehouse.replace_run_rows(con, "r2", {"cases": _cases("r2", 2)})
+    assert warehouse.row_counts(path, ["cases"], run_id="r1") == {"cases": 3}
+    assert warehouse.row_counts(path, ["cases"]) == {"cases": 5}  # another run's rows are its own
+    assert warehouse.duplicate_keys(path, "cases") == 0
+
+
+def test_a_failed_transaction_writes_nothing(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    duplicated = pd.concat([_cases("r1", 2), _cases("r1", 1)])  # breaks the primary key
+    with pytest.raises(duckdb.ConstraintException):
+        with warehouse.transaction(path) as con:
+            warehouse.replace_run_rows(con, "r1", {"cases": _cases("r1", 1)})
+            warehouse.replace_run_rows(con, "r1", {"cases": duplicated})
+    assert warehouse.row_counts(path, ["cases"]) == {"cases": 0}
+
+
+HOLDER = textwrap.dedent("""
+    import sys, duckdb
+    con = duckdb.connect(sys.argv[1])  # read-write: holds the file's lock
+    print("holding", flush=True)
+    sys.stdin.read()                   # until the test closes our stdin
+    con.close()
+""")
+
+READER = textwrap.dedent("""
+    import sys, duckdb
+    try:
+        con = duckdb.connect(sys.argv[1], read_only=True)
+    except duckdb.IOException as exc:
+        print("refused:", str(exc).splitlines()[0])
+    else:
+        print("runs:", con.execute("select count(*) from runs").fetchone()[0])
+""")
+
+
+def _read_in_other_process(path: Path) -> str:
+    out = subprocess.run([sys.executable, "-c", READER, str(path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_the_snapshot_is_readable_while_a_writer_holds_the_live_file(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    with warehouse.transaction(path) as con:
+        con.execute("insert into runs (run_id, run_id_origin, pipeline, acceptgate_version, dataset, source, "
+                    "source_sha256, backend, status, attempts, first_started_at, started_at) values "
+                    "('r1', 'user', 'audit/1', '0', 'd', 's', ?, 'local', 'ok', 1, now(), now())", ["c" * 64])
+    snapshot = warehouse.publish_snapshot(path)
+    assert snapshot == tmp_path / "w.snapshot.duckdb"
+    assert not list(tmp_path.glob(".*.tmp*"))  # the temp file was renamed, not left behind
+
+    with warehouse.connect(path) as writer:  # a run's write transaction holds the live file
+        writer.execute("begin transaction")
+        writer.execute("delete from runs")
+        assert _read_in_other_process(snapshot) == "runs: 1"
+        assert _read_in_other_process(path).startswith("refused: IO Error: Could not set lock")
+        writer.execute("rollback")
+    with duckdb.connect(str(snapshot), read_only=True) as con:
+        assert con.execute("select count(*) from run_summary").fetchone() == (1,)  # views travel too
+        assert con.execute("select source from snapshot_info").fetchone() == (str(path.resolve()),)
+
+
+def test_a_new_snapshot_replaces_the_old_while_a_reader_keeps_the_old(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    snapshot = warehouse.publish_snapshot(path)
+    reader = duckdb.connect(str(snapshot), read_only=True)
+    try:
+        with warehouse.transaction(path) as con:
+            warehouse.replace_run_rows(con, "r1", {"cases": _cases("r1", 2)})
+        warehouse.publish_snapshot(path)
+        assert reader.execute("select count(*) from cases").fetchone() == (0,)  # what it opened
+    finally:
+        reader.close()
+    with duckdb.connect(str(snapshot), read_only=True) as con:
+        assert con.execute("select count(*) from cases").fetchone() == (2,)
+
+
+def _hold(path: Path) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "holding"
+    return proc
+
+
+def test_a_writer_waits_for_the_lock_and_gives_up_with_a_clear_message(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    holder = _hold(path)
+    try:
+        with pytest.raises(warehouse.WarehouseLocked) as err:
+            with warehouse.connect(path, timeout=0.5):
+                pass
+        message = str(err.value)
+        assert "w.snapshot.duckdb" in message and "ACCEPTGATE_WAREHOUSE_LOCK_TIMEOUT" in message
+        assert f"PID {holder.pid}" in message
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+    holder = _hold(path)
+    release = threading.Timer(1.0, holder.stdin.close)  # the holder lets go while connect() retries
+    started = time.monotonic()
+    release.start()
+    try:
+        with warehouse.connect(path, timeout=60) as con:
+            assert con.execute("select count(*) from schema_migrations").fetchone()[0] >= 1
+        assert time.monotonic() - started >= 0.9  # it did wait for the holder
+    finally:
+        release.join()
+        holder.wait(timeout=30)
+
+
+def test_paths_that_cannot_hold_a_warehouse_are_invalid_input(tmp_path, monkeypatch):
+    with pytest.raises(InvalidInput, match="is a directory"):
+        warehouse.check_path(tmp_path)
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database, but long enough to have a header\n")
+    with pytest.raises(InvalidInput, match="not a DuckDB database"):
+        warehouse.check_path(text)
+    (tmp_path / "empty.duckdb").touch()
+    with pytest.raises(InvalidInput, match="not a DuckDB database"):
+        warehouse.check_path(tmp_path / "empty.duckdb")
+    with pytest.raises(InvalidInput, match="cannot create its directory"):
+        warehouse.check_path(text / "sub" / "w.duckdb")
+    fresh = tmp_path / "new" / "dir" / "w.duckdb"
+    assert warehouse.check_path(fresh) == fresh and fresh.parent.is_dir() and not fresh.exists()
+
+    monkeypatch.setenv(warehouse.ENV_PATH, str(tmp_path / "env.duckdb"))
+    assert warehouse.resolve_path(None) == tmp_path / "env.duckdb"
+    assert warehouse.resolve_path("x.duckdb") == Path("x.duckdb")
+    monkeypatch.delenv(warehouse.ENV_PATH)
+    assert warehouse.resolve_path(None) == Path("data/warehouse.duckdb")
+    assert warehouse.snapshot_path("data/warehouse.duckdb") == Path("data/warehouse.snapshot.duckdb")
