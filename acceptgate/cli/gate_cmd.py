@@ -1,0 +1,119 @@
+"""acceptgate gate --arm conform|hmix|off [--arm ...] --source codet:PATH|evalplus:PATH|openai
+                   (--humanevalplus FILE | --suites DIR) [--warehouse PATH] [--limit N] ...
+
+Runs the Prefect ``gate`` flow (imported only here, so the core never imports Prefect) and prints
+the per-arm table: tasks, delivered, refused, false deliveries, rate over all tasks, rate over
+delivered tasks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from acceptgate import warehouse
+from acceptgate.errors import InvalidInput
+from acceptgate.expectations import ExpectationFailed
+from acceptgate.gates import ARMS
+from acceptgate.gates import run as core
+from acceptgate.sandbox import backend as backends
+from acceptgate.sandbox.backend import Limits
+from acceptgate.sources import KINDS
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "gate", help="run acceptance gates (CONFORM / H-MIX / OFF) over tasks, score deliveries on the hidden "
+                     "GT suite, write the warehouse (a Prefect flow)",
+        description="Each arm decides per task which candidate (if any) to deliver, seeing only the visible "
+                    "suite; the delivered programs are then run on the hidden GT suite. Prints, per arm: tasks, "
+                    "delivered, refused, false deliveries, false-delivery rate over all tasks and over "
+                    "delivered tasks.")
+    p.add_argument("--arm", action="append", required=True, metavar="ARM",
+                   help=f"{' | '.join(ARMS)}; repeat (or comma-separate) for several arms on the same tasks")
+    p.add_argument("--source", required=True, metavar="SOURCE", help=f"candidate source: {' | '.join(KINDS)}")
+    tasks = p.add_mutually_exclusive_group(required=True)
+    tasks.add_argument("--humanevalplus", metavar="FILE", help="HumanEvalPlus jsonl(.gz): import its tasks now")
+    tasks.add_argument("--suites", metavar="DIR", help="a suites directory written by 'acceptgate import'")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N tasks")
+    p.add_argument("--per-task", type=int, default=5, metavar="N",
+                   help="CONFORM draws / H-MIX calls per task (default 5)")
+    p.add_argument("--warehouse", metavar="PATH",
+                   help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH})")
+    p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
+    p.add_argument("--run-id", metavar="ID", help="name the run (default: derived from the inputs' hashes)")
+    p.add_argument("--workers", type=int, default=2, help="tasks gated in parallel (default 2)")
+    p.add_argument("--wall-seconds", type=float, default=Limits().wall_seconds,
+                   help="sandbox wall clock per execution (default %(default)s)")
+    chat = p.add_argument_group("openai source")
+    chat.add_argument("--base-url", help="OpenAI-compatible API base URL, e.g. https://api.openai.com/v1")
+    chat.add_argument("--model", help="model name sent in each request")
+    chat.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
+    chat.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP call (default 120)")
+    chat.add_argument("--max-retries", type=int, default=5, help="retries on 429/5xx/timeouts (default 5)")
+    chat.add_argument("--temperature", type=float, default=0.0)
+    p.set_defaults(func=run)
+
+
+def _arms(values: list[str]) -> list[str]:
+    return core.check_arms([a.strip() for v in values for a in v.split(",") if a.strip()])
+
+
+def _chat_config(args):
+    if not args.source.startswith("openai"):
+        return None
+    from acceptgate.sources.openai_chat import ChatConfig
+
+    if not args.base_url or not args.model:
+        raise InvalidInput("the openai source needs --base-url and --model", field="--source")
+    return ChatConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
+                      timeout_seconds=args.timeout, max_retries=args.max_retries, temperature=args.temperature)
+
+
+def _check(args) -> None:
+    if args.limit is not None and args.limit < 1:
+        raise InvalidInput("must be at least 1", field="--limit")
+    if not 1 <= args.per_task <= 5:
+        raise InvalidInput("must be between 1 and 5 (SYSTEM.md section 3 caps a gate at 5)", field="--per-task")
+    if args.workers < 1:
+        raise InvalidInput("must be at least 1", field="--workers")
+    if args.wall_seconds <= 0:
+        raise InvalidInput("must be positive", field="--wall-seconds")
+    if args.backend not in backends.names():
+        raise InvalidInput(f"unknown backend {args.backend!r}; valid backends: {', '.join(backends.names())}",
+                           field="--backend")
+    for path, flag in ((args.humanevalplus, "--humanevalplus"), (args.suites, "--suites")):
+        if path is not None and not os.path.exists(path):
+            raise InvalidInput("not found", source=path, field=flag)
+    if args.run_id is not None:
+        core.check_run_id(args.run_id)
+
+
+def run(args) -> int:
+    arms = _arms(args.arm)
+    _check(args)
+    from acceptgate.sources import open_source
+
+    chat_config = _chat_config(args)
+    with open_source(args.source, per_task=args.per_task, chat_config=chat_config):
+        pass  # the source spec and its file are valid before the flow starts
+    path = warehouse.check_path(warehouse.resolve_path(args.warehouse))
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    from flows import gate as gate_flow  # Prefect is imported here, and only here
+
+    try:
+        summary = gate_flow.gate(arms=arms, source=args.source, humanevalplus=args.humanevalplus,
+                                 suites_dir=args.suites, warehouse=str(path), backend=args.backend,
+                                 run_id=args.run_id, per_task=args.per_task, limit=args.limit,
+                                 workers=args.workers, chat_config=chat_config,
+                                 limits=Limits(wall_seconds=args.wall_seconds,
+                                               cpu_seconds=int(args.wall_seconds) + 1))
+    except ExpectationFailed as exc:
+        print(f"acceptgate gate: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
+              f"{exc.details}. Nothing of stage {exc.stage!r} was written.", file=sys.stderr)
+        return 1
+    except warehouse.WarehouseError as exc:
+        print(f"acceptgate gate: warehouse: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(summary.lines()))
+    return 0

@@ -1,0 +1,105 @@
+"""acceptgate score --suites DIR --samples FILE.jsonl --suite visible|hidden [--out FILE]
+
+EvalPlus's ``evaluate`` workflow on our sandbox: score an EvalPlus-format samples file (``task_id`` +
+``solution`` or ``completion``) against the suites written by ``acceptgate import``. One JSON line per
+sample (to --out, else stdout), then the pass rate (stdout with --out, else stderr). Invalid lines
+are reported by line number and the rest are scored.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from acceptgate.errors import InvalidInput
+from acceptgate.sandbox import backend as backends
+from acceptgate.sandbox.backend import Limits
+from acceptgate.score import score_samples
+from acceptgate.sources.replay import read_samples
+from acceptgate.task import SUITE_KINDS
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "score", help="score an EvalPlus-format samples file against imported suites (visible or hidden)",
+        description="Runs every sample of FILE.jsonl (task_id + solution, or task_id + completion appended to "
+                    "the task's prompt) against its task's suite in the sandbox and writes one JSON line per "
+                    "sample: task_id, sample_index, verdict, cases_failed, ...")
+    p.add_argument("--suites", required=True, metavar="DIR", help="a directory written by 'acceptgate import'")
+    p.add_argument("--samples", required=True, metavar="FILE.jsonl", help="EvalPlus-format samples (.jsonl or .jsonl.gz)")
+    p.add_argument("--suite", required=True, choices=SUITE_KINDS, help="which suite to score against")
+    p.add_argument("--out", metavar="FILE", help="write the JSON lines here (default: stdout)")
+    p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="samples run in parallel (default: the number of CPUs)")
+    p.add_argument("--all-cases", action="store_true",
+                   help="run every case (exact failed-case counts) instead of stopping at the first failure")
+    p.add_argument("--wall-seconds", type=float, default=Limits().wall_seconds,
+                   help="sandbox wall clock per sample (default %(default)s)")
+    p.set_defaults(func=run)
+
+
+def load_suites(directory: str, kind: str) -> tuple[dict, dict, dict]:
+    """From a suites directory: task_id -> SuiteSpec of the asked kind, task_id -> prompt, and
+    task_id -> why a task the import knows has no such suite (excluded, with the import's reason)."""
+    from acceptgate import suitefiles
+
+    sd = suitefiles.read_suites(directory)
+    suites = {tid: t.suites[kind] for tid, t in sd.tasks.items() if kind in t.suites}
+    prompts = {tid: t.prompt for tid, t in sd.tasks.items()}
+    excluded = {}
+    for issue in sd.issues:
+        if issue.excluded == "task" or (issue.excluded == "suite" and issue.suite == kind):
+            excluded.setdefault(issue.task_id, f"{issue.reason}: {issue.detail}"[:200])
+    for tid, t in sd.tasks.items():
+        if kind not in t.suites:
+            excluded.setdefault(tid, f"no {kind} suite")
+    return suites, prompts, excluded
+
+
+def _write_atomically(path: str, lines: list[str]) -> None:
+    """All lines or nothing: a temp file next to the target, renamed into place."""
+    target = Path(path)
+    if target.is_dir():
+        raise InvalidInput("is a directory", source=path, field="--out")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
+    except OSError as exc:
+        raise InvalidInput(f"cannot write: {exc.strerror}", source=path, field="--out") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.writelines(line + "\n" for line in lines)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def run(args) -> int:
+    if args.workers < 1:
+        raise InvalidInput("must be at least 1", field="--workers")
+    if args.wall_seconds <= 0:
+        raise InvalidInput("must be positive", field="--wall-seconds")
+    if not Path(args.suites).is_dir():
+        raise InvalidInput("not a directory", source=args.suites, field="--suites")
+    sample_file = read_samples(args.samples)
+    suites, prompts, excluded = load_suites(args.suites, args.suite)
+    try:
+        sandbox = backends.create(args.backend)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="--backend") from None
+    with sandbox:
+        report = score_samples(sample_file, suites, prompts, sandbox, suite=args.suite, excluded=excluded,
+                               fail_fast=not args.all_cases, workers=args.workers,
+                               limits=Limits(wall_seconds=args.wall_seconds,
+                                             cpu_seconds=int(args.wall_seconds) + 1))
+    lines = [r.to_json() for r in report.rows]
+    if args.out:
+        _write_atomically(args.out, lines)
+        print(report.summary())
+    else:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        print(report.summary(), file=sys.stderr)
+    return 0

@@ -1,0 +1,60 @@
+"""The acceptance gates by name, and running one arm over many tasks.
+
+Every gate function takes a ``PublicTask`` (statement, entry point, visible suite): the hidden GT
+suite has no way in. ``public_tasks`` is where a Task's hidden suite is dropped.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable
+
+from acceptgate.gates.conform import run_conform
+from acceptgate.gates.hmix import HmixCaps, run_hmix
+from acceptgate.gates.off import run_off
+from acceptgate.gates.records import GateOutcome
+from acceptgate.sandbox.backend import Backend, Limits
+from acceptgate.sources.base import CandidateSource, PublicTask
+from acceptgate.task import Task
+
+ARMS = ("conform", "hmix", "off")
+
+
+def check_arm(arm: str) -> str:
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; valid arms: {', '.join(ARMS)}")
+    return arm
+
+
+def public_tasks(tasks: Iterable[Task]) -> list[PublicTask]:
+    return [PublicTask.from_task(t) for t in tasks]
+
+
+def run_gate(arm: str, task: PublicTask, source: CandidateSource, backend: Backend, *,
+             limits: Limits = Limits(), caps: HmixCaps = HmixCaps()) -> GateOutcome:
+    if not isinstance(task, PublicTask):  # structural: a Task (with its hidden suite) is refused
+        raise TypeError(f"gates take a PublicTask, not {type(task).__name__}")
+    check_arm(arm)
+    if arm == "conform":
+        return run_conform(task, source, backend, limits=limits)
+    if arm == "hmix":
+        return run_hmix(task, source, backend, caps=caps, limits=limits)
+    return run_off(task, source)
+
+
+def run_arm(arm: str, tasks: list[PublicTask], source: CandidateSource, backend: Backend, *,
+            workers: int = 2, limits: Limits = Limits(), caps: HmixCaps = HmixCaps(),
+            progress: Callable[[int, int], None] | None = None) -> list[GateOutcome]:
+    """One arm over many tasks (threads: the work is in sandbox processes or HTTP); task order kept."""
+    check_arm(arm)
+    results: list[GateOutcome | None] = [None] * len(tasks)
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(run_gate, arm, t, source, backend, limits=limits, caps=caps): i
+                   for i, t in enumerate(tasks)}
+        for fut in futures:
+            results[futures[fut]] = fut.result()
+            done += 1
+            if progress:
+                progress(done, len(tasks))
+    return results  # type: ignore[return-value]

@@ -1,0 +1,268 @@
+"""A gate run as stages for the warehouse: tasks -> gate (per arm) -> deliveries on GT -> summary.
+
+The Prefect flow (``flows/gate.py``) only sequences these functions. Stage ``gate`` writes
+gate_decisions, gate_attempts and gate_messages; stage ``deliveries`` writes deliveries. Each stage
+validates its frames against ``expectations/<table>.json`` first and then replaces its rows for the
+run id in one transaction: a failed expectation writes nothing, a re-run of the same run id leaves
+the same rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from acceptgate import __version__, expectations, warehouse
+from acceptgate.delivery import ArmSummary, DeliveryRow, format_summary, summarize
+from acceptgate.errors import InvalidInput
+from acceptgate.gates import ARMS
+from acceptgate.gates.records import GateOutcome
+from acceptgate.task import HIDDEN, VISIBLE, Task
+
+PIPELINE = "gate/1"
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+STAGE_TABLES = {"gate": ("gate_decisions", "gate_attempts", "gate_messages"), "deliveries": ("deliveries",)}
+Frames = Mapping[str, pd.DataFrame]
+
+DECISION_COLUMNS = ["run_id", "arm", "task_id", "source", "visible_spec_hash", "decision", "stop_reason",
+                    "attempts_used", "delivered_attempt", "delivered_sha256", "tokens_used", "wall_seconds"]
+ATTEMPT_COLUMNS = ["run_id", "arm", "task_id", "attempt", "candidate_sha256", "origin", "sample_index",
+                   "extraction", "program", "raw", "precheck", "v_verdict", "v_cases_passed", "v_cases_total",
+                   "v_detail", "signature", "outcome", "prompt_tokens", "completion_tokens", "latency_seconds",
+                   "exec_seconds"]
+MESSAGE_COLUMNS = ["run_id", "arm", "task_id", "seq", "attempt", "author", "purpose", "role", "request",
+                   "chat_index", "part", "text", "text_sha256"]
+DELIVERY_COLUMNS = ["run_id", "arm", "task_id", "delivered", "refused", "attempts_used", "delivered_attempt",
+                    "candidate_sha256", "hidden_spec_hash", "gt_verdict", "gt_first_failure", "gt_cases_total",
+                    "false_delivery", "gt_seconds"]
+RUN_COLUMNS = ["run_id", "run_id_origin", "pipeline", "acceptgate_version", "source", "source_sha256",
+               "tasks_from", "tasks_sha256", "task_count", "arms", "per_task", "backend"]
+
+
+def check_arms(arms: list[str]) -> list[str]:
+    out: list[str] = []
+    for arm in arms:
+        if arm not in ARMS:
+            raise InvalidInput(f"unknown arm {arm!r}; valid arms: {', '.join(ARMS)}", field="--arm")
+        if arm not in out:
+            out.append(arm)
+    if not out:
+        raise InvalidInput("name at least one arm", field="--arm")
+    return out
+
+
+def check_run_id(run_id: str) -> str:
+    if not RUN_ID.match(run_id):
+        raise InvalidInput("a run id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+                           record=repr(run_id), field="--run-id")
+    return run_id
+
+
+def tasks_sha256(tasks: list[Task]) -> str:
+    """One hash over every task's visible and hidden spec hashes (which tasks, which suites)."""
+    lines = sorted(f"{t.task_id} {t.suites[VISIBLE].spec_hash} {t.suites[HIDDEN].spec_hash}" for t in tasks)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def source_sha256(source_spec: str) -> str | None:
+    """The samples file's hash for a replay source; None for a live model."""
+    kind, _, arg = source_spec.partition(":")
+    if kind in ("codet", "evalplus") and arg:
+        try:
+            return file_sha256(arg)
+        except OSError as exc:
+            raise InvalidInput(f"cannot read samples: {exc.strerror}", source=arg, field="--source") from None
+    return None
+
+
+def load_tasks(*, backend, humanevalplus: str | None = None, suites_dir: str | None = None,
+               limit: int | None = None, progress: Callable[[int, int], None] | None = None) -> tuple[list[Task], str]:
+    """The tasks to gate, with where they came from: a HumanEval+ file (imported now) or a suites
+    directory written by ``acceptgate import``. Only tasks with both suites are kept."""
+    if (humanevalplus is None) == (suites_dir is None):
+        raise InvalidInput("give exactly one of --humanevalplus FILE or --suites DIR", field="--humanevalplus")
+    if humanevalplus is not None:
+        from acceptgate.importers import humanevalplus as hep
+
+        result = hep.load(humanevalplus, backend, limit=limit, progress=progress)
+        return gradeable(result.tasks), f"{humanevalplus} (sha256 {result.source_sha256})"
+    from acceptgate import suitefiles
+
+    sd = suitefiles.read_suites(suites_dir)
+    tasks = [Task(task_id=t.task_id, dataset=sd.dataset, entry_point=t.entry_point, prompt=t.prompt,
+                  reference="", suites=dict(t.suites)) for t in sd.tasks.values()]
+    if limit is not None:
+        tasks = tasks[:limit]
+    return gradeable(tasks), f"{suites_dir} ({sd.dataset}, source sha256 {sd.source_sha256})"
+
+
+def gradeable(tasks: list[Task]) -> list[Task]:
+    """Tasks with both suites (an importer may keep a task whose hidden suite was excluded)."""
+    return [t for t in tasks if VISIBLE in t.suites and HIDDEN in t.suites]
+
+
+@dataclass(frozen=True)
+class GateRun:
+    run_id: str
+    run_id_origin: str
+    source: str
+    source_sha256: str | None
+    tasks_from: str
+    tasks_sha256: str
+    task_count: int
+    arms: tuple[str, ...]
+    per_task: int
+    backend: str
+
+    def frame(self) -> pd.DataFrame:
+        row = {"run_id": self.run_id, "run_id_origin": self.run_id_origin, "pipeline": PIPELINE,
+               "acceptgate_version": __version__, "source": self.source, "source_sha256": self.source_sha256,
+               "tasks_from": self.tasks_from, "tasks_sha256": self.tasks_sha256, "task_count": self.task_count,
+               "arms": ",".join(self.arms), "per_task": self.per_task, "backend": self.backend}
+        return pd.DataFrame([row], columns=RUN_COLUMNS)
+
+
+def make_run(*, source: str, tasks: list[Task], tasks_from: str, arms: list[str], per_task: int,
+             backend: str, run_id: str | None = None) -> GateRun:
+    digest = tasks_sha256(tasks)
+    src_hash = source_sha256(source)
+    if run_id is None:
+        key = json.dumps({"source": src_hash or source, "tasks": digest, "arms": arms, "per_task": per_task,
+                          "backend": backend, "pipeline": PIPELINE}, sort_keys=True)
+        run_id, origin = "gate-" + hashlib.sha256(key.encode()).hexdigest()[:16], "derived"
+    else:
+        run_id, origin = check_run_id(run_id), "user"
+    return GateRun(run_id, origin, source, src_hash, tasks_from, digest, len(tasks), tuple(arms), per_task,
+                   backend)
+
+
+# -- frames -----------------------------------------------------------------------------------------
+
+def _frame(rows: list[dict[str, Any]], columns: list[str], ints: tuple[str, ...] = ()) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=columns).astype({c: "Int64" for c in ints})
+
+
+def gate_frames(run: GateRun, outcomes: list[GateOutcome]) -> dict[str, pd.DataFrame]:
+    decisions, attempts, messages = [], [], []
+    for o in outcomes:
+        key = {"run_id": run.run_id, "arm": o.arm, "task_id": o.task_id}
+        decisions.append({**key, **{k: v for k, v in o.as_row().items() if k not in key}})
+        attempts += [{**key, **a.as_row()} for a in o.attempts]
+        messages += [{**key, **m.as_row()} for m in o.messages]
+    return {
+        "gate_decisions": _frame(decisions, DECISION_COLUMNS, ("attempts_used", "delivered_attempt", "tokens_used")),
+        "gate_attempts": _frame(attempts, ATTEMPT_COLUMNS, ("attempt", "sample_index", "v_cases_passed",
+                                                            "v_cases_total", "prompt_tokens", "completion_tokens")),
+        "gate_messages": _frame(messages, MESSAGE_COLUMNS, ("seq", "attempt", "request", "chat_index", "part")),
+    }
+
+
+def delivery_frames(run: GateRun, rows: list[DeliveryRow]) -> dict[str, pd.DataFrame]:
+    data = [{"run_id": run.run_id, **r.as_row()} for r in rows]
+    return {"deliveries": _frame(data, DELIVERY_COLUMNS, ("attempts_used", "delivered_attempt",
+                                                          "gt_first_failure", "gt_cases_total"))}
+
+
+# -- warehouse ------------------------------------------------------------------------------------
+
+_UPSERT_RUN = """
+insert into gate_runs by name
+select *, 'running' as status, now() as started_at from _gate_run_frame
+on conflict (run_id) do update set
+    run_id_origin = excluded.run_id_origin, pipeline = excluded.pipeline,
+    acceptgate_version = excluded.acceptgate_version, source = excluded.source,
+    source_sha256 = excluded.source_sha256, tasks_from = excluded.tasks_from,
+    tasks_sha256 = excluded.tasks_sha256, task_count = excluded.task_count, arms = excluded.arms,
+    per_task = excluded.per_task, backend = excluded.backend, status = 'running',
+    started_at = excluded.started_at, finished_at = null, wall_seconds = null
+"""
+
+
+def start_run(path: str | Path, run: GateRun, *, expectations_dir: str | Path | None = None) -> None:
+    """Validate and upsert the run row; a new attempt of the run id starts with its old rows removed."""
+    frame = run.frame()
+    expectations.validate("gate_runs", frame, stage="gate", where=expectations_dir)
+    with warehouse.transaction(path) as con:
+        con.register("_gate_run_frame", frame)
+        try:
+            con.execute(_UPSERT_RUN)
+        finally:
+            con.unregister("_gate_run_frame")
+        tables = [t for ts in STAGE_TABLES.values() for t in ts] + ["run_stages"]
+        warehouse.delete_run_rows(con, run.run_id, tables)
+
+
+@dataclass
+class StageWrite:
+    stage: str
+    rows: dict[str, int]
+    expectations_checked: int
+
+
+def write_stage(path: str | Path, run: GateRun, stage: str, frames: Frames, *, related: Frames | None = None,
+                expectations_dir: str | Path | None = None) -> StageWrite:
+    """Validate every frame of the stage, then replace the run's rows of its tables in one transaction."""
+    if set(frames) != set(STAGE_TABLES[stage]):
+        raise ValueError(f"stage {stage} writes {sorted(STAGE_TABLES[stage])}, got {sorted(frames)}")
+    checked = expectations.validate_stage(stage, frames, related=related, where=expectations_dir)
+    with warehouse.transaction(path) as con:
+        written = warehouse.replace_run_rows(con, run.run_id, frames)
+        con.execute("insert or replace into run_stages values (?, ?, ?, ?, now())",
+                    [run.run_id, stage, written, checked])
+    return StageWrite(stage, {t: len(f) for t, f in frames.items()}, checked)
+
+
+def finish_run(path: str | Path, run: GateRun, status: str, wall_seconds: float) -> None:
+    with warehouse.transaction(path) as con:
+        con.execute("update gate_runs set status = ?, finished_at = now(), wall_seconds = ? where run_id = ?",
+                    [status, round(wall_seconds, 3), run.run_id])
+
+
+# -- summary ---------------------------------------------------------------------------------------
+
+@dataclass
+class GateSummary:
+    run: GateRun
+    arms: dict[str, ArmSummary]
+    seconds: dict[str, float] = field(default_factory=dict)  # per arm (gate) and 'deliveries'
+    stages: list[StageWrite] = field(default_factory=list)
+    warehouse: str = ""
+
+    def lines(self) -> list[str]:
+        out = [f"gate run {self.run.run_id}: {self.run.task_count} tasks, source {self.run.source}, "
+               f"arms {', '.join(self.run.arms)}"]
+        out += format_summary(self.arms).splitlines()
+        for arm in self.run.arms:
+            if arm in self.seconds and self.seconds[arm] > 0:
+                out.append(f"{arm}: {self.seconds[arm]:.1f} s, "
+                           f"{self.run.task_count / self.seconds[arm]:.1f} tasks/s")
+        if "deliveries" in self.seconds:
+            out.append(f"GT scoring of delivered programs: {self.seconds['deliveries']:.1f} s")
+        if self.warehouse:
+            out.append(f"warehouse: {self.warehouse} (tables gate_runs, gate_decisions, gate_attempts, "
+                       f"gate_messages, deliveries; view gate_rates)")
+        return out
+
+
+def summarize_rows(run: GateRun, rows: list[DeliveryRow]) -> dict[str, ArmSummary]:
+    by_arm = summarize(rows)
+    return {arm: by_arm[arm] for arm in run.arms if arm in by_arm}
+
+
+def hidden_suites(tasks: list[Task]) -> dict[str, Any]:
+    return {t.task_id: t.suites[HIDDEN] for t in tasks}
+

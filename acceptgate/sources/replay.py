@@ -1,0 +1,151 @@
+"""Replay of recorded samples in the EvalPlus jsonl format, as a candidate source.
+
+One JSON object per line with ``task_id`` and either ``solution`` (a complete program) or
+``completion`` (text appended to the task's prompt). A task's samples, in file order, are its draw
+order: attempt N replays the task's N-th sample. ``.jsonl.gz`` is read transparently.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from acceptgate.errors import InvalidInput
+from acceptgate.sources.base import Candidate, CandidateSource, DrawContext, PublicTask, SourceExhausted
+
+
+@dataclass(frozen=True)
+class Sample:
+    task_id: str
+    line: int  # 1-based line in the file
+    index: int  # 0-based position among this task's samples
+    text: str
+    kind: str  # "solution" | "completion"
+
+    def program(self, prompt: str) -> str:
+        return self.text if self.kind == "solution" else prompt + self.text
+
+
+@dataclass(frozen=True)
+class LineProblem:
+    line: int
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" + (f", field {self.field!r}" if self.field else "")
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class SampleFile:
+    path: str
+    samples: list[Sample]
+    problems: list[LineProblem]
+
+    def by_task(self) -> dict[str, list[Sample]]:
+        out: dict[str, list[Sample]] = {}
+        for s in self.samples:
+            out.setdefault(s.task_id, []).append(s)
+        return out
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return path.open("r", encoding="utf-8", newline="")
+
+
+def _parse_line(raw: str, lineno: int) -> tuple[str, str, str] | LineProblem:
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return LineProblem(lineno, None, f"not JSON ({exc.msg} at column {exc.colno})")
+    if not isinstance(doc, dict):
+        return LineProblem(lineno, None, f"expected a JSON object, got {type(doc).__name__}")
+    task_id = doc.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        return LineProblem(lineno, "task_id", "missing or not a non-empty string")
+    has_sol, has_comp = "solution" in doc, "completion" in doc
+    if has_sol == has_comp:
+        return LineProblem(lineno, "solution", "need exactly one of 'solution' or 'completion'")
+    kind = "solution" if has_sol else "completion"
+    if not isinstance(doc[kind], str):
+        return LineProblem(lineno, kind, f"not a string ({type(doc[kind]).__name__})")
+    return task_id, kind, doc[kind]
+
+
+def read_samples(path: str | Path) -> SampleFile:
+    """Parse a samples file. Invalid lines are collected (with line and field), not fatal.
+
+    Raises InvalidInput when the file cannot be read at all (missing, not UTF-8, not gzip).
+    """
+    path = Path(path)
+    samples: list[Sample] = []
+    problems: list[LineProblem] = []
+    counts: dict[str, int] = {}
+    try:
+        with _open_text(path) as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                parsed = _parse_line(raw, lineno)
+                if isinstance(parsed, LineProblem):
+                    problems.append(parsed)
+                    continue
+                task_id, kind, text = parsed
+                index = counts.get(task_id, 0)
+                counts[task_id] = index + 1
+                samples.append(Sample(task_id, lineno, index, text, kind))
+    except FileNotFoundError:
+        raise InvalidInput("samples file not found", source=str(path)) from None
+    except IsADirectoryError:
+        raise InvalidInput("is a directory, expected a samples .jsonl file", source=str(path)) from None
+    except OSError as exc:  # gzip.BadGzipFile is an OSError
+        raise InvalidInput(f"cannot read samples: {exc}", source=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"not UTF-8 (byte {exc.start})", source=str(path)) from None
+    return SampleFile(str(path), samples, problems)
+
+
+def require_valid(sf: SampleFile) -> SampleFile:
+    """Strict use (a gate run): any invalid line or an empty file is an error."""
+    if sf.problems:
+        first = sf.problems[0]
+        more = f" (and {len(sf.problems) - 1} more invalid lines)" if len(sf.problems) > 1 else ""
+        raise InvalidInput(first.message + more, source=sf.path, record=f"line {first.line}",
+                           field=first.field)
+    if not sf.samples:
+        raise InvalidInput("no samples in file", source=sf.path)
+    return sf
+
+
+class ReplaySource(CandidateSource):
+    """Attempt N of a task replays that task's N-th recorded sample."""
+
+    def __init__(self, sample_file: SampleFile, *, origin: str = "replay:evalplus") -> None:
+        self.path = sample_file.path
+        self.samples = sample_file.by_task()
+        self.name = origin
+
+    @classmethod
+    def from_path(cls, path: str | Path) -> "ReplaySource":
+        return cls(require_valid(read_samples(path)))
+
+    def available(self, task_id: str) -> int | None:
+        return len(self.samples.get(task_id, ()))
+
+    def task_ids(self) -> set[str] | None:
+        return set(self.samples)
+
+    def draw(self, task: PublicTask, attempt: int, context: DrawContext) -> Candidate:
+        rows = self.samples.get(task.task_id, [])
+        if attempt < 1 or attempt > len(rows):
+            raise SourceExhausted(f"{self.path}: no sample {attempt} for {task.task_id} "
+                                  f"({len(rows)} recorded)")
+        s = rows[attempt - 1]
+        return Candidate(task_id=task.task_id, program=s.program(task.prompt), origin=self.name,
+                         attempt=attempt, arm=context.arm, raw=s.text, sample_index=s.index,
+                         extraction=s.kind, meta={"line": s.line})

@@ -1,0 +1,48 @@
+"""The ``gate`` flow: tasks -> one gate per arm -> write decisions/attempts/messages -> score the
+delivered programs on GT -> write deliveries -> per-arm summary. Run it with ``acceptgate gate``.
+
+The flow only sequences the tasks; every stage validates its rows (Great Expectations) before it
+writes them, so a failed expectation stops the flow with nothing of that stage written.
+"""
+
+from __future__ import annotations
+
+from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+
+import time
+
+from prefect import flow
+from prefect.utilities.annotations import quote
+
+from acceptgate.gates import run as core
+from acceptgate.sandbox.backend import Limits
+from tasks import gate_tasks as t
+
+
+@flow(name="gate", persist_result=False, log_prints=False)
+def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_dir: str | None = None,
+         warehouse: str | None = None, backend: str = "local", run_id: str | None = None, per_task: int = 5,
+         limit: int | None = None, workers: int = 2, chat_config=None,
+         limits: Limits = Limits()) -> core.GateSummary:
+    started = time.monotonic()
+    arms = core.check_arms(arms)
+    path = t.prepare_warehouse(warehouse)
+    tasks, tasks_from = t.load_tasks(backend, humanevalplus, suites_dir, limit)
+    run = core.make_run(source=source, tasks=tasks, tasks_from=tasks_from, arms=arms, per_task=per_task,
+                        backend=backend, run_id=run_id)
+    t.start_run(path, run)
+    outcomes, seconds = [], {}
+    # quote(): tasks hold ~10^5 nested cases and outcomes every message; without it Prefect walks each one
+    try:
+        for arm in arms:
+            arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task, chat_config,
+                                                    workers, limits)
+            outcomes += arm_outcomes
+        gate_write = t.write_gate_stage(path, run, quote(outcomes))
+        rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
+                                                                         backend, workers, limits)
+    except BaseException:
+        t.finish_run(path, run, "failed", time.monotonic() - started)
+        raise
+    t.finish_run(path, run, "ok", time.monotonic() - started)
+    return core.GateSummary(run, core.summarize_rows(run, rows), seconds, [gate_write, delivery_write], str(path))

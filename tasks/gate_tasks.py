@@ -1,0 +1,79 @@
+"""Prefect tasks of the gate flow: thin calls into ``acceptgate.gates`` and ``acceptgate.delivery``.
+
+One task per stage and one per arm (the work inside runs in parallel sandbox processes or HTTP
+calls already). No caching, no persisted results: the warehouse is the record. Sources and sandbox
+backends are opened inside each task by name, since they hold processes and connections.
+"""
+
+from __future__ import annotations
+
+from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+
+import time
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from acceptgate import delivery, warehouse
+from acceptgate.gates import HmixCaps, public_tasks, run_arm
+from acceptgate.gates import run as core
+from acceptgate.gates.records import GateOutcome
+from acceptgate.sandbox import backend as backends
+from acceptgate.sandbox.backend import Limits
+from acceptgate.sources import open_source
+from acceptgate.task import Task
+
+_STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+@task(name="prepare-warehouse", **_STAGE)
+def prepare_warehouse(path: str | None) -> Path:
+    resolved = warehouse.check_path(warehouse.resolve_path(path))
+    warehouse.migrate(resolved)
+    return resolved
+
+
+@task(name="load-tasks", **_STAGE)
+def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None,
+               limit: int | None) -> tuple[list[Task], str]:
+    with backends.create(backend) as sandbox:
+        return core.load_tasks(backend=sandbox, humanevalplus=humanevalplus, suites_dir=suites_dir, limit=limit)
+
+
+@task(name="start-run", **_STAGE)
+def start_run(path: Path, run: core.GateRun) -> None:
+    core.start_run(path, run)
+
+
+@task(name="gate-arm", **_STAGE)
+def gate_arm(arm: str, tasks: list[Task], source: str, backend: str, per_task: int, chat_config,
+             workers: int, limits: Limits) -> tuple[list[GateOutcome], float]:
+    started = time.monotonic()
+    with open_source(source, per_task=per_task, chat_config=chat_config) as src, backends.create(backend) as sandbox:
+        outcomes = run_arm(arm, public_tasks(tasks), src, sandbox, workers=workers, limits=limits,
+                           caps=HmixCaps(calls=per_task))
+    return outcomes, time.monotonic() - started
+
+
+@task(name="write-gate-stage", **_STAGE)
+def write_gate_stage(path: Path, run: core.GateRun, outcomes: list[GateOutcome]) -> core.StageWrite:
+    return core.write_stage(path, run, "gate", core.gate_frames(run, outcomes))
+
+
+@task(name="score-deliveries", **_STAGE)
+def score_deliveries(path: Path, run: core.GateRun, tasks: list[Task], outcomes: list[GateOutcome],
+                     backend: str, workers: int, limits: Limits) -> tuple[list[delivery.DeliveryRow], core.StageWrite, float]:
+    started = time.monotonic()
+    with backends.create(backend) as sandbox:
+        rows = delivery.score_deliveries(outcomes, core.hidden_suites(tasks), sandbox, workers=workers,
+                                         limits=limits)
+    seconds = time.monotonic() - started
+    gate = core.gate_frames(run, outcomes)
+    written = core.write_stage(path, run, "deliveries", core.delivery_frames(run, rows), related=gate)
+    return rows, written, seconds
+
+
+@task(name="finish-run", **_STAGE)
+def finish_run(path: Path, run: core.GateRun, status: str, wall_seconds: float) -> None:
+    core.finish_run(path, run, status, wall_seconds)

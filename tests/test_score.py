@@ -1,0 +1,127 @@
+"""Batch scoring of EvalPlus-format samples: verdicts per sample, invalid lines, bad inputs, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from acceptgate import suitespec
+from acceptgate.errors import InvalidInput
+from acceptgate.sandbox.backend import Limits
+from acceptgate.score import score_samples
+from acceptgate.sources.replay import read_samples
+
+PROMPT = 'def double(x):\n    """>>> double(2)\n    4\n    """\n'
+SUITE = suitespec.build("python-call/1", "double", [((2,), {}, 4), ((0,), {}, 0), ((-3,), {}, -6)])
+
+
+def samples_file(tmp_path, lines):
+    path = tmp_path / "samples.jsonl"
+    path.write_text("".join((l if isinstance(l, str) else json.dumps(l)) + "\n" for l in lines))
+    return path
+
+
+def test_scores_each_valid_sample_and_reports_invalid_lines(tmp_path, local_backend):
+    path = samples_file(tmp_path, [
+        {"task_id": "T/double", "completion": "    return 2 * x\n"},
+        {"task_id": "T/double", "solution": "def double(x):\n    return x + 2\n"},
+        "{broken",
+        {"task_id": "T/double", "completion": "    return x / 0\n"},
+        {"task_id": "T/double"},
+        {"task_id": "T/double", "solution": "def double(x):\n    while True: pass\n"},
+    ])
+    report = score_samples(read_samples(path), {"T/double": SUITE}, {"T/double": PROMPT}, local_backend,
+                           suite="hidden", limits=Limits(wall_seconds=1.0, cpu_seconds=2))
+    got = [(r.sample_index, r.line, r.verdict, r.cases_failed, r.cases_run) for r in report.rows]
+    assert got == [(0, 1, "pass", 0, 3), (1, 2, "fail", 1, 2), (2, 4, "error", 1, 1), (3, 6, "timeout", 1, 1)]
+    assert [(p.line, p.field) for p in report.problems] == [(3, None), (5, "solution")]
+    assert report.passed == 1 and report.pass_rate == 0.25
+    assert "1/4 samples pass" in report.summary() and "2 invalid lines not scored: line 3" in report.summary()
+    row = json.loads(report.rows[1].to_json())
+    assert {"task_id", "sample_index", "verdict", "cases_failed"} <= set(row)
+
+
+def test_all_cases_counts_every_failure(tmp_path, local_backend):
+    path = samples_file(tmp_path, [{"task_id": "T/double", "solution": "def double(x):\n    return 4\n"}])
+    report = score_samples(read_samples(path), {"T/double": SUITE}, {"T/double": PROMPT}, local_backend,
+                           suite="hidden", fail_fast=False)
+    assert [(r.verdict, r.cases_failed, r.cases_run) for r in report.rows] == [("fail", 2, 3)]
+
+
+def test_unknown_task_ids_and_empty_files_are_errors(tmp_path, local_backend):
+    path = samples_file(tmp_path, [{"task_id": "T/double", "completion": "x"}, {"task_id": "T/nope", "completion": "x"}])
+    with pytest.raises(InvalidInput) as exc:
+        score_samples(read_samples(path), {"T/double": SUITE}, {"T/double": PROMPT}, local_backend, suite="hidden")
+    assert "unknown task ids (T/nope)" in str(exc.value) and "line 2" in str(exc.value)
+    empty = samples_file(tmp_path, ["", "{bad"])
+    with pytest.raises(InvalidInput, match="no valid samples .*line 2"):
+        score_samples(read_samples(empty), {"T/double": SUITE}, {}, local_backend, suite="hidden")
+    no_prompt = samples_file(tmp_path, [{"task_id": "T/double", "completion": "    return 1\n"}])
+    with pytest.raises(InvalidInput, match="needs the task's prompt"):
+        score_samples(read_samples(no_prompt), {"T/double": SUITE}, {}, local_backend, suite="hidden")
+
+
+# --- the command line, on a suites directory written by acceptgate.suitefiles ------------------------
+
+@pytest.fixture
+def suites_dir(tmp_path):
+    from acceptgate import suitefiles
+    from acceptgate.task import HIDDEN, VISIBLE, ImportIssue, ImportResult, Task
+
+    visible = suitespec.build("python-call/1", "double", [((2,), {}, 4)])
+    task = Task("T/double", "test", "double", PROMPT, "def double(x):\n    return 2 * x\n",
+                suites={VISIBLE: visible, HIDDEN: SUITE})
+    issue = ImportIssue("T/gone", "property-check", "checked by a property", excluded="task")
+    result = ImportResult("test", "mem", "0" * 64, [task], [issue])
+    return suitefiles.write_suites(result, tmp_path / "suites")
+
+
+def test_cli_scores_and_writes_lines(suites_dir, tmp_path, capsys):
+    from acceptgate.cli import main
+
+    samples = samples_file(tmp_path, [
+        {"task_id": "T/double", "completion": "    return 2 * x\n"},
+        {"task_id": "T/double", "solution": "def double(x):\n    return x * x\n"},
+        "not json",
+        {"task_id": "T/gone", "completion": "    pass\n"},
+    ])
+    out = tmp_path / "scores.jsonl"
+    assert main(["score", "--suites", str(suites_dir), "--samples", str(samples), "--suite", "hidden",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "hidden suite: 1/2 samples pass (pass rate over scored samples 50.00%)" in printed
+    assert "1 samples of 1 tasks without a hidden suite not scored: T/gone (property-check" in printed
+    assert "1 invalid lines not scored: line 3" in printed
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["task_id"], r["sample_index"], r["verdict"], r["cases_failed"]) for r in rows] == [
+        ("T/double", 0, "pass", 0), ("T/double", 1, "fail", 1)]
+    # visible suite, lines to stdout
+    assert main(["score", "--suites", str(suites_dir), "--samples", str(samples), "--suite", "visible"]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 2 and "visible suite: 2/2 samples pass" in captured.err
+
+
+@pytest.mark.parametrize("lines, fragment", [
+    (None, "samples file not found"),
+    ([""], "no valid samples"),
+    ([{"task_id": "HumanEval/0", "completion": "x"}], "unknown task ids (HumanEval/0)"),
+])
+def test_cli_bad_samples_exit_2(lines, fragment, suites_dir, tmp_path, capsys):
+    from acceptgate.cli import main
+
+    samples = tmp_path / "missing.jsonl" if lines is None else samples_file(tmp_path, lines)
+    out = tmp_path / "o.jsonl"
+    assert main(["score", "--suites", str(suites_dir), "--samples", str(samples), "--suite", "hidden",
+                 "--out", str(out)]) == 2
+    assert fragment in capsys.readouterr().err
+    assert not out.exists()  # nothing half-written
+
+
+def test_cli_bad_suites_dir_exit_2(tmp_path, capsys):
+    from acceptgate.cli import main
+
+    samples = samples_file(tmp_path, [{"task_id": "T/double", "completion": "x"}])
+    (tmp_path / "empty").mkdir()
+    assert main(["score", "--suites", str(tmp_path / "empty"), "--samples", str(samples), "--suite", "hidden"]) == 2
+    assert "no manifest.json" in capsys.readouterr().err
