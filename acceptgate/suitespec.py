@@ -81,8 +81,9 @@ class SuiteSpec:
     entry_point: str
     cases: tuple[Case, ...]
 
-    def canonical_json(self) -> str:
-        doc = {
+    def as_doc(self) -> dict:
+        """The spec file's JSON document, with canonical spellings."""
+        return {
             "dialect": self.dialect,
             "entry_point": self.entry_point,
             "cases": [
@@ -90,7 +91,9 @@ class SuiteSpec:
                 for c in self.cases
             ],
         }
-        return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.as_doc(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
     @cached_property
     def spec_hash(self) -> str:
@@ -98,15 +101,7 @@ class SuiteSpec:
 
     def to_json(self) -> str:
         """The spec file a user would write (canonical spellings, stable key order)."""
-        doc = {
-            "dialect": self.dialect,
-            "entry_point": self.entry_point,
-            "cases": [
-                {"args": c.args_text, "kwargs": c.kwargs_text, "expected": c.expected_text}
-                for c in self.cases
-            ],
-        }
-        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+        return json.dumps(self.as_doc(), indent=1, ensure_ascii=False) + "\n"
 
 
 def _parse_case(raw: _CaseModel, index: int, source: str | None) -> Case:
