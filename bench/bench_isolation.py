@@ -3,7 +3,9 @@
     python3 bench/bench_isolation.py [--runs 200]
 
 Rows: bare process (rlimits, no cap), rlimits + per-slot uid cap, bwrap, bwrap + per-slot uid,
-bwrap + cgroup (what "local" picks on a host that allows it). Layers the host refuses are skipped.
+bwrap + cgroup (one sandbox per execution), bwrap + cgroup + fork server (what "local" picks on a host
+that allows it: fresh namespaces and process per execution in a long-lived sandbox). Layers the host
+refuses are skipped.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ LAYERS = [
     ("bwrap", dict(namespaces=True, process_cap="none")),
     ("bwrap + slot uid/NPROC", dict(namespaces=True, process_cap="uid")),
     ("bwrap + cgroup", dict(namespaces=True, process_cap="cgroup")),
+    ("bwrap + cgroup + fork server", dict(namespaces=True, process_cap="cgroup", forkserver=True)),
 ]
 
 
@@ -49,6 +52,8 @@ def main() -> None:
     for label, xs in times.items():
         xs.sort()
         print(f"{label:28} {statistics.median(xs):10.1f} {xs[len(xs) // 10]:8.1f} {xs[len(xs) * 9 // 10]:8.1f}")
+    for backend in backends.values():
+        backend.close()
 
 
 if __name__ == "__main__":

@@ -23,16 +23,26 @@ DEV_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom
 DEV_LINKS = (("/dev/fd", "/proc/self/fd"), ("/dev/stdin", "/proc/self/fd/0"),
              ("/dev/stdout", "/proc/self/fd/1"), ("/dev/stderr", "/proc/self/fd/2"))
 NAMESPACES = ("user", "pid", "net", "ipc", "uts", "cgroup", "mount")
+# The process we spawn is a tiny shell that waits for one line on stdin before it execs bwrap: bwrap
+# forks at once, and the cgroup must hold the process before it does.
+GATE_SCRIPT = 'read _gate && exec "$0" "$@"'
 
 
-def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES) -> list[str]:
-    """bwrap argv that runs ``inner`` (an absolute interpreter path + args) in a fresh sandbox."""
+def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, zygote: bool = False) -> list[str]:
+    """bwrap argv that runs ``inner`` (an absolute interpreter path + args) in a fresh sandbox.
+
+    zygote=True: the sandbox of a fork server (``forkserver.py``). Its first process keeps
+    CAP_SYS_ADMIN *inside* the sandbox's user namespace just long enough to mount a /proc of its own
+    (then drops every capability), and may create user namespaces: it makes a fresh set of
+    namespaces for every execution, where it forbids nested user namespaces itself.
+    """
     uid = str(SANDBOX_UID)
     argv = [
         bw.path,
-        "--unshare-all", "--unshare-user", "--disable-userns",
+        "--unshare-all", "--unshare-user", *(() if zygote else ("--disable-userns",)),
         "--uid", uid, "--gid", uid, "--hostname", "sandbox",
-        "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv",
+        "--cap-drop", "ALL", *(("--cap-add", "CAP_SYS_ADMIN") if zygote else ()),
+        "--die-with-parent", "--new-session", "--clearenv",
     ]
     for target, link in bw.symlinks:
         argv += ["--symlink", target, link]

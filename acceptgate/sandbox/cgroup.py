@@ -67,11 +67,15 @@ def _own_cgroups() -> dict[str, str]:
     return own
 
 
+SLOT = "slot-"  # a fork-server slot's cgroup: acceptgate-slot-<pid>-<n>, long-lived
+
+
 def sweep_stale(parents: Cgroups) -> None:
     """Remove empty cgroups left by harness processes that died without closing them."""
     for parent in (parents.pids, parents.memory):
         for child in Path(parent).glob(PREFIX + "*"):
-            owner = child.name[len(PREFIX):].split("-")[0]
+            name = child.name[len(PREFIX):]
+            owner = name.removeprefix(SLOT).split("-")[0]
             if owner.isdigit() and not Path(f"/proc/{owner}").exists():
                 _kill_tasks(child)
                 _rmdir(child)
@@ -86,8 +90,8 @@ class ExecutionCgroup:
         self.memsw = memsw
 
     @classmethod
-    def create(cls, parents: Cgroups, *, processes: int, memory_bytes: int) -> "ExecutionCgroup":
-        name = f"{PREFIX}{os.getpid()}-{next(_counter)}"
+    def create(cls, parents: Cgroups, *, processes: int, memory_bytes: int, slot: bool = False) -> "ExecutionCgroup":
+        name = f"{PREFIX}{SLOT if slot else ''}{os.getpid()}-{next(_counter)}"
         pids, memory = Path(parents.pids) / name, Path(parents.memory) / name
         made: list[Path] = []
         try:
@@ -111,14 +115,32 @@ class ExecutionCgroup:
 
     def oom_killed(self) -> bool:
         """Did the memory controller kill (or refuse) anything in this execution?"""
+        return self.oom_count() > 0
+
+    def oom_count(self) -> int:
+        """OOM kills so far (refusals on older kernels): a long-lived cgroup compares it per execution."""
         try:
-            text = (self.memory / "memory.oom_control").read_text()
+            fd = os.open(self.memory / "memory.oom_control", os.O_RDONLY)
+            try:
+                text = os.read(fd, 4096).decode()
+            finally:
+                os.close(fd)
             fields = dict(line.split() for line in text.splitlines())
+            if "oom_kill" in fields:
+                return int(fields["oom_kill"])
+            return int((self.memory / "memory.failcnt").read_text() or 0)  # older kernels
         except (OSError, ValueError):
-            return False
-        if "oom_kill" in fields:
-            return int(fields["oom_kill"]) > 0
-        return int((self.memory / "memory.failcnt").read_text() or 0) > 0  # older kernels
+            return 0
+
+    def set_limits(self, *, processes: int, memory_bytes: int) -> None:
+        """Change the caps of a live cgroup (the swap-inclusive cap must never sit below the other)."""
+        _write(self.pids / "pids.max", processes)
+        current = int((self.memory / "memory.limit_in_bytes").read_text())
+        order = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"] if self.memsw else ["memory.limit_in_bytes"]
+        if self.memsw and memory_bytes > current:
+            order.reverse()
+        for name in order:
+            _write(self.memory / name, memory_bytes)
 
     def peak_memory(self) -> int:
         try:

@@ -13,10 +13,12 @@ import json
 import marshal
 import os
 import secrets
+import threading
 import time
+from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from acceptgate import literals
 from acceptgate.render import Harness
@@ -101,22 +103,64 @@ def _short(text: str) -> str:
 class _Channel:
     """Framed messages over a SandboxProcess, under one wall-clock deadline."""
 
-    def __init__(self, proc: SandboxProcess, marker: bytes, deadline: float) -> None:
+    def __init__(self, proc: SandboxProcess, marker: bytes, deadline: float,
+                 case_seconds: float | None = None) -> None:
         self.proc = proc
         self.marker = marker
-        self.deadline = deadline
+        self.deadline = deadline  # the one in force: the wall clock's, or a sooner per-case one
+        self.wall_deadline = deadline
+        self.case_seconds = case_seconds
         self.buf = bytearray()
+        self.unanswered = 0  # calls sent ahead and not answered yet
+
+    def timeout_detail(self, limits: Limits) -> str:
+        if self.deadline < self.wall_deadline:
+            return f"no answer within the {self.case_seconds:g} s per-case limit"
+        return f"no answer within the {limits.wall_seconds:g} s wall clock"
+
+    def frame(self, kind: bytes, payload: bytes) -> bytes:
+        return self.marker + b" " + kind + b" " + str(len(payload)).encode() + b"\n" + payload
 
     def send(self, kind: bytes, payload: bytes) -> None:
-        head = self.marker + b" " + kind + b" " + str(len(payload)).encode() + b"\n"
-        self.proc.write(head + payload, self.deadline)
+        self.proc.write(self.frame(kind, payload), self.deadline)
+
+    def answers(self, calls: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+        """(kind, payload) of each call's answer, in order; the caller may stop early.
+
+        Calls go out ahead of their answers when the process declares ``pipeline_bytes``: the bytes
+        of calls sent and not yet answered stay within it, which its transport must be able to hold
+        (so a write never waits on a runner that waits on us). Otherwise one call at a time.
+        ``calls``: the marshalled (args, kwargs) of each call.
+        """
+        window = getattr(self.proc, "pipeline_bytes", 0)
+        in_flight: deque[int] = deque()  # sizes of the calls sent and not yet answered
+        held = 0
+        sent = 0
+        while sent < len(calls) or in_flight:
+            if self.case_seconds is not None:  # this case's clock starts with the previous answer
+                self.deadline = min(self.wall_deadline, time.monotonic() + self.case_seconds)
+            if sent < len(calls) and (not in_flight or held <= window // 2):
+                batch = []
+                while sent < len(calls):
+                    data = self.frame(b"call", calls[sent])
+                    if (in_flight or batch) and held + len(data) > window:
+                        break
+                    batch.append(data)
+                    in_flight.append(len(data))
+                    held += len(data)
+                    sent += 1
+                self.proc.write(b"".join(batch), self.deadline)
+            self.unanswered = len(in_flight) - 1
+            answer = self.recv()
+            held -= in_flight.popleft()
+            yield answer
 
     def _fill(self) -> None:
         chunk = self.proc.read(self.deadline)
         if not chunk:
             raise EOFError
         self.buf += chunk
-        if len(self.buf) > MAX_FRAME + 256:
+        if len(self.buf) > 2 * MAX_FRAME + 256:  # (answers sent ahead may follow a frame in the buffer)
             raise ProtocolViolation(f"runner sent more than {MAX_FRAME} bytes in one frame")
 
     def recv(self) -> tuple[bytes, bytes]:
@@ -183,7 +227,7 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
     deadline = time.monotonic() + limits.wall_seconds
     detail = ""
     try:
-        chan = _Channel(proc, marker, deadline)
+        chan = _Channel(proc, marker, deadline, limits.case_seconds)
         proc.write(marker + b"\n", deadline)
         chan.send(b"load", marshal.dumps({"source": source, "entry_point": entry_point,
                                           "limits": limits.rlimits()}))
@@ -193,9 +237,8 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
             return [], f"did not load: {info['type']}: {info['message']}"
         if kind != b"ready":
             raise ProtocolViolation(f"unexpected frame {kind!r} before ready")
-        for args, kwargs in calls:
-            chan.send(b"call", marshal.dumps((tuple(args), dict(kwargs))))
-            kind, payload = chan.recv()
+        payloads = [marshal.dumps((tuple(args), dict(kwargs))) for args, kwargs in calls]
+        for kind, payload in chan.answers(payloads):
             if kind == b"ok":
                 try:
                     outcomes.append(CallOutcome("ok", literals.parse(payload.decode("utf-8", "surrogatepass"))))
@@ -211,7 +254,7 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
         chan.send(b"end", b"")
     except TimeoutError:
         outcomes.append(CallOutcome("timeout"))
-        detail = f"no answer within the {limits.wall_seconds:g} s wall clock"
+        detail = chan.timeout_detail(limits)
     except ProtocolViolation as exc:
         outcomes.append(CallOutcome("protocol", message=str(exc)))
         detail = str(exc)
@@ -269,9 +312,9 @@ def execute(
     proc = backend.spawn(limits)
     # The wall clock starts once the sandbox exists: waiting for a pooled slot is not the program's time.
     deadline = time.monotonic() + limits.wall_seconds
-    current: int | None = None
+    current: int | None = None  # the case being waited for (cases are answered in order)
     try:
-        chan = _Channel(proc, marker, deadline)
+        chan = _Channel(proc, marker, deadline, limits.case_seconds)
         proc.write(marker + b"\n", deadline)
         load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits()}
         chan.send(b"load", marshal.dumps(load))
@@ -283,20 +326,30 @@ def execute(
             return result
         if kind != b"ready":
             raise ProtocolViolation(f"unexpected frame {kind!r} before ready")
-        for index, (args, kwargs, want) in enumerate(harness.cases):
-            current = index
-            chan.send(b"call", marshal.dumps((args, kwargs)))
-            kind, payload = chan.recv()
-            case = _judge_case(harness, index, args, kwargs, want, kind, payload)
+        cases = harness.cases
+        prepared = _prepare(harness)
+        current = 0
+        for index, (kind, payload) in enumerate(chan.answers(prepared.calls)):
+            if kind == b"ok" and payload == prepared.expected_text[index] and prepared.text_passes[index]:
+                case = CaseResult(index=index, status="pass")  # the text's verdict, computed once
+            else:
+                args, kwargs, want = cases[index]
+                case = _judge_case(harness, index, args, kwargs, want, kind, payload)
             result.cases.append(case)
-            current = None
+            current = index + 1
             if case.status != "pass" and fail_fast:
                 break
-        chan.send(b"end", b"")
-        result.exit = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic()))).describe()
+        current = None
+        if chan.unanswered:
+            # fail_fast with calls still queued: their answers do not matter, nor does a clean exit
+            proc.kill()
+            result.exit = proc.wait(timeout=2.0).describe() + " (stopped at the first failing case)"
+        else:
+            chan.send(b"end", b"")
+            result.exit = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic()))).describe()
     except TimeoutError:
         result.verdict = "timeout"
-        result.detail = f"no answer within the {limits.wall_seconds:g} s wall clock"
+        result.detail = chan.timeout_detail(limits)
         _mark_current(result, current, "timeout")
     except ProtocolViolation as exc:
         result.verdict = "protocol"
@@ -322,6 +375,52 @@ def execute(
             result.verdict = bad.status
             result.detail = f"case {bad.index}: {bad.status}"
     return result
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What every execution of one harness sends and expects, computed once per harness.
+
+    ``expected_text[i]`` is ``repr`` of case i's expected value, as the runner spells a result, and
+    ``text_passes[i]`` the verdict of an answer with exactly that text (parsed and compared here, as
+    any answer would be). An answer byte-identical to it has that verdict without being parsed
+    again: parsing is deterministic, so this is the same judgement, made once.
+    """
+
+    calls: list[bytes]
+    expected_text: list[bytes | None]
+    text_passes: list[bool]
+
+
+_PREPARED_MAX = 512
+# id(harness) -> (harness, prepared); the harness is kept so that its id cannot be reused meanwhile.
+_prepared: OrderedDict[int, tuple[Harness, _Prepared]] = OrderedDict()
+_prepared_lock = threading.Lock()
+
+
+def _prepare(harness: Harness) -> _Prepared:
+    key = id(harness)
+    with _prepared_lock:
+        found = _prepared.get(key)
+        if found is not None and found[0] is harness:
+            _prepared.move_to_end(key)
+            return found[1]
+    calls, texts, passes = [], [], []
+    for args, kwargs, want in harness.cases:
+        calls.append(marshal.dumps((args, kwargs)))
+        try:
+            text = repr(want).encode("utf-8", "surrogatepass")
+            ok = bool(harness.compare(literals.parse(text.decode("utf-8", "surrogatepass")), want))
+        except (literals.LiteralError, UnicodeError, ValueError, RecursionError):
+            text, ok = None, False
+        texts.append(text)
+        passes.append(ok)
+    made = _Prepared(calls, texts, passes)
+    with _prepared_lock:
+        _prepared[key] = (harness, made)
+        while len(_prepared) > _PREPARED_MAX:
+            _prepared.popitem(last=False)
+    return made
 
 
 def _mark_current(result: ExecutionResult, current: int | None, status: str) -> None:

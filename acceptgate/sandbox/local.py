@@ -12,9 +12,16 @@ Layers, each probed once (``hostprobe``) and named in ``isolation``:
 - as root, an unprivileged uid: bwrap itself is started as that uid, so the sandbox holds no
   root-owned credentials at all (file owner bits, the root user's keyring, signals to root's processes).
 
-Registered names: "local" = the best the host allows (a loud warning on stderr when namespaces or a
-process cap are missing), "local-bwrap" = namespaces or BackendUnavailable, "local-rlimits" = no
-namespaces and no cgroup (rlimits, plus a per-slot uid with RLIMIT_NPROC when root).
+Fork-server mode (``forkserver.py``, where bubblewrap and a cgroup are available): one long-lived
+sandbox per concurrent execution holding a pre-initialised interpreter; each execution is a fresh
+process forked from it into fresh user/pid/mount/ipc/net/uts namespaces of its own, so no state
+survives between executions, at a few milliseconds instead of tens.
+
+Registered names: "local" = the best the host allows (fork server when it runs here; a loud warning
+on stderr when namespaces or a process cap are missing), "local-forkserver" = the fork server or
+BackendUnavailable, "local-bwrap" = one bubblewrap sandbox started per execution (namespaces or
+BackendUnavailable), "local-rlimits" = no namespaces and no cgroup (rlimits, plus a per-slot uid
+with RLIMIT_NPROC when root).
 """
 
 from __future__ import annotations
@@ -32,15 +39,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from acceptgate.sandbox import bwrap, cgroup, hostprobe
+from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, SandboxProcess, register, runner_source,
 )
 
 NOBODY = hostprobe.SANDBOX_UID
-# Under bwrap, the process we spawn is a tiny shell that waits for one line on stdin before it execs
-# bwrap: bwrap forks at once, and the cgroup must hold the process before it does.
-GATE_SCRIPT = 'read _gate && exec "$0" "$@"'
+GATE_SCRIPT = bwrap.GATE_SCRIPT
 
 
 def sandbox_python() -> str:
@@ -59,6 +64,7 @@ class PipeProcess(SandboxProcess):
         self._out = popen.stdout.fileno()
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
+        self.pipeline_bytes = forkserver.pipeline_window(self._in)
         self._closed = False
 
     def write(self, data: bytes, deadline: float) -> None:
@@ -254,16 +260,23 @@ class LocalBackend(Backend):
 
     namespaces: True (bubblewrap, BackendUnavailable if the host refuses), False, or "auto".
     process_cap: "cgroup", "uid" (per-slot uid + RLIMIT_NPROC), "none", or "auto" (the best available).
+    forkserver: True (needs namespaces and the cgroup cap; BackendUnavailable if the host refuses),
+    False (a new sandbox per execution), or "auto" (when namespaces and the cgroup cap are used and a
+    trial slot starts here).
     """
 
     def __init__(self, python: str | None = None, drop_privileges: bool | None = None, *,
-                 namespaces: bool | str = False, process_cap: str = "auto", name: str | None = None) -> None:
+                 namespaces: bool | str = False, process_cap: str = "auto", name: str | None = None,
+                 forkserver: bool | str = False) -> None:
         caps = hostprobe.probe()
         self.caps = caps
         if drop_privileges is None:
             drop_privileges = os.geteuid() == 0
         self.uid = NOBODY if drop_privileges else None
         self.plan = _resolve(caps, namespaces, process_cap, self.uid is not None)
+        self.forkserver_problem = ""
+        self.pool = self._fork_server_pool(forkserver)
+        self._described: dict[Limits, Isolation] = {}
         if self.plan.namespaces:
             self.python = caps.bwrap.python
         else:
@@ -271,6 +284,26 @@ class LocalBackend(Backend):
         self._runner = runner_source().decode("utf-8")
         self._slots = _slot_pool(caps.uid_slots) if self.plan.process_cap == "uid" else None
         self.name = name or ("local" if self.plan.namespaces else "local-rlimits")
+
+    def _fork_server_pool(self, wanted: bool | str) -> forkserver.SlotPool | None:
+        if not wanted:
+            self.forkserver_problem = "not requested"
+            return None
+        config = forkserver.SlotConfig(caps=self.caps, uid=self.uid)
+        if not self.plan.namespaces or self.plan.process_cap != "cgroup":
+            why = "it needs bubblewrap namespaces and the cgroup process cap"
+        else:
+            why = forkserver.problem(config)
+        if why:
+            if wanted == "auto":
+                self.forkserver_problem = why
+                return None
+            raise BackendUnavailable(f"fork-server sandbox unavailable: {why}")
+        return forkserver.SlotPool(config)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
 
     def command(self, limits: Limits) -> list[str]:
         # The runner travels on the command line: no file of ours needs to be readable inside.
@@ -288,6 +321,8 @@ class LocalBackend(Backend):
         return inner
 
     def spawn(self, limits: Limits) -> SandboxProcess:
+        if self.pool is not None:
+            return self.pool.spawn(limits)
         uid = self._slots.acquire() if self._slots else self.uid
         cg = None
         popen = None
@@ -321,7 +356,11 @@ class LocalBackend(Backend):
                             release=lambda: _release(cg, self._slots, uid))
 
     def isolation(self, limits: Limits) -> Isolation:
-        return describe(self, limits)
+        # Described once per limits (every execution asks): a copy, so callers may change theirs.
+        if limits not in self._described:
+            self._described[limits] = describe(self, limits)
+        iso = self._described[limits]
+        return Isolation(iso.backend, list(iso.enforced), list(iso.not_enforced), list(iso.notes))
 
 
 def _release(cg: cgroup.ExecutionCgroup | None, slots: UidSlots | None, uid: int | None) -> None:
@@ -349,6 +388,8 @@ def _resolve(caps: hostprobe.HostCaps, namespaces: bool | str, process_cap: str,
 
 
 def describe(backend: LocalBackend, limits: Limits) -> Isolation:
+    if backend.pool is not None:
+        return describe_fork_server(backend, limits)
     caps, plan = backend.caps, backend.plan
     iso = Isolation(backend=backend.name)
     iso.enforced.append("separate process (own session; wall-clock kill of its process group)")
@@ -359,6 +400,7 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
         iso.not_enforced.append("seccomp syscall filter (none: namespaces, no capabilities and no "
                                 "nested user namespaces are the barrier)")
         iso.notes += list(caps.bwrap.notes)
+        iso.notes.append(f"a new sandbox and interpreter per execution (fork server: {backend.forkserver_problem})")
     else:
         iso.enforced += ["empty environment", "fresh temp dir as cwd"]
     iso.enforced += [
@@ -400,6 +442,48 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
     return iso
 
 
+def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
+    """What the fork-server mode enforces: the slot's sandbox, and what each execution gets fresh."""
+    caps = backend.caps
+    iso = Isolation(backend=backend.name)
+    outside = str(backend.uid) if backend.uid is not None else "the harness's uid"
+    scratch = bwrap.SCRATCH_BYTES // MiB
+    iso.enforced += [
+        "fork server: every execution is a fresh process forked from a pre-initialised interpreter "
+        "(trusted, started before any candidate) in a long-lived per-slot sandbox; pid 1 of the "
+        "execution's namespace ends with the runner and takes every process left with it",
+        f"namespaces: user, pid, net, ipc, uts, cgroup, mount (bubblewrap {caps.bwrap.version.split()[-1]}, "
+        f"{caps.bwrap.origin}, per slot) and fresh user, pid, mount, ipc, net, uts namespaces for every "
+        "execution; no nested user namespaces (user.max_user_namespaces=0)",
+        f"uid 65534 inside, {outside} outside the sandbox; all capabilities dropped (every set, "
+        "no_new_privs)",
+        "network: none (a new empty network namespace per execution: nothing to connect to)",
+        "filesystem: read-only view of the interpreter only (" + ", ".join(caps.bwrap.ro_binds) + ")",
+        f"writable: private tmpfs cwd {bwrap.WORKDIR}, /tmp and /dev/shm, {scratch} MiB each, new for every "
+        "execution",
+        "processes: private /proc of the execution's own pid namespace (harness, fork server and other "
+        "executions invisible; its init non-dumpable and immune to its signals)",
+        "environment: cleared; new session; dies with the harness",
+        f"rlimit address space {limits.memory_bytes // MiB} MiB",
+        f"rlimit cpu {limits.cpu_seconds} s",
+        f"rlimit file size {limits.file_bytes // MiB} MiB",
+        f"rlimit open files {limits.open_files}",
+        "no core dumps",
+        f"wall clock {limits.wall_seconds:g} s",
+        f"process cap: cgroup pids.max={limits.processes} for the execution (the slot's cgroup; its limit "
+        f"adds the slot's {forkserver.RESIDENT_PROCESSES} resident processes)",
+        f"memory cap: cgroup {limits.memory_bytes // MiB} MiB for all its processes"
+        + (" including swap" if caps.cgroups.memsw else "")
+        + " (the slot's cgroup, which also holds the fork server; OOM kills counted per execution)",
+    ]
+    iso.not_enforced.append("seccomp syscall filter (none: namespaces, no capabilities and no "
+                            "nested user namespaces are the barrier)")
+    iso.notes += list(caps.bwrap.notes)
+    iso.notes.append("shared by the executions of one slot, fixed when the slot starts: the interpreter's "
+                     "string-hash seed and memory layout (ASLR), the standard modules it pre-imported")
+    return iso
+
+
 _warned: set[str] = set()
 
 
@@ -414,6 +498,7 @@ def best_local(**options) -> LocalBackend:
     """The strongest local isolation this host allows, loudly saying what is missing."""
     options.setdefault("namespaces", "auto")
     options.setdefault("process_cap", "auto")
+    options.setdefault("forkserver", "auto")
     backend = LocalBackend(name="local", **options)
     caps = backend.caps
     if not backend.plan.namespaces:
@@ -430,6 +515,11 @@ def bwrap_local(**options) -> LocalBackend:
     return LocalBackend(name="local-bwrap", namespaces=True, **options)
 
 
+def forkserver_local(**options) -> LocalBackend:
+    options.setdefault("process_cap", "cgroup")
+    return LocalBackend(name="local-forkserver", namespaces=True, forkserver=True, **options)
+
+
 def rlimits_local(**options) -> LocalBackend:
     options.setdefault("process_cap", "uid" if hostprobe.probe().uid_slots else "none")
     return LocalBackend(name="local-rlimits", namespaces=False, **options)
@@ -437,4 +527,5 @@ def rlimits_local(**options) -> LocalBackend:
 
 register("local", best_local)
 register("local-bwrap", bwrap_local)
+register("local-forkserver", forkserver_local)
 register("local-rlimits", rlimits_local)

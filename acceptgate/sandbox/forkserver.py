@@ -1,0 +1,460 @@
+"""Fork-server mode of the local backend: long-lived sandboxes, a fresh process and namespaces per execution.
+
+Starting a sandboxed interpreter per execution costs tens of milliseconds (a bubblewrap sandbox, a
+cgroup move, an interpreter start). Here each *slot* (one per concurrent execution) is one bubblewrap
+sandbox started once, holding a trusted fork server (``zygote.py``) that has already imported the
+runner. Each execution is a fresh process forked from it, in a fresh set of user, pid, mount, ipc,
+net and uts namespaces made for that execution alone: new tmpfs cwd, /tmp and /dev/shm, a new /proc,
+no capabilities, no nested user namespaces. When the execution's runner ends, the execution's init
+(pid 1 of its namespace) exits, which kills every process left in it; the namespaces -- files, IPC
+objects, sockets, keyrings, even the pid counter -- go with them. The candidate never sees the
+fork server (another pid namespace), holds none of its descriptors and cannot ptrace the
+execution's init (non-dumpable, pid-namespace init).
+
+The harness talks to the runner over fresh pipes passed to the fork server per execution, and learns
+the runner's exit status from the execution's init on a separate status pipe. It holds a pidfd of
+that init: killing it ends the execution; it becomes readable once every process of the execution
+is gone. Caps: the slot's cgroup (pids + memory) holds the whole sandbox, its limits are set per
+execution and its OOM-kill counter is compared per execution.
+
+A slot that misbehaves -- the fork server killed, stopped, slow to answer, an execution that would
+not die -- is discarded (every process in its cgroup killed) and a new one started; a slot is never
+reused on doubt.
+"""
+
+from __future__ import annotations
+
+import array
+import fcntl
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from importlib import resources
+from queue import SimpleQueue
+from typing import Callable
+
+from acceptgate.sandbox import bwrap, cgroup, hostprobe
+from acceptgate.sandbox.backend import BackendUnavailable, ExitStatus, Limits, SandboxProcess, runner_source
+
+ZYGOTE_SOURCE_NAME = "zygote.py"
+# Processes of a slot that are not the execution's: bwrap, bwrap's init and the fork server (the
+# next execution's environment is built only after the current one has ended). pids.max = the
+# execution's cap + these; the execution's own init counts against its cap.
+RESIDENT_PROCESSES = 3
+START_SECONDS = 30.0  # a slot's first start (bubblewrap + interpreter); generous on a loaded host
+ANSWER_SECONDS = 10.0  # the fork server's answer to a run request
+GONE_SECONDS = 5.0  # for every process of an ended execution to be gone
+
+
+def zygote_source() -> str:
+    return resources.files("acceptgate.sandbox").joinpath(ZYGOTE_SOURCE_NAME).read_text()
+
+
+class SlotBroken(Exception):
+    """The slot cannot be trusted or used any more; it is discarded."""
+
+
+# --- descriptors ----------------------------------------------------------------------------------
+
+def _send(sock: socket.socket, data: bytes, fds: list[int] = ()) -> None:
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    sock.sendmsg([data], anc)
+
+
+def _recv(sock: socket.socket, timeout: float, maxfds: int = 1) -> tuple[bytes, list[int]]:
+    ready, _, _ = select.select([sock], [], [], timeout)
+    if not ready:
+        raise TimeoutError
+    fds = array.array("i")
+    data, ancdata, _, _ = sock.recvmsg(4096, socket.CMSG_SPACE(maxfds * fds.itemsize), socket.MSG_CMSG_CLOEXEC)
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    return data, list(fds)
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def pipeline_window(fd: int) -> int:
+    """Bytes of calls the harness may send ahead of their answers into this pipe: a quarter of its
+    capacity, so that writing them never waits for the runner (see executor._Channel.answers)."""
+    try:
+        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) // 4
+    except (OSError, AttributeError):
+        return 0
+
+
+def _readable(fd: int, timeout: float) -> bool:
+    return bool(select.select([fd], [], [], max(0.0, timeout))[0])
+
+
+# --- starting sandboxes from one long-lived thread -------------------------------------------------
+
+class _Spawner:
+    """Runs Popen for slots on one daemon thread.
+
+    bubblewrap's --die-with-parent is PR_SET_PDEATHSIG, which fires when the *thread* that forked
+    it ends -- and executions run in short-lived pool threads.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: SimpleQueue = SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def call(self, fn: Callable[[], object]) -> object:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="acceptgate-slot-spawner", daemon=True)
+                self._thread.start()
+        done: Future = Future()
+        self._jobs.put((fn, done))
+        return done.result()
+
+    def _loop(self) -> None:
+        while True:
+            fn, done = self._jobs.get()
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # handed to the caller
+                done.set_exception(exc)
+
+
+_spawner = _Spawner()
+
+
+# --- one slot ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SlotConfig:
+    caps: hostprobe.HostCaps
+    uid: int | None  # the host uid bubblewrap runs as (None: ours)
+    scratch_bytes: int = bwrap.SCRATCH_BYTES
+    start_seconds: float = START_SECONDS
+    answer_seconds: float = ANSWER_SECONDS
+    clone: bool = True  # one clone() per environment where the fork server knows the syscall (else fork+unshare)
+
+
+class Slot:
+    """One bubblewrap sandbox with its fork server, its cgroup and its control socket."""
+
+    def __init__(self, config: SlotConfig, limits: Limits) -> None:
+        self.config = config
+        self.limits = limits
+        self.popen: subprocess.Popen | None = None
+        self.ctl: socket.socket | None = None
+        self.cgroup: cgroup.ExecutionCgroup | None = None
+        self.uses = 0
+        self._start()
+
+    def _start(self) -> None:
+        caps = self.config.caps
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.ctl = ours
+        try:
+            self.cgroup = cgroup.ExecutionCgroup.create(
+                caps.cgroups, processes=self.limits.processes + RESIDENT_PROCESSES,
+                memory_bytes=self.limits.memory_bytes, slot=True)
+            inner = [caps.bwrap.python, "-I", "-S", "-B", "-c", zygote_source(), str(theirs.fileno()),
+                     str(self.config.scratch_bytes), runner_source().decode("utf-8"),
+                     "clone" if self.config.clone else "fork"]
+            argv = ["/bin/sh", "-c", bwrap.GATE_SCRIPT] + bwrap.command(
+                caps.bwrap, inner, scratch_bytes=self.config.scratch_bytes, zygote=True)
+            self.popen = _spawner.call(lambda: self._popen(argv, theirs.fileno()))
+        except (OSError, cgroup.CgroupError) as exc:
+            self.discard()
+            raise BackendUnavailable(f"cannot start a fork-server sandbox: {exc}") from exc
+        finally:
+            theirs.close()
+        try:
+            reply, _ = _recv(self.ctl, self.config.start_seconds, 0)
+        except (TimeoutError, OSError) as exc:
+            reply = f"no answer ({type(exc).__name__})".encode()
+        if reply != b"ready":
+            self.discard()
+            raise SlotBroken(f"fork server did not start: {reply.decode('utf-8', 'replace')[:200]}")
+
+    def _popen(self, argv: list[str], fd: int) -> subprocess.Popen:
+        uid = self.config.uid
+        ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+        popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, cwd="/", env={}, close_fds=True, pass_fds=(fd,),
+                                 start_new_session=True, **ids)
+        try:
+            self.cgroup.attach(popen.pid)  # before the gate opens: nothing escapes the caps
+            popen.stdin.write(b"\n")
+            popen.stdin.close()
+        except OSError:
+            popen.kill()
+            popen.wait()
+            raise
+        return popen
+
+    def healthy(self) -> bool:
+        """Alive and silent: the fork server never speaks unasked, so anything readable is EOF or wrong."""
+        return (self.popen is not None and self.popen.poll() is None and self.ctl is not None
+                and not _readable(self.ctl.fileno(), 0))
+
+    def run(self, limits: Limits) -> "ForkServerProcess":
+        if limits != self.limits:
+            try:
+                self.cgroup.set_limits(processes=limits.processes + RESIDENT_PROCESSES,
+                                       memory_bytes=limits.memory_bytes)
+            except OSError as exc:  # e.g. a memory cap below what the slot holds: a new slot gets it
+                raise SlotBroken(f"cannot change the slot's caps: {exc}") from exc
+            self.limits = limits
+        oom_before = self.cgroup.oom_count()
+        # Runner stdin, runner stdout, status: fresh pipes for every execution.
+        to_r, to_w = os.pipe2(os.O_CLOEXEC)
+        from_r, from_w = os.pipe2(os.O_CLOEXEC)
+        status_r, status_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            _send(self.ctl, b"run", [to_r, from_w, status_w])
+            reply, fds = _recv(self.ctl, self.config.answer_seconds)
+        except (OSError, TimeoutError) as exc:
+            _close(to_w, from_r, status_r)
+            raise SlotBroken(f"fork server did not answer: {type(exc).__name__}") from exc
+        finally:
+            _close(to_r, from_w, status_w)
+        if reply != b"started" or len(fds) != 1:
+            _close(to_w, from_r, status_r, *fds)
+            raise SlotBroken(f"fork server refused: {reply.decode('utf-8', 'replace')[:200]}")
+        self.uses += 1
+        return ForkServerProcess(self, to_w, from_r, status_r, fds[0], oom_before)
+
+    def discard(self) -> None:
+        """Kill everything in the slot (its cgroup holds it all) and release it. Idempotent."""
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+        if self.popen is not None:
+            try:
+                self.popen.kill()
+            except OSError:
+                pass
+            try:
+                self.popen.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.ctl is not None:
+            self.ctl.close()
+            self.ctl = None
+        if self.cgroup is not None:
+            try:
+                self.cgroup.remove()
+            except (OSError, cgroup.CgroupError):
+                pass
+            self.cgroup = None
+        self.popen = None
+
+    def host_pids(self) -> list[int]:
+        """Every process of the slot, as host pids (for tests and diagnostics)."""
+        return self.cgroup.tasks() if self.cgroup else []
+
+    def zygote_pid(self) -> int | None:
+        """The fork server's host pid (for tests and diagnostics): the slot's process whose parent is
+        bubblewrap's init (the executions' inits are the fork server's children)."""
+        for pid in self.host_pids():
+            try:
+                ppid = int(open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[1])
+                with open(f"/proc/{ppid}/comm") as f:
+                    parent = f.read().strip()
+                with open(f"/proc/{pid}/comm") as f:
+                    me = f.read().strip()
+            except (OSError, ValueError, IndexError):
+                continue
+            if parent == "bwrap" and me.startswith("python"):
+                return pid
+        return None
+
+
+# --- one execution ----------------------------------------------------------------------------------
+
+class ForkServerProcess(SandboxProcess):
+    """One execution in a slot: the runner's pipes, the status pipe and a pidfd of the execution's init."""
+
+    def __init__(self, slot: Slot, to_runner: int, from_runner: int, status: int, pidfd: int, oom_before: int) -> None:
+        self.slot = slot
+        self._in, self._out, self._status, self._pidfd = to_runner, from_runner, status, pidfd
+        self._oom_before = oom_before
+        self._exit: ExitStatus | None = None
+        self._closed = False
+        self._release: Callable[[Slot, bool], None] | None = None
+        os.set_blocking(self._in, False)
+        os.set_blocking(self._out, False)
+        self.pipeline_bytes = pipeline_window(self._in)
+
+    def write(self, data: bytes, deadline: float) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self._in, view)
+            except BlockingIOError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not select.select([], [self._in], [], remaining)[1]:
+                    raise TimeoutError from None
+                continue
+            view = view[n:]
+
+    def read(self, deadline: float) -> bytes:
+        while True:
+            try:
+                return os.read(self._out, 1 << 20)
+            except BlockingIOError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not _readable(self._out, remaining):
+                    raise TimeoutError from None
+
+    def kill(self) -> None:
+        """SIGKILL the execution's init: the kernel then kills every process in its namespace."""
+        if self._pidfd >= 0:
+            try:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            except (ProcessLookupError, OSError):
+                pass
+
+    def wait(self, timeout: float) -> ExitStatus:
+        if self._exit is not None:
+            return self._exit
+        if not _readable(self._status, timeout):
+            return ExitStatus(returncode=None)
+        raw = b""
+        while len(raw) < 4:
+            chunk = os.read(self._status, 4 - len(raw))
+            if not chunk:
+                break
+            raw += chunk
+        if len(raw) == 4:
+            status = struct.unpack("=i", raw)[0]
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                exit_status = ExitStatus(returncode=-sig, signal=sig)
+            else:
+                exit_status = ExitStatus(returncode=os.WEXITSTATUS(status))
+        else:  # the init ended without a report: it was killed (by us, or by the OOM killer)
+            exit_status = ExitStatus(returncode=-signal.SIGKILL, signal=signal.SIGKILL)
+        if self.slot.cgroup is not None and self.slot.cgroup.oom_count() > self._oom_before:
+            exit_status.oom_killed = True
+        self._exit = exit_status
+        return exit_status
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.kill()
+        gone = _readable(self._pidfd, GONE_SECONDS)  # every process of the execution has ended
+        _close(self._in, self._out, self._status, self._pidfd)
+        self._pidfd = -1
+        if self._release is not None:
+            self._release(self.slot, gone)
+
+
+# --- the pool of slots -------------------------------------------------------------------------------
+
+class SlotPool:
+    """Idle slots of one backend; a slot serves one execution at a time."""
+
+    def __init__(self, config: SlotConfig, *, max_idle: int | None = None) -> None:
+        self.config = config
+        self.max_idle = max_idle or 2 * (os.cpu_count() or 1)
+        self._idle: list[Slot] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self.started = 0  # slots started so far (diagnostics)
+        self.discarded = 0
+
+    def spawn(self, limits: Limits) -> ForkServerProcess:
+        problems = []
+        for _ in range(3):
+            slot = self._take()
+            try:
+                if slot is None:
+                    slot = Slot(self.config, limits)
+                    with self._lock:
+                        self.started += 1
+                proc = slot.run(limits)
+            except SlotBroken as exc:
+                problems.append(str(exc))
+                if slot is not None:
+                    self._discard(slot)
+                continue
+            proc._release = self._release
+            return proc
+        raise BackendUnavailable("fork-server sandbox failed three times: " + "; ".join(problems))
+
+    def _take(self) -> Slot | None:
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
+                slot = self._idle.pop()
+            if slot.healthy():
+                return slot
+            self._discard(slot)
+
+    def _release(self, slot: Slot, clean: bool) -> None:
+        if clean and slot.healthy():
+            with self._lock:
+                if not self._closed and len(self._idle) < self.max_idle:
+                    self._idle.append(slot)
+                    return
+        self._discard(slot)
+
+    def _discard(self, slot: Slot) -> None:
+        slot.discard()
+        with self._lock:
+            self.discarded += 1
+
+    def idle_slots(self) -> list[Slot]:
+        with self._lock:
+            return list(self._idle)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for slot in idle:
+            slot.discard()
+
+
+# --- does it work here? ------------------------------------------------------------------------------
+
+_checked: dict[tuple, str] = {}
+_check_lock = threading.Lock()
+
+
+def problem(config: SlotConfig) -> str:
+    """Why the fork server cannot run on this host ("" when it can): one real slot, started once per process."""
+    key = (config.caps.bwrap, config.caps.cgroups, config.uid)
+    with _check_lock:
+        if key not in _checked:
+            _checked[key] = _trial(config)
+        return _checked[key]
+
+
+def _trial(config: SlotConfig) -> str:
+    if config.caps.bwrap is None:
+        return f"no bubblewrap ({config.caps.bwrap_problem})"
+    if config.caps.cgroups is None:
+        return f"no cgroup ({config.caps.cgroup_problem})"
+    if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
+        return "no pidfd support in this Python/kernel"
+    try:
+        slot = Slot(replace(config, start_seconds=min(config.start_seconds, 60.0)), Limits())
+    except (SlotBroken, BackendUnavailable) as exc:
+        return str(exc)
+    slot.discard()
+    return ""

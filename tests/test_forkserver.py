@@ -1,0 +1,548 @@
+"""The fork-server mode of the local backend: fast, and nothing of one execution reaches the next.
+
+Executions here run one after another on one backend, so they share a slot (asserted: the pool
+started one sandbox); each test plants state in one execution and looks for it from the next. Skipped
+where the host cannot run the fork server -- except under CI (CI=true), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from acceptgate import render, suitespec
+from acceptgate.sandbox import backend as backends
+from acceptgate.sandbox import cgroup, hostprobe, local
+from acceptgate.sandbox.backend import Limits
+from acceptgate.sandbox.executor import execute, run_calls
+
+CAPS = hostprobe.probe()
+CI = os.environ.get("CI") == "true"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _make_backend() -> local.LocalBackend:
+    try:
+        return local.LocalBackend(namespaces=True, process_cap="cgroup", forkserver=True)
+    except backends.BackendUnavailable as exc:
+        if CI:
+            pytest.fail(f"fork server unavailable under CI: {exc}")
+        pytest.skip(f"fork server unavailable here: {exc}")
+
+
+@pytest.fixture()
+def fresh():
+    """A backend of its own (its pool counts only this test's slots)."""
+    b = _make_backend()
+    yield b
+    b.close()
+
+
+def call(backend, source: str, *args, limits: Limits = Limits()):
+    outcomes, detail = run_calls("f", [(args, {})], source, backend, limits=limits)
+    assert detail == "" and outcomes and outcomes[0].status == "ok", (outcomes, detail)
+    return outcomes[0].value
+
+
+def one_case(expected, args=(1,)):
+    return render.harness_for(suitespec.build("python-call/1", "f", [(tuple(args), {}, expected)]))
+
+
+# --- what one execution leaves, the next must not find --------------------------------------------
+
+STATE = r'''
+import builtins, ctypes, json, os, socket, sys, time
+
+libc = ctypes.CDLL(None, use_errno=True)
+IPC_CREAT, O_CREAT, O_RDWR = 0o1000, 0o100, 0o2
+X86_64 = os.uname().machine == "x86_64"
+SYS_ADD_KEY, SYS_REQUEST_KEY = 248, 249  # x86_64
+KEY_SPEC_USER_KEYRING = -4
+
+
+def look(tag):
+    """Every trace a previous execution could have left, by kind."""
+    key = int(tag[-6:], 16)
+    found = []
+    for place in (".", "/tmp", "/dev/shm"):
+        if os.path.exists(os.path.join(place, tag)):
+            found.append("file in " + place)
+    if libc.shmget(key, 0, 0) != -1:
+        found.append("sysv shm")
+    if libc.msgget(key, 0) != -1:
+        found.append("sysv msg")
+    if libc.semget(key, 0, 0) != -1:
+        found.append("sysv sem")
+    if libc.mq_open(("/" + tag).encode(), O_RDWR) != -1:
+        found.append("posix mqueue")
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect("\0" + tag)
+            found.append("abstract socket")
+        except OSError:
+            pass
+    if X86_64 and libc.syscall(SYS_REQUEST_KEY, b"user", tag.encode(), None, 0) > 0:
+        found.append("user keyring")
+    others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+    if others:
+        found.append("processes")
+    if getattr(json, "ag_mark", None) or hasattr(builtins, "ag_mark") or os.environ.get("AG_MARK"):
+        found.append("module state")
+    if sys.getrecursionlimit() == 4321 or sorted([2, 1]) != [1, 2]:
+        found.append("patched interpreter")
+    return found
+
+
+def plant(tag):
+    key = int(tag[-6:], 16)
+    done = []
+    for place in (".", "/tmp", "/dev/shm"):
+        with open(os.path.join(place, tag), "w") as f:
+            f.write("x")
+        done.append("file in " + place)
+    if libc.shmget(key, 4096, IPC_CREAT | 0o666) != -1:
+        done.append("sysv shm")
+    if libc.msgget(key, IPC_CREAT | 0o666) != -1:
+        done.append("sysv msg")
+    if libc.semget(key, 1, IPC_CREAT | 0o666) != -1:
+        done.append("sysv sem")
+    if libc.mq_open(("/" + tag).encode(), O_CREAT | O_RDWR, 0o666, None) != -1:
+        done.append("posix mqueue")
+    if X86_64 and libc.syscall(SYS_ADD_KEY, b"user", tag.encode(), b"seen", 4, KEY_SPEC_USER_KEYRING) > 0:
+        done.append("user keyring")
+    json.ag_mark = builtins.ag_mark = tag
+    os.environ["AG_MARK"] = tag
+    sys.setrecursionlimit(4321)
+    builtins.sorted = lambda *a, **k: ["patched"]
+    r, w = os.pipe()
+    if os.fork() == 0:  # a detached survivor holding a listening abstract socket
+        os.setsid()
+        with open("/proc/self/comm", "w") as f:
+            f.write(tag)
+        s = socket.socket(socket.AF_UNIX)
+        s.bind("\0" + tag)
+        s.listen(1)
+        os.write(w, b"1")
+        time.sleep(60)
+        os._exit(0)
+    os.read(r, 1)
+    done += ["abstract socket", "processes", "module state", "patched interpreter"]
+    return done
+
+
+def f(tag, phase):
+    if phase == "plant":
+        before = look(tag)
+        done = plant(tag)
+        return [before, done, look(tag), os.getpid()]
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+    return [look(tag), os.getpid(), child]
+'''
+
+
+def _host_processes_named(tag: str) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if Path(entry.path, "comm").read_text().strip() == tag:
+                    state = Path(entry.path, "stat").read_text().rpartition(")")[2].split()[0]
+                    if state not in ("Z", "X"):
+                        found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_nothing_planted_in_one_execution_reaches_the_next(fresh):
+    tag = "ag" + secrets.token_hex(6)
+    before, planted, visible, pid = call(fresh, STATE, tag, "plant")
+    assert before == [] and pid == 2
+    # The probe sees each planted kind within the execution (so finding none later means something).
+    assert set(planted) <= set(visible), (planted, visible)
+    assert {"file in .", "file in /tmp", "file in /dev/shm", "sysv shm", "sysv msg", "sysv sem",
+            "abstract socket", "processes", "module state", "patched interpreter"} <= set(planted)
+    if platform.machine() == "x86_64":
+        assert "user keyring" in planted
+    assert not _host_processes_named(tag), "the survivor outlived its execution"
+    found, pid, child = call(fresh, STATE, tag, "look")
+    assert found == [], found
+    assert (pid, child) == (2, 3), "the pid counter is the execution's own"
+    assert fresh.pool.started == 1, "both executions must have used the same slot"
+
+
+def test_the_fork_and_unshare_route_keeps_the_same_guarantees(fresh):
+    """Where the fork server does not know clone()'s number it forks, unshares and forks again."""
+    fresh.pool.config = dataclasses.replace(fresh.pool.config, clone=False)
+    test_nothing_planted_in_one_execution_reaches_the_next(fresh)
+
+
+def test_every_execution_is_a_fresh_unprivileged_process(fresh):
+    view = r'''
+import ctypes, os
+def f(x):
+    libc = ctypes.CDLL(None, use_errno=True)
+    status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines())
+    caps = {k: status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")}
+    return {
+        "uid": (os.getuid(), os.geteuid(), os.getgid()), "caps": caps,
+        "no_new_privs": status["NoNewPrivs"].strip(), "pids": sorted(os.listdir("/proc"))[:3],
+        "fds": sorted(int(x) for x in os.listdir("/proc/self/fd")), "cwd": os.getcwd(),
+        "here": os.listdir("."), "userns": libc.unshare(0x10000000) == 0,
+        "ptrace_init": libc.ptrace(16, 1, None, None) == 0,
+        "init_mem": os.access("/proc/1/mem", os.R_OK), "kill_init": os.kill(1, 9),
+        "writable_sys": os.access("/proc/sys/user/max_user_namespaces", os.W_OK),
+    }
+'''
+    first = call(fresh, view, 1)
+    second = call(fresh, view, 1)
+    assert first == second
+    assert first["uid"] == (65534, 65534, 65534)
+    assert set(first["caps"].values()) == {"0000000000000000"} and first["no_new_privs"] == "1"
+    assert first["pids"][:2] == ["1", "2"] and not first["pids"][2].isdigit()  # the init and itself
+    assert first["fds"][:3] == [0, 1, 2] and max(first["fds"]) <= 6  # stdio, the runner's pipes, listdir
+    assert first["cwd"] == "/sandbox" and first["here"] == []
+    assert not first["userns"], "no nested user namespaces"
+    assert not first["ptrace_init"] and not first["init_mem"]
+    assert not first["writable_sys"]
+    assert fresh.pool.started == 1
+
+
+def test_the_fork_server_is_non_dumpable_and_unreachable(fresh):
+    assert call(fresh, "def f(x): return x", 7) == 7
+    slot = fresh.pool.idle_slots()[0]
+    zygote = slot.zygote_pid()
+    assert zygote is not None
+    status = Path(f"/proc/{zygote}/status").read_text()
+    assert "\nUid:\t65534\t" in status
+    # Non-dumpable: the kernel makes its /proc files root's, so its own uid cannot ptrace or read it.
+    assert os.stat(f"/proc/{zygote}/mem").st_uid == 0
+    assert all(line.split()[1] == "0000000000000000" for line in status.splitlines()
+               if line.startswith(("CapEff", "CapPrm")))
+
+
+def test_isolation_states_the_fork_server_mode(fresh):
+    iso = fresh.isolation(Limits()).as_dict()
+    enforced = "\n".join(iso["enforced"])
+    assert iso["backend"] == "local-forkserver" or iso["backend"] == fresh.name
+    assert "fork server: every execution is a fresh process" in enforced
+    assert "fresh user, pid, mount, ipc, net, uts namespaces for every execution" in enforced
+    assert "process cap: cgroup pids.max=16" in enforced and "memory cap: cgroup 128 MiB" in enforced
+    assert any("hash seed" in n for n in iso["notes"])
+
+
+def test_local_is_the_fork_server_where_it_runs():
+    with backends.create("local") as b:
+        if b.pool is None:
+            if CI:
+                pytest.fail(f"local did not pick the fork server under CI: {b.forkserver_problem}")
+            pytest.skip(f"no fork server here: {b.forkserver_problem}")
+        assert any(e.startswith("fork server:") for e in b.isolation(Limits()).enforced)
+
+
+def test_without_fork_server_the_mode_is_said(monkeypatch):
+    with local.LocalBackend(namespaces=True, process_cap="cgroup") as b:
+        assert b.pool is None
+        assert any("a new sandbox and interpreter per execution" in n for n in b.isolation(Limits()).notes)
+    with pytest.raises(backends.BackendUnavailable, match="fork-server"):
+        local.LocalBackend(namespaces=False, process_cap="none", forkserver=True)
+
+
+# --- the caps hold for every execution --------------------------------------------------------------
+
+FORK_COUNT = r'''
+import os, time
+def f(x):
+    n = 0
+    while True:
+        try:
+            pid = os.fork()
+        except OSError:
+            return n
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        n += 1
+'''
+
+FORK_BOMB = r'''
+import os
+def f(x):
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            pass
+'''
+
+
+def test_process_cap_holds_for_each_execution(fresh):
+    limits = Limits(processes=8)
+    first = call(fresh, FORK_COUNT, 1, limits=limits)
+    second = call(fresh, FORK_COUNT, 1, limits=limits)
+    assert 0 < first < limits.processes and first == second, (first, second)
+    bomb = execute(one_case(2), FORK_BOMB, fresh, limits=Limits(wall_seconds=2, processes=8))
+    assert bomb.verdict == "timeout", bomb.as_dict()
+    assert call(fresh, FORK_COUNT, 1, limits=limits) == first, "the bomb's processes are gone"
+    assert fresh.pool.started == 1
+
+
+MANY = r'''
+import os, signal
+def f(x):
+    kids = []
+    for _ in range(3):
+        pid = os.fork()
+        if pid == 0:
+            block = bytearray(100 << 20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            os._exit(0)
+        kids.append(pid)
+    killed = 0
+    for pid in kids:
+        _, status = os.waitpid(pid, 0)
+        killed += os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    return killed
+'''
+
+
+def test_memory_caps_hold_for_each_execution(fresh):
+    """3 x 100 MiB processes, each under the address-space rlimit: the slot's cgroup kills some."""
+    result = execute(one_case(0), MANY, fresh)
+    assert result.verdict == "fail" and int(result.cases[0].got) > 0, result.as_dict()
+    assert "memory limit" in result.exit  # the OOM kill is counted for this execution...
+    single = execute(one_case(2), "def f(x):\n    b = bytearray(1 << 30)\n    return 2", fresh)
+    assert single.verdict == "memory", single.as_dict()
+    after = execute(one_case(2), "def f(x): return 2", fresh)
+    assert after.verdict == "pass" and "memory" not in after.exit, after.as_dict()  # ...and not the next
+    assert fresh.pool.started == 1
+
+
+def test_an_oom_kill_is_reported_as_memory(fresh):
+    """Past the cgroup's cap (not the address-space rlimit): the kernel's OOM killer ends it."""
+    fill = r'''
+def f(x):
+    for place in ("/tmp", "/dev/shm", "/sandbox"):
+        for n in range(2):
+            with open(place + "/fill%d" % n, "wb") as fh:
+                fh.write(b"x" * (15 << 20))
+    block = bytearray(90 << 20)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    return 0
+'''
+    result = execute(one_case(2), fill, fresh)
+    assert result.verdict == "memory" and "memory limit" in result.exit, result.as_dict()
+    assert execute(one_case(2), "def f(x): return 2", fresh).verdict == "pass"
+
+
+# --- a dubious slot is never reused -----------------------------------------------------------------
+
+def _zygote(backend) -> int:
+    idle = backend.pool.idle_slots()
+    assert len(idle) == 1
+    pid = idle[0].zygote_pid()
+    assert pid is not None
+    return pid
+
+
+def test_a_killed_zygote_means_a_new_sandbox(fresh):
+    assert call(fresh, "def f(x): return x", 1) == 1
+    os.kill(_zygote(fresh), signal.SIGKILL)
+    assert call(fresh, "def f(x): return x", 2) == 2
+    assert fresh.pool.started == 2 and fresh.pool.discarded >= 1
+
+
+def test_a_stopped_zygote_means_a_new_sandbox(fresh):
+    fresh.pool.config = dataclasses.replace(fresh.pool.config, answer_seconds=1.0)
+    assert call(fresh, "def f(x): return x", 1) == 1
+    slot = fresh.pool.idle_slots()[0]
+    zygote = slot.zygote_pid()
+    os.kill(zygote, signal.SIGSTOP)
+    try:
+        assert call(fresh, "def f(x): return x", 2) == 2
+        assert fresh.pool.started == 2 and fresh.pool.discarded == 1
+        assert slot.popen is None, "the stopped slot was discarded"
+        assert not Path(f"/proc/{zygote}").exists() or _is_zombie(zygote)
+    finally:
+        try:
+            os.kill(zygote, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def test_zygote_killed_during_an_execution(fresh):
+    slow = "import time\ndef f(x):\n    time.sleep(1.0)\n    return x + 1"
+    assert call(fresh, "def f(x): return x", 1) == 1
+    zygote = _zygote(fresh)
+    killer = threading.Timer(0.3, os.kill, (zygote, signal.SIGKILL))
+    killer.start()
+    result = execute(one_case(2), slow, fresh)
+    killer.join()
+    # bubblewrap ends the sandbox with its fork server: the execution in it is killed with it.
+    assert result.verdict == "crash" and "SIGKILL" in result.detail, result.as_dict()
+    assert call(fresh, "def f(x): return x", 3) == 3
+    assert fresh.pool.started == 2, "the slot whose fork server died is not reused"
+
+
+DYING_HARNESS = r'''
+import sys, threading, time
+from acceptgate import render, suitespec
+from acceptgate.sandbox import local
+from acceptgate.sandbox.executor import execute
+tag = sys.argv[1]
+source = f"""
+import os, time
+def f(x):
+    open("/proc/self/comm", "w").write({tag!r})
+    if os.fork() == 0:
+        os.setsid()
+        time.sleep(60)
+    time.sleep(60)
+"""
+h = render.harness_for(suitespec.build("python-call/1", "f", [((1,), {}, 2)]))
+b = local.LocalBackend(namespaces=True, process_cap="cgroup", forkserver=True)
+threading.Thread(target=execute, args=(h, source, b), daemon=True).start()
+time.sleep(1.0)
+print("running", flush=True)
+time.sleep(60)
+'''
+
+
+def test_the_slots_die_with_their_harness():
+    """SIGKILL the harness (no cleanup runs): its sandboxes, fork servers and executions must go."""
+    tag = "ag" + secrets.token_hex(4)
+    child = subprocess.Popen([sys.executable, "-c", DYING_HARNESS, tag], stdout=subprocess.PIPE, cwd=str(REPO))
+    try:
+        line = child.stdout.readline().split()
+        assert line[:1] == [b"running"], "the child harness did not start"
+        assert _host_processes_named(tag), "the candidate is not running"
+        child.kill()
+        child.wait()
+        deadline = time.monotonic() + 5
+        while _host_processes_named(tag) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _host_processes_named(tag), "sandbox processes outlived their harness"
+        slots = list(Path(CAPS.cgroups.pids).glob(f"acceptgate-slot-{child.pid}-*"))
+        assert slots, "the child harness's slot cgroup was not found"
+        while any((s / "cgroup.procs").read_text().strip() for s in slots) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any((s / "cgroup.procs").read_text().strip() for s in slots), "a slot process survived"
+    finally:
+        child.kill()
+        cgroup.sweep_stale(CAPS.cgroups)
+
+
+# --- the streaming harness: calls sent ahead, judged in order ----------------------------------------
+
+class _LockStep(backends.Backend):
+    """The same sandbox, but its processes do not offer to take calls ahead: one call at a time."""
+
+    name = "lock-step"
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def spawn(self, limits):
+        return _LockStepProcess(self.inner.spawn(limits))
+
+    def isolation(self, limits):
+        return self.inner.isolation(limits)
+
+
+class _LockStepProcess(backends.SandboxProcess):
+    def __init__(self, proc) -> None:
+        self.proc = proc
+
+    def write(self, data, deadline):
+        return self.proc.write(data, deadline)
+
+    def read(self, deadline):
+        return self.proc.read(deadline)
+
+    def kill(self):
+        return self.proc.kill()
+
+    def wait(self, timeout):
+        return self.proc.wait(timeout)
+
+    def close(self):
+        return self.proc.close()
+
+
+MIXED = r'''
+def f(x):
+    if x == 1500:
+        return {"b": 2, "a": 1}
+    if x == 1501:
+        return {"c", "a", "b"}
+    if x == 1502:
+        return {float("nan"): 1}
+    if x % 7 == 3:
+        return -1
+    if x % 11 == 5:
+        raise ValueError(x)
+    return x * 2
+'''
+
+
+def _mixed_harness():
+    cases = []
+    for x in range(1600):
+        want = {"a": 1, "b": 2} if x == 1500 else {"a", "b", "c"} if x == 1501 else \
+            {float("nan"): 1} if x == 1502 else x * 2
+        cases.append(((x,), {}, want))
+    return render.harness_for(suitespec.build("python-call/1", "f", cases))
+
+
+def test_calls_sent_ahead_are_judged_exactly_as_one_at_a_time(fresh):
+    harness = _mixed_harness()
+    ahead = execute(harness, MIXED, fresh)
+    one = execute(harness, MIXED, _LockStep(fresh))
+    assert fresh.pool.started == 1
+    assert [c.as_dict() for c in ahead.cases] == [c.as_dict() for c in one.cases]
+    assert ahead.verdict == one.verdict == "fail" and len(ahead.cases) == 1600
+    statuses = {c.index: c.status for c in ahead.cases}
+    assert statuses[3] == "fail" and statuses[5] == "error" and statuses[0] == "pass"
+    # Another order of a dict, another order of a set: equal. A NaN key is not equal to another NaN.
+    assert (statuses[1500], statuses[1501], statuses[1502]) == ("pass", "pass", "fail")
+
+
+def test_fail_fast_stops_at_the_first_failure_with_calls_in_flight(fresh):
+    harness = _mixed_harness()
+    quick = execute(harness, MIXED, fresh, fail_fast=True)
+    assert quick.verdict == "fail" and [c.status for c in quick.cases] == ["pass"] * 3 + ["fail"]
+    assert "stopped at the first failing case" in quick.exit
+    assert execute(harness, MIXED, _LockStep(fresh), fail_fast=True).cases == quick.cases
+
+
+def test_per_case_time_limit(fresh):
+    slow_third = "import time\ndef f(x):\n    if x == 3:\n        time.sleep(5)\n    return x"
+    harness = render.harness_for(suitespec.build("python-call/1", "f", [((x,), {}, x) for x in range(6)]))
+    result = execute(harness, slow_third, fresh, limits=Limits(wall_seconds=10, case_seconds=0.5))
+    assert result.verdict == "timeout" and "0.5 s per-case limit" in result.detail, result.as_dict()
+    assert [c.status for c in result.cases] == ["pass"] * 3 + ["timeout"]
+    assert result.wall_seconds < 3
+    fine = execute(harness, "def f(x): return x", fresh, limits=Limits(wall_seconds=10, case_seconds=0.5))
+    assert fine.verdict == "pass"
