@@ -67,6 +67,21 @@ class Harness:
     render_hash: str
     spec_hash: str
 
+    @functools.cached_property
+    def result_limit(self) -> int:
+        """Bytes beyond which a result cannot equal any expected value here (so it is not parsed).
+
+        A repr is at most a few times its canonical spelling (a float's repr against a short
+        tolerance target is the worst case); parsing a huge hostile result costs the trusted side memory.
+        """
+        from acceptgate.literals import canonical
+
+        longest = max((len(canonical(want)) for _, _, want in self.cases), default=0)
+        return max(RESULT_FLOOR, 8 * longest)
+
+
+RESULT_FLOOR = 1024 * 1024
+
 
 def load_harness(text: str, spec_hash: str) -> Harness:
     """Run the rendered program in the trusted process and take its cases and comparison."""

@@ -217,3 +217,11 @@ def test_run_calls_returns_reference_outputs(local_backend):
     assert detail == ""
     assert outcomes[0].status == "ok" and outcomes[0].value == 5
     assert outcomes[1].status == "error" and outcomes[1].error_type == "ZeroDivisionError"
+
+
+def test_huge_result_is_a_failure_without_being_parsed(local_backend):
+    h = harness([((), {}, [0, 1])])
+    assert h.result_limit == 1024 * 1024
+    result = execute(h, "def f():\n    return [0] * 3_000_000\n", local_backend)
+    assert result.verdict == "fail", result.as_dict()
+    assert "larger than any expected value" in result.cases[0].got

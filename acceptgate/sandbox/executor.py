@@ -437,6 +437,8 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
                           want=_short(literals.canonical(want)), **extra)
 
     if kind == b"ok":
+        if len(payload) > harness.result_limit:
+            return failing("fail", got=f"<a result of {len(payload)} bytes: larger than any expected value>")
         try:
             got = literals.parse(payload.decode("utf-8", "surrogatepass"))
         except (literals.LiteralError, UnicodeDecodeError) as exc:
