@@ -125,3 +125,17 @@ def test_cli_bad_suites_dir_exit_2(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["score", "--suites", str(tmp_path / "empty"), "--samples", str(samples), "--suite", "hidden"]) == 2
     assert "no manifest.json" in capsys.readouterr().err
+
+
+def test_cli_case_seconds_limits_each_case(suites_dir, tmp_path, capsys):
+    from acceptgate.cli import main
+
+    slow_on_zero = "    import time\n    if x == 0:\n        time.sleep(3)\n    return 2 * x\n"
+    samples = samples_file(tmp_path, [{"task_id": "T/double", "completion": slow_on_zero}])
+    out = tmp_path / "scores.jsonl"
+    assert main(["score", "--suites", str(suites_dir), "--samples", str(samples), "--suite", "hidden",
+                 "--out", str(out), "--case-seconds", "0.5"]) == 0
+    assert json.loads(out.read_text())["verdict"] == "timeout"
+    assert main(["score", "--suites", str(suites_dir), "--samples", str(samples), "--suite", "hidden",
+                 "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["verdict"] == "pass"

@@ -38,6 +38,8 @@ def add_parser(sub) -> None:
                    help="run every case (exact failed-case counts) instead of stopping at the first failure")
     p.add_argument("--wall-seconds", type=float, default=Limits().wall_seconds,
                    help="sandbox wall clock per sample (default %(default)s)")
+    p.add_argument("--case-seconds", type=float, default=None,
+                   help="also limit each case's answer time, like EvalPlus's per-input limit (e.g. 1.0)")
     p.set_defaults(func=run)
 
 
@@ -94,7 +96,8 @@ def run(args) -> int:
         report = score_samples(sample_file, suites, prompts, sandbox, suite=args.suite, excluded=excluded,
                                fail_fast=not args.all_cases, workers=args.workers,
                                limits=Limits(wall_seconds=args.wall_seconds,
-                                             cpu_seconds=int(args.wall_seconds) + 1))
+                                             cpu_seconds=int(args.wall_seconds) + 1,
+                                             case_seconds=args.case_seconds))
     lines = [r.to_json() for r in report.rows]
     if args.out:
         _write_atomically(args.out, lines)
