@@ -485,8 +485,8 @@ def _main(args: argparse.Namespace, skip: set[str], argv: list[str] | None) -> i
                 try:
                     run, results = run_acceptgate(name, backend, suites, imported[suites][0], samples,
                                                   args.workers, limits)
-                except backends.BackendUnavailable as exc:
-                    notes.append(f"acceptgate {name} on {suites} stopped: {exc}")
+                except Exception as exc:  # e.g. the docker engine went away: report it, keep the rest
+                    notes.append(f"acceptgate {name} on {suites} stopped: {type(exc).__name__}: {exc}")
                     continue
                 runs.append(run)
                 by_key = dict(zip([k for k in run.passed], results))
