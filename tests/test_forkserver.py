@@ -25,6 +25,7 @@ from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox import cgroup, hostprobe, local
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import execute, run_calls
+from sandbox_probes import DYING_HARNESS, processes_named
 
 CAPS = hostprobe.probe()
 CI = os.environ.get("CI") == "true"
@@ -153,20 +154,6 @@ def f(tag, phase):
 '''
 
 
-def _host_processes_named(tag: str) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if Path(entry.path, "comm").read_text().strip() == tag:
-                    state = Path(entry.path, "stat").read_text().rpartition(")")[2].split()[0]
-                    if state not in ("Z", "X"):
-                        found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
 def test_nothing_planted_in_one_execution_reaches_the_next(fresh):
     tag = "ag" + secrets.token_hex(6)
     before, planted, visible, pid = call(fresh, STATE, tag, "plant")
@@ -177,7 +164,7 @@ def test_nothing_planted_in_one_execution_reaches_the_next(fresh):
             "abstract socket", "processes", "module state", "patched interpreter"} <= set(planted)
     if platform.machine() == "x86_64":
         assert "user keyring" in planted
-    assert not _host_processes_named(tag), "the survivor outlived its execution"
+    assert not processes_named(tag), "the survivor outlived its execution"
     found, pid, child = call(fresh, STATE, tag, "look")
     assert found == [], found
     assert (pid, child) == (2, 3), "the pid counter is the execution's own"
@@ -406,44 +393,20 @@ def test_zygote_killed_during_an_execution(fresh):
     assert fresh.pool.started == 2, "the slot whose fork server died is not reused"
 
 
-DYING_HARNESS = r'''
-import sys, threading, time
-from acceptgate import render, suitespec
-from acceptgate.sandbox import local
-from acceptgate.sandbox.executor import execute
-tag = sys.argv[1]
-source = f"""
-import os, time
-def f(x):
-    open("/proc/self/comm", "w").write({tag!r})
-    if os.fork() == 0:
-        os.setsid()
-        time.sleep(60)
-    time.sleep(60)
-"""
-h = render.harness_for(suitespec.build("python-call/1", "f", [((1,), {}, 2)]))
-b = local.LocalBackend(namespaces=True, process_cap="cgroup", forkserver=True)
-threading.Thread(target=execute, args=(h, source, b), daemon=True).start()
-time.sleep(1.0)
-print("running", flush=True)
-time.sleep(60)
-'''
-
-
 def test_the_slots_die_with_their_harness():
     """SIGKILL the harness (no cleanup runs): its sandboxes, fork servers and executions must go."""
     tag = "ag" + secrets.token_hex(4)
-    child = subprocess.Popen([sys.executable, "-c", DYING_HARNESS, tag], stdout=subprocess.PIPE, cwd=str(REPO))
+    child = subprocess.Popen([sys.executable, "-c", DYING_HARNESS, tag, '{"namespaces": true, "process_cap": "cgroup", "forkserver": true}'], stdout=subprocess.PIPE, cwd=str(REPO))
     try:
         line = child.stdout.readline().split()
         assert line[:1] == [b"running"], "the child harness did not start"
-        assert _host_processes_named(tag), "the candidate is not running"
+        assert processes_named(tag), "the candidate is not running"
         child.kill()
         child.wait()
         deadline = time.monotonic() + 5
-        while _host_processes_named(tag) and time.monotonic() < deadline:
+        while processes_named(tag) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _host_processes_named(tag), "sandbox processes outlived their harness"
+        assert not processes_named(tag), "sandbox processes outlived their harness"
         slots = list(Path(CAPS.cgroups.pids).glob(f"acceptgate-slot-{child.pid}-*"))
         assert slots, "the child harness's slot cgroup was not found"
         while any((s / "cgroup.procs").read_text().strip() for s in slots) and time.monotonic() < deadline:

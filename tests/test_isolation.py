@@ -22,6 +22,7 @@ from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox import bwrap, cgroup, hostprobe, local
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import execute, run_calls
+from sandbox_probes import DYING_HARNESS, processes_named
 
 CAPS = hostprobe.probe()
 CI = os.environ.get("CI") == "true"
@@ -196,57 +197,19 @@ def test_runner_killed_by_a_signal_is_a_crash_not_a_protocol_error(bwrap_cgroup)
 def test_sandbox_dies_with_its_harness():
     """Kill the harness (SIGKILL: no cleanup code runs): the sandbox and everything in it must go."""
     tag = "ag" + secrets.token_hex(4)
-    child = subprocess.Popen([sys.executable, "-c", DYING_HARNESS, tag], stdout=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-c", DYING_HARNESS, tag, '{"namespaces": true}'], stdout=subprocess.PIPE,
                              cwd=str(REPO))
     try:
         assert child.stdout.readline().strip() == b"running", "the child harness did not start its sandbox"
-        assert _processes_named(tag), "the sandboxed candidate is not running"
+        assert processes_named(tag), "the sandboxed candidate is not running"
         child.kill()
         child.wait()
         deadline = time.monotonic() + 3
-        while _processes_named(tag) and time.monotonic() < deadline:
+        while processes_named(tag) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _processes_named(tag), "sandbox processes outlived their harness"
+        assert not processes_named(tag), "sandbox processes outlived their harness"
     finally:
         child.kill()
-
-
-DYING_HARNESS = r'''
-import sys, time, threading
-from acceptgate import render, suitespec
-from acceptgate.sandbox import local
-from acceptgate.sandbox.executor import execute, run_calls
-tag = sys.argv[1]
-source = f"""
-import os, time
-def f(x):
-    open("/proc/self/comm", "w").write({tag!r})
-    if os.fork() == 0:
-        os.setsid()
-        time.sleep(60)
-    time.sleep(60)
-"""
-h = render.harness_for(suitespec.build("python-call/1", "f", [((1,), {}, 2)]))
-b = local.LocalBackend(namespaces=True)
-threading.Thread(target=execute, args=(h, source, b), daemon=True).start()
-time.sleep(1.0)
-print("running", flush=True)
-time.sleep(60)
-'''
-
-
-def _processes_named(tag: str) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if Path(entry.path, "comm").read_text().strip() == tag:
-                    state = Path(entry.path, "stat").read_text().rpartition(")")[2].split()[0]
-                    if state not in ("Z", "X"):
-                        found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
 
 
 # --- process caps --------------------------------------------------------------------------------
