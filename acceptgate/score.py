@@ -2,8 +2,13 @@
 
 The EvalPlus ``evaluate`` workflow on our sandbox: one sandbox process per sample, cases streamed,
 stopping at the first failing case (``fail_fast``, as EvalPlus's own ``fast_check``) unless all
-cases are asked for. Invalid lines are reported by line number and the rest scored; task ids the
-suites do not know, an empty file or a missing file are errors (``InvalidInput``).
+cases are asked for.
+
+Invalid records (the project's one rule for a batch): with ``strict`` the first one is an error
+(``InvalidInput`` naming file, line and field) and nothing is scored. Otherwise each one -- a line
+that is not a sample, a task id the suites do not know, a completion without its task's prompt --
+is kept as a row with verdict ``invalid`` and counted in every total, never dropped. A missing file
+or one without a single valid sample is always an error.
 """
 
 from __future__ import annotations
@@ -38,15 +43,26 @@ class ScoredSample:
         return json.dumps(asdict(self), ensure_ascii=False)
 
 
+INVALID = "invalid"  # the verdict of a record that is not a scorable sample
+
+
+def invalid_row(problem: LineProblem, task_id: str | None = None) -> dict:
+    """The output line of an invalid record: same keys as a scored sample, verdict ``invalid``."""
+    return {"task_id": task_id, "sample_index": None, "line": problem.line, "verdict": INVALID,
+            "cases_failed": 0, "cases_run": 0, "cases_total": 0, "candidate_sha256": None,
+            "wall_seconds": 0.0, "detail": str(problem)}
+
+
 @dataclass
 class ScoreReport:
     samples_path: str
     suite: str
     fail_fast: bool
-    rows: list[ScoredSample]
-    problems: list[LineProblem]
+    rows: list[ScoredSample]  # the scored samples
+    problems: list[LineProblem]  # the invalid records, each counted as ``invalid``
     wall_seconds: float = 0.0
     skipped: dict[str, tuple[int, str]] = field(default_factory=dict)  # task -> (samples, why not scored)
+    invalid_task_ids: dict[int, str] = field(default_factory=dict)  # line -> task id of an invalid record
 
     @property
     def passed(self) -> int:
@@ -54,57 +70,87 @@ class ScoreReport:
 
     @property
     def pass_rate(self) -> float:
+        """Over scored samples; ``records`` says how many records there were in all."""
         return self.passed / len(self.rows) if self.rows else 0.0
+
+    @property
+    def not_scored(self) -> int:
+        return sum(count for count, _ in self.skipped.values())
+
+    @property
+    def records(self) -> int:
+        return len(self.rows) + len(self.problems) + self.not_scored
+
+    def output_rows(self) -> list[str]:
+        """One JSON line per record, in file order: scored samples and invalid records."""
+        out = [(r.line, r.to_json()) for r in self.rows]
+        out += [(p.line, json.dumps(invalid_row(p, self.invalid_task_ids.get(p.line)), ensure_ascii=False))
+                for p in self.problems]
+        return [text for _, text in sorted(out, key=lambda item: item[0])]
 
     def summary(self) -> str:
         rate = len(self.rows) / self.wall_seconds if self.wall_seconds else 0.0
         tasks = len({r.task_id for r in self.rows})
+        all_rate = self.passed / self.records if self.records else 0.0
         lines = [f"{self.suite} suite: {self.passed}/{len(self.rows)} samples pass "
                  f"(pass rate over scored samples {100 * self.pass_rate:.2f}%), {tasks} tasks, "
-                 f"{self.wall_seconds:.1f} s ({rate:.1f} samples/s)"]
+                 f"{self.wall_seconds:.1f} s ({rate:.1f} samples/s)",
+                 f"records: {self.records} = {len(self.rows)} scored + {len(self.problems)} {INVALID} + "
+                 f"{self.not_scored} not scored; {self.passed}/{self.records} pass over all records "
+                 f"({100 * all_rate:.2f}%)"]
         if self.skipped:
-            n = sum(count for count, _ in self.skipped.values())
-            lines.append(f"{n} samples of {len(self.skipped)} tasks without a {self.suite} suite not scored: "
+            lines.append(f"{self.not_scored} samples of {len(self.skipped)} tasks without a {self.suite} suite "
+                         "not scored: "
                          + "; ".join(f"{tid} ({why})" for tid, (_, why) in sorted(self.skipped.items())[:10]))
         if self.problems:
-            lines.append(f"{len(self.problems)} invalid lines not scored: "
+            lines.append(f"{len(self.problems)} {INVALID} records not scored ({self.samples_path}): "
                          + "; ".join(str(p) for p in self.problems[:10])
                          + (" ..." if len(self.problems) > 10 else ""))
         return "\n".join(lines)
 
 
-def check_task_ids(sample_file: SampleFile, known: set[str], prompts: Mapping[str, str] | None = None,
-                   scorable: set[str] | None = None) -> None:
-    unknown = [s for s in sample_file.samples if s.task_id not in known]
-    if unknown:
-        ids = sorted({s.task_id for s in unknown})
-        raise InvalidInput(f"{len(ids)} unknown task ids ({', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}) "
-                           f"on {len(unknown)} lines: not in the suites", source=sample_file.path,
-                           record=f"line {unknown[0].line}", field="task_id")
-    if prompts is not None:
-        need = next((s for s in sample_file.samples if s.kind == "completion" and s.task_id not in prompts
-                     and (scorable is None or s.task_id in scorable)), None)
-        if need is not None:
-            raise InvalidInput(f"a completion needs the task's prompt, which the suites do not hold for "
-                               f"{need.task_id}", source=sample_file.path, record=f"line {need.line}",
-                               field="completion")
-    if not sample_file.samples:
-        detail = f" ({len(sample_file.problems)} invalid lines, first: {sample_file.problems[0]})" \
-            if sample_file.problems else ""
+def check_records(sample_file: SampleFile, known: set[str], prompts: Mapping[str, str] | None = None,
+                  scorable: set[str] | None = None, *, strict: bool = False) -> tuple[SampleFile, dict[int, str]]:
+    """The samples that can be scored; the others join ``problems`` as invalid records (task id the
+    suites do not know, completion without its task's prompt). ``strict``: the first is an error."""
+    problems = list(sample_file.problems)
+    good = []
+    invalid_ids = {}
+    for s in sample_file.samples:
+        if s.task_id not in known:
+            problems.append(LineProblem(s.line, "task_id", f"unknown task id {s.task_id!r}: not in the suites"))
+            invalid_ids[s.line] = s.task_id
+        elif (prompts is not None and s.kind == "completion" and s.task_id not in prompts
+              and (scorable is None or s.task_id in scorable)):
+            problems.append(LineProblem(s.line, "completion", f"a completion needs the task's prompt, which "
+                                                              f"the suites do not hold for {s.task_id}"))
+            invalid_ids[s.line] = s.task_id
+        else:
+            good.append(s)
+    problems.sort(key=lambda p: p.line)
+    if problems and strict:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more invalid records)" if len(problems) > 1 else ""
+        raise InvalidInput(first.message + more, source=sample_file.path, record=f"line {first.line}",
+                           field=first.field)
+    if not good:
+        detail = f" ({len(problems)} invalid records, first: {problems[0]})" if problems else ""
         raise InvalidInput(f"no valid samples{detail}", source=sample_file.path)
+    return SampleFile(sample_file.path, good, problems), invalid_ids
 
 
 def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prompts: Mapping[str, str],
                   backend: Backend, *, suite: str, fail_fast: bool = True, workers: int = 2,
                   limits: Limits = Limits(), excluded: Mapping[str, str] | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> ScoreReport:
+                  progress: Callable[[int, int], None] | None = None, strict: bool = False) -> ScoreReport:
     """Score every valid sample; ``prompts`` completes ``completion`` samples (prompt + completion).
 
     ``excluded`` names tasks the suites know but cannot score (excluded at import, with the reason):
     their samples are counted as not scored, not as an error.
     """
     excluded = dict(excluded or {})
-    check_task_ids(sample_file, set(suites) | set(excluded), prompts, set(suites))
+    sample_file, invalid_ids = check_records(sample_file, set(suites) | set(excluded), prompts, set(suites),
+                                             strict=strict)
     started = time.monotonic()
     skipped: dict[str, tuple[int, str]] = {}
     scored = []
@@ -130,4 +176,4 @@ def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prom
             cases_total=res.cases_total, candidate_sha256=res.candidate_sha256,
             wall_seconds=round(res.wall_seconds, 4), detail=res.detail))
     return ScoreReport(sample_file.path, suite, fail_fast, rows, sample_file.problems,
-                       time.monotonic() - started, skipped)
+                       time.monotonic() - started, skipped, invalid_ids)

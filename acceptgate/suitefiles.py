@@ -65,12 +65,24 @@ def write_suites(result: ImportResult, out_dir: str | Path, *, gauge: list | Non
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; the suites are ordinary files
         _write_tree(result, tmp, gauge)
         _swap_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def replaceable(out: str | Path) -> bool:
+    """Whether write_suites may replace ``out``: a suite directory (it has a manifest) or empty."""
+    return _replaceable(Path(out))
 
 
 def _replaceable(out: Path) -> bool:

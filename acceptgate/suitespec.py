@@ -132,6 +132,11 @@ def _parse_case(raw: _CaseModel, index: int, source: str | None) -> Case:
 
 
 def from_dict(doc: Any, *, source: str | None = None) -> SuiteSpec:
+    if not isinstance(doc, dict):  # else pydantic would name its internal model class
+        kind = {list: "a JSON array", str: "a JSON string", bool: "a JSON boolean", type(None): "null",
+                int: "a JSON number", float: "a JSON number"}.get(type(doc), type(doc).__name__)
+        raise SpecError(f"a SuiteSpec is a JSON object with dialect, entry_point and cases, not {kind}",
+                        source=source, construct="json")
     try:
         model = _SpecModel.model_validate(doc)
     except ValidationError as exc:

@@ -23,11 +23,13 @@ from tasks import gate_tasks as t
 def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_dir: str | None = None,
          warehouse: str | None = None, backend: str = "local", run_id: str | None = None, per_task: int = 5,
          limit: int | None = None, workers: int = 2, chat_config=None,
-         limits: Limits = Limits()) -> core.GateSummary:
+         limits: Limits = Limits(), strict: bool = True) -> core.GateSummary:
     started = time.monotonic()
     arms = core.check_arms(arms)
+    # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
+    tasks, tasks_from, coverage = t.load_tasks(backend, humanevalplus, suites_dir, limit, source, per_task,
+                                               chat_config, strict)
     path = t.prepare_warehouse(warehouse)
-    tasks, tasks_from = t.load_tasks(backend, humanevalplus, suites_dir, limit)
     run = core.make_run(source=source, tasks=tasks, tasks_from=tasks_from, arms=arms, per_task=per_task,
                         backend=backend, run_id=run_id)
     t.start_run(path, run)
@@ -36,7 +38,7 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
     try:
         for arm in arms:
             arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task, chat_config,
-                                                    workers, limits)
+                                                    workers, limits, strict)
             outcomes += arm_outcomes
         gate_write = t.write_gate_stage(path, run, quote(outcomes))
         rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
@@ -45,4 +47,5 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
         t.finish_run(path, run, "failed", time.monotonic() - started)
         raise
     t.finish_run(path, run, "ok", time.monotonic() - started)
-    return core.GateSummary(run, core.summarize_rows(run, rows), seconds, [gate_write, delivery_write], str(path))
+    return core.GateSummary(run, core.summarize_rows(run, rows), seconds, [gate_write, delivery_write], str(path),
+                            coverage)

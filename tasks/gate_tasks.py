@@ -35,10 +35,15 @@ def prepare_warehouse(path: str | None) -> Path:
 
 
 @task(name="load-tasks", **_STAGE)
-def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None,
-               limit: int | None) -> tuple[list[Task], str]:
+def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None, limit: int | None,
+               source: str, per_task: int, chat_config, strict: bool) -> tuple[list[Task], str, core.SourceCoverage]:
+    """The tasks to gate: those the source has candidates for (the others are named, not refused)."""
     with backends.create(backend) as sandbox:
-        return core.load_tasks(backend=sandbox, humanevalplus=humanevalplus, suites_dir=suites_dir, limit=limit)
+        loaded = core.load_task_set(backend=sandbox, humanevalplus=humanevalplus, suites_dir=suites_dir,
+                                    limit=limit)
+    with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src:
+        coverage = core.source_coverage(src, source, loaded.tasks, loaded.known, strict=strict)
+    return core.covered(loaded.tasks, coverage), loaded.tasks_from, coverage
 
 
 @task(name="start-run", **_STAGE)
@@ -48,9 +53,9 @@ def start_run(path: Path, run: core.GateRun) -> None:
 
 @task(name="gate-arm", **_STAGE)
 def gate_arm(arm: str, tasks: list[Task], source: str, backend: str, per_task: int, chat_config,
-             workers: int, limits: Limits) -> tuple[list[GateOutcome], float]:
+             workers: int, limits: Limits, strict: bool = True) -> tuple[list[GateOutcome], float]:
     started = time.monotonic()
-    with open_source(source, per_task=per_task, chat_config=chat_config) as src, backends.create(backend) as sandbox:
+    with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src, backends.create(backend) as sandbox:
         outcomes = run_arm(arm, public_tasks(tasks), src, sandbox, workers=workers, limits=limits,
                            caps=HmixCaps(calls=per_task))
     return outcomes, time.monotonic() - started

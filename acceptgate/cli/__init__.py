@@ -1,5 +1,10 @@
 """acceptgate command line. Each command parses, calls one library function, and maps the library's
-exceptions to a message and an exit code: 2 for invalid input, 3 when a backend cannot run here."""
+exceptions to a message and an exit code (the contract, README "Exit codes"):
+
+0 done (whatever the verdicts were); 1 a pipeline check (an expectation) failed, nothing of that stage
+written; 2 invalid input (a file, record, field or output path, named), nothing written; 3 a sandbox
+backend cannot run here; 4 the warehouse is locked by another process, nothing written.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,11 @@ import sys
 from acceptgate.errors import InvalidInput
 from acceptgate.sandbox.backend import BackendUnavailable
 
+EXIT_DONE = 0
+EXIT_EXPECTATION = 1
 EXIT_INVALID = 2
 EXIT_UNAVAILABLE = 3
+EXIT_LOCKED = 4
 
 # Subcommand modules, each with ``add_parser(subparsers)`` that sets ``func`` on its parser.
 COMMAND_MODULES = [
@@ -57,7 +65,31 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"acceptgate {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001  (only the warehouse's and expectations' errors, else re-raised)
+        mapped = _pipeline_error(args.command, exc)
+        if mapped is None:
+            raise
+        return mapped
     return int(code or 0)
+
+
+def _pipeline_error(command: str, exc: Exception) -> int | None:
+    """Exit code and message for the warehouse's and the expectations' errors. Their modules (DuckDB,
+    pandas, GE) are looked up, not imported: a command that never loaded them cannot raise them."""
+    expectations = sys.modules.get("acceptgate.expectations")
+    if expectations is not None and isinstance(exc, expectations.ExpectationFailed):
+        print(f"acceptgate {command}: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
+              f"{exc.details}. Nothing of stage {exc.stage!r} was written.", file=sys.stderr)
+        return EXIT_EXPECTATION
+    warehouse = sys.modules.get("acceptgate.warehouse")
+    if warehouse is not None and isinstance(exc, warehouse.WarehouseLocked):
+        print(f"acceptgate {command}: warehouse locked: {exc} Nothing was written; run again once the other "
+              "process has finished.", file=sys.stderr)
+        return EXIT_LOCKED
+    if warehouse is not None and isinstance(exc, warehouse.WarehouseError):
+        print(f"acceptgate {command}: invalid input: warehouse: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    return None
 
 
 if __name__ == "__main__":

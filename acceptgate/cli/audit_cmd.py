@@ -11,9 +11,7 @@ import sys
 import time
 
 from acceptgate import audit, warehouse
-from acceptgate.errors import InvalidInput
-from acceptgate.expectations import ExpectationFailed
-from acceptgate.sandbox import backend as backends
+from acceptgate.cli import checks
 
 UNITS = {"import": "tasks", "gauge": "executions", "execute": "executions"}
 
@@ -72,26 +70,18 @@ class StderrProgress(audit.Reporter):
 def run(args) -> int:
     limit = audit.check_limit(args.limit)
     run_id = audit.check_run_id(args.run_id) if args.run_id is not None else None
-    path = warehouse.check_path(warehouse.resolve_path(args.warehouse))
-    if args.backend not in backends.names():
-        raise InvalidInput(f"unknown backend {args.backend!r}; valid backends: {', '.join(backends.names())}",
-                           field="--backend")
     started = time.monotonic()
+    # Before any work, and before the warehouse file exists: a run that cannot finish leaves nothing.
+    path = checks.warehouse_ready(args.warehouse)
+    checks.backend_ready(args.backend)
     # Prefect's console handler only for the critical: a stage failure is reported below in one
     # line; Prefect's own record of the run (its API log handler) keeps everything.
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     from flows import audit as audit_flow  # Prefect is imported here, and only here
 
-    try:
-        summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,
-                                 reporter=StderrProgress())
-    except ExpectationFailed as exc:
-        print(f"acceptgate audit: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
-              f"{exc.details}. Nothing of stage {exc.stage!r} was written.", file=sys.stderr)
-        return 1
-    except warehouse.WarehouseError as exc:
-        print(f"acceptgate audit: warehouse: {exc}", file=sys.stderr)
-        return 1
+    # A failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
+    summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,
+                             reporter=StderrProgress())
     summary.total_seconds = time.monotonic() - started
     print("\n".join(summary.lines()))
     return 0

@@ -12,8 +12,8 @@ import os
 import sys
 
 from acceptgate import warehouse
+from acceptgate.cli import checks
 from acceptgate.errors import InvalidInput
-from acceptgate.expectations import ExpectationFailed
 from acceptgate.gates import ARMS
 from acceptgate.gates import run as core
 from acceptgate.sandbox import backend as backends
@@ -42,6 +42,10 @@ def add_parser(sub) -> None:
                    help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH})")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
     p.add_argument("--run-id", metavar="ID", help="name the run (default: derived from the inputs' hashes)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse the whole samples file (exit 2, nothing written) if any record is invalid; "
+                        "by default each invalid record is reported with its line and field, counted as "
+                        "'invalid' and never drawn")
     p.add_argument("--workers", type=int, default=2, help="tasks gated in parallel (default 2)")
     p.add_argument("--wall-seconds", type=float, default=Limits().wall_seconds,
                    help="sandbox wall clock per execution (default %(default)s)")
@@ -95,25 +99,23 @@ def run(args) -> int:
     from acceptgate.sources import open_source
 
     chat_config = _chat_config(args)
-    with open_source(args.source, per_task=args.per_task, chat_config=chat_config):
-        pass  # the source spec and its file are valid before the flow starts
-    path = warehouse.check_path(warehouse.resolve_path(args.warehouse))
+    # Before any work: the source and its file (every invalid record named on stderr; --strict: exit 2),
+    # the warehouse (writable, not locked, no file created yet) and the sandbox backend.
+    with open_source(args.source, per_task=args.per_task, chat_config=chat_config, strict=args.strict):
+        pass
+    path = checks.warehouse_ready(args.warehouse)
+    checks.backend_ready(args.backend)
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     from flows import gate as gate_flow  # Prefect is imported here, and only here
 
-    try:
-        summary = gate_flow.gate(arms=arms, source=args.source, humanevalplus=args.humanevalplus,
-                                 suites_dir=args.suites, warehouse=str(path), backend=args.backend,
-                                 run_id=args.run_id, per_task=args.per_task, limit=args.limit,
-                                 workers=args.workers, chat_config=chat_config,
-                                 limits=Limits(wall_seconds=args.wall_seconds,
-                                               cpu_seconds=int(args.wall_seconds) + 1))
-    except ExpectationFailed as exc:
-        print(f"acceptgate gate: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
-              f"{exc.details}. Nothing of stage {exc.stage!r} was written.", file=sys.stderr)
-        return 1
-    except warehouse.WarehouseError as exc:
-        print(f"acceptgate gate: warehouse: {exc}", file=sys.stderr)
-        return 1
+    # A failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
+    summary = gate_flow.gate(arms=arms, source=args.source, humanevalplus=args.humanevalplus,
+                             suites_dir=args.suites, warehouse=str(path), backend=args.backend,
+                             run_id=args.run_id, per_task=args.per_task, limit=args.limit,
+                             workers=args.workers, chat_config=chat_config,
+                             limits=Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1),
+                             strict=args.strict)
+    for record in summary.coverage.invalid if summary.coverage else ():
+        print(f"acceptgate gate: invalid record: {record}", file=sys.stderr)
     print("\n".join(summary.lines()))
     return 0

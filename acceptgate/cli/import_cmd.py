@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
+from acceptgate import outputs
 from acceptgate.errors import InvalidInput
 from acceptgate.importers import DATASETS
 from acceptgate.importers.report import format_summary, summary
@@ -45,6 +47,13 @@ def run(args) -> int:
 
     if args.dataset == "humanevalplus" and not args.path:
         raise InvalidInput("humanevalplus needs --path FILE (a HumanEvalPlus jsonl or jsonl.gz)", field="--path")
+    if args.path is not None and not os.path.isfile(args.path):
+        raise InvalidInput("no such file" if not os.path.exists(args.path) else "not a regular file",
+                           source=args.path, field="--path")
+    outputs.check_dir(args.out, "--out")  # before the import runs: a path that cannot be written is exit 2
+    if os.path.exists(args.out) and not suitefiles.replaceable(args.out):
+        raise InvalidInput("exists and is not a suite directory (no manifest.json); refusing to replace it",
+                           source=args.out, field="--out")
     try:
         backend = backends.create(args.backend)
     except ValueError as exc:

@@ -2,8 +2,9 @@
 
 EvalPlus's ``evaluate`` workflow on our sandbox: score an EvalPlus-format samples file (``task_id`` +
 ``solution`` or ``completion``) against the suites written by ``acceptgate import``. One JSON line per
-sample (to --out, else stdout), then the pass rate (stdout with --out, else stderr). Invalid lines
-are reported by line number and the rest are scored.
+record (to --out, else stdout), then the pass rates (stdout with --out, else stderr). An invalid record
+(not a sample, an unknown task id) is reported on stderr with file, line and field and written as a
+line with verdict ``invalid``; ``--strict`` refuses the whole file instead (exit 2, nothing written).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from acceptgate import outputs
 from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
@@ -40,6 +42,9 @@ def add_parser(sub) -> None:
                    help="sandbox wall clock per sample (default %(default)s)")
     p.add_argument("--case-seconds", type=float, default=None,
                    help="also limit each case's answer time, like EvalPlus's per-input limit (e.g. 1.0)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse the whole samples file (exit 2, nothing written) if any record is invalid; by "
+                        "default each invalid record is reported and written with verdict 'invalid'")
     p.set_defaults(func=run)
 
 
@@ -67,7 +72,8 @@ def _write_atomically(path: str, lines: list[str]) -> None:
     if target.is_dir():
         raise InvalidInput("is a directory", source=path, field="--out")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
+        target.absolute().parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.absolute().parent)
     except OSError as exc:
         raise InvalidInput(f"cannot write: {exc.strerror}", source=path, field="--out") from None
     try:
@@ -86,6 +92,8 @@ def run(args) -> int:
         raise InvalidInput("must be positive", field="--wall-seconds")
     if not Path(args.suites).is_dir():
         raise InvalidInput("not a directory", source=args.suites, field="--suites")
+    if args.out:
+        outputs.check_file(args.out, "--out")  # before any sample runs
     sample_file = read_samples(args.samples)
     suites, prompts, excluded = load_suites(args.suites, args.suite)
     try:
@@ -94,11 +102,13 @@ def run(args) -> int:
         raise InvalidInput(str(exc), field="--backend") from None
     with sandbox:
         report = score_samples(sample_file, suites, prompts, sandbox, suite=args.suite, excluded=excluded,
-                               fail_fast=not args.all_cases, workers=args.workers,
+                               fail_fast=not args.all_cases, workers=args.workers, strict=args.strict,
                                limits=Limits(wall_seconds=args.wall_seconds,
                                              cpu_seconds=int(args.wall_seconds) + 1,
                                              case_seconds=args.case_seconds))
-    lines = [r.to_json() for r in report.rows]
+    for problem in report.problems:
+        print(f"acceptgate score: invalid record: {report.samples_path}: {problem}", file=sys.stderr)
+    lines = report.output_rows()
     if args.out:
         _write_atomically(args.out, lines)
         print(report.summary())

@@ -93,21 +93,100 @@ def load_tasks(*, backend, humanevalplus: str | None = None, suites_dir: str | N
                limit: int | None = None, progress: Callable[[int, int], None] | None = None) -> tuple[list[Task], str]:
     """The tasks to gate, with where they came from: a HumanEval+ file (imported now) or a suites
     directory written by ``acceptgate import``. Only tasks with both suites are kept."""
+    loaded = load_task_set(backend=backend, humanevalplus=humanevalplus, suites_dir=suites_dir, limit=limit,
+                           progress=progress)
+    return loaded.tasks, loaded.tasks_from
+
+
+@dataclass(frozen=True)
+class TaskSet:
+    tasks: list[Task]  # gradeable tasks (both suites), after --limit
+    tasks_from: str
+    known: frozenset[str]  # every task id the input names, excluded ones included, before --limit
+
+
+def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str | None = None,
+                  limit: int | None = None, progress: Callable[[int, int], None] | None = None) -> TaskSet:
     if (humanevalplus is None) == (suites_dir is None):
         raise InvalidInput("give exactly one of --humanevalplus FILE or --suites DIR", field="--humanevalplus")
     if humanevalplus is not None:
         from acceptgate.importers import humanevalplus as hep
 
         result = hep.load(humanevalplus, backend, limit=limit, progress=progress)
-        return gradeable(result.tasks), f"{humanevalplus} (sha256 {result.source_sha256})"
+        known = {t.task_id for t in result.tasks} | {i.task_id for i in result.issues}
+        if limit is not None:  # the import stopped at the limit: every id of the file is still known
+            known |= _jsonl_task_ids(humanevalplus)
+        return TaskSet(gradeable(result.tasks), f"{humanevalplus} (sha256 {result.source_sha256})",
+                       frozenset(known))
     from acceptgate import suitefiles
 
     sd = suitefiles.read_suites(suites_dir)
     tasks = [Task(task_id=t.task_id, dataset=sd.dataset, entry_point=t.entry_point, prompt=t.prompt,
                   reference="", suites=dict(t.suites)) for t in sd.tasks.values()]
+    known = set(sd.tasks) | {i.task_id for i in sd.issues}
     if limit is not None:
         tasks = tasks[:limit]
-    return gradeable(tasks), f"{suites_dir} ({sd.dataset}, source sha256 {sd.source_sha256})"
+    return TaskSet(gradeable(tasks), f"{suites_dir} ({sd.dataset}, source sha256 {sd.source_sha256})",
+                   frozenset(known))
+
+
+def _jsonl_task_ids(path: str) -> set[str]:
+    from acceptgate.importers.common import read_jsonl
+
+    rows, _ = read_jsonl(path, {"task_id": str})
+    return {r["task_id"] for r in rows}
+
+
+@dataclass
+class SourceCoverage:
+    """What a replay source holds against the tasks of a run, so that no denominator moves silently.
+
+    ``invalid``: records that cannot be drawn (a bad line, or a task id the tasks do not know), each
+    named by file, line and field. ``no_samples``: gradeable tasks the source has nothing for; they
+    are not gated (a gate given nothing would 'refuse' and inflate the rates' denominators) and are
+    named in the summary.
+    """
+
+    source: str
+    invalid: list[str] = field(default_factory=list)
+    no_samples: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.invalid:
+            out.append(f"invalid: {len(self.invalid)} records of {self.source} not drawn: "
+                       + "; ".join(self.invalid[:10]) + (" ..." if len(self.invalid) > 10 else ""))
+        if self.no_samples:
+            out.append(f"not gated: {len(self.no_samples)} tasks without samples in {self.source}: "
+                       + ", ".join(self.no_samples[:10]) + (" ..." if len(self.no_samples) > 10 else ""))
+        return out
+
+
+def source_coverage(source, source_spec: str, tasks: list[Task], known: frozenset[str] | set[str], *,
+                    strict: bool = False) -> SourceCoverage:
+    """Compare the source's records with the tasks (``source`` an open CandidateSource). With
+    ``strict``, an invalid record is an error (InvalidInput naming file, line and field)."""
+    cov = SourceCoverage(source_spec)
+    path = getattr(source, "path", source_spec)
+    for problem in getattr(source, "problems", ()):
+        cov.invalid.append(f"{path}: {problem}")
+    lines = getattr(source, "lines", {})
+    for tid in sorted(set(lines) - set(known)):
+        for line in lines[tid]:
+            cov.invalid.append(f"{path}: line {line}, field 'task_id': unknown task id {tid!r} (not in the tasks)")
+    ids = source.task_ids()
+    if ids is not None:
+        cov.no_samples = [t.task_id for t in tasks if not source.available(t.task_id)]
+    if strict and cov.invalid:
+        first = cov.invalid[0]
+        more = f" (and {len(cov.invalid) - 1} more invalid records)" if len(cov.invalid) > 1 else ""
+        raise InvalidInput(first + more, field="--strict")
+    return cov
+
+
+def covered(tasks: list[Task], coverage: SourceCoverage) -> list[Task]:
+    skip = set(coverage.no_samples)
+    return [t for t in tasks if t.task_id not in skip]
 
 
 def gradeable(tasks: list[Task]) -> list[Task]:
@@ -241,10 +320,14 @@ class GateSummary:
     seconds: dict[str, float] = field(default_factory=dict)  # per arm (gate) and 'deliveries'
     stages: list[StageWrite] = field(default_factory=list)
     warehouse: str = ""
+    coverage: SourceCoverage | None = None
 
     def lines(self) -> list[str]:
-        out = [f"gate run {self.run.run_id}: {self.run.task_count} tasks, source {self.run.source}, "
-               f"arms {', '.join(self.run.arms)}"]
+        invalid = len(self.coverage.invalid) if self.coverage else 0
+        out = [f"gate run {self.run.run_id}: {self.run.task_count} tasks, source {self.run.source} "
+               f"({invalid} invalid records), arms {', '.join(self.run.arms)}"]
+        if self.coverage:
+            out += self.coverage.lines()
         out += format_summary(self.arms).splitlines()
         for arm in self.run.arms:
             if arm in self.seconds and self.seconds[arm] > 0:

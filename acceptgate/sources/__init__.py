@@ -13,8 +13,11 @@ __all__ = ["Candidate", "CandidateSource", "ChatMessage", "DrawContext", "Public
 KINDS = ("codet:PATH", "evalplus:PATH", "openai")
 
 
-def open_source(spec: str, *, per_task: int = 5, chat_config=None) -> CandidateSource:
-    """A source from its command-line spelling; an unknown kind lists the valid ones."""
+def open_source(spec: str, *, per_task: int = 5, chat_config=None, strict: bool = True) -> CandidateSource:
+    """A source from its command-line spelling; an unknown kind lists the valid ones.
+
+    ``strict``: an invalid record in a replay file is an error (exit 2); otherwise it is kept in the
+    source's ``problems`` and the run reports it and counts it as ``invalid``."""
     kind, _, arg = spec.partition(":")
     if kind == "codet" and arg:
         from acceptgate.sources.codet import CodetSource
@@ -23,7 +26,7 @@ def open_source(spec: str, *, per_task: int = 5, chat_config=None) -> CandidateS
     if kind == "evalplus" and arg:
         from acceptgate.sources.replay import ReplaySource
 
-        return ReplaySource.from_path(arg)
+        return ReplaySource.from_path(arg, strict=strict)
     if kind == "openai" and not arg:
         from acceptgate.sources.openai_chat import ChatSource
 

@@ -110,29 +110,34 @@ def read_samples(path: str | Path) -> SampleFile:
     return SampleFile(str(path), samples, problems)
 
 
-def require_valid(sf: SampleFile) -> SampleFile:
-    """Strict use (a gate run): any invalid line or an empty file is an error."""
-    if sf.problems:
+def require_valid(sf: SampleFile, *, strict: bool = True) -> SampleFile:
+    """Strict use (``--strict``): any invalid line is an error. Either way a file without one valid
+    sample is an error: there is nothing to run."""
+    if sf.problems and strict:
         first = sf.problems[0]
         more = f" (and {len(sf.problems) - 1} more invalid lines)" if len(sf.problems) > 1 else ""
         raise InvalidInput(first.message + more, source=sf.path, record=f"line {first.line}",
                            field=first.field)
     if not sf.samples:
-        raise InvalidInput("no samples in file", source=sf.path)
+        detail = f" ({len(sf.problems)} invalid lines, first: {sf.problems[0]})" if sf.problems else ""
+        raise InvalidInput(f"no valid samples in file{detail}", source=sf.path)
     return sf
 
 
 class ReplaySource(CandidateSource):
-    """Attempt N of a task replays that task's N-th recorded sample."""
+    """Attempt N of a task replays that task's N-th recorded sample. Invalid lines (kept in
+    ``problems``) are never drawn; the gate run reports and counts them as ``invalid``."""
 
     def __init__(self, sample_file: SampleFile, *, origin: str = "replay:evalplus") -> None:
         self.path = sample_file.path
         self.samples = sample_file.by_task()
+        self.problems = list(sample_file.problems)
+        self.lines = {tid: [s.line for s in rows] for tid, rows in self.samples.items()}
         self.name = origin
 
     @classmethod
-    def from_path(cls, path: str | Path) -> "ReplaySource":
-        return cls(require_valid(read_samples(path)))
+    def from_path(cls, path: str | Path, *, strict: bool = True) -> "ReplaySource":
+        return cls(require_valid(read_samples(path), strict=strict))
 
     def available(self, task_id: str) -> int | None:
         return len(self.samples.get(task_id, ()))
