@@ -37,9 +37,24 @@ def test_scores_each_valid_sample_and_reports_invalid_lines(tmp_path, local_back
     assert got == [(0, 1, "pass", 0, 3), (1, 2, "fail", 1, 2), (2, 4, "error", 1, 1), (3, 6, "timeout", 1, 1)]
     assert [(p.line, p.field) for p in report.problems] == [(3, None), (5, "solution")]
     assert report.passed == 1 and report.pass_rate == 0.25
-    assert "1/4 samples pass" in report.summary() and "2 invalid lines not scored: line 3" in report.summary()
-    row = json.loads(report.rows[1].to_json())
-    assert {"task_id", "sample_index", "verdict", "cases_failed"} <= set(row)
+    summary = report.summary()
+    assert "1/4 samples pass" in summary and "2 invalid records not scored" in summary and "line 3" in summary
+    # the invalid records stay in the denominator of the all-records rate and in the output, in file order
+    assert "records: 6 = 4 scored + 2 invalid + 0 not scored; 1/6 pass over all records (16.67%)" in summary
+    out = [json.loads(line) for line in report.output_rows()]
+    assert [(r["line"], r["verdict"]) for r in out] == [(1, "pass"), (2, "fail"), (3, "invalid"), (4, "error"),
+                                                      (5, "invalid"), (6, "timeout")]
+    assert "field 'solution'" in out[4]["detail"]
+    assert set(out[2]) == set(out[1])  # an invalid record has the same keys as a scored sample
+
+
+def test_strict_refuses_the_file_at_its_first_invalid_record(tmp_path, local_backend):
+    path = samples_file(tmp_path, [{"task_id": "T/double", "completion": "    return 2 * x\n"},
+                                   {"task_id": 7, "completion": "x"}])
+    with pytest.raises(InvalidInput) as exc:
+        score_samples(read_samples(path), {"T/double": SUITE}, {"T/double": PROMPT}, local_backend, suite="hidden",
+                      strict=True)
+    assert str(path) in str(exc.value) and "line 2" in str(exc.value) and "'task_id'" in str(exc.value)
 
 
 def test_all_cases_counts_every_failure(tmp_path, local_backend):
@@ -49,11 +64,17 @@ def test_all_cases_counts_every_failure(tmp_path, local_backend):
     assert [(r.verdict, r.cases_failed, r.cases_run) for r in report.rows] == [("fail", 2, 3)]
 
 
-def test_unknown_task_ids_and_empty_files_are_errors(tmp_path, local_backend):
-    path = samples_file(tmp_path, [{"task_id": "T/double", "completion": "x"}, {"task_id": "T/nope", "completion": "x"}])
-    with pytest.raises(InvalidInput) as exc:
-        score_samples(read_samples(path), {"T/double": SUITE}, {"T/double": PROMPT}, local_backend, suite="hidden")
-    assert "unknown task ids (T/nope)" in str(exc.value) and "line 2" in str(exc.value)
+def test_unknown_task_ids_are_invalid_records_and_empty_files_errors(tmp_path, local_backend):
+    path = samples_file(tmp_path, [{"task_id": "T/double", "completion": "    return 2 * x\n"},
+                                   {"task_id": "T/nope", "completion": "x"}])
+    report = score_samples(read_samples(path), {"T/double": SUITE}, {"T/double": PROMPT}, local_backend,
+                           suite="hidden")
+    assert [(p.line, p.field) for p in report.problems] == [(2, "task_id")]
+    assert "unknown task id 'T/nope'" in str(report.problems[0])
+    assert json.loads(report.output_rows()[1])["task_id"] == "T/nope"
+    with pytest.raises(InvalidInput, match="line 2.*task_id.*unknown task id 'T/nope'"):
+        score_samples(read_samples(path), {"T/double": SUITE}, {"T/double": PROMPT}, local_backend,
+                      suite="hidden", strict=True)
     empty = samples_file(tmp_path, ["", "{bad"])
     with pytest.raises(InvalidInput, match="no valid samples .*line 2"):
         score_samples(read_samples(empty), {"T/double": SUITE}, {}, local_backend, suite="hidden")
@@ -92,20 +113,22 @@ def test_cli_scores_and_writes_lines(suites_dir, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "hidden suite: 1/2 samples pass (pass rate over scored samples 50.00%)" in printed
     assert "1 samples of 1 tasks without a hidden suite not scored: T/gone (property-check" in printed
-    assert "1 invalid lines not scored: line 3" in printed
+    assert "1 invalid records not scored" in printed and "line 3" in printed
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["task_id"], r["sample_index"], r["verdict"], r["cases_failed"]) for r in rows] == [
-        ("T/double", 0, "pass", 0), ("T/double", 1, "fail", 1)]
+        ("T/double", 0, "pass", 0), ("T/double", 1, "fail", 1), (None, None, "invalid", 0)]
     # visible suite, lines to stdout
     assert main(["score", "--suites", str(suites_dir), "--samples", str(samples), "--suite", "visible"]) == 0
     captured = capsys.readouterr()
-    assert len(captured.out.splitlines()) == 2 and "visible suite: 2/2 samples pass" in captured.err
+    assert len(captured.out.splitlines()) == 3 and "visible suite: 2/2 samples pass" in captured.err
+    assert f"invalid record: {samples}: line 3" in captured.err
 
 
 @pytest.mark.parametrize("lines, fragment", [
     (None, "samples file not found"),
     ([""], "no valid samples"),
-    ([{"task_id": "HumanEval/0", "completion": "x"}], "unknown task ids (HumanEval/0)"),
+    ([{"task_id": "HumanEval/0", "completion": "x"}], "no valid samples (1 invalid records, first: line 1, "
+                                                       "field 'task_id': unknown task id 'HumanEval/0'"),
 ])
 def test_cli_bad_samples_exit_2(lines, fragment, suites_dir, tmp_path, capsys):
     from acceptgate.cli import main

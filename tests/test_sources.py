@@ -67,7 +67,7 @@ def test_replay_gz_and_bad_files(tmp_path):
     with pytest.raises(InvalidInput, match="not found"):
         read_samples(tmp_path / "missing.jsonl")
     (tmp_path / "empty.jsonl").write_text("\n")
-    with pytest.raises(InvalidInput, match="no samples"):
+    with pytest.raises(InvalidInput, match="no valid samples"):
         require_valid(read_samples(tmp_path / "empty.jsonl"))
     (tmp_path / "bad.jsonl.gz").write_bytes(b"not gzip")
     with pytest.raises(InvalidInput, match="cannot read"):

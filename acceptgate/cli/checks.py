@@ -31,8 +31,8 @@ def warehouse_ready(arg: str | None) -> Path:
     path = warehouse.resolve_path(arg)
     outputs.check_file(path, "--warehouse")
     outputs.check_file(warehouse.snapshot_path(path), "--warehouse")
-    path = warehouse.check_path(path)
     if path.exists():
+        warehouse.check_path(path)  # a DuckDB file, readable and writable
         with warehouse.connect(path):  # raises WarehouseLocked after the lock timeout
             pass
     return path

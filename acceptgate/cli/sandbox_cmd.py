@@ -1,20 +1,26 @@
 """acceptgate sandbox image build [--from-rootfs] | sandbox info | sandbox cleanup
 
-Docker sandbox maintenance. ``image build`` builds deployments/Dockerfile (needs a registry for its
+``info`` prints one JSON object: the threat model, and for every backend (local, local-rlimits, docker,
+...) whether it can run on this host and what it enforces here, or why it cannot; for Docker also the
+engine, images and leftover containers. It exits 0 whatever is unavailable: saying so is its job.
+
+Docker sandbox maintenance: ``image build`` builds deployments/Dockerfile (needs a registry for its
 slim Python base); ``--from-rootfs`` builds the equivalent image from this host's Python with
-``docker import`` (no registry). ``info`` prints one JSON object: engine, images, leftover
-containers and what the docker backend enforces. No reachable engine: exit 3, with how to start one.
+``docker import`` (no registry). ``image build`` and ``cleanup`` need an engine: without one, exit 3
+with how to start one.
 """
 
 from __future__ import annotations
 
 import json
 
+from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import BackendUnavailable, Limits
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("sandbox", help="Docker sandbox: build its image, show what it enforces, clean up")
+    p = sub.add_parser("sandbox", help="show what every sandbox backend enforces here; build or clean up "
+                                       "the Docker sandbox")
     cmds = p.add_subparsers(dest="sandbox_command", metavar="SUBCOMMAND", required=True)
 
     img = cmds.add_parser("image", help="the sandbox image")
@@ -27,7 +33,8 @@ def add_parser(sub) -> None:
     build.add_argument("--context", metavar="DIR", help="Dockerfile directory (default: deployments/)")
     build.set_defaults(func=run_build)
 
-    info = cmds.add_parser("info", help="print engine, images and enforced isolation as JSON")
+    info = cmds.add_parser("info", help="print, as JSON, the threat model and what each backend enforces on this "
+                                        "host (or why it cannot run here)")
     info.set_defaults(func=run_info)
 
     clean = cmds.add_parser("cleanup", help="remove sandbox containers left by ended processes")
@@ -55,11 +62,40 @@ def run_build(args) -> int:
 
 
 def run_info(args) -> int:
-    from acceptgate.sandbox.docker import engine, image, pool
-    from acceptgate.sandbox.docker_backend import DockerBackend, IMAGE_ENV
+    from acceptgate.sandbox.threat import THREAT_MODEL
 
-    client = engine.connect()
-    out = {"engine": engine.describe(client),
+    limits = Limits()
+    out = {"threat_model": THREAT_MODEL, "limits": limits_dict(limits), "backends": {}}
+    for name in backends.names():
+        if name == "docker":
+            out["backends"][name] = docker_info(limits)
+            continue
+        try:
+            with backends.create(name) as backend:
+                out["backends"][name] = {"available": True, "isolation": backend.isolation(limits).as_dict()}
+        except BackendUnavailable as exc:
+            out["backends"][name] = {"available": False, "why": str(exc)}
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+def limits_dict(limits: Limits) -> dict:
+    import dataclasses
+
+    return dataclasses.asdict(limits)
+
+
+def docker_info(limits: Limits) -> dict:
+    """The docker backend here: unavailable with why, or engine, images, containers and isolation."""
+    try:
+        from acceptgate.sandbox.docker import engine, image, pool
+        from acceptgate.sandbox.docker_backend import DockerBackend, IMAGE_ENV
+
+        client = engine.connect()
+    except (BackendUnavailable, ImportError) as exc:
+        return {"available": False, "why": str(exc)}
+    out = {"available": True,
+           "engine": engine.describe(client),
            "images": image.local_rootfs_images(client),
            "current_rootfs_image": image.current_rootfs_image(client),
            "containers": [{"id": c.short_id, "status": c.status,
@@ -69,12 +105,12 @@ def run_info(args) -> int:
     try:
         with DockerBackend(client=client) as backend:
             out["image"] = backend.image
-            out["isolation"] = backend.isolation(Limits()).as_dict()
+            out["isolation"] = backend.isolation(limits).as_dict()
     except BackendUnavailable as exc:
+        out["available"] = False
         out["image"] = None
-        out["problem"] = str(exc)
-    print(json.dumps(out, indent=2))
-    return 0
+        out["why"] = str(exc)
+    return out
 
 
 def run_cleanup(args) -> int:
