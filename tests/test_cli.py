@@ -83,3 +83,38 @@ def test_invalid_input_exits_2(args):
     out = run_cli(*args)
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert "invalid input" in out.stderr
+
+
+def test_gate_source_coverage_names_invalid_records_and_tasks_without_samples(tmp_path):
+    """gate --source evalplus: a bad line and an unknown task id are invalid records (named, counted,
+    never drawn); a task without samples is not gated (named), instead of being counted as refused."""
+    from acceptgate import suitespec
+    from acceptgate.errors import InvalidInput
+    from acceptgate.gates import run as core
+    from acceptgate.sources.replay import ReplaySource
+    from acceptgate.task import HIDDEN, VISIBLE, Task
+
+    spec = suitespec.build("python-call/1", "f", [((1,), {}, 1)])
+    tasks = [Task(f"T/{i}", "test", "f", "def f(x):\n", "", suites={VISIBLE: spec, HIDDEN: spec}) for i in range(3)]
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("\n".join([json.dumps({"task_id": "T/0", "completion": "    return x\n"}),
+                                  "{not json",
+                                  json.dumps({"task_id": "T/nope", "completion": "    return x\n"}),
+                                  json.dumps({"task_id": "T/1", "completion": "    return 0\n"})]) + "\n")
+    known = frozenset(t.task_id for t in tasks)
+    with pytest.raises(InvalidInput, match="line 2"):
+        ReplaySource.from_path(samples, strict=True)
+    src = ReplaySource.from_path(samples, strict=False)
+    cov = core.source_coverage(src, f"evalplus:{samples}", tasks, known)
+    assert [c.split(": ", 1)[1] for c in cov.invalid] == [
+        "line 2: not JSON (Expecting property name enclosed in double quotes at column 2)",
+        "line 3, field 'task_id': unknown task id 'T/nope' (not in the tasks)"]
+    assert cov.no_samples == ["T/2"]
+    assert [t.task_id for t in core.covered(tasks, cov)] == ["T/0", "T/1"]
+    assert any(line.startswith("invalid: 2 records") for line in cov.lines())
+    assert any(line.startswith("not gated: 1 tasks without samples") and "T/2" in line for line in cov.lines())
+    with pytest.raises(InvalidInput, match="line 2"):
+        core.source_coverage(src, f"evalplus:{samples}", tasks, known, strict=True)
+    # a task id known to the suites but past --limit is no invalid record
+    cov = core.source_coverage(src, f"evalplus:{samples}", tasks[:1], known)
+    assert len(cov.invalid) == 2 and cov.no_samples == []

@@ -363,7 +363,7 @@ def test_cli_sandbox_info(docker_engine):
     proc = subprocess.run([sys.executable, "-m", "acceptgate", "sandbox", "info"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    info = json.loads(proc.stdout)
-    assert info["engine"]["server_version"]
+    info = json.loads(proc.stdout)["backends"]["docker"]
+    assert info["available"] is True and info["engine"]["server_version"]
     assert info["image"] and info["image"].startswith("acceptgate-sandbox:")
     assert any("network none" in e for e in info["isolation"]["enforced"])
