@@ -23,7 +23,7 @@ from tasks import gate_tasks as t
 def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_dir: str | None = None,
          warehouse: str | None = None, backend: str = "local", run_id: str | None = None, per_task: int = 5,
          limit: int | None = None, workers: int = 2, chat_config=None,
-         limits: Limits = Limits(), strict: bool = True) -> core.GateSummary:
+         limits: Limits = Limits(), strict: bool = False) -> core.GateSummary:
     started = time.monotonic()
     arms = core.check_arms(arms)
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.

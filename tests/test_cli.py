@@ -118,3 +118,19 @@ def test_gate_source_coverage_names_invalid_records_and_tasks_without_samples(tm
     # a task id known to the suites but past --limit is no invalid record
     cov = core.source_coverage(src, f"evalplus:{samples}", tasks[:1], known)
     assert len(cov.invalid) == 2 and cov.no_samples == []
+
+
+def test_codet_source_counts_a_bad_row_as_invalid_unless_strict(tmp_path):
+    from acceptgate.errors import InvalidInput
+    from acceptgate.sources.codet import CodetSource
+
+    prompts = {"T/0": ("def f(x):\n", "f"), "T/1": ("def g(x):\n", "g")}
+    path = tmp_path / "codet.jsonl"
+    path.write_text("\n".join([json.dumps({"prompt": "def f(x):\n", "samples": ["    return x\n"]}),
+                               json.dumps({"prompt": "def g(x):\n", "samples": "not a list"}),
+                               json.dumps({"prompt": "def h(x):\n", "samples": []})]) + "\n")
+    with pytest.raises(InvalidInput, match="line 2.*'samples'"):
+        CodetSource(path, prompts=prompts)
+    src = CodetSource(path, prompts=prompts, strict=False)
+    assert [(p.line, p.field) for p in src.problems] == [(2, "samples"), (3, "prompt")]
+    assert src.available("T/0") == 1 and src.available("T/1") == 0

@@ -22,7 +22,7 @@ def open_source(spec: str, *, per_task: int = 5, chat_config=None, strict: bool 
     if kind == "codet" and arg:
         from acceptgate.sources.codet import CodetSource
 
-        return CodetSource(arg, per_task=per_task)
+        return CodetSource(arg, per_task=per_task, strict=strict)
     if kind == "evalplus" and arg:
         from acceptgate.sources.replay import ReplaySource
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from acceptgate.errors import InvalidInput
 from acceptgate.sources.base import Candidate, CandidateSource, DrawContext, PublicTask, SourceExhausted
+from acceptgate.sources.replay import LineProblem
 
 _DEF = re.compile(r"^def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", re.M)
 
@@ -31,9 +32,17 @@ def humaneval_prompts() -> dict[str, tuple[str, str]]:
     return {tid: (p["prompt"], p["entry_point"]) for tid, p in problems.items()}
 
 
-def _rows(path: Path) -> list[dict]:
+def _rows(path: Path, problems: list[LineProblem] | None = None) -> list[dict]:
+    """The file's rows. A bad row raises InvalidInput (file, line, field), or, given ``problems``, is
+    appended there and skipped (the caller counts it as invalid)."""
     opener = gzip.open if path.suffix == ".gz" else open
     rows = []
+
+    def bad(lineno: int, message: str, field: str | None = None) -> None:
+        if problems is None:
+            raise InvalidInput(message, source=str(path), record=f"line {lineno}", field=field)
+        problems.append(LineProblem(lineno, field, message))
+
     try:
         with opener(path, "rt", encoding="utf-8") as fh:
             for lineno, raw in enumerate(fh, start=1):
@@ -42,49 +51,60 @@ def _rows(path: Path) -> list[dict]:
                 try:
                     doc = json.loads(raw)
                 except json.JSONDecodeError as exc:
-                    raise InvalidInput(f"not JSON ({exc.msg})", source=str(path), record=f"line {lineno}") from None
+                    bad(lineno, f"not JSON ({exc.msg})")
+                    continue
                 if not isinstance(doc, dict):
-                    raise InvalidInput("expected a JSON object", source=str(path), record=f"line {lineno}")
-                for key, typ in (("prompt", str), ("samples", list)):
-                    if not isinstance(doc.get(key), typ):
-                        raise InvalidInput(f"missing or not a {typ.__name__}", source=str(path),
-                                           record=f"line {lineno}", field=key)
+                    bad(lineno, "expected a JSON object")
+                    continue
+                wrong = next((key for key, typ in (("prompt", str), ("samples", list))
+                              if not isinstance(doc.get(key), typ)), None)
+                if wrong is not None:
+                    bad(lineno, f"missing or not a {'str' if wrong == 'prompt' else 'list'}", wrong)
+                    continue
                 if not all(isinstance(s, str) for s in doc["samples"]):
-                    raise InvalidInput("every sample must be a string", source=str(path),
-                                       record=f"line {lineno}", field="samples")
+                    bad(lineno, "every sample must be a string", "samples")
+                    continue
                 rows.append({"line": lineno, **doc})
     except FileNotFoundError:
         raise InvalidInput("CodeT samples file not found", source=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read CodeT samples: {exc}", source=str(path)) from None
     if not rows:
-        raise InvalidInput("no rows in CodeT samples file", source=str(path))
+        detail = f" ({len(problems)} invalid rows, first: {problems[0]})" if problems else ""
+        raise InvalidInput(f"no rows in CodeT samples file{detail}", source=str(path))
     return rows
 
 
-def match_rows(rows: list[dict], prompts: dict[str, tuple[str, str]], path: str) -> dict[str, dict]:
-    """task_id -> row, by the last function a row's prompt defines; rows in string order break ties."""
+def match_rows(rows: list[dict], prompts: dict[str, tuple[str, str]], path: str,
+               problems: list[LineProblem] | None = None) -> dict[str, dict]:
+    """task_id -> row, by the last function a row's prompt defines; rows in string order break ties.
+    A row that matches no task (or a task already matched) raises, or, given ``problems``, is kept there."""
     by_name: dict[str, list[str]] = {}
     for tid, (_, entry) in prompts.items():
         by_name.setdefault(entry, []).append(tid)
     ordered = sorted(prompts)
     matched: dict[str, dict] = {}
+
+    def bad(row: dict, message: str) -> None:
+        if problems is None:
+            raise InvalidInput(message, source=path, record=f"line {row['line']}", field="prompt")
+        problems.append(LineProblem(row["line"], "prompt", message))
+
     for pos, row in enumerate(rows):
         names = _DEF.findall(row["prompt"])
         if not names:
-            raise InvalidInput("prompt defines no function", source=path, record=f"line {row['line']}",
-                               field="prompt")
+            bad(row, "prompt defines no function")
+            continue
         candidates = by_name.get(names[-1], [])
         if len(candidates) > 1 and pos < len(ordered) and ordered[pos] in candidates:
             candidates = [ordered[pos]]
         if len(candidates) != 1:
-            raise InvalidInput(f"function {names[-1]!r} matches {len(candidates)} tasks "
-                               f"({', '.join(candidates) or 'none'})", source=path,
-                               record=f"line {row['line']}", field="prompt")
+            bad(row, f"function {names[-1]!r} matches {len(candidates)} tasks ({', '.join(candidates) or 'none'})")
+            continue
         tid = candidates[0]
         if tid in matched:
-            raise InvalidInput(f"second row for {tid} (first at line {matched[tid]['line']})",
-                               source=path, record=f"line {row['line']}", field="prompt")
+            bad(row, f"second row for {tid} (first at line {matched[tid]['line']})")
+            continue
         matched[tid] = row
     return matched
 
@@ -93,11 +113,15 @@ class CodetSource(CandidateSource):
     """Attempt N of a task = the row's N-th sample appended to the original HumanEval prompt."""
 
     def __init__(self, path: str | Path, *, per_task: int = 5,
-                 prompts: dict[str, tuple[str, str]] | None = None) -> None:
+                 prompts: dict[str, tuple[str, str]] | None = None, strict: bool = True) -> None:
         self.path = str(path)
         self.per_task = per_task
         self.prompts = prompts if prompts is not None else humaneval_prompts()
-        self.rows = match_rows(_rows(Path(path)), self.prompts, self.path)
+        # strict: a bad row is an error; else it is kept in ``problems`` and counted as invalid
+        self.problems: list[LineProblem] = []
+        keep = None if strict else self.problems
+        self.rows = match_rows(_rows(Path(path), keep), self.prompts, self.path, keep)
+        self.problems.sort(key=lambda p: p.line)
         self.name = "replay:codet"
 
     def available(self, task_id: str) -> int | None:
