@@ -130,13 +130,19 @@ class Inputs:
         self.regular_file.write_text("not a directory\n")
 
     def valid(self, kind: str) -> str:
-        return str(getattr(self, f"_{kind}")())
+        return str(self._maker(f"_{kind}")())
 
     def missing(self, kind: str) -> str:
         return str(self.root / f"missing-{kind}")
 
     def bad(self, kind: str) -> str:
-        return str(getattr(self, f"_bad_{kind}")())
+        return str(self._maker(f"_bad_{kind}")())
+
+    def _maker(self, name: str):
+        if not hasattr(self, name):
+            pytest.fail(f"placeholder {{{name.removeprefix('_bad_').lstrip('_')}}} has no input here: add "
+                        f"Inputs.{name} (and list it in INPUTS / RECORD_INPUTS / OUTPUTS)")
+        return getattr(self, name)
 
     def unwritable(self, kind: str) -> str:
         return str(self.regular_file / "sub" / f"{kind}.out")
@@ -213,6 +219,14 @@ def placeholders(invocation: str) -> list[str]:
     return re.findall(r"\{(\w+)\}", invocation)
 
 
+def first(names: list[str], kinds, cls: str, row: Row) -> str:
+    found = [n for n in names if n in kinds]
+    if not found:
+        pytest.fail(f"README row {row.command!r} gives a {cls!r} outcome but its invocation has no placeholder "
+                    f"of the kinds {sorted(kinds)}")
+    return found[0]
+
+
 # -- the disk --------------------------------------------------------------------------------------
 
 def tree(root: Path) -> dict[str, tuple[int, int]]:
@@ -275,13 +289,13 @@ def test_exit_code_table(row: Row, cls: str, expected: Outcome, strict: bool, tm
     broken = None  # (placeholder, value) the message must name
     holder = None
     if cls == "missing file":
-        kind = next(n for n in names if n in INPUTS)
+        kind = first(names, INPUTS, cls, row)
         broken = values[kind] = inputs.missing(kind)
     elif cls == "bad record":
-        kind = next(n for n in names if n in RECORD_INPUTS)
+        kind = first(names, RECORD_INPUTS, cls, row)
         broken = values[kind] = inputs.bad(kind)
     elif cls == "unwritable output":
-        kind = next(n for n in names if n in OUTPUTS)
+        kind = first(names, OUTPUTS, cls, row)
         broken = values[kind] = inputs.unwritable(kind)
     elif cls == "backend unavailable":
         if "backend" in names:
@@ -289,7 +303,7 @@ def test_exit_code_table(row: Row, cls: str, expected: Outcome, strict: bool, tm
     elif cls == "lock held":
         from acceptgate import warehouse
 
-        path = Path(values["warehouse"])
+        path = Path(values[first(names, ("warehouse",), cls, row)])
         path.parent.mkdir(parents=True)
         warehouse.migrate(path)
     args = shlex.split(row.invocation.format(**values)) + (["--strict"] if strict else [])
