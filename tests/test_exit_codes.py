@@ -430,3 +430,34 @@ def test_sandbox_info_shows_every_backend_and_exits_0_without_docker():
         entry = info["backends"][name]
         assert entry["available"] is True and entry["isolation"]["enforced"], entry
     assert any("namespaces" in item for item in info["backends"]["local-rlimits"]["isolation"]["not_enforced"])
+
+
+def test_gate_names_unknown_task_ids_and_tasks_without_samples(tmp_path, prefect_harness):
+    """gate --source evalplus: an unknown task id is an invalid record (named; --strict: exit 2 with nothing
+    written), and a task without samples is named 'not gated' instead of counted as refused."""
+    from prefect.settings import PREFECT_API_URL
+
+    from acceptgate import suitefiles, suitespec
+    from acceptgate.task import HIDDEN, VISIBLE, ImportResult, Task
+
+    spec = suitespec.build("python-call/1", "double", [((2,), {}, 4)])
+    tasks = [Task(f"T/{i}", "test", "double", PROMPT, "", suites={VISIBLE: spec, HIDDEN: spec}) for i in range(2)]
+    suites = suitefiles.write_suites(ImportResult("test", "mem", "0" * 64, tasks, []), tmp_path / "suites")
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(json.dumps({"task_id": "T/0", "completion": "    return 2 * x\n"}) + "\n"
+                       + json.dumps({"task_id": "T/unknown", "completion": "    return 2 * x\n"}) + "\n")
+    env = environment({"PREFECT_API_URL": PREFECT_API_URL.value()})
+    base = [sys.executable, "-m", "acceptgate", "gate", "--arm", "conform", "--source", f"evalplus:{samples}",
+            "--suites", str(suites), "--warehouse"]
+    strict = subprocess.run(base + [str(tmp_path / "strict.duckdb"), "--strict"], capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert strict.returncode == 2, strict.stderr[-2000:]
+    assert f"{samples}: line 2, field 'task_id': unknown task id 'T/unknown'" in strict.stderr
+    assert not list(tmp_path.glob("strict*"))  # nothing written, not even a schema-only warehouse
+    default = subprocess.run(base + [str(tmp_path / "w.duckdb")], capture_output=True, text=True, env=env,
+                             timeout=600)
+    assert default.returncode == 0, default.stderr[-2000:]
+    assert "invalid record" in default.stderr and "unknown task id 'T/unknown'" in default.stderr
+    assert "not gated: 1 tasks without samples" in default.stdout and "T/1" in default.stdout
+    table = [line.split() for line in default.stdout.splitlines() if line.startswith("conform ")]
+    assert table == [["conform", "1", "1", "0", "0", "0.0%", "0.0%"]]  # T/1 is not a refusal
