@@ -99,8 +99,9 @@ def run(args) -> int:
     from acceptgate.sources import open_source
 
     chat_config = _chat_config(args)
-    # Before any work: the source and its file (every invalid record named on stderr; --strict: exit 2),
-    # the warehouse (writable, not locked, no file created yet) and the sandbox backend.
+    # Before any work: the source and its file (--strict: exit 2 at the first invalid record), the
+    # warehouse (writable, not locked, no file created yet) and the sandbox backend. Invalid records
+    # are named on stderr after the run, with those the flow finds (task ids the tasks do not know).
     with open_source(args.source, per_task=args.per_task, chat_config=chat_config, strict=args.strict):
         pass
     path = checks.warehouse_ready(args.warehouse)
