@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from acceptgate import audit, warehouse
+from acceptgate import warehouse
 from acceptgate.cli import checks
 
 UNITS = {"import": "tasks", "gauge": "executions", "execute": "executions"}
@@ -36,8 +36,9 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-class StderrProgress(audit.Reporter):
-    """Stage names and done/total on stderr: one updating line on a terminal, a few lines otherwise."""
+class StderrProgress:
+    """Stage names and done/total on stderr: one updating line on a terminal, a few lines otherwise.
+    (An ``acceptgate.audit.Reporter``; not a subclass, so that the CLI starts without pandas.)"""
 
     def __init__(self, stream=None) -> None:
         self.stream = stream or sys.stderr
@@ -68,6 +69,8 @@ class StderrProgress(audit.Reporter):
 
 
 def run(args) -> int:
+    from acceptgate import audit
+
     limit = audit.check_limit(args.limit)
     run_id = audit.check_run_id(args.run_id) if args.run_id is not None else None
     started = time.monotonic()

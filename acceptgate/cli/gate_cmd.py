@@ -15,7 +15,6 @@ from acceptgate import warehouse
 from acceptgate.cli import checks
 from acceptgate.errors import InvalidInput
 from acceptgate.gates import ARMS
-from acceptgate.gates import run as core
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sources import KINDS
@@ -60,6 +59,8 @@ def add_parser(sub) -> None:
 
 
 def _arms(values: list[str]) -> list[str]:
+    from acceptgate.gates import run as core  # pandas: loaded only when the command runs
+
     return core.check_arms([a.strip() for v in values for a in v.split(",") if a.strip()])
 
 
@@ -90,6 +91,8 @@ def _check(args) -> None:
         if path is not None and not os.path.exists(path):
             raise InvalidInput("not found", source=path, field=flag)
     if args.run_id is not None:
+        from acceptgate.gates import run as core
+
         core.check_run_id(args.run_id)
 
 
