@@ -75,8 +75,8 @@ def run(args) -> int:
     run_id = audit.check_run_id(args.run_id) if args.run_id is not None else None
     started = time.monotonic()
     # Before any work, and before the warehouse file exists: a run that cannot finish leaves nothing.
-    path = checks.warehouse_ready(args.warehouse)
     checks.backend_ready(args.backend)
+    path = checks.warehouse_ready(args.warehouse)  # last: it may wait for another process's lock
     # Prefect's console handler only for the critical: a stage failure is reported below in one
     # line; Prefect's own record of the run (its API log handler) keeps everything.
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")

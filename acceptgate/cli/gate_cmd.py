@@ -107,8 +107,8 @@ def run(args) -> int:
     # are named on stderr after the run, with those the flow finds (task ids the tasks do not know).
     with open_source(args.source, per_task=args.per_task, chat_config=chat_config, strict=args.strict):
         pass
-    path = checks.warehouse_ready(args.warehouse)
     checks.backend_ready(args.backend)
+    path = checks.warehouse_ready(args.warehouse)  # last: it may wait for another process's lock
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     from flows import gate as gate_flow  # Prefect is imported here, and only here
 
