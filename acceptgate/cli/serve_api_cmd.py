@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
     p.add_argument("--queue", type=int, default=16, help="requests that may wait for an execution (default 16)")
     p.add_argument("--rate-per-minute", type=float, default=120.0, help="calls per client per minute (default 120)")
     p.add_argument("--burst", type=int, default=20, help="calls a client may make at once (default 20)")
-    p.add_argument("--max-request-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB)")
+    p.add_argument("--max-request-bytes", type=int, default=8 << 20, help="largest request body (default 8 MiB)")
     p.add_argument("--publish-seconds", type=float, default=5.0, help="how often decisions go to the warehouse")
     p.add_argument("--model-url", metavar="URL", help="OpenAI-compatible endpoint for gated generations")
     p.add_argument("--model", metavar="NAME", help="model name for gated generations")

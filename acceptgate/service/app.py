@@ -47,8 +47,16 @@ class SuiteSpecIn(BaseModel):
     cases: list[dict[str, Any]] = Field(max_length=100_000)
 
 
+EXAMPLE_TASK = {
+    "task_id": "add-1", "statement": "def add(a, b):\n    \"\"\"Return a + b.\n    >>> add(1, 2)\n    3\n    \"\"\"",
+    "entry_point": "add",
+    "visible": {"dialect": "python-call/1", "entry_point": "add", "cases": [{"args": "[1, 2]", "expected": "3"}]},
+    "hidden": {"dialect": "python-call/1", "entry_point": "add",
+               "cases": [{"args": "[-5, 5]", "expected": "0"}, {"args": "[10, 32]", "expected": "42"}]}}
+
+
 class TaskIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [EXAMPLE_TASK]})
     task_id: str = Field(pattern=TASK_ID)
     statement: str = Field(min_length=1, max_length=MAX_TEXT)
     entry_point: str = Field(min_length=1, max_length=200)
@@ -78,7 +86,8 @@ class TaskList(BaseModel):
 
 
 class SubmissionIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "examples": [{"program": "def add(a, b):\n    return a + b\n"}]})
     program: str = Field(min_length=1, max_length=MAX_TEXT)
 
 
@@ -137,6 +146,7 @@ class Health(BaseModel):
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": Error, "description": "the body is not JSON"},
     401: {"model": Error, "description": "no or unknown API key"},
     413: {"model": Error, "description": "request larger than the service accepts"},
     422: {"model": Error, "description": "invalid input; the detail names the field"},
@@ -303,7 +313,12 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
-        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # one path may have several routes (GET and POST): Allow lists them all
+            methods = sorted({m for r in app.routes if getattr(r, "methods", None)
+                              and r.path_regex.match(request.url.path) for m in r.methods})
+            headers["Allow"] = ", ".join(methods)
+        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Busy)
     async def _busy(request: Request, exc: Busy):
@@ -326,12 +341,20 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
             raise HTTPException(404, f"no task {task_id!r} for this client")
         return row
 
-    @app.get("/v1/health", response_model=Health, tags=["service"])
+    task_links = {"links": {
+        "GetTask": {"operationId": "get_task", "parameters": {"task_id": "$response.body#/task_id"}},
+        "Submit": {"operationId": "submit", "parameters": {"task_id": "$response.body#/task_id"}},
+        "Generate": {"operationId": "generate", "parameters": {"task_id": "$response.body#/task_id"}}}}
+    decision_links = {"links": {
+        "GetDecision": {"operationId": "get_decision", "parameters": {"decision_id": "$response.body#/decision_id"}}}}
+
+    @app.get("/v1/health", response_model=Health, tags=["service"], operation_id="health")
     def health() -> Health:
         return Health(status="ok", version=__version__)
 
-    @app.post("/v1/tasks", response_model=TaskOut, status_code=201, tags=["tasks"],
-              responses={**ERRORS, 200: {"model": TaskOut, "description": "already registered, identical"},
+    @app.post("/v1/tasks", response_model=TaskOut, status_code=201, tags=["tasks"], operation_id="register_task",
+              responses={**ERRORS, 201: task_links,
+                         200: {"model": TaskOut, "description": "already registered, identical", **task_links},
                          409: {"model": Error, "description": "the task id is registered with other content"}})
     def register_task(body: TaskIn, who: str = Depends(client)):
         try:
@@ -358,11 +381,12 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
         journal.add_task(row)
         return _task_out(row)
 
-    @app.get("/v1/tasks", response_model=TaskList, tags=["tasks"], responses=ERRORS)
+    @app.get("/v1/tasks", response_model=TaskList, tags=["tasks"], responses=ERRORS, operation_id="list_tasks")
     def list_tasks(who: str = Depends(client)) -> TaskList:
         return TaskList(tasks=[_task_out(r) for r in journal.tasks(who)])
 
-    @app.get("/v1/tasks/{task_id}", response_model=TaskOut, tags=["tasks"], responses={**ERRORS, **NOT_FOUND})
+    @app.get("/v1/tasks/{task_id}", response_model=TaskOut, tags=["tasks"], responses={**ERRORS, **NOT_FOUND},
+             operation_id="get_task")
     def get_task(task_id: str, who: str = Depends(client)) -> TaskOut:
         return _task_out(own_task(task_id, who))
 
@@ -371,7 +395,7 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
                                                       row.visible_json, row.hidden_json))
 
     @app.post("/v1/tasks/{task_id}/submissions", response_model=DecisionOut, tags=["decisions"],
-              responses={**ERRORS, **NOT_FOUND, **BUSY})
+              responses={**ERRORS, **NOT_FOUND, **BUSY, 200: decision_links}, operation_id="submit")
     def submit(task_id: str, body: SubmissionIn, who: str = Depends(client)) -> DecisionOut:
         st = _service_task(own_task(task_id, who))
         with slots.slot():
@@ -381,7 +405,7 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
         return _decision_out(d)
 
     @app.post("/v1/tasks/{task_id}/generations", response_model=DecisionOut, tags=["decisions"],
-              responses={**ERRORS, **NOT_FOUND, **BUSY})
+              responses={**ERRORS, **NOT_FOUND, **BUSY, 200: decision_links}, operation_id="generate")
     def generate(task_id: str, body: GenerationIn, who: str = Depends(client)) -> DecisionOut:
         st = _service_task(own_task(task_id, who))
         if not (config.model_base_url and config.model_name):
@@ -399,20 +423,21 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
         journal.add_decision(d)
         return _decision_out(d)
 
-    @app.get("/v1/decisions", response_model=DecisionList, tags=["decisions"], responses=ERRORS)
+    @app.get("/v1/decisions", response_model=DecisionList, tags=["decisions"], responses=ERRORS,
+             operation_id="list_decisions")
     def list_decisions(task_id: str | None = Query(default=None, pattern=TASK_ID),
                        limit: int = Query(default=100, ge=1, le=1000), who: str = Depends(client)) -> DecisionList:
         return DecisionList(decisions=[_decision_out(d) for d in journal.decisions(who, task_id, limit)])
 
     @app.get("/v1/decisions/{decision_id}", response_model=DecisionOut, tags=["decisions"],
-             responses={**ERRORS, **NOT_FOUND})
+             responses={**ERRORS, **NOT_FOUND}, operation_id="get_decision")
     def get_decision(decision_id: str, who: str = Depends(client)) -> DecisionOut:
         d = journal.decision(who, decision_id)
         if d is None:
             raise HTTPException(404, f"no decision {decision_id!r} for this client")
         return _decision_out(d)
 
-    @app.get("/v1/latency", response_model=LatencyOut, tags=["service"], responses=ERRORS)
+    @app.get("/v1/latency", response_model=LatencyOut, tags=["service"], responses=ERRORS, operation_id="latency")
     def latency(who: str = Depends(client)) -> LatencyOut:
         return LatencyOut(routes=latency_summary(journal.calls(who)))
 

@@ -36,7 +36,7 @@ class Limits(BaseModel):
     past that a request is refused with 503 and Retry-After (back-pressure, never unbounded memory)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    max_request_bytes: int = Field(default=1 << 20, ge=1024)
+    max_request_bytes: int = Field(default=8 << 20, ge=1024)
     max_executions: int = Field(default=2, ge=1)
     queue_size: int = Field(default=16, ge=0)
     queue_wait_seconds: float = Field(default=30.0, gt=0)

@@ -116,7 +116,8 @@ class Journal:
                           "order by created_at desc limit ?", (client, task_id, limit))
 
     def unpublished(self, limit: int = 200) -> list[dict[str, Any]]:
-        return self._rows("select * from decisions where published_at is null order by created_at limit ?",
+        return self._rows("select * from decisions where published_at is null and publish_error is null "
+                          "order by created_at limit ?",
                           (limit,))
 
     def mark_published(self, decision_ids: list[str], error: str | None = None) -> None:

@@ -84,20 +84,24 @@ class Publisher:
     def publish_pending(self) -> int:
         """Publish every unpublished decision and call; returns the decisions published."""
         with self._lock:
-            done = 0
+            written: list[str] = []
             while True:
                 pending = self.journal.unpublished(self.batch)
+                pending = [d for d in pending if d["decision_id"] not in written]
                 if not pending:
                     break
-                published = self._publish_batch(pending)
-                done += published
-                if published < len(pending):
+                ids = self._publish_batch(pending)
+                written += ids
+                if len(ids) < len(pending):
                     break
             calls = self._publish_calls()
-            if done or calls:
+            if written or calls:
                 warehouse.publish_snapshot(self.path)
-            self.published += done
-            return done
+            # "published" means analysts can see it: marked only once the snapshot has it (a crash
+            # before this rewrites the same rows next time, which the per-run replace makes idempotent)
+            self.journal.mark_published(written)
+            self.published += len(written)
+            return len(written)
 
     def _prepare(self, d: dict[str, Any]) -> tuple[gate_run.GateRun, dict[str, pd.DataFrame], pd.DataFrame]:
         record = json.loads(d["record_json"])
@@ -107,7 +111,7 @@ class Publisher:
         delivery = gate_run.delivery_frames(run, [self._delivery(d, record)])["deliveries"]
         return run, frames, delivery
 
-    def _publish_batch(self, pending: list[dict[str, Any]]) -> int:
+    def _publish_batch(self, pending: list[dict[str, Any]]) -> list[str]:
         """Validate a batch as a whole (one expectation pass per table), write it in one transaction.
         A record the checks refuse is kept in the journal with the reason and not retried; the rest land."""
         prepared, refused = [], []
@@ -126,14 +130,14 @@ class Publisher:
                 expectations.validate_stage("deliveries", deliveries, related={"gate_decisions": gate["gate_decisions"]})
             except expectations.ExpectationFailed as exc:
                 if len(prepared) > 1:  # find the record at fault: one by one
-                    return sum(self._publish_batch([p[0]]) for p in prepared) + self._refuse(refused)
+                    self._refuse(refused)
+                    return [i for p in prepared for i in self._publish_batch([p[0]])]
                 refused.append((prepared[0][0], exc))
                 prepared = []
             if prepared:
                 self._write(prepared, gate, deliveries["deliveries"])
-                self.journal.mark_published([p[0]["decision_id"] for p in prepared])
         self._refuse(refused)
-        return len(prepared)
+        return [p[0]["decision_id"] for p in prepared]
 
     def _refuse(self, refused) -> int:
         for d, exc in refused:
