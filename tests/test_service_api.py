@@ -258,10 +258,10 @@ def test_gated_generation_through_a_loopback_model_and_the_rate_limit(limited_mo
     assert call(svc, "bob", "GET", "/v1/tasks").status_code == 200  # bob has his own budget
 
 
-def test_generation_without_a_model_endpoint_is_503(service):
+def test_generation_without_a_model_endpoint_is_refused(service):
     call(service, "alice", "POST", "/v1/tasks", json=TASK)
     r = call(service, "alice", "POST", "/v1/tasks/add-1/generations", json={"arm": "conform"})
-    assert r.status_code == 503 and "model" in r.json()["detail"]
+    assert r.status_code == 403 and "model endpoint" in r.json()["detail"]
 
 
 def test_the_committed_openapi_document_is_the_served_one(service):

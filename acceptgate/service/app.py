@@ -405,11 +405,14 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
         return _decision_out(d)
 
     @app.post("/v1/tasks/{task_id}/generations", response_model=DecisionOut, tags=["decisions"],
-              responses={**ERRORS, **NOT_FOUND, **BUSY, 200: decision_links}, operation_id="generate")
+              responses={**ERRORS, **NOT_FOUND, **BUSY, 200: decision_links,
+                         403: {"model": Error, "description": "the service has no model endpoint configured"}},
+              operation_id="generate")
     def generate(task_id: str, body: GenerationIn, who: str = Depends(client)) -> DecisionOut:
         st = _service_task(own_task(task_id, who))
         if not (config.model_base_url and config.model_name):
-            raise Busy(60, "no model endpoint is configured (serve-api --model-url URL --model NAME)")
+            raise HTTPException(403, "gated generation is not enabled on this service: it was started without "
+                                     "a model endpoint (serve-api --model-url URL --model NAME)")
         from acceptgate.sources.openai_chat import ChatConfig, ChatSource
 
         source = ChatSource(ChatConfig(base_url=config.model_base_url, model=config.model_name,

@@ -71,7 +71,10 @@ class Publisher:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=60)
-        self.publish_pending()  # what was decided before shutdown still lands
+        try:
+            self.publish_pending()  # what was decided before shutdown still lands
+        except Exception as exc:  # the journal keeps it; the next start publishes it
+            log.error("publishing at shutdown failed (kept in the journal %s): %s", self.journal.path, exc)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
