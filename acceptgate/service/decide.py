@@ -1,0 +1,120 @@
+"""One decision of the service: a submitted candidate, or a gated generation, through the real gates.
+
+A submission is CONFORM with a single draw whose candidate the assistant wrote; a generation is
+CONFORM or H-MIX with a live OpenAI-compatible model. Either way the gate sees only the task's
+``PublicTask`` (statement, entry point, visible suite). The returned feedback is the visible suite's
+first failure in the seed's format (``AssertionError: args=… got=… want=…``) and is recorded as a
+harness-written ``revision_feedback`` message, so the leak audit scans exactly what the assistant saw.
+Every message, attempt and decision is kept as warehouse rows (``record``) for the publisher.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from acceptgate import suitespec
+from acceptgate.gates import run as gate_run
+from acceptgate.gates import run_gate
+from acceptgate.gates.conform import run_conform
+from acceptgate.gates.records import MessageLog
+from acceptgate.sandbox.backend import Backend, Limits
+from acceptgate.sources.base import Candidate, CandidateSource, DrawContext, PublicTask, SourceExhausted
+from acceptgate.task import HIDDEN, VISIBLE, Task
+
+SUBMIT = "submission"
+GENERATE = "generation"
+DECISION_WORDS = {"delivered": "deliver", "refused": "refuse"}
+
+
+class SubmittedSource(CandidateSource):
+    """The assistant's own candidate as a one-draw source (its author is the model)."""
+
+    def __init__(self, client: str, program: str) -> None:
+        self.name = f"api:{client}"
+        self._program = program
+
+    def draw(self, task: PublicTask, attempt: int, context: DrawContext) -> Candidate:
+        if attempt != 1:
+            raise SourceExhausted("a submission is one candidate")
+        return Candidate(task_id=task.task_id, program=self._program, origin=self.name, attempt=1,
+                         arm=context.arm, raw=self._program, extraction="submitted")
+
+    def available(self, task_id: str) -> int | None:
+        return 1
+
+
+@dataclass(frozen=True)
+class ServiceTask:
+    client: str
+    task: Task
+
+    @property
+    def public(self) -> PublicTask:
+        return PublicTask.from_task(self.task)
+
+
+def task_from_json(task_id: str, statement: str, entry_point: str, visible_json: str, hidden_json: str) -> Task:
+    visible = suitespec.loads(visible_json, source="visible")
+    hidden = suitespec.loads(hidden_json, source="hidden")
+    return Task(task_id=task_id, dataset="api", entry_point=entry_point, prompt=statement, reference="",
+                suites={VISIBLE: visible, HIDDEN: hidden})
+
+
+def new_decision_id() -> str:
+    # time-ordered, then random: sortable in listings, unguessable across clients
+    return f"{int(time.time() * 1000):012x}{secrets.token_hex(6)}"
+
+
+def _rows(frame) -> list[dict[str, Any]]:
+    return [{k: (None if _is_na(v) else v) for k, v in r.items()} for r in frame.to_dict("records")]
+
+
+def _is_na(v: Any) -> bool:
+    try:
+        return v is None or (v != v)  # NaN / pd.NA
+    except TypeError:  # pd.NA compares ambiguously
+        return True
+
+
+def decide(st: ServiceTask, kind: str, arm: str, source: CandidateSource, backend: Backend, *,
+           backend_name: str, limits: Limits) -> dict[str, Any]:
+    """Run the gate, and return the decision with everything the journal and warehouse keep."""
+    started = time.monotonic()
+    if kind == SUBMIT:  # the assistant's one candidate: CONFORM with a single draw
+        outcome = run_conform(st.public, source, backend, max_draws=1, limits=limits)
+    else:
+        outcome = run_gate(arm, st.public, source, backend, limits=limits)
+    feedback = [a.v_detail for a in outcome.attempts if a.v_detail]
+    if outcome.decision == "refused" and feedback:
+        # what the caller is told, recorded under the harness's name for the leak audit
+        log = MessageLog()
+        log.messages = list(outcome.messages)
+        log.add(max(1, outcome.attempts_used), "harness", "revision_feedback", feedback[-1])
+        outcome.messages = log.messages
+    decision_id = new_decision_id()
+    run = gate_run.make_run(source=source.name, tasks=[st.task], tasks_from=f"api:{st.client}", arms=[arm],
+                            per_task=max(1, outcome.attempts_used), backend=backend_name,
+                            run_id=f"api-{st.client}-{decision_id}")
+    frames = gate_run.gate_frames(run, [outcome])
+    last = outcome.attempts[-1] if outcome.attempts else None
+    return {
+        "decision_id": decision_id, "client": st.client, "task_id": st.task.task_id, "kind": kind, "arm": arm,
+        "decision": DECISION_WORDS[outcome.decision],
+        "verdict": last.v_verdict if last else "not-run",
+        "cases_passed": last.v_cases_passed if last else None,
+        "cases_total": last.v_cases_total if last else None,
+        "feedback": feedback[-1] if outcome.decision == "refused" and feedback else None,
+        "created_at": time.time(), "latency_seconds": round(time.monotonic() - started, 4),
+        "record": {"run": _rows(run.frame())[0],
+                   "gate_decisions": _rows(frames["gate_decisions"]),
+                   "gate_attempts": _rows(frames["gate_attempts"]),
+                   "gate_messages": _rows(frames["gate_messages"]),
+                   "stop_reason": outcome.stop_reason,
+                   "attempts": [{"attempt": a.attempt, "verdict": a.v_verdict, "cases_passed": a.v_cases_passed,
+                                 "cases_total": a.v_cases_total, "feedback": a.v_detail or None,
+                                 "candidate_sha256": a.candidate.sha256} for a in outcome.attempts],
+                   "delivered_program": outcome.delivered.program if outcome.delivered else None},
+    }

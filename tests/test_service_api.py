@@ -1,0 +1,276 @@
+"""The gate service over real HTTP on loopback: a scripted assistant session, auth and client isolation,
+limits, no hidden-suite value in any response, decisions landing in DuckDB, the committed OpenAPI."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+
+import duckdb
+import pytest
+
+from acceptgate.service.limits import Busy, ExecutionSlots, RateLimiter
+from service_harness import LiveService
+from test_openai_chat import ChatServer
+
+# Numbers that appear only in the hidden suite: any trace of one in a response is a leak.
+HIDDEN_LITERALS = ("918273645", "50607", "918324252", "77123", "40411", "36712")
+TASK = {
+    "task_id": "add-1",
+    "statement": 'def add(a, b):\n    """Return a + b.\n    >>> add(1, 2)\n    3\n    """\n',
+    "entry_point": "add",
+    "visible": {"dialect": "python-call/1", "entry_point": "add",
+                "cases": [{"args": "[1, 2]", "expected": "3"}, {"args": "[0, 0]", "expected": "0"}]},
+    "hidden": {"dialect": "python-call/1", "entry_point": "add",
+               "cases": [{"args": "[918273645, 50607]", "expected": "918324252"},
+                         {"args": "[-77123, 40411]", "expected": "-36712"}]},
+}
+WRONG = "def add(a, b):\n    return a - b\n"
+RIGHT = "def add(a, b):\n    return a + b\n"
+VISIBLE_ONLY = "def add(a, b):\n    return {(1, 2): 3, (0, 0): 0}.get((a, b), -1)\n"  # passes V, fails GT
+
+GRACEFUL = (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled after a clean shutdown
+RESPONSES: list[str] = []  # every response body of the module's session, checked for hidden values
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    svc = LiveService(tmp_path_factory.mktemp("service")).start()
+    yield svc
+    code = svc.stop()
+    assert code in GRACEFUL, f"exit {code}: {(svc.root / 'server.log').read_text()}"
+
+
+def call(svc, who, method, path, **kw):
+    with svc.client(who) as http:
+        r = http.request(method, path, **kw)
+    RESPONSES.append(r.text)
+    return r
+
+
+def wait_published(svc, who, decision_id, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        d = call(svc, who, "GET", f"/v1/decisions/{decision_id}").json()
+        if d["published"]:
+            return d
+        time.sleep(0.5)
+    raise AssertionError(f"decision {decision_id} not published in {timeout} s: {(svc.root / 'server.log').read_text()}")
+
+
+def snapshot(svc, sql, params=()):
+    with duckdb.connect(str(svc.warehouse).replace(".duckdb", ".snapshot.duckdb"), read_only=True) as con:
+        return con.execute(sql, list(params)).fetchall()
+
+
+def test_assistant_session_refuse_then_deliver_lands_in_duckdb(service):
+    r = call(service, "alice", "POST", "/v1/tasks", json=TASK)
+    assert r.status_code == 201, r.text
+    task = r.json()
+    assert task["hidden_cases"] == 2 and "hidden" not in task and task["visible"]["cases"][0]["args"] == "(1, 2)"
+
+    wrong = call(service, "alice", "POST", "/v1/tasks/add-1/submissions", json={"program": WRONG})
+    assert wrong.status_code == 200, wrong.text
+    wrong = wrong.json()
+    assert wrong["decision"] == "refuse" and wrong["verdict"] == "fail"
+    assert wrong["feedback"] == "AssertionError: args=(1, 2) got=-1 want=3"
+
+    right = call(service, "alice", "POST", "/v1/tasks/add-1/submissions", json={"program": RIGHT}).json()
+    assert right["decision"] == "deliver" and right["feedback"] is None and right["delivered_program"] == RIGHT
+
+    for d in (wrong, right):
+        wait_published(service, "alice", d["decision_id"])
+    rows = dict(snapshot(service, "select run_id, decision from gate_decisions where run_id in (?, ?)",
+                         [f"api-alice-{wrong['decision_id']}", f"api-alice-{right['decision_id']}"]))
+    assert rows == {f"api-alice-{wrong['decision_id']}": "refused", f"api-alice-{right['decision_id']}": "delivered"}
+    gt = snapshot(service, "select gt_verdict, false_delivery from deliveries where run_id = ?",
+                  [f"api-alice-{right['decision_id']}"])
+    assert gt == [("pass", False)]
+    # what the assistant was told is on record under the harness's name, for the leak audit
+    fb = snapshot(service, "select text from gate_messages where run_id = ? and author = 'harness' "
+                           "and purpose = 'revision_feedback'", [f"api-alice-{wrong['decision_id']}"])
+    assert fb == [(wrong["feedback"],)]
+    assert snapshot(service, "select source from gate_runs where run_id = ?",
+                    [f"api-alice-{wrong['decision_id']}"]) == [("api:alice",)]
+
+
+def test_a_visible_only_program_is_delivered_and_scored_false_only_in_the_warehouse(service):
+    call(service, "alice", "POST", "/v1/tasks", json=TASK)
+    d = call(service, "alice", "POST", "/v1/tasks/add-1/submissions", json={"program": VISIBLE_ONLY}).json()
+    assert d["decision"] == "deliver"
+    assert not {"gt_verdict", "false_delivery", "hidden"} & set(d)
+    wait_published(service, "alice", d["decision_id"])
+    assert snapshot(service, "select gt_verdict, false_delivery, gt_first_failure from deliveries where run_id = ?",
+                    [f"api-alice-{d['decision_id']}"]) == [("fail", True, 0)]
+
+
+def test_registration_is_idempotent_conflicts_are_refused_and_bad_specs_name_the_field(service):
+    assert call(service, "alice", "POST", "/v1/tasks", json=TASK).status_code in (200, 201)
+    assert call(service, "alice", "POST", "/v1/tasks", json=TASK).status_code == 200
+    other = {**TASK, "statement": "something else"}
+    assert call(service, "alice", "POST", "/v1/tasks", json=other).status_code == 409
+    smuggled = json.loads(json.dumps(TASK))
+    smuggled["task_id"] = "smuggle"
+    smuggled["visible"]["cases"][0]["args"] = "[__import__('os').getpid(), 2]"
+    r = call(service, "alice", "POST", "/v1/tasks", json=smuggled)
+    assert r.status_code == 422
+    assert "visible" in r.json()["detail"] and "case 0" in r.json()["detail"] and "args" in r.json()["detail"]
+    wrong_entry = {**TASK, "task_id": "wrong-entry", "entry_point": "plus"}
+    r = call(service, "alice", "POST", "/v1/tasks", json=wrong_entry)
+    assert r.status_code == 422 and "entry_point" in r.json()["detail"]
+
+
+def test_requests_without_a_valid_key_are_refused(service):
+    routes = [("GET", "/v1/tasks"), ("POST", "/v1/tasks"), ("GET", "/v1/tasks/add-1"),
+              ("POST", "/v1/tasks/add-1/submissions"), ("GET", "/v1/decisions"), ("GET", "/v1/decisions/x"),
+              ("GET", "/v1/latency")]
+    for method, path in routes:
+        r = call(service, None, method, path, json={"program": RIGHT} if method == "POST" else None)
+        assert r.status_code == 401, (method, path, r.text)
+        assert r.headers["WWW-Authenticate"] == "Bearer"
+    with service.client(None) as http:
+        r = http.get("/v1/tasks", headers={"Authorization": "Bearer ag_not-a-key"})
+    assert r.status_code == 401
+
+
+def test_a_client_sees_only_its_own_tasks_and_decisions(service):
+    call(service, "alice", "POST", "/v1/tasks", json=TASK)
+    mine = call(service, "alice", "POST", "/v1/tasks/add-1/submissions", json={"program": RIGHT}).json()
+    assert call(service, "bob", "GET", "/v1/tasks/add-1").status_code == 404
+    assert call(service, "bob", "POST", "/v1/tasks/add-1/submissions", json={"program": RIGHT}).status_code == 404
+    assert call(service, "bob", "GET", f"/v1/decisions/{mine['decision_id']}").status_code == 404
+    assert call(service, "bob", "GET", "/v1/tasks").json() == {"tasks": []}
+    assert call(service, "bob", "GET", "/v1/decisions").json() == {"decisions": []}
+    # the same task id is bob's own, independent task
+    bobs = {**TASK, "statement": "bob's add"}
+    assert call(service, "bob", "POST", "/v1/tasks", json=bobs).status_code == 201
+    assert call(service, "alice", "GET", "/v1/tasks/add-1").json()["statement"] == TASK["statement"]
+
+
+def test_an_oversized_request_is_refused_before_parsing(service):
+    r = call(service, "alice", "POST", "/v1/tasks/add-1/submissions",
+             content=b'{"program": "' + b"x" * (9 << 20) + b'"}', headers={"Content-Type": "application/json"})
+    assert r.status_code == 413
+
+
+def test_latency_is_recorded_and_summarised_per_route(service):
+    call(service, "alice", "POST", "/v1/tasks", json=TASK)
+    d = call(service, "alice", "POST", "/v1/tasks/add-1/submissions", json={"program": RIGHT}).json()
+    routes = {(r["route"], r["method"]): r for r in call(service, "alice", "GET", "/v1/latency").json()["routes"]}
+    sub = routes[("/v1/tasks/{task_id}/submissions", "POST")]
+    assert sub["calls"] >= 1 and 0 < sub["median_seconds"] <= sub["p95_seconds"] <= sub["max_seconds"]
+    wait_published(service, "alice", d["decision_id"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        rows = snapshot(service, "select calls, median_seconds, p95_seconds, max_seconds from api_latency "
+                                 "where route = '/v1/tasks/{task_id}/submissions'")
+        if rows:
+            break
+        time.sleep(0.5)
+    assert rows and rows[0][0] >= 1 and rows[0][1] <= rows[0][2] <= rows[0][3]
+
+
+def test_no_response_of_the_session_contains_a_hidden_value(service):
+    # runs last in this module: every response above is in RESPONSES
+    for who in ("alice", "bob"):
+        for path in ("/v1/tasks", "/v1/decisions", "/v1/tasks/add-1"):
+            call(service, who, "GET", path)
+    assert len(RESPONSES) > 30
+    leaked = [(lit, text[:200]) for text in RESPONSES for lit in HIDDEN_LITERALS if lit in text]
+    assert leaked == []
+    # control: the hidden values are really in the journal (the check above could not pass by accident)
+    journal = (service.journal).read_bytes() + (service.root / "service.sqlite-wal").read_bytes()
+    assert b"918273645" in journal
+
+
+# -- limits, as units (no timing in HTTP) --------------------------------------------------------
+
+def test_execution_slots_queue_then_refuse():
+    slots = ExecutionSlots(slots=1, queue=1, wait_seconds=5)
+    entered = threading.Event()
+    release = threading.Event()
+
+    def hold():
+        with slots.slot():
+            entered.set()
+            release.wait(5)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    entered.wait(5)
+    queued = slots.slot()  # kept referenced: the slot is held until it is exited
+    w = threading.Thread(target=queued.__enter__)
+    w.start()
+    deadline = time.monotonic() + 5
+    while slots.state()["waiting"] != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert slots.state() == {"running": 1, "waiting": 1, "slots": 1, "queue": 1}
+    with pytest.raises(Busy, match="queued"):  # the queue is full: refused at once
+        with slots.slot():
+            pass
+    release.set()
+    t.join()
+    w.join(5)
+    assert slots.state()["running"] == 1  # the queued request got the slot
+    queued.__exit__(None, None, None)
+    assert slots.state()["running"] == 0
+
+
+def test_rate_limiter_refuses_past_the_burst_and_refills():
+    rl = RateLimiter(per_minute=600, burst=2)  # 10 per second
+    rl.take("a")
+    rl.take("a")
+    with pytest.raises(Busy) as exc:
+        rl.take("a")
+    assert 0 < exc.value.retry_after <= 0.1
+    rl.take("b")  # another client has its own bucket
+    time.sleep(0.15)
+    rl.take("a")
+
+
+@pytest.fixture(scope="module")
+def limited_model_service(tmp_path_factory):
+    script = lambda body: {"content": "```python\ndef add(a, b):\n    return a + b\n```"}  # noqa: E731
+    with ChatServer(script) as model:
+        svc = LiveService(tmp_path_factory.mktemp("service2"), extra=(
+            "--rate-per-minute", "1", "--burst", "4", "--model-url", model.base_url, "--model", "scripted-1",
+            "--model-key-env", "NO_SUCH_KEY_VAR")).start()
+        svc.model = model
+        yield svc
+        assert svc.stop() in GRACEFUL
+
+
+def test_gated_generation_through_a_loopback_model_and_the_rate_limit(limited_model_service):
+    svc = limited_model_service
+    assert call(svc, "alice", "POST", "/v1/tasks", json=TASK).status_code == 201
+    r = call(svc, "alice", "POST", "/v1/tasks/add-1/generations", json={"arm": "hmix"})
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert d["kind"] == "generation" and d["arm"] == "hmix" and d["decision"] == "deliver"
+    sent = json.dumps([req["body"] for req in svc.model.requests])
+    assert "add(1, 2)" in sent and not any(lit in sent for lit in HIDDEN_LITERALS)
+    codes = [call(svc, "alice", "GET", "/v1/tasks").status_code for _ in range(4)]
+    assert 429 in codes  # burst 4, two calls used above
+    refused = call(svc, "alice", "GET", "/v1/tasks")
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+    assert call(svc, "bob", "GET", "/v1/tasks").status_code == 200  # bob has his own budget
+
+
+def test_generation_without_a_model_endpoint_is_refused(service):
+    call(service, "alice", "POST", "/v1/tasks", json=TASK)
+    r = call(service, "alice", "POST", "/v1/tasks/add-1/generations", json={"arm": "conform"})
+    assert r.status_code == 403 and "model endpoint" in r.json()["detail"]
+
+
+def test_the_committed_openapi_document_is_the_served_one(service):
+    from acceptgate.cli.serve_api_cmd import OPENAPI_FILE, openapi_document
+
+    committed = json.loads(OPENAPI_FILE.read_text())
+    assert committed == json.loads(json.dumps(openapi_document()))
+    with service.client(None) as http:
+        served = http.get("/openapi.json").json()
+    assert served == committed
+    assert "hidden" not in json.dumps(committed["components"]["schemas"]["TaskOut"]["properties"]).replace(
+        "hidden_spec_hash", "").replace("hidden_cases", "")
