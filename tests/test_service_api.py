@@ -274,3 +274,25 @@ def test_the_committed_openapi_document_is_the_served_one(service):
     assert served == committed
     assert "hidden" not in json.dumps(committed["components"]["schemas"]["TaskOut"]["properties"]).replace(
         "hidden_spec_hash", "").replace("hidden_cases", "")
+
+
+def test_serve_api_refuses_bad_keys_and_paths_before_listening(tmp_path):
+    import subprocess
+    import sys
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "acceptgate", "serve-api", *args], capture_output=True,
+                              text=True, timeout=120)
+
+    missing = run("--keys", str(tmp_path / "nope.json"), "--no-warehouse")
+    assert missing.returncode == 2 and "nope.json" in missing.stderr
+    bad = tmp_path / "keys.json"
+    bad.write_text(json.dumps({"clients": [{"id": "alice", "key_sha256": "not-a-hash"}]}))
+    out = run("--keys", str(bad), "--no-warehouse")
+    assert out.returncode == 2 and "keys.json" in out.stderr and "client 0" in out.stderr
+    assert "key_sha256" in out.stderr
+    (tmp_path / "file").write_text("x")
+    good = tmp_path / "good.json"
+    assert run("new-key", "--client", "alice", "--keys", str(good)).returncode == 0
+    out = run("--keys", str(good), "--journal", str(tmp_path / "file" / "j.sqlite"), "--no-warehouse")
+    assert out.returncode == 2 and "--journal" in out.stderr and not (tmp_path / "file").is_dir()

@@ -8,9 +8,11 @@ committed copy is ``acceptgate/service/openapi.json``; a test keeps them equal).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
+from acceptgate import outputs
 from acceptgate.errors import InvalidInput
 
 DEFAULT_JOURNAL = Path("data") / "service.sqlite"
@@ -77,12 +79,8 @@ def config_from_args(args):
 
 
 def _check_writable(path: Path, field: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "ab"):
-            pass
-    except OSError as exc:
-        raise InvalidInput(f"cannot write here: {exc.strerror}", source=str(path), field=field) from None
+    outputs.check_file(path, field)
+    path.parent.mkdir(parents=True, exist_ok=True)
 
 
 def run(args) -> int:
@@ -107,6 +105,7 @@ def run(args) -> int:
 def run_new_key(args) -> int:
     from acceptgate.service.config import new_key
 
+    outputs.check_file(args.keys_file, "--keys")
     key = new_key(args.keys_file, args.client)
     print(key)
     print(f"client {args.client}: key hash recorded in {args.keys_file}; the key is shown only now",
@@ -127,9 +126,14 @@ def openapi_document() -> dict:
 
 
 def run_openapi(args) -> int:
+    if args.out:
+        outputs.check_file(args.out, "--out")
     text = json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n"
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(args.out).with_name(Path(args.out).name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, args.out)
     else:
         sys.stdout.write(text)
     return 0
