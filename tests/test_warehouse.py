@@ -155,7 +155,7 @@ def test_the_snapshot_is_readable_while_a_writer_holds_the_live_file(tmp_path):
         con.execute("insert into runs (run_id, run_id_origin, pipeline, acceptgate_version, dataset, source, "
                     "source_sha256, backend, status, attempts, first_started_at, started_at) values "
                     "('r1', 'user', 'audit/1', '0', 'd', 's', ?, 'local', 'ok', 1, now(), now())", ["c" * 64])
-    snapshot = warehouse.publish_snapshot(path)
+    snapshot = warehouse.publish(path, "r1")
     assert snapshot == tmp_path / "w.snapshot.duckdb"
     assert not list(tmp_path.glob(".*.tmp*"))  # the temp file was renamed, not left behind
 
@@ -167,18 +167,18 @@ def test_the_snapshot_is_readable_while_a_writer_holds_the_live_file(tmp_path):
         writer.execute("rollback")
     with duckdb.connect(str(snapshot), read_only=True) as con:
         assert con.execute("select count(*) from run_summary").fetchone() == (1,)  # views travel too
-        assert con.execute("select source from snapshot_info").fetchone() == (str(path.resolve()),)
+        assert con.execute("select source, run_id from snapshot_info").fetchone() == (str(path.resolve()), "r1")
 
 
 def test_a_new_snapshot_replaces_the_old_while_a_reader_keeps_the_old(tmp_path):
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)
-    snapshot = warehouse.publish_snapshot(path)
+    snapshot = warehouse.publish(path, "r0")
     reader = duckdb.connect(str(snapshot), read_only=True)
     try:
         with warehouse.transaction(path) as con:
             warehouse.replace_run_rows(con, "r1", {"cases": _cases("r1", 2)})
-        warehouse.publish_snapshot(path)
+        warehouse.publish(path, "r1")
         assert reader.execute("select count(*) from cases").fetchone() == (0,)  # what it opened
     finally:
         reader.close()
@@ -242,3 +242,68 @@ def test_paths_that_cannot_hold_a_warehouse_are_invalid_input(tmp_path, monkeypa
     monkeypatch.delenv(warehouse.ENV_PATH)
     assert warehouse.resolve_path(None) == Path("data/warehouse.duckdb")
     assert warehouse.snapshot_path("data/warehouse.duckdb") == Path("data/warehouse.snapshot.duckdb")
+
+
+# -- publish: only complete runs, and what was published stays ----------------------------------
+
+def _snapshot_cases(path: Path) -> dict[str, int]:
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        return dict(con.execute("select run_id, count(*) from cases group by run_id").fetchall())
+
+
+def test_publish_adds_only_its_run_and_keeps_what_others_published(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    for run_id, n in (("a", 2), ("b", 3), ("c", 4)):
+        warehouse.begin_attempt(path, run_id, flow="test")
+        with warehouse.transaction(path) as con:
+            warehouse.replace_run_rows(con, run_id, {"cases": _cases(run_id, n)})
+    warehouse.publish(path, "a")
+    assert _snapshot_cases(path) == {"a": 2}  # b and c are still writing: not visible
+    warehouse.publish(path, "c")
+    assert _snapshot_cases(path) == {"a": 2, "c": 4}
+
+    # A new attempt of 'a' replaces its live rows, then fails: the published version of 'a' stays.
+    warehouse.begin_attempt(path, "a", flow="test")
+    with warehouse.transaction(path) as con:
+        warehouse.replace_run_rows(con, "a", {"cases": _cases("a", 1)})
+    warehouse.fail_attempt(path, "a", "suites", RuntimeError("boom"))
+    warehouse.publish(path, "b")
+    assert _snapshot_cases(path) == {"a": 2, "b": 3, "c": 4}
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        attempts = con.execute("select run_id, attempt, status, failed_stage, published_at is not null "
+                               "from run_attempts order by all").fetchall()
+        assert "quarantine" not in {r[0] for r in con.execute("select table_name from duckdb_tables()").fetchall()}
+    assert attempts == [("a", 1, "ok", None, True), ("a", 2, "failed", "suites", False),
+                        ("b", 1, "ok", None, True), ("c", 1, "ok", None, True)]
+
+
+def test_a_dead_process_attempt_is_marked_failed_by_the_next_attempt(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    with warehouse.transaction(path) as con:
+        con.execute("insert into run_attempts (run_id, attempt, flow, status, last_stage, host, pid, started_at) "
+                    "values ('r', 1, 'audit', 'running', 'gauge', ?, ?, now())",
+                    [__import__("socket").gethostname(), int(dead.stdout)])
+    assert warehouse.begin_attempt(path, "other", flow="test") == 1
+    with warehouse.connect(path, read_only=True) as con:
+        row = con.execute("select status, last_stage, failure from run_attempts where run_id = 'r'").fetchone()
+    assert row[:2] == ("failed", "gauge") and f"process {int(dead.stdout)}" in row[2] and "killed" in row[2]
+
+
+def test_the_snapshot_opens_in_the_duckdb_cli_from_pypi(tmp_path):
+    """The snapshot's storage version is one the pinned duckdb-cli (1.5.x) reads."""
+    cli = shutil.which("duckdb")
+    if cli is None:
+        pytest.fail("the duckdb CLI is not installed: pip install -e '.[test]' (pins duckdb-cli)")
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    with warehouse.transaction(path) as con:
+        warehouse.replace_run_rows(con, "r1", {"cases": _cases("r1", 2)})
+    warehouse.publish(path, "r1")
+    out = subprocess.run([cli, "-readonly", "-csv", str(warehouse.snapshot_path(path)),
+                          "select count(*) as n from cases"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["n", "2"]

@@ -86,8 +86,7 @@ def run(args) -> int:
         summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,
                                  reporter=StderrProgress())
     except ExpectationFailed as exc:
-        print(f"acceptgate audit: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
-              f"{exc.details}. Nothing of stage {exc.stage!r} was written.", file=sys.stderr)
+        print(f"acceptgate audit: {exc.message()}", file=sys.stderr)
         return 1
     except warehouse.WarehouseError as exc:
         print(f"acceptgate audit: warehouse: {exc}", file=sys.stderr)

@@ -109,8 +109,7 @@ def run(args) -> int:
                                  limits=Limits(wall_seconds=args.wall_seconds,
                                                cpu_seconds=int(args.wall_seconds) + 1))
     except ExpectationFailed as exc:
-        print(f"acceptgate gate: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
-              f"{exc.details}. Nothing of stage {exc.stage!r} was written.", file=sys.stderr)
+        print(f"acceptgate gate: {exc.message()}", file=sys.stderr)
         return 1
     except warehouse.WarehouseError as exc:
         print(f"acceptgate gate: warehouse: {exc}", file=sys.stderr)
