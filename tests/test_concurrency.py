@@ -114,8 +114,11 @@ def test_readers_never_wait_never_fail_and_only_see_complete_runs(concurrent_run
     assert max(o["round"] for o in observed) >= 3  # the reader really queried throughout
 
 
-def _readme_blocks(lang: str) -> list[str]:
-    text = (REPO / "sql" / "README.md").read_text()
+def _readme_blocks(lang: str, readme: str = "sql/README.md", section: str = "") -> list[str]:
+    text = (REPO / readme).read_text()
+    if section:  # from the heading to the next heading of any level
+        text = text[text.index(section):]
+        text = text[:text.find("\n#", len(section))]
     return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
 
 
@@ -128,8 +131,9 @@ def test_every_sql_readme_example_runs_as_written(concurrent_runs):
     with duckdb.connect(str(snapshot), read_only=True) as con:
         for statement in statements:
             con.execute(statement.rstrip(";")).fetchall()
-    commands = [line for block in _readme_blocks("sh") for line in block.splitlines()
-                if line.strip() and not line.startswith("#")]
+    blocks = _readme_blocks("sh") + _readme_blocks("sh", "README.md", "### Analysts' queries")
+    commands = [line for block in blocks for line in block.splitlines()
+                if line.strip() and not line.startswith(("#", "pip install"))]
     assert any(c.startswith("acceptgate sql") for c in commands) and any(c.startswith("duckdb ") for c in commands)
     env = cli_env()
     for command in commands:

@@ -297,7 +297,7 @@ def test_the_snapshot_opens_in_the_duckdb_cli_from_pypi(tmp_path):
     """The snapshot's storage version is one the pinned duckdb-cli (1.5.x) reads."""
     cli = shutil.which("duckdb")
     if cli is None:
-        pytest.fail("the duckdb CLI is not installed: pip install -e '.[test]' (pins duckdb-cli)")
+        pytest.fail("the duckdb CLI is not installed: pip install -e '.[analyst]' (pins duckdb-cli)")
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)
     with warehouse.transaction(path) as con:
