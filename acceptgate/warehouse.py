@@ -6,7 +6,9 @@ read-only ones. So a writer here holds the live file only for one short transact
 (retrying with backoff while another process holds it), and analysts never open it: they read the
 snapshot ``<name>.snapshot.duckdb`` next to it, which ``publish`` replaces by temp file + atomic
 rename. A reader that has the old snapshot open keeps reading that file (its inode) unchanged until it
-reconnects; a new connection opens the new one. Readers never block the writer, nor each other.
+reconnects; a new connection opens the new one (in another process: within one process DuckDB
+shares an open database per path, so close every connection to see a newer publish). Readers never
+block the writer, nor each other.
 
 Every flow follows the same life cycle (the API other flows use)::
 

@@ -45,11 +45,23 @@ order by all
 """
 
 READER = textwrap.dedent("""
-    import json, os, subprocess, sys
+    import json, os, subprocess, sys, time
     import duckdb
 
     warehouse, snapshot, stop, out, query = sys.argv[1:6]
-    held, held_rows, rounds = None, None, 0
+    # A second process holds one connection open from the first snapshot it sees to the end: what it
+    # reads must never change. (Its own process: within one process DuckDB shares an open database
+    # per path, so a held connection would make this reader's new connections see the old file too.)
+    HOLDER = "\\n".join([
+        "import duckdb, os, sys, time",
+        "snapshot, stop, query = sys.argv[1:4]",
+        "held = duckdb.connect(snapshot, read_only=True)",
+        "first = held.execute(query).fetchall()",
+        "print('holding', flush=True)",
+        "while not os.path.exists(stop): time.sleep(0.2)",
+        "sys.exit(0 if held.execute(query).fetchall() == first else 'the held connection saw its snapshot change')",
+    ])
+    holder, rounds = None, 0
     with open(out, "w") as log:
         def note(source, rows):
             log.write(json.dumps({"round": rounds, "source": source, "rows": rows}) + "\\n")
@@ -59,7 +71,7 @@ READER = textwrap.dedent("""
             last = os.path.exists(stop)  # one more round after the writer is done
             cli = subprocess.run([sys.executable, "-m", "acceptgate", "sql", "--warehouse", warehouse,
                                   "--format", "json", query], capture_output=True, text=True)
-            if cli.returncode == 2 and "no snapshot published yet" in cli.stderr and held is None:
+            if cli.returncode == 2 and "no snapshot published yet" in cli.stderr and holder is None:
                 note("none", [])
             elif cli.returncode != 0:
                 sys.exit(f"acceptgate sql exited {cli.returncode}: {cli.stderr}")
@@ -67,15 +79,17 @@ READER = textwrap.dedent("""
                 note("acceptgate-sql", [[r["flow"], r["run_id"], r["complete"]] for r in json.loads(cli.stdout)])
                 with duckdb.connect(snapshot, read_only=True) as con:
                     note("duckdb-api", [list(r) for r in con.execute(query).fetchall()])
-                if held is None:
-                    held = duckdb.connect(snapshot, read_only=True)
-                    held_rows = held.execute(query).fetchall()
-                elif held.execute(query).fetchall() != held_rows:
-                    sys.exit("a connection held open saw its snapshot change")
+                if holder is None:
+                    holder = subprocess.Popen([sys.executable, "-c", HOLDER, snapshot, stop, query],
+                                              stdout=subprocess.PIPE, text=True)
+                    assert holder.stdout.readline().strip() == "holding"
             rounds += 1
             if last:
                 break
+    if holder is None or holder.wait(timeout=120) != 0:
+        sys.exit(f"holder: {holder and holder.returncode}")
 """)
+
 
 
 @pytest.fixture(scope="module")

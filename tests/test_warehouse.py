@@ -307,3 +307,66 @@ def test_the_snapshot_opens_in_the_duckdb_cli_from_pypi(tmp_path):
                           "select count(*) as n from cases"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["n", "2"]
+
+
+def test_run_attempt_publishes_on_success_and_records_the_stage_on_failure(tmp_path):
+    """The one-block API for new flows."""
+    from acceptgate.expectations import ExpectationFailed
+
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    with warehouse.run_attempt(path, "ok-run", flow="leak-audit") as attempt:
+        assert attempt == 1
+        with warehouse.transaction(path) as con:
+            warehouse.replace_run_rows(con, "ok-run", {"cases": _cases("ok-run", 2)})
+            warehouse.record_stage(con, "ok-run", "scan", 2, 0)
+    with pytest.raises(ExpectationFailed):
+        with warehouse.run_attempt(path, "bad-run", flow="leak-audit"):
+            with warehouse.transaction(path) as con:
+                warehouse.replace_run_rows(con, "bad-run", {"cases": _cases("bad-run", 1)})
+                warehouse.record_stage(con, "bad-run", "scan", 1, 0)
+            raise ExpectationFailed("verdicts", "verdicts.expect_x(column='y')", "1 of 1 rows unexpected")
+    assert _snapshot_cases(path) == {"ok-run": 2}  # the failed run published nothing
+    with warehouse.connect(path, read_only=True) as con:
+        assert con.execute("select run_id, flow, status, last_stage, failed_stage from run_attempts order by run_id"
+                           ).fetchall() == [("bad-run", "leak-audit", "failed", "scan", "verdicts"),
+                                            ("ok-run", "leak-audit", "ok", "scan", None)]
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        assert con.execute("select flow, run_id from latest_runs").fetchall() == [("leak-audit", "ok-run")]
+
+
+# -- acceptgate sql ------------------------------------------------------------------------------
+
+def test_acceptgate_sql_prints_table_csv_json_from_the_snapshot_only(tmp_path, capsys):
+    import json
+
+    from acceptgate.cli import main
+
+    path = tmp_path / "w.duckdb"
+    assert main(["sql", "--warehouse", str(path), "select 1"]) == 2
+    err = capsys.readouterr().err
+    assert str(warehouse.snapshot_path(path)) in err and "no snapshot published yet" in err
+    assert not path.exists()  # an analyst query creates nothing
+
+    warehouse.migrate(path)
+    with warehouse.transaction(path) as con:
+        warehouse.replace_run_rows(con, "r1", {"cases": _cases("r1", 2)})
+    warehouse.publish(path, "r1")
+    with warehouse.transaction(path) as con:  # written after the publish: not visible to analysts
+        warehouse.replace_run_rows(con, "r2", {"cases": _cases("r2", 5)})
+    query = "select run_id, count(*) as n, list(case_index order by case_index) as idx from cases group by run_id"
+
+    assert main(["sql", "--warehouse", str(path), "--format", "json", query]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"run_id": "r1", "n": 2, "idx": [0, 1]}]
+    assert main(["sql", "--warehouse", str(path), "--format", "csv", query]) == 0
+    assert capsys.readouterr().out.splitlines() == ["run_id,n,idx", "r1,2,\"[0, 1]\""]
+    assert main(["sql", "--warehouse", str(path), "select range as i from range(2000)"]) == 0
+    table = capsys.readouterr().out
+    assert "│  1999 │" in table and "│  1000 │" in table and "│     0 │" in table  # every row, no elision
+
+    for bad, fragment in (("selec 1", "syntax"), ("select * from no_such_table", "no_such_table"),
+                          ("delete from cases", "read-only")):
+        assert main(["sql", "--warehouse", str(path), bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert "acceptgate sql: invalid input: field 'query': the query failed" in err and fragment in err, err
+    assert _snapshot_cases(path) == {"r1": 2}
