@@ -397,8 +397,8 @@ def _mark_dead_attempts(con: duckdb.DuckDBPyConnection) -> int:
     for run_id, attempt, pid in stale:
         con.execute(f"update {ATTEMPTS_TABLE} set status = 'failed', finished_at = now(), failure = ? "
                     "where run_id = ? and attempt = ?",
-                    [f"process {pid} on {host} ended without finishing the run (killed or crashed); "
-                     f"its last committed stage is last_stage", run_id, attempt])
+                    [f"process {pid} on {host} ended without finishing the run (killed or crashed)",
+                     run_id, attempt])
     return len(stale)
 
 
@@ -428,8 +428,8 @@ def current_attempt(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
 def record_stage(con: duckdb.DuckDBPyConnection, run_id: str, stage: str, rows_written: int,
                  expectations_checked: int) -> None:
     """Within a stage's write transaction, after its rows: note the stage in run_stages and in the
-    attempt (``last_stage``). Pause points ``<stage>:written`` (before commit) and, from
-    ``transaction``'s caller, ``<stage>:committed``."""
+    attempt (``last_stage``), then pause point ``<stage>:written`` (rows written, not committed).
+    Callers add ``pause_point(f"{stage}:committed")`` after the transaction."""
     con.execute("insert or replace into run_stages values (?, ?, ?, ?, now())",
                 [run_id, stage, rows_written, expectations_checked])
     con.execute(f"update {ATTEMPTS_TABLE} set last_stage = ? where run_id = ? and attempt = ?",

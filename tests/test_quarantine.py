@@ -97,3 +97,22 @@ def test_the_audit_command_fails_with_exit_1_naming_stage_and_expectation(prefec
     with warehouse.connect(path, read_only=True) as con:
         for table in ("run_attempts", "quarantine"):
             assert expectations.validate(table, con.execute(f"select * from {table}").df()) > 0
+
+
+@pytest.mark.prefect
+def test_the_gate_command_fails_the_same_way(prefect_harness, tmp_path, monkeypatch, capsys, humanevalplus_path,
+                                             codet_samples_path):
+    monkeypatch.setenv("ACCEPTGATE_EXPECTATIONS", _strict(tmp_path, "deliveries", "gt_verdict", ["no-such-verdict"]))
+    path = tmp_path / "w.duckdb"
+    assert main(["gate", "--arm", "off", "--source", f"codet:{codet_samples_path}", "--humanevalplus",
+                 str(humanevalplus_path), "--limit", "2", "--warehouse", str(path), "--run-id", "strict-gate"]) == 1
+    err = capsys.readouterr().err
+    assert ("acceptgate gate: stopped at stage 'deliveries': expectation "
+            "deliveries.expect_column_values_to_be_in_set(column='gt_verdict') failed: ") in err
+    assert [(r[2], r[3], r[5]) for r in _quarantine(path)] == [("deliveries", "deliveries", 2)]
+    with warehouse.connect(path, read_only=True) as con:
+        assert con.execute("select status from gate_runs").fetchall() == [("failed",)]
+        assert con.execute("select count(*) from deliveries").fetchone() == (0,)
+        attempt = con.execute("select status, failed_stage, last_stage, failure from run_attempts").fetchall()
+    assert attempt[0][:3] == ("failed", "deliveries", "gate") and "ExpectationFailed" in attempt[0][3]
+    assert not warehouse.snapshot_path(path).exists()  # nothing published

@@ -233,15 +233,15 @@ def write_stage(path: str | Path, run: GateRun, stage: str, frames: Frames, *, r
 
 
 def finish_run(path: str | Path, run: GateRun, status: str, wall_seconds: float, *,
-               error: BaseException | None = None) -> Path | None:
+               failed_stage: str | None = None, failure: str | None = None) -> Path | None:
     """Set the run's status; 'ok' publishes its rows to the analysts' snapshot (returned), 'failed'
-    ends the attempt failed (naming the stage when the error knows it) and publishes nothing."""
+    ends the attempt failed (with the stage, when known, and the error) and publishes nothing."""
     with warehouse.transaction(path) as con:
         con.execute("update gate_runs set status = ?, finished_at = now(), wall_seconds = ? where run_id = ?",
                     [status, round(wall_seconds, 3), run.run_id])
     if status == "ok":
         return warehouse.publish(path, run.run_id)
-    warehouse.fail_attempt(path, run.run_id, getattr(error, "stage", None), error or "failed")
+    warehouse.fail_attempt(path, run.run_id, failed_stage, failure or "failed")
     return None
 
 
