@@ -503,6 +503,7 @@ def publish(path: str | os.PathLike, run_id: str, *, timeout: float | None = Non
                     con.execute(f"detach {previous}")
             pause_point("publish:copied")
             os.replace(tmp, target)  # still holding the live file: publishes never interleave
+            _fsync_directory(target.parent)  # the rename itself survives a power cut
             con.execute(f"update {ATTEMPTS_TABLE} set status = 'ok', finished_at = now(), published_at = now() "
                         "where run_id = ? and attempt = ?", [run_id, current_attempt(con, run_id)])
     finally:
@@ -556,6 +557,14 @@ def _columns(con: duckdb.DuckDBPyConnection, database: str, table: str) -> list[
     return [r[0] for r in con.execute("select column_name from duckdb_columns() where database_name = ? "
                                       "and schema_name = 'main' and table_name = ? order by column_index",
                                       [database, table]).fetchall()]
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _remove_stale_temps(target: Path) -> None:
