@@ -176,7 +176,7 @@ def write_stage(path: str | Path, run: Run, stage: str, frames: Frames, *, relat
     expected = set(STAGE_TABLES[stage]) | ({"runs"} if stage == "import" else set())
     if set(frames) != expected:
         raise ValueError(f"stage {stage} writes {sorted(expected)}, got {sorted(frames)}")
-    checked = expectations.validate_stage(stage, frames, related=related, where=expectations_dir)
+    checked = expectations.validate_batch(path, run.run_id, stage, frames, related=related, where=expectations_dir)
     tables = {t: f for t, f in frames.items() if t != "runs"}
     with warehouse.transaction(path) as con:
         if stage == "import":
@@ -186,11 +186,14 @@ def write_stage(path: str | Path, run: Run, stage: str, frames: Frames, *, relat
             finally:
                 with contextlib.suppress(Exception):
                     con.unregister("_run_frame")
+            attempt = warehouse.current_attempt(con, run.run_id)
+            if attempt:  # one count of attempts: the run_attempts log's
+                con.execute("update runs set attempts = ? where run_id = ?", [attempt, run.run_id])
             later = [t for s in STAGES[1:] for t in STAGE_TABLES[s]] + ["run_stages"]
             warehouse.delete_run_rows(con, run.run_id, later)  # a new attempt starts clean
         written = warehouse.replace_run_rows(con, run.run_id, tables)
-        con.execute("insert or replace into run_stages values (?, ?, ?, ?, now())",
-                    [run.run_id, stage, written, checked])
+        warehouse.record_stage(con, run.run_id, stage, written, checked)
+    warehouse.pause_point(f"{stage}:committed")
     return StageWrite(stage, {t: len(f) for t, f in tables.items()}, checked)
 
 
@@ -200,11 +203,13 @@ def record_failure(path: str | Path, run: Run, stage: str, error: BaseException)
     with warehouse.transaction(path) as con:
         con.execute("update runs set status = 'failed', failed_stage = ?, failure = ?, finished_at = now() "
                     "where run_id = ?", [stage, message, run.run_id])
+    warehouse.fail_attempt(path, run.run_id, stage, message)
 
 
 @contextlib.contextmanager
-def _stage(path: str | Path, run: Run, name: str) -> Iterator[None]:
-    _reporter.stage(name)
+def _stage(path: str | Path, run: Run, name: str, *, report: bool = True) -> Iterator[None]:
+    if report:
+        _reporter.stage(name)
     try:
         yield
     except Exception as exc:
@@ -283,8 +288,10 @@ def stage_import(path: str | Path, backend: Backend, *, backend_name: str, limit
     _reporter.stage("import")
     imported = load_tasks(backend, limit=limit, path=data_path, progress=_progress("import"))
     run = make_run(imported, backend_name, limit, run_id)
-    frames = import_frames(run, imported)
-    return ImportStage(run, imported, frames, write_stage(path, run, "import", frames))
+    warehouse.begin_attempt(path, run.run_id, flow="audit")
+    with _stage(path, run, "import", report=False):
+        frames = import_frames(run, imported)
+        return ImportStage(run, imported, frames, write_stage(path, run, "import", frames))
 
 
 # -- stage: suites -----------------------------------------------------------------------------
@@ -492,12 +499,12 @@ def stage_execute(path: str | Path, imp: ImportStage, suites: SuitesStage, gauge
 # -- finishing ---------------------------------------------------------------------------------
 
 def finish_run(path: str | Path, run: Run, wall_seconds: float, *, snapshot: bool = True) -> Path | None:
-    """Mark the run ok and publish the analysts' snapshot."""
+    """Mark the run ok and publish its rows to the analysts' snapshot (``warehouse.publish``)."""
     _reporter.stage("publish")
     with warehouse.transaction(path) as con:
         con.execute("update runs set status = 'ok', finished_at = now(), wall_seconds = ? where run_id = ?",
                     [round(wall_seconds, 3), run.run_id])
-    return warehouse.publish_snapshot(path) if snapshot else None
+    return warehouse.publish(path, run.run_id) if snapshot else None
 
 
 @dataclass

@@ -8,6 +8,11 @@ file; nothing is checked that the file does not name.
 
 GE cannot validate DuckDB through SQLAlchemy, so each stage validates its pandas frames *before* any
 of them is written, in one ephemeral GE context per process (analytics and progress bars off).
+
+``validate_batch(path, run_id, stage, frames)`` is what a stage of a flow calls: when any frame fails,
+the whole batch goes to the warehouse's ``quarantine`` table (one row per table: every failed
+expectation and the rows as JSON), nothing of it reaches the stage's tables or the snapshot, and
+ExpectationFailed names the stage and the expectation (the CLI's exit 1).
 """
 
 from __future__ import annotations
@@ -30,14 +35,30 @@ SHOW_UNEXPECTED = 5
 
 
 class ExpectationFailed(Exception):
-    """A stage's rows broke an expectation; nothing of that stage was written."""
+    """A stage's rows broke an expectation; nothing of that stage was written.
 
-    def __init__(self, stage: str, expectation: str, details: str, *, table: str = "") -> None:
+    ``failures`` lists every failed (table, expectation, details) of the batch when it was checked
+    whole (``validate_batch``); ``quarantined`` is the number of its rows kept in ``quarantine``.
+    """
+
+    def __init__(self, stage: str, expectation: str, details: str, *, table: str = "",
+                 failures: list[tuple[str, str, str]] | None = None, quarantined: int | None = None) -> None:
         self.stage = stage
         self.expectation = expectation
         self.details = details
         self.table = table
+        self.failures = failures or [(table, expectation, details)]
+        self.quarantined = quarantined
         super().__init__(f"stage {stage!r}: expectation {expectation} failed: {details}")
+
+    def message(self) -> str:
+        """The CLI's one-line account: stage, expectation, what broke it, where the batch went."""
+        text = (f"stopped at stage {self.stage!r}: expectation {self.expectation} failed: {self.details}. "
+                f"Nothing of stage {self.stage!r} was written or published")
+        if self.quarantined is not None:
+            text += (f"; the batch ({self.quarantined} rows, {len(self.failures)} failed expectation"
+                     f"{'s' if len(self.failures) != 1 else ''}) is in the live warehouse's quarantine table")
+        return text + "."
 
 
 @dataclass(frozen=True)
@@ -289,31 +310,44 @@ RULES: dict[str, Callable[..., str | None]] = {
 
 # -- entry points --------------------------------------------------------------------------------
 
-def validate(table: str, frame, *, stage: str | None = None, related: Mapping[str, Any] | None = None,
-             where: str | os.PathLike | None = None) -> int:
-    """Check ``frame`` against ``expectations/<table>.json``; raise ExpectationFailed on the first
-    failing check (in file order). Returns how many checks passed.
-
-    ``related`` maps table names to frames that rules may refer to (the stage's other frames and
-    the frames of earlier stages of the same run).
-    """
-    stage = stage or table
+def failures(table: str, frame, *, related: Mapping[str, Any] | None = None,
+             where: str | os.PathLike | None = None) -> list[tuple[Check, str]]:
+    """Every check of ``expectations/<table>.json`` the frame fails, with what broke it (GE checks
+    first, then the rules, each in file order). A rule that cannot run is a broken suite
+    (InvalidInput), unless a GE check already failed: then the frame's shape is the likely cause and
+    the rule is reported as failed."""
     suite = load_suite(table, where)
-    failed = _Gx.get().validate(suite, frame, load_parameters(where))
-    if failed:
-        check, info = failed[0]
-        _raise(stage, table, check, _describe_gx_failure(info), [c for c, _ in failed[1:]])
+    failed = [(check, _describe_gx_failure(info))
+              for check, info in _Gx.get().validate(suite, frame, load_parameters(where))]
     for check in suite.checks:
         if check.engine != "pandas":
             continue
         try:
             problem = RULES[check.type](frame, related, **check.kwargs)
-        except (KeyError, TypeError, SyntaxError, NameError) as exc:
-            raise InvalidInput(f"rule {check.describe(table)} cannot run: {type(exc).__name__}: {exc}",
-                               source=str(suite.path)) from None
+        except (KeyError, TypeError, SyntaxError, NameError, ValueError) as exc:
+            if not failed:
+                raise InvalidInput(f"rule {check.describe(table)} cannot run: {type(exc).__name__}: {exc}",
+                                   source=str(suite.path)) from None
+            problem = f"could not be checked: {type(exc).__name__}: {exc}"
         if problem:
-            _raise(stage, table, check, problem, [])
-    return len(suite.checks)
+            failed.append((check, problem))
+    return failed
+
+
+def validate(table: str, frame, *, stage: str | None = None, related: Mapping[str, Any] | None = None,
+             where: str | os.PathLike | None = None) -> int:
+    """Check ``frame`` against ``expectations/<table>.json``; raise ExpectationFailed naming the first
+    failing check (GE checks before rules). Returns how many checks passed.
+
+    ``related`` maps table names to frames that rules may refer to (the stage's other frames and
+    the frames of earlier stages of the same run).
+    """
+    stage = stage or table
+    failed = failures(table, frame, related=related, where=where)
+    if failed:
+        (check, details), others = failed[0], [c for c, _ in failed[1:]]
+        _raise(stage, table, check, details, others)
+    return len(load_suite(table, where).checks)
 
 
 def _raise(stage: str, table: str, check: Check, details: str, others: list[Check]) -> None:
@@ -327,3 +361,37 @@ def validate_stage(stage: str, frames: Mapping[str, Any], *, related: Mapping[st
     """Validate every frame of a stage (all before any write); returns the number of checks passed."""
     scope = {**(related or {}), **frames}
     return sum(validate(table, frame, stage=stage, related=scope, where=where) for table, frame in frames.items())
+
+
+def validate_batch(path: str | os.PathLike, run_id: str, stage: str, frames: Mapping[str, Any], *,
+                   related: Mapping[str, Any] | None = None, where: str | os.PathLike | None = None) -> int:
+    """Validate a stage's whole batch before any of it is written. All pass: returns the number of
+    checks. Any fails: the batch goes to the ``quarantine`` table of the live warehouse at ``path``
+    (every frame of the stage, each with its failed expectations) and ExpectationFailed is raised,
+    naming the first failed expectation and listing all of them."""
+    scope = {**(related or {}), **frames}
+    found = {table: failures(table, frame, related=scope, where=where) for table, frame in frames.items()}
+    if not any(found.values()):
+        return sum(len(load_suite(table, where).checks) for table in frames)
+    listed = [(table, check.describe(table), details) for table, failed in found.items() for check, details in failed]
+    rows = quarantine(path, run_id, stage, frames, {t: [(c.describe(t), d) for c, d in f] for t, f in found.items()})
+    table, expectation, details = listed[0]
+    if len(listed) > 1:
+        details += f" (and {len(listed) - 1} more: {', '.join(e for _, e, _ in listed[1:])})"
+    raise ExpectationFailed(stage, expectation, details, table=table, failures=listed, quarantined=rows)
+
+
+def quarantine(path: str | os.PathLike, run_id: str, stage: str, frames: Mapping[str, Any],
+               failed: Mapping[str, list[tuple[str, str]]]) -> int:
+    """Keep a batch that failed its expectations in ``quarantine`` (one transaction, one row per
+    table; a later attempt's batch of the same stage replaces it). Returns the rows kept."""
+    from acceptgate import warehouse  # the warehouse does not depend on this module; keep it that way
+
+    with warehouse.transaction(path) as con:
+        attempt = warehouse.current_attempt(con, run_id)
+        for table, frame in frames.items():
+            listed = [{"expectation": e, "details": d} for e, d in failed.get(table, [])]
+            con.execute("insert or replace into quarantine values (?, ?, ?, ?, ?, ?, ?, now())",
+                        [run_id, attempt, stage, table, json.dumps(listed), len(frame),
+                         frame.to_json(orient="records", date_format="iso", default_handler=str)])
+    return sum(len(f) for f in frames.values())

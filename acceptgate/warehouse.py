@@ -1,10 +1,42 @@
-"""The DuckDB warehouse: numbered migrations, short write transactions, a snapshot for analysts.
+"""The DuckDB warehouse: numbered migrations, short write transactions, run attempts, a snapshot for
+analysts that only ever holds complete runs.
 
 DuckDB lets one process open a database file for writing and then refuses every other process, even
 read-only ones. So a writer here holds the live file only for one short transaction at a time
-(retrying with backoff while another process holds it), and after each successful run a read-only
-copy is published next to it (``warehouse.snapshot.duckdb``) by temp file + atomic rename, which
-analysts may keep open while runs write.
+(retrying with backoff while another process holds it), and analysts never open it: they read the
+snapshot ``<name>.snapshot.duckdb`` next to it, which ``publish`` replaces by temp file + atomic
+rename. A reader that has the old snapshot open keeps reading that file (its inode) unchanged until it
+reconnects; a new connection opens the new one (in another process: within one process DuckDB
+shares an open database per path, so close every connection to see a newer publish). Readers never
+block the writer, nor each other.
+
+Every flow follows the same life cycle (the API other flows use)::
+
+    attempt = warehouse.begin_attempt(path, run_id, flow="leak-audit")  # before it writes anything
+    ... each stage: validate its frames, then, in one warehouse.transaction(path):
+        warehouse.replace_run_rows(con, run_id, frames); warehouse.record_stage(con, run_id, stage, ...)
+        (expectations.validate_batch does validate + quarantine in one call)
+    warehouse.publish(path, run_id)            # success: the attempt ends 'ok', its rows are published
+    warehouse.fail_attempt(path, run_id, stage, exc)   # an error: the attempt ends 'failed', nothing published
+
+or, in one block, ``with warehouse.run_attempt(path, run_id, flow="leak-audit"): ...`` (publishes when
+the block returns, records the failure when it raises).
+
+What ``publish(path, run_id)`` puts in the snapshot: every table with a ``run_id`` column holds, for
+``run_id``, the live file's rows as they are now, and for every other run the rows the previous
+snapshot held (the version that run last published). So a run that is still writing, failed, or was
+killed is never visible, and re-running a published run id that then fails loses nothing that was
+published. Tables without a ``run_id`` column and the attempt log ``run_attempts`` are copied whole;
+``quarantine`` is never published. The copy is made while holding the live file and renamed before
+letting go of it, so publishes of several writer processes are serialized. The snapshot is written in
+DuckDB storage version ``SNAPSHOT_STORAGE_VERSION`` so the DuckDB CLI from PyPI (``duckdb-cli``) can
+open it too.
+
+Crash safety: each stage's rows are one transaction (DuckDB's WAL replays only committed ones), a new
+attempt of a run id replaces that run's rows (primary keys forbid duplicates), and a killed attempt
+is found by the next ``begin_attempt`` on this host (its process is gone) and marked failed.
+``pause_point(name)`` is a test hook: with ``ACCEPTGATE_TEST_PAUSE_AT=name`` the process stops itself
+(SIGSTOP) there so a test can SIGKILL it at a known point.
 
 Schema: ``sql/NNN_name.sql`` files applied in order, each recorded in ``schema_migrations`` with its
 sha256, so an old warehouse upgrades in place; ``sql/views/*.sql`` (``create or replace view``) are
@@ -17,10 +49,13 @@ import contextlib
 import hashlib
 import os
 import re
+import signal
+import socket
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Sequence
 
 import duckdb
 
@@ -35,6 +70,13 @@ DEFAULT_LOCK_TIMEOUT = 120.0
 SNAPSHOT_SUFFIX = ".snapshot.duckdb"
 MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
+# The snapshot's storage format: the newest the DuckDB CLI on PyPI (duckdb-cli 1.5.6) reads; the
+# Python package (2.x) writes a newer one by default.
+SNAPSHOT_STORAGE_VERSION = "v1.5.0"
+ENV_PAUSE_AT = "ACCEPTGATE_TEST_PAUSE_AT"
+ATTEMPTS_TABLE = "run_attempts"
+NEVER_PUBLISHED = ("quarantine",)  # batches that failed their expectations stay in the live file
+COPIED_WHOLE = (ATTEMPTS_TABLE, "schema_migrations")  # logs, not a run's results
 
 
 class WarehouseError(RuntimeError):
@@ -323,37 +365,234 @@ def duplicate_keys(path: str | os.PathLike, table: str) -> int:
                            f'group by {keys})').fetchone()[0]
 
 
+# -- run attempts -------------------------------------------------------------------------------
+
+def pause_point(name: str) -> None:
+    """Test hook: stop this process (SIGSTOP) at ``name`` when $ACCEPTGATE_TEST_PAUSE_AT lists it.
+
+    A crash test waits for the stopped state and SIGKILLs the process there: a kill at a named point
+    of a stage, not at a time that depends on the machine's load.
+    """
+    wanted = os.environ.get(ENV_PAUSE_AT)
+    if wanted and name in wanted.split(","):
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def _mark_dead_attempts(con: duckdb.DuckDBPyConnection) -> int:
+    """Attempts left 'running' by a process of this host that no longer exists: killed or crashed."""
+    host = socket.gethostname()
+    stale = [(r, a, pid) for r, a, pid in con.execute(
+        f"select run_id, attempt, pid from {ATTEMPTS_TABLE} where status = 'running' and host = ?",
+        [host]).fetchall() if pid != os.getpid() and not _pid_alive(pid)]
+    for run_id, attempt, pid in stale:
+        con.execute(f"update {ATTEMPTS_TABLE} set status = 'failed', finished_at = now(), failure = ? "
+                    "where run_id = ? and attempt = ?",
+                    [f"process {pid} on {host} ended without finishing the run (killed or crashed)",
+                     run_id, attempt])
+    return len(stale)
+
+
+def begin_attempt(path: str | os.PathLike, run_id: str, *, flow: str, timeout: float | None = None,
+                  con: duckdb.DuckDBPyConnection | None = None) -> int:
+    """Record a new attempt of ``run_id`` as 'running' (before the run writes anything); returns its
+    number. Marks the attempts of dead processes on this host 'failed' first. Pass ``con`` to do it
+    inside an open transaction."""
+    if con is None:
+        with transaction(path, timeout=timeout) as own:
+            return begin_attempt(path, run_id, flow=flow, con=own)
+    _mark_dead_attempts(con)
+    attempt = con.execute(f"select coalesce(max(attempt), 0) + 1 from {ATTEMPTS_TABLE} where run_id = ?",
+                          [run_id]).fetchone()[0]
+    con.execute(f"insert into {ATTEMPTS_TABLE} (run_id, attempt, flow, status, host, pid, started_at) "
+                "values (?, ?, ?, 'running', ?, ?, now())", [run_id, attempt, flow, socket.gethostname(),
+                                                             os.getpid()])
+    return attempt
+
+
+def current_attempt(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
+    """The number of the run's newest attempt (0 when it has none)."""
+    return con.execute(f"select coalesce(max(attempt), 0) from {ATTEMPTS_TABLE} where run_id = ?",
+                       [run_id]).fetchone()[0]
+
+
+def record_stage(con: duckdb.DuckDBPyConnection, run_id: str, stage: str, rows_written: int,
+                 expectations_checked: int) -> None:
+    """Within a stage's write transaction, after its rows: note the stage in run_stages and in the
+    attempt (``last_stage``), then pause point ``<stage>:written`` (rows written, not committed).
+    Callers add ``pause_point(f"{stage}:committed")`` after the transaction."""
+    con.execute("insert or replace into run_stages values (?, ?, ?, ?, now())",
+                [run_id, stage, rows_written, expectations_checked])
+    con.execute(f"update {ATTEMPTS_TABLE} set last_stage = ? where run_id = ? and attempt = ?",
+                [stage, run_id, current_attempt(con, run_id)])
+    pause_point(f"{stage}:written")
+
+
+def fail_attempt(path: str | os.PathLike, run_id: str, stage: str | None, error: BaseException | str, *,
+                 timeout: float | None = None) -> None:
+    """End the run's running attempt 'failed', naming the stage and the error. Publishes nothing."""
+    message = error if isinstance(error, str) else \
+        "".join(traceback.format_exception_only(type(error), error)).strip()
+    with transaction(path, timeout=timeout) as con:
+        con.execute(f"update {ATTEMPTS_TABLE} set status = 'failed', failed_stage = ?, failure = ?, "
+                    "finished_at = now() where run_id = ? and attempt = ? and status = 'running'",
+                    [stage, message[:2000], run_id, current_attempt(con, run_id)])
+
+
+@contextlib.contextmanager
+def run_attempt(path: str | os.PathLike, run_id: str, *, flow: str) -> Iterator[int]:
+    """``begin_attempt``; then ``publish`` when the block returns, or ``fail_attempt`` (stage taken from
+    the exception's ``stage`` attribute when it has one) and re-raise when it raises."""
+    attempt = begin_attempt(path, run_id, flow=flow)
+    try:
+        yield attempt
+    except BaseException as exc:
+        with contextlib.suppress(WarehouseError):  # a locked file would only hide the original error
+            fail_attempt(path, run_id, getattr(exc, "stage", None), exc)
+        raise
+    publish(path, run_id)
+
+
 # -- snapshot ------------------------------------------------------------------------------------
 
-def publish_snapshot(path: str | os.PathLike, *, timeout: float | None = None) -> Path:
-    """Copy the live file into ``<name>.snapshot.duckdb`` (temp file + atomic rename).
+def publish(path: str | os.PathLike, run_id: str | Sequence[str], *, timeout: float | None = None) -> Path:
+    """The run (or runs) is complete: publish its rows to ``<name>.snapshot.duckdb`` and end its
+    attempt 'ok'.
 
-    The copy is made while holding the live file, so it is one consistent state. Readers that have
-    the old snapshot open keep reading it; new connections see the new one.
+    The new snapshot has the live file's schema; for the published runs the live rows, for every other
+    run the rows of the previous snapshot (see the module docstring). Built in a temp file while holding
+    the live file, then renamed over the snapshot (atomic); readers of the old file are not disturbed.
+    Several run ids at once (the gate service publishes its decisions in batches) cost one copy.
+    Returns the snapshot's path.
     """
+    run_ids = [run_id] if isinstance(run_id, str) else list(dict.fromkeys(run_id))
     path = Path(path)
     target = snapshot_path(path)
+    _remove_stale_temps(target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     try:
         with connect(path, timeout=timeout) as con:
             source = con.execute("select current_database()").fetchone()[0]
-            con.execute(f"attach '{_sql_str(tmp)}' as {_SNAPSHOT_ALIAS}")
+            con.execute(f"attach '{_sql_str(tmp)}' as {_SNAPSHOT_ALIAS} "
+                        f"(storage_version '{SNAPSHOT_STORAGE_VERSION}')")
+            previous = None
+            if target.exists():
+                con.execute(f"attach '{_sql_str(target)}' as {_PREVIOUS_ALIAS} (read_only)")
+                previous = _PREVIOUS_ALIAS
             try:
-                con.execute(f'copy from database "{source}" to {_SNAPSHOT_ALIAS}')
-                con.execute(f"create table {_SNAPSHOT_ALIAS}.snapshot_info (published_at timestamptz, source varchar)")
-                con.execute(f"insert into {_SNAPSHOT_ALIAS}.snapshot_info values (now(), ?)", [str(path.resolve())])
+                con.execute(f'copy from database "{source}" to {_SNAPSHOT_ALIAS} (schema)')
+                _fill_snapshot(con, source, previous, run_ids)
+                for rid in run_ids:
+                    con.execute(f"update {_SNAPSHOT_ALIAS}.{ATTEMPTS_TABLE} set status = 'ok', finished_at = now(), "
+                                "published_at = now() where run_id = ? and attempt = ?",
+                                [rid, current_attempt(con, rid)])
+                con.execute(f"create table {_SNAPSHOT_ALIAS}.snapshot_info "
+                            "(published_at timestamptz, source varchar, run_id varchar)")
+                con.executemany(f"insert into {_SNAPSHOT_ALIAS}.snapshot_info values (now(), ?, ?)",
+                                [[str(path.resolve()), rid] for rid in run_ids])
                 con.execute(f"checkpoint {_SNAPSHOT_ALIAS}")  # everything in the file, nothing in a WAL
             finally:
                 con.execute(f"detach {_SNAPSHOT_ALIAS}")
-        os.replace(tmp, target)
+                if previous:
+                    con.execute(f"detach {previous}")
+            pause_point("publish:copied")
+            os.replace(tmp, target)  # still holding the live file: publishes never interleave
+<<<<<<< ours
+            _fsync_directory(target.parent)  # the rename itself survives a power cut
+            con.execute(f"update {ATTEMPTS_TABLE} set status = 'ok', finished_at = now(), published_at = now() "
+                        "where run_id = ? and attempt = ?", [run_id, current_attempt(con, run_id)])
+||||||| base
+            con.execute(f"update {ATTEMPTS_TABLE} set status = 'ok', finished_at = now(), published_at = now() "
+                        "where run_id = ? and attempt = ?", [run_id, current_attempt(con, run_id)])
+=======
+            for rid in run_ids:
+                con.execute(f"update {ATTEMPTS_TABLE} set status = 'ok', finished_at = now(), published_at = now() "
+                            "where run_id = ? and attempt = ?", [rid, current_attempt(con, rid)])
+>>>>>>> theirs
     finally:
         tmp.unlink(missing_ok=True)
         Path(str(tmp) + ".wal").unlink(missing_ok=True)
     return target
 
 
+@contextlib.contextmanager
+def open_snapshot(path: str | os.PathLike | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only analyst session on the published snapshot of the warehouse at ``path`` (resolved
+    like --warehouse); never the live file, so it neither waits for nor blocks a writer. The
+    connection reads the snapshot as it was when opened, however many publishes follow."""
+    target = snapshot_path(resolve_path(path))
+    if not target.is_file():
+        raise InvalidInput("no snapshot published yet: a run publishes one when it succeeds "
+                           "(acceptgate audit or acceptgate gate)", source=str(target), field="--warehouse")
+    try:
+        con = duckdb.connect(str(target), read_only=True)
+    except duckdb.Error as exc:
+        raise WarehouseError(f"{target}: {exc}") from exc
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _fill_snapshot(con: duckdb.DuckDBPyConnection, source: str, previous: str | None, run_ids: list[str]) -> None:
+    new = _SNAPSHOT_ALIAS
+    con.execute("create or replace temp table _published_runs (run_id varchar)")
+    con.executemany("insert into _published_runs values (?)", [[r] for r in run_ids])
+    for table in _tables(con, source):
+        if table in NEVER_PUBLISHED:
+            con.execute(f'drop table {new}."{table}"')  # the schema copy made it; it stays empty, so drop it
+            continue
+        columns = _columns(con, source, table)
+        if table in COPIED_WHOLE or "run_id" not in columns:
+            con.execute(f'insert into {new}."{table}" select * from "{source}"."{table}"')
+            continue
+        con.execute(f'insert into {new}."{table}" select * from "{source}"."{table}" '
+                    "where run_id in (select run_id from _published_runs)")
+        if previous and table in _tables(con, previous):
+            shared = ", ".join(f'"{c}"' for c in columns if c in set(_columns(con, previous, table)))
+            con.execute(f'insert into {new}."{table}" ({shared}) select {shared} from {previous}."{table}" '
+                        "where run_id is null or run_id not in (select run_id from _published_runs)")
+
+
+def _tables(con: duckdb.DuckDBPyConnection, database: str) -> list[str]:
+    return [r[0] for r in con.execute("select table_name from duckdb_tables() where database_name = ? "
+                                      "and schema_name = 'main' order by table_name", [database]).fetchall()]
+
+
+def _columns(con: duckdb.DuckDBPyConnection, database: str, table: str) -> list[str]:
+    return [r[0] for r in con.execute("select column_name from duckdb_columns() where database_name = ? "
+                                      "and schema_name = 'main' and table_name = ? order by column_index",
+                                      [database, table]).fetchall()]
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temps(target: Path) -> None:
+    """Temp snapshots left by a publish that was killed (their process is gone)."""
+    for stale in target.parent.glob(f".{target.name}.*.tmp*"):
+        pid = stale.name[len(target.name) + 2:].split(".")[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            stale.unlink(missing_ok=True)
+
+
 _SNAPSHOT_ALIAS = "acceptgate_snapshot_copy"  # not a name a live file (its stem) is likely to have
+_PREVIOUS_ALIAS = "acceptgate_snapshot_previous"
 
 
 def _sql_str(path: Path) -> str:

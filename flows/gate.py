@@ -43,9 +43,10 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
         gate_write = t.write_gate_stage(path, run, quote(outcomes))
         rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
                                                                          backend, workers, limits)
-    except BaseException:
-        t.finish_run(path, run, "failed", time.monotonic() - started)
+    except BaseException as exc:
+        t.finish_run(path, run, "failed", time.monotonic() - started, failed_stage=getattr(exc, "stage", None),
+                     failure=f"{type(exc).__name__}: {exc}")
         raise
-    t.finish_run(path, run, "ok", time.monotonic() - started)
+    snapshot = t.finish_run(path, run, "ok", time.monotonic() - started)  # publishes the run
     return core.GateSummary(run, core.summarize_rows(run, rows), seconds, [gate_write, delivery_write], str(path),
-                            coverage)
+                            coverage, str(snapshot))

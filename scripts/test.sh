@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 export DO_NOT_TRACK=1 PREFECT_SERVER_ANALYTICS_ENABLED=false GX_ANALYTICS_ENABLED=false
 export PREFECT_HOME="${PREFECT_HOME:-$PWD/.prefect}"
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,analyst]'
 
 # shellcheck source=scripts/dockerd.sh
 source scripts/dockerd.sh

@@ -80,5 +80,6 @@ def score_deliveries(path: Path, run: core.GateRun, tasks: list[Task], outcomes:
 
 
 @task(name="finish-run", **_STAGE)
-def finish_run(path: Path, run: core.GateRun, status: str, wall_seconds: float) -> None:
-    core.finish_run(path, run, status, wall_seconds)
+def finish_run(path: Path, run: core.GateRun, status: str, wall_seconds: float,
+               failed_stage: str | None = None, failure: str | None = None) -> Path | None:
+    return core.finish_run(path, run, status, wall_seconds, failed_stage=failed_stage, failure=failure)

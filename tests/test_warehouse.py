@@ -155,7 +155,7 @@ def test_the_snapshot_is_readable_while_a_writer_holds_the_live_file(tmp_path):
         con.execute("insert into runs (run_id, run_id_origin, pipeline, acceptgate_version, dataset, source, "
                     "source_sha256, backend, status, attempts, first_started_at, started_at) values "
                     "('r1', 'user', 'audit/1', '0', 'd', 's', ?, 'local', 'ok', 1, now(), now())", ["c" * 64])
-    snapshot = warehouse.publish_snapshot(path)
+    snapshot = warehouse.publish(path, "r1")
     assert snapshot == tmp_path / "w.snapshot.duckdb"
     assert not list(tmp_path.glob(".*.tmp*"))  # the temp file was renamed, not left behind
 
@@ -167,18 +167,18 @@ def test_the_snapshot_is_readable_while_a_writer_holds_the_live_file(tmp_path):
         writer.execute("rollback")
     with duckdb.connect(str(snapshot), read_only=True) as con:
         assert con.execute("select count(*) from run_summary").fetchone() == (1,)  # views travel too
-        assert con.execute("select source from snapshot_info").fetchone() == (str(path.resolve()),)
+        assert con.execute("select source, run_id from snapshot_info").fetchone() == (str(path.resolve()), "r1")
 
 
 def test_a_new_snapshot_replaces_the_old_while_a_reader_keeps_the_old(tmp_path):
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)
-    snapshot = warehouse.publish_snapshot(path)
+    snapshot = warehouse.publish(path, "r0")
     reader = duckdb.connect(str(snapshot), read_only=True)
     try:
         with warehouse.transaction(path) as con:
             warehouse.replace_run_rows(con, "r1", {"cases": _cases("r1", 2)})
-        warehouse.publish_snapshot(path)
+        warehouse.publish(path, "r1")
         assert reader.execute("select count(*) from cases").fetchone() == (0,)  # what it opened
     finally:
         reader.close()
@@ -242,3 +242,131 @@ def test_paths_that_cannot_hold_a_warehouse_are_invalid_input(tmp_path, monkeypa
     monkeypatch.delenv(warehouse.ENV_PATH)
     assert warehouse.resolve_path(None) == Path("data/warehouse.duckdb")
     assert warehouse.snapshot_path("data/warehouse.duckdb") == Path("data/warehouse.snapshot.duckdb")
+
+
+# -- publish: only complete runs, and what was published stays ----------------------------------
+
+def _snapshot_cases(path: Path) -> dict[str, int]:
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        return dict(con.execute("select run_id, count(*) from cases group by run_id").fetchall())
+
+
+def test_publish_adds_only_its_run_and_keeps_what_others_published(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    for run_id, n in (("a", 2), ("b", 3), ("c", 4)):
+        warehouse.begin_attempt(path, run_id, flow="test")
+        with warehouse.transaction(path) as con:
+            warehouse.replace_run_rows(con, run_id, {"cases": _cases(run_id, n)})
+    warehouse.publish(path, "a")
+    assert _snapshot_cases(path) == {"a": 2}  # b and c are still writing: not visible
+    warehouse.publish(path, "c")
+    assert _snapshot_cases(path) == {"a": 2, "c": 4}
+
+    # A new attempt of 'a' replaces its live rows, then fails: the published version of 'a' stays.
+    warehouse.begin_attempt(path, "a", flow="test")
+    with warehouse.transaction(path) as con:
+        warehouse.replace_run_rows(con, "a", {"cases": _cases("a", 1)})
+    warehouse.fail_attempt(path, "a", "suites", RuntimeError("boom"))
+    warehouse.publish(path, "b")
+    assert _snapshot_cases(path) == {"a": 2, "b": 3, "c": 4}
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        attempts = con.execute("select run_id, attempt, status, failed_stage, published_at is not null "
+                               "from run_attempts order by all").fetchall()
+        assert "quarantine" not in {r[0] for r in con.execute("select table_name from duckdb_tables()").fetchall()}
+    assert attempts == [("a", 1, "ok", None, True), ("a", 2, "failed", "suites", False),
+                        ("b", 1, "ok", None, True), ("c", 1, "ok", None, True)]
+
+
+def test_a_dead_process_attempt_is_marked_failed_by_the_next_attempt(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    with warehouse.transaction(path) as con:
+        con.execute("insert into run_attempts (run_id, attempt, flow, status, last_stage, host, pid, started_at) "
+                    "values ('r', 1, 'audit', 'running', 'gauge', ?, ?, now())",
+                    [__import__("socket").gethostname(), int(dead.stdout)])
+    assert warehouse.begin_attempt(path, "other", flow="test") == 1
+    with warehouse.connect(path, read_only=True) as con:
+        row = con.execute("select status, last_stage, failure from run_attempts where run_id = 'r'").fetchone()
+    assert row[:2] == ("failed", "gauge") and f"process {int(dead.stdout)}" in row[2] and "killed" in row[2]
+
+
+def test_the_snapshot_opens_in_the_duckdb_cli_from_pypi(tmp_path):
+    """The snapshot's storage version is one the pinned duckdb-cli (1.5.x) reads."""
+    cli = shutil.which("duckdb")
+    if cli is None:
+        pytest.fail("the duckdb CLI is not installed: pip install -e '.[analyst]' (pins duckdb-cli)")
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    with warehouse.transaction(path) as con:
+        warehouse.replace_run_rows(con, "r1", {"cases": _cases("r1", 2)})
+    warehouse.publish(path, "r1")
+    out = subprocess.run([cli, "-readonly", "-csv", str(warehouse.snapshot_path(path)),
+                          "select count(*) as n from cases"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["n", "2"]
+
+
+def test_run_attempt_publishes_on_success_and_records_the_stage_on_failure(tmp_path):
+    """The one-block API for new flows."""
+    from acceptgate.expectations import ExpectationFailed
+
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    with warehouse.run_attempt(path, "ok-run", flow="leak-audit") as attempt:
+        assert attempt == 1
+        with warehouse.transaction(path) as con:
+            warehouse.replace_run_rows(con, "ok-run", {"cases": _cases("ok-run", 2)})
+            warehouse.record_stage(con, "ok-run", "scan", 2, 0)
+    with pytest.raises(ExpectationFailed):
+        with warehouse.run_attempt(path, "bad-run", flow="leak-audit"):
+            with warehouse.transaction(path) as con:
+                warehouse.replace_run_rows(con, "bad-run", {"cases": _cases("bad-run", 1)})
+                warehouse.record_stage(con, "bad-run", "scan", 1, 0)
+            raise ExpectationFailed("verdicts", "verdicts.expect_x(column='y')", "1 of 1 rows unexpected")
+    assert _snapshot_cases(path) == {"ok-run": 2}  # the failed run published nothing
+    with warehouse.connect(path, read_only=True) as con:
+        assert con.execute("select run_id, flow, status, last_stage, failed_stage from run_attempts order by run_id"
+                           ).fetchall() == [("bad-run", "leak-audit", "failed", "scan", "verdicts"),
+                                            ("ok-run", "leak-audit", "ok", "scan", None)]
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        assert con.execute("select flow, run_id from latest_runs").fetchall() == [("leak-audit", "ok-run")]
+
+
+# -- acceptgate sql ------------------------------------------------------------------------------
+
+def test_acceptgate_sql_prints_table_csv_json_from_the_snapshot_only(tmp_path, capsys):
+    import json
+
+    from acceptgate.cli import main
+
+    path = tmp_path / "w.duckdb"
+    assert main(["sql", "--warehouse", str(path), "select 1"]) == 2
+    err = capsys.readouterr().err
+    assert str(warehouse.snapshot_path(path)) in err and "no snapshot published yet" in err
+    assert not path.exists()  # an analyst query creates nothing
+
+    warehouse.migrate(path)
+    with warehouse.transaction(path) as con:
+        warehouse.replace_run_rows(con, "r1", {"cases": _cases("r1", 2)})
+    warehouse.publish(path, "r1")
+    with warehouse.transaction(path) as con:  # written after the publish: not visible to analysts
+        warehouse.replace_run_rows(con, "r2", {"cases": _cases("r2", 5)})
+    query = "select run_id, count(*) as n, list(case_index order by case_index) as idx from cases group by run_id"
+
+    assert main(["sql", "--warehouse", str(path), "--format", "json", query]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"run_id": "r1", "n": 2, "idx": [0, 1]}]
+    assert main(["sql", "--warehouse", str(path), "--format", "csv", query]) == 0
+    assert capsys.readouterr().out.splitlines() == ["run_id,n,idx", "r1,2,\"[0, 1]\""]
+    assert main(["sql", "--warehouse", str(path), "select range as i from range(2000)"]) == 0
+    table = capsys.readouterr().out
+    assert "│  1999 │" in table and "│  1000 │" in table and "│     0 │" in table  # every row, no elision
+
+    for bad, fragment in (("selec 1", "syntax"), ("select * from no_such_table", "no_such_table"),
+                          ("delete from cases", "read-only")):
+        assert main(["sql", "--warehouse", str(path), bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert "acceptgate sql: invalid input: field 'query': the query failed" in err and fragment in err, err
+    assert _snapshot_cases(path) == {"r1": 2}

@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "acceptgate.cli.gate_cmd",
     "acceptgate.cli.sandbox_cmd",
     "acceptgate.cli.serve_api_cmd",
+    "acceptgate.cli.sql_cmd",
 ]
 
 
@@ -79,8 +80,7 @@ def _pipeline_error(command: str, exc: Exception) -> int | None:
     pandas, GE) are looked up, not imported: a command that never loaded them cannot raise them."""
     expectations = sys.modules.get("acceptgate.expectations")
     if expectations is not None and isinstance(exc, expectations.ExpectationFailed):
-        print(f"acceptgate {command}: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
-              f"{exc.details}. Nothing of stage {exc.stage!r} was written.", file=sys.stderr)
+        print(f"acceptgate {command}: {exc.message()}", file=sys.stderr)
         return EXIT_EXPECTATION
     warehouse = sys.modules.get("acceptgate.warehouse")
     if warehouse is not None and isinstance(exc, warehouse.WarehouseLocked):

@@ -272,9 +272,15 @@ on conflict (run_id) do update set
 
 
 def start_run(path: str | Path, run: GateRun, *, expectations_dir: str | Path | None = None) -> None:
-    """Validate and upsert the run row; a new attempt of the run id starts with its old rows removed."""
+    """Begin an attempt, validate and upsert the run row; a new attempt of the run id starts with its
+    old rows removed (the snapshot keeps the last published ones until this attempt publishes)."""
     frame = run.frame()
-    expectations.validate("gate_runs", frame, stage="gate", where=expectations_dir)
+    warehouse.begin_attempt(path, run.run_id, flow="gate")
+    try:
+        expectations.validate_batch(path, run.run_id, "gate", {"gate_runs": frame}, where=expectations_dir)
+    except expectations.ExpectationFailed as exc:
+        warehouse.fail_attempt(path, run.run_id, "gate", exc)
+        raise
     with warehouse.transaction(path) as con:
         con.register("_gate_run_frame", frame)
         try:
@@ -297,18 +303,25 @@ def write_stage(path: str | Path, run: GateRun, stage: str, frames: Frames, *, r
     """Validate every frame of the stage, then replace the run's rows of its tables in one transaction."""
     if set(frames) != set(STAGE_TABLES[stage]):
         raise ValueError(f"stage {stage} writes {sorted(STAGE_TABLES[stage])}, got {sorted(frames)}")
-    checked = expectations.validate_stage(stage, frames, related=related, where=expectations_dir)
+    checked = expectations.validate_batch(path, run.run_id, stage, frames, related=related, where=expectations_dir)
     with warehouse.transaction(path) as con:
         written = warehouse.replace_run_rows(con, run.run_id, frames)
-        con.execute("insert or replace into run_stages values (?, ?, ?, ?, now())",
-                    [run.run_id, stage, written, checked])
+        warehouse.record_stage(con, run.run_id, stage, written, checked)
+    warehouse.pause_point(f"{stage}:committed")
     return StageWrite(stage, {t: len(f) for t, f in frames.items()}, checked)
 
 
-def finish_run(path: str | Path, run: GateRun, status: str, wall_seconds: float) -> None:
+def finish_run(path: str | Path, run: GateRun, status: str, wall_seconds: float, *,
+               failed_stage: str | None = None, failure: str | None = None) -> Path | None:
+    """Set the run's status; 'ok' publishes its rows to the analysts' snapshot (returned), 'failed'
+    ends the attempt failed (with the stage, when known, and the error) and publishes nothing."""
     with warehouse.transaction(path) as con:
         con.execute("update gate_runs set status = ?, finished_at = now(), wall_seconds = ? where run_id = ?",
                     [status, round(wall_seconds, 3), run.run_id])
+    if status == "ok":
+        return warehouse.publish(path, run.run_id)
+    warehouse.fail_attempt(path, run.run_id, failed_stage, failure or "failed")
+    return None
 
 
 # -- summary ---------------------------------------------------------------------------------------
@@ -321,6 +334,7 @@ class GateSummary:
     stages: list[StageWrite] = field(default_factory=list)
     warehouse: str = ""
     coverage: SourceCoverage | None = None
+    snapshot: str = ""
 
     def lines(self) -> list[str]:
         invalid = len(self.coverage.invalid) if self.coverage else 0
@@ -338,6 +352,8 @@ class GateSummary:
         if self.warehouse:
             out.append(f"warehouse: {self.warehouse} (tables gate_runs, gate_decisions, gate_attempts, "
                        f"gate_messages, deliveries; view gate_rates)")
+        if self.snapshot:
+            out.append(f"snapshot: {self.snapshot} (read-only, for analysts: acceptgate sql \"...\")")
         return out
 
 

@@ -99,7 +99,8 @@ class Publisher:
                     break
             calls = self._publish_calls()
             if written or calls:
-                warehouse.publish_snapshot(self.path)
+                # one snapshot copy for the whole batch; each decision's run attempt ends 'ok' with it
+                warehouse.publish(self.path, written)
             # "published" means analysts can see it: marked only once the snapshot has it (a crash
             # before this rewrites the same rows next time, which the per-run replace makes idempotent)
             self.journal.mark_published(written)
@@ -155,6 +156,8 @@ class Publisher:
         run_ids = list(runs["run_id"])
         marks = ",".join("?" * len(run_ids))
         with warehouse.transaction(self.path) as con:
+            for run_id in run_ids:  # the attempt log shows the service's runs like any flow's
+                warehouse.begin_attempt(self.path, run_id, flow="serve-api", con=con)
             for table in ("gate_runs", *COLUMNS, "deliveries", "run_stages"):
                 con.execute(f'delete from "{table}" where run_id in ({marks})', run_ids)
             con.register("_api_runs", runs)
