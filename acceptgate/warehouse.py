@@ -507,18 +507,10 @@ def publish(path: str | os.PathLike, run_id: str | Sequence[str], *, timeout: fl
                     con.execute(f"detach {previous}")
             pause_point("publish:copied")
             os.replace(tmp, target)  # still holding the live file: publishes never interleave
-<<<<<<< ours
             _fsync_directory(target.parent)  # the rename itself survives a power cut
-            con.execute(f"update {ATTEMPTS_TABLE} set status = 'ok', finished_at = now(), published_at = now() "
-                        "where run_id = ? and attempt = ?", [run_id, current_attempt(con, run_id)])
-||||||| base
-            con.execute(f"update {ATTEMPTS_TABLE} set status = 'ok', finished_at = now(), published_at = now() "
-                        "where run_id = ? and attempt = ?", [run_id, current_attempt(con, run_id)])
-=======
             for rid in run_ids:
                 con.execute(f"update {ATTEMPTS_TABLE} set status = 'ok', finished_at = now(), published_at = now() "
                             "where run_id = ? and attempt = ?", [rid, current_attempt(con, rid)])
->>>>>>> theirs
     finally:
         tmp.unlink(missing_ok=True)
         Path(str(tmp) + ".wal").unlink(missing_ok=True)
