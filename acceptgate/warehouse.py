@@ -498,8 +498,9 @@ def publish(path: str | os.PathLike, run_id: str | Sequence[str], *, timeout: fl
                                 [rid, current_attempt(con, rid)])
                 con.execute(f"create table {_SNAPSHOT_ALIAS}.snapshot_info "
                             "(published_at timestamptz, source varchar, run_id varchar)")
-                con.executemany(f"insert into {_SNAPSHOT_ALIAS}.snapshot_info values (now(), ?, ?)",
-                                [[str(path.resolve()), rid] for rid in run_ids])
+                for rid in run_ids or [None]:  # a publish of run-less tables only names no run
+                    con.execute(f"insert into {_SNAPSHOT_ALIAS}.snapshot_info values (now(), ?, ?)",
+                                [str(path.resolve()), rid])
                 con.execute(f"checkpoint {_SNAPSHOT_ALIAS}")  # everything in the file, nothing in a WAL
             finally:
                 con.execute(f"detach {_SNAPSHOT_ALIAS}")
@@ -539,7 +540,8 @@ def open_snapshot(path: str | os.PathLike | None = None) -> Iterator[duckdb.Duck
 def _fill_snapshot(con: duckdb.DuckDBPyConnection, source: str, previous: str | None, run_ids: list[str]) -> None:
     new = _SNAPSHOT_ALIAS
     con.execute("create or replace temp table _published_runs (run_id varchar)")
-    con.executemany("insert into _published_runs values (?)", [[r] for r in run_ids])
+    for r in run_ids:
+        con.execute("insert into _published_runs values (?)", [r])
     for table in _tables(con, source):
         if table in NEVER_PUBLISHED:
             con.execute(f'drop table {new}."{table}"')  # the schema copy made it; it stays empty, so drop it

@@ -120,6 +120,11 @@ class Journal:
                           "order by created_at limit ?",
                           (limit,))
 
+    def runs_of(self, decision_ids: list[str]) -> list[dict[str, Any]]:
+        """The warehouse run id of each decision (the gate run it is published as)."""
+        return [{"decision_id": i, "run_id": f"api-{r['client']}-{i}"} for i in decision_ids
+                for r in self._rows("select client from decisions where decision_id = ?", (i,))]
+
     def mark_published(self, decision_ids: list[str], error: str | None = None) -> None:
         if not decision_ids:
             return

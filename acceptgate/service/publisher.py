@@ -100,7 +100,8 @@ class Publisher:
             calls = self._publish_calls()
             if written or calls:
                 # one snapshot copy for the whole batch; each decision's run attempt ends 'ok' with it
-                warehouse.publish(self.path, written)
+                run_ids = [r["run_id"] for r in self.journal.runs_of(written)]
+                warehouse.publish(self.path, run_ids)
             # "published" means analysts can see it: marked only once the snapshot has it (a crash
             # before this rewrites the same rows next time, which the per-run replace makes idempotent)
             self.journal.mark_published(written)
