@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 TABLE_MARK = "<!-- exit-code-table"
 CLASSES = ("missing file", "bad record", "unwritable output", "backend unavailable", "lock held")
-INPUTS = ("spec", "candidate", "humaneval", "suites", "samples")
+INPUTS = ("spec", "candidate", "humaneval", "suites", "samples", "published")
 RECORD_INPUTS = {"spec": "case 0", "samples": "line 2", "humaneval": "line 2"}  # -> how the message names it
 OUTPUTS = ("out", "outdir", "warehouse")
 NOT_APPLICABLE = "—"
@@ -200,6 +200,16 @@ class Inputs:
 
     def _backend(self) -> str:
         return "local"
+
+    def _published(self) -> Path:
+        """A warehouse whose snapshot is published (what `acceptgate sql` reads)."""
+        from acceptgate import warehouse
+
+        path = self.root / "published" / "warehouse.duckdb"
+        path.parent.mkdir(parents=True)
+        warehouse.migrate(path)
+        warehouse.publish(path, [])
+        return path
 
     # bad records: line 2 of a jsonl, case 0 of a spec
     def _bad_spec(self) -> Path:
