@@ -22,6 +22,8 @@ COMMAND_MODULES = [
     "acceptgate.cli.score_cmd",
     "acceptgate.cli.gate_cmd",
     "acceptgate.cli.sandbox_cmd",
+    "acceptgate.cli.leak_audit_cmd",
+    "acceptgate.cli.backfill_cmd",
 ]
 
 
