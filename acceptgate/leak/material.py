@@ -138,16 +138,16 @@ def material_for(task_id: str, prompt: str, hidden: SuiteSpec, visible: SuiteSpe
     if visible is not None:
         visible_cases = {(c.args_text, c.kwargs_text, c.expected_text) for c in visible.cases}
     needles: list[Needle] = []
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[str, int, str]] = set()
     public_cases = set()
     for index, case in enumerate(hidden.cases):
         whole_public = (case.args_text, case.kwargs_text, case.expected_text) in visible_cases
         if whole_public:
             public_cases.add(index)
         for text, kind, side, bare in case_renderings(hidden.entry_point, case):
-            if (text, index) in seen or not text:
+            if (text, index, side) in seen or not text:  # one text may be both an input and the output
                 continue
-            seen.add((text, index))
+            seen.add((text, index, side))
             needles.append(Needle(text, kind, index, side, _alone(text, kind, bare),
                                   whole_public or text in public))
     return TaskMaterial(task_id, hidden.entry_point, hidden.spec_hash,
