@@ -16,7 +16,7 @@ from acceptgate.leak import audit
 from acceptgate.leak.records import write_jsonl
 
 ARMS = ["conform", "hmix", "off", "hmix-leaky-gt"]
-TASKS = 5
+TASKS = 4
 TABLES = ["leak_scans", "leak_verdicts", "leak_hits"]
 
 
@@ -154,3 +154,19 @@ def test_backfill_command_through_the_flow(prefect_harness, gate_run, tmp_path, 
     assert main(["backfill", "--suites", str(gate_run["suites"]), "--warehouse", str(path), "--until",
                  "2000-01-01"]) == 0
     assert "0 records selected" in capsys.readouterr().out
+
+
+def test_leak_audit_deployment_runs_after_every_gate_run():
+    """The leak-audit deployment's trigger is a valid Prefect deployment trigger on completed gate runs."""
+    from pathlib import Path
+
+    import yaml
+
+    from tasks import _prefect_env  # noqa: F401
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "deployments" / "prefect.yaml").read_text())
+    (leak,) = [d for d in doc["deployments"] if d["name"] == "leak-audit"]
+    (trigger,) = [DeploymentEventTrigger.model_validate(t) for t in leak["triggers"]]
+    assert trigger.expect == {"prefect.flow-run.Completed"}
+    assert trigger.match_related.model_dump() == {"prefect.resource.role": "flow", "prefect.resource.name": "gate"}
