@@ -31,6 +31,11 @@ HIT_COLUMNS = ["run_id", "arm", "block", "task_id", "scanner", "hit_index", "seq
                "end_char", "needle", "kind", "case_index", "rule", "violation", "why_not"]
 
 
+_HIT_ATTRS = [("seq", "seq"), ("author", "author"), ("purpose", "purpose"), ("start_char", "start"),
+              ("end_char", "end"), ("needle", "needle"), ("kind", "kind"), ("case_index", "case_index"),
+              ("rule", "rule"), ("violation", "violation"), ("why_not", "why_not")]
+
+
 @dataclass
 class Scan:
     """The records of one run scanned together, with the scan's controls."""
@@ -55,7 +60,8 @@ class Scan:
 
 
 def frames(scans: list[Scan]) -> dict[str, pd.DataFrame]:
-    scan_rows, verdict_rows, hit_rows = [], [], []
+    scan_rows, verdict_rows = [], []
+    hit_cols: dict[str, list] = {c: [] for c in HIT_COLUMNS}
     for s in scans:
         c = s.control
         scan_rows.append({"scan_id": s.scan_id, "run_id": s.run_id, "origin": s.origin,
@@ -75,17 +81,21 @@ def frames(scans: list[Scan]) -> dict[str, pd.DataFrame]:
                                  "items_v1": v.v1.items,
                                  "items_v2": v.v2.items, "inputs_sha256": v.inputs_sha256})
             for scanner, result in (("v1", v.v1), ("v2", v.v2)):
-                for i, h in enumerate(result.hits):
-                    hit_rows.append({**key, "scanner": scanner, "hit_index": i, "seq": h.seq, "author": h.author,
-                                     "purpose": h.purpose, "start_char": h.start, "end_char": h.end,
-                                     "needle": h.needle, "kind": h.kind, "case_index": h.case_index,
-                                     "rule": h.rule, "violation": h.violation, "why_not": h.why_not})
+                n = len(result.hits)
+                if not n:
+                    continue
+                for column, value in key.items():  # columns, not row dicts: a backfill stores millions
+                    hit_cols[column] += [value] * n
+                hit_cols["scanner"] += [scanner] * n
+                hit_cols["hit_index"] += range(n)
+                for column, attr in _HIT_ATTRS:
+                    hit_cols[column] += [getattr(h, attr) for h in result.hits]
     ints = {"leak_scans": ("records", "items_v1", "items_v2"),
             "leak_verdicts": ("texts", "v1_hits", "v2_hits", "v2_violations", "items_v1", "items_v2"),
             "leak_hits": ("hit_index", "seq", "start_char", "end_char", "case_index")}
     out = {"leak_scans": pd.DataFrame(scan_rows, columns=SCAN_COLUMNS),
            "leak_verdicts": pd.DataFrame(verdict_rows, columns=VERDICT_COLUMNS),
-           "leak_hits": pd.DataFrame(hit_rows, columns=HIT_COLUMNS)}
+           "leak_hits": pd.DataFrame(hit_cols, columns=HIT_COLUMNS)}
     for table, cols in ints.items():
         out[table] = out[table].astype({c: "Int64" for c in cols})
     out["leak_verdicts"]["started_at"] = pd.to_datetime(out["leak_verdicts"]["started_at"], utc=True)
