@@ -62,3 +62,21 @@ def test_cli_exit_2_and_nothing_written(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{path}, line 2, field 'messages[0].seq'" in err
     assert not store.exists()
+
+
+def test_leak_tables_suites_match_the_ddl_and_the_frames(tmp_path):
+    from acceptgate import expectations, warehouse
+    from acceptgate.leak import store
+
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    with warehouse.connect(path, read_only=True) as con:
+        for table, columns in (("leak_scans", store.SCAN_COLUMNS), ("leak_verdicts", store.VERDICT_COLUMNS),
+                               ("leak_hits", store.HIT_COLUMNS)):
+            suite = expectations.load_suite(table)
+            declared = next(c.kwargs["column_set"] for c in suite.checks
+                            if c.type == "expect_table_columns_to_match_set")
+            ddl = [r[0] for r in con.execute(f"describe {table}").fetchall()]
+            assert sorted(declared) == sorted(ddl) == sorted(columns), table
+        views = {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
+    assert {"leak_run_summary", "leak_arm_summary", "leak_violations"} <= views
