@@ -16,7 +16,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from acceptgate import delivery, warehouse
-from acceptgate.gates import HmixCaps, public_tasks, run_arm
+from acceptgate.gates import HmixCaps, arm_tasks, run_arm
 from acceptgate.gates import run as core
 from acceptgate.gates.records import GateOutcome
 from acceptgate.sandbox import backend as backends
@@ -56,7 +56,7 @@ def gate_arm(arm: str, tasks: list[Task], source: str, backend: str, per_task: i
              workers: int, limits: Limits, strict: bool = True) -> tuple[list[GateOutcome], float]:
     started = time.monotonic()
     with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src, backends.create(backend) as sandbox:
-        outcomes = run_arm(arm, public_tasks(tasks), src, sandbox, workers=workers, limits=limits,
+        outcomes = run_arm(arm, arm_tasks(arm, tasks), src, sandbox, workers=workers, limits=limits,
                            caps=HmixCaps(calls=per_task))
     return outcomes, time.monotonic() - started
 

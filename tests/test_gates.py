@@ -73,7 +73,7 @@ def test_gates_never_take_the_hidden_suite(local_backend):
         assert not any("hidden" in p for p in params)
     with pytest.raises(ValueError, match="valid arms: conform, hmix, off"):
         run_gate("strict", TASK, replay(), local_backend)
-    assert ARMS == ("conform", "hmix", "off")
+    assert ARMS == ("conform", "hmix", "off", "hmix-leaky-gt")
 
 
 def test_run_arm_keeps_task_order(local_backend):

@@ -32,6 +32,8 @@ COMMAND_MODULES = [
     "acceptgate.cli.sandbox_cmd",
     "acceptgate.cli.serve_api_cmd",
     "acceptgate.cli.sql_cmd",
+    "acceptgate.cli.leak_audit_cmd",
+    "acceptgate.cli.backfill_cmd",
 ]
 
 

@@ -29,7 +29,8 @@ def add_parser(sub) -> None:
                     "delivered, refused, false deliveries, false-delivery rate over all tasks and over "
                     "delivered tasks.")
     p.add_argument("--arm", action="append", required=True, metavar="ARM",
-                   help=f"{' | '.join(ARMS)}; repeat (or comma-separate) for several arms on the same tasks")
+                   help=f"{' | '.join(ARMS)}; repeat (or comma-separate) for several arms on the same tasks "
+                        "(hmix-leaky-gt is deliberately broken: a demonstration for 'acceptgate leak-audit')")
     p.add_argument("--source", required=True, metavar="SOURCE", help=f"candidate source: {' | '.join(KINDS)}")
     tasks = p.add_mutually_exclusive_group(required=True)
     tasks.add_argument("--humanevalplus", metavar="FILE", help="HumanEvalPlus jsonl(.gz): import its tasks now")

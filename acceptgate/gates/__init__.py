@@ -11,13 +11,15 @@ from typing import Callable, Iterable
 
 from acceptgate.gates.conform import run_conform
 from acceptgate.gates.hmix import HmixCaps, run_hmix
+from acceptgate.gates.leaky import ARM as LEAKY_ARM
+from acceptgate.gates.leaky import leaky_public_task
 from acceptgate.gates.off import run_off
 from acceptgate.gates.records import GateOutcome
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sources.base import CandidateSource, PublicTask
 from acceptgate.task import Task
 
-ARMS = ("conform", "hmix", "off")
+ARMS = ("conform", "hmix", "off", LEAKY_ARM)  # LEAKY_ARM: deliberately broken, a leak-audit demonstration
 
 
 def check_arm(arm: str) -> str:
@@ -30,6 +32,11 @@ def public_tasks(tasks: Iterable[Task]) -> list[PublicTask]:
     return [PublicTask.from_task(t) for t in tasks]
 
 
+def arm_tasks(arm: str, tasks: Iterable[Task]) -> list[PublicTask]:
+    """What an arm is handed: the public view, except for the deliberately leaky demonstration arm."""
+    return [leaky_public_task(t) for t in tasks] if arm == LEAKY_ARM else public_tasks(tasks)
+
+
 def run_gate(arm: str, task: PublicTask, source: CandidateSource, backend: Backend, *,
              limits: Limits = Limits(), caps: HmixCaps = HmixCaps()) -> GateOutcome:
     if not isinstance(task, PublicTask):  # structural: a Task (with its hidden suite) is refused
@@ -39,6 +46,10 @@ def run_gate(arm: str, task: PublicTask, source: CandidateSource, backend: Backe
         return run_conform(task, source, backend, limits=limits)
     if arm == "hmix":
         return run_hmix(task, source, backend, caps=caps, limits=limits)
+    if arm == LEAKY_ARM:
+        out = run_hmix(task, source, backend, caps=caps, limits=limits)
+        out.arm = LEAKY_ARM
+        return out
     return run_off(task, source)
 
 

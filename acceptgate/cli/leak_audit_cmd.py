@@ -1,0 +1,86 @@
+"""acceptgate leak-audit (--suites DIR | --humanevalplus FILE) [--warehouse PATH] [--run-id ID ...]
+                       [--arm ARM ...] [--history FILE ...] [--matcher aho|polars|disabled] [--rescan]
+
+Runs the Prefect ``leak-audit`` flow: scans gate runs (and history files) for hidden-test material with
+v1 (keyword) and v2 (authorship) side by side, one positive and one negative control per run, and
+prints verdict counts and comparison items per run and per arm. Exit 0 whatever the verdicts (they
+are results); 1 when a stage's rows break an expectation or the warehouse cannot be used; 2 for
+invalid input (a bad history record names the file, line and field; nothing is written).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from acceptgate import warehouse
+from acceptgate.errors import InvalidInput
+from acceptgate.expectations import ExpectationFailed
+from acceptgate.leak import matcher as matchers
+from acceptgate.leak import records
+
+
+def add_common(p) -> None:
+    tasks = p.add_mutually_exclusive_group(required=True)
+    tasks.add_argument("--suites", metavar="DIR", help="suites directory (from 'acceptgate import') holding the "
+                                                       "tasks' hidden suites: the material looked for")
+    tasks.add_argument("--humanevalplus", metavar="FILE", help="HumanEvalPlus jsonl(.gz): import its tasks now")
+    p.add_argument("--warehouse", metavar="PATH",
+                   help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH})")
+    p.add_argument("--run-id", action="append", metavar="ID", dest="run_ids", help="only this run (repeatable)")
+    p.add_argument("--arm", action="append", metavar="ARM", dest="arms", help="only this arm (repeatable)")
+    p.add_argument("--history", action="append", metavar="FILE", default=[],
+                   help="also scan the records of this jsonl(.gz) history file (format: sql/README.md; repeatable)")
+    p.add_argument("--matcher", default=matchers.DEFAULT, choices=list(matchers.MATCHERS),
+                   help="exact matcher (default aho; 'disabled' finds nothing, to watch the control fail)")
+    p.add_argument("--rescan", action="store_true", help="scan records again even when their inputs are unchanged")
+    p.add_argument("--backend", default="local", help="sandbox backend for --humanevalplus import (default local)")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "leak-audit", help="scan gate runs for hidden-test (GT) material: v1 keyword vs v2 authorship, with a "
+                           "planted control; verdict per record (a Prefect flow)",
+        description="A record (run, arm, task) is a violation when hidden-only material appears in text the "
+                    "harness wrote, unverifiable when it cannot be cleared (texts/authors missing, run not closed, "
+                    "control failed), else clean. Prints verdict counts and comparison items per run and arm.")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def check(args) -> str:
+    """Everything checkable before any work: paths, the output path, every history record."""
+    for path, flag in ((args.humanevalplus, "--humanevalplus"), (args.suites, "--suites")):
+        if path is not None and not os.path.exists(path):
+            raise InvalidInput("not found", source=path, field=flag)
+    for file in args.history:
+        records.read_jsonl(file)  # a bad record: InvalidInput naming file, line and field
+    return str(warehouse.check_path(warehouse.resolve_path(args.warehouse)))
+
+
+def progress(run_id: str, done: int, total: int, what: str) -> None:
+    print(f"leak: [{done}/{total} records] run {run_id}: {what}", file=sys.stderr, flush=True)
+
+
+def call_flow(name: str, fn, **kwargs) -> int:
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    try:
+        result = fn(**kwargs, progress=progress)
+    except ExpectationFailed as exc:
+        print(f"acceptgate {name}: expectation {exc.expectation} failed: {exc.details}. Nothing of that batch "
+              "was written.", file=sys.stderr)
+        return 1
+    except warehouse.WarehouseError as exc:
+        print(f"acceptgate {name}: warehouse: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(result.lines()))
+    return 0
+
+
+def run(args) -> int:
+    path = check(args)
+    from flows.leak_audit import leak_audit  # Prefect is imported here, and only here
+
+    return call_flow("leak-audit", leak_audit, suites_dir=args.suites, humanevalplus=args.humanevalplus,
+                     warehouse=path, run_ids=args.run_ids, arms=args.arms, history=args.history,
+                     matcher=args.matcher, rescan=args.rescan, backend=args.backend)

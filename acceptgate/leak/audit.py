@@ -1,0 +1,282 @@
+"""A leak audit over a selection of runs: load records, skip what is unchanged, scan per run, write, sum up.
+
+``flows/leak_audit.py`` and ``flows/backfill.py`` sequence these functions; the CLI commands call the
+flows. Each run's records are scanned together, with one positive and one negative control (a failed
+control makes every record of that scan unverifiable). A record whose inputs hash (its content, its
+task's hidden material, scanner and matcher versions) matches its stored verdict is skipped, so a
+re-run is a no-op and an interrupted backfill resumes where it stopped. Scans are written in batches
+of whole runs, each batch validated, then committed in one transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from acceptgate import warehouse
+from acceptgate.errors import InvalidInput
+from acceptgate.leak import matcher as matchers
+from acceptgate.leak import records as records_mod
+from acceptgate.leak import store
+from acceptgate.leak.controls import run_controls
+from acceptgate.leak.material import TaskMaterial, materials_for_tasks
+from acceptgate.leak.records import LeakRecord
+from acceptgate.leak.scanners import SCANNER_VERSION, TaskScanner
+from acceptgate.leak.verdicts import VERDICTS, inputs_sha256, judge
+
+Progress = Callable[[str, int, int, str], None]  # (run_id, records done, records total, what happened)
+BATCH_RECORDS = 5000  # records written per transaction (whole runs)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which records: gate runs in the warehouse and/or history files, filtered by run, date, arm."""
+
+    run_ids: tuple[str, ...] | None = None
+    since: datetime | None = None  # started_at >= since
+    until: datetime | None = None  # started_at < until
+    arms: tuple[str, ...] | None = None
+    history: tuple[str, ...] = ()  # jsonl(.gz) files in the documented format
+    warehouse_runs: bool = True  # also the gate runs stored in the warehouse
+
+    def keeps(self, r: LeakRecord) -> bool:
+        if self.run_ids is not None and r.run_id not in self.run_ids:
+            return False
+        if self.arms is not None and r.arm not in self.arms:
+            return False
+        if (self.since or self.until) and r.started_at is None:
+            return False  # a date range cannot place an undated record
+        started = r.started_at.astimezone(timezone.utc) if r.started_at and r.started_at.tzinfo else r.started_at
+        if self.since and started < _aware(self.since):
+            return False
+        if self.until and started >= _aware(self.until):
+            return False
+        return True
+
+
+def _aware(t: datetime) -> datetime:
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def load_records(path: str | Path | None, selection: Selection) -> list[LeakRecord]:
+    """Every selected record; history files are validated first (InvalidInput before anything runs)."""
+    found: dict[tuple, LeakRecord] = {}
+    from_files: list[LeakRecord] = []
+    for file in selection.history:
+        from_files += [r for r in records_mod.read_jsonl(file) if selection.keeps(r)]
+    if selection.warehouse_runs and path is not None:
+        with warehouse.connect(path, read_only=True) as con:
+            for r in records_mod.from_warehouse(con, run_ids=list(selection.run_ids) if selection.run_ids else None,
+                                                since=selection.since, until=selection.until,
+                                                arms=list(selection.arms) if selection.arms else None):
+                found[r.key] = r
+    for r in from_files:
+        if r.key in found:
+            file, _, line = r.origin.rpartition(":")
+            other = found[r.key].origin
+            raise InvalidInput(f"record {r.key} is also in {'the warehouse' if other == 'warehouse' else other}",
+                               source=file, record=f"line {line}", field="run_id")
+        found[r.key] = r
+    return sorted(found.values(), key=lambda r: r.key)
+
+
+def load_materials(tasks: Iterable) -> dict[str, TaskMaterial]:
+    return materials_for_tasks(tasks)
+
+
+@dataclass
+class Plan:
+    runs: dict[str, list[LeakRecord]]  # run id -> records to scan
+    skipped: dict[str, int]  # run id -> records unchanged since their last scan
+    inputs: dict[tuple, str]
+
+    @property
+    def to_scan(self) -> int:
+        return sum(len(v) for v in self.runs.values())
+
+
+def plan(path: str | Path, records: list[LeakRecord], materials: dict[str, TaskMaterial], matcher_name: str,
+         *, rescan: bool = False) -> Plan:
+    inputs = {r.key: inputs_sha256(r, materials.get(r.task_id), matcher_name) for r in records}
+    stored = {}
+    if not rescan:
+        with warehouse.connect(path, read_only=True) as con:
+            stored = store.stored_inputs(con, list(inputs))
+    runs: dict[str, list[LeakRecord]] = defaultdict(list)
+    skipped: dict[str, int] = defaultdict(int)
+    for r in records:
+        if stored.get(r.key) == inputs[r.key]:
+            skipped[r.run_id] += 1
+        else:
+            runs[r.run_id].append(r)
+    return Plan(dict(runs), dict(skipped), inputs)
+
+
+class ScannerCache:
+    """One TaskScanner per task per audit: the needle automata are built once."""
+
+    def __init__(self, materials: dict[str, TaskMaterial], matcher_name: str) -> None:
+        self.materials = materials
+        self.matcher_name = matcher_name
+        self._built: dict[str, TaskScanner] = {}
+
+    def __call__(self, task_id: str) -> TaskScanner | None:
+        material = self.materials.get(task_id)
+        if material is None:
+            return None
+        if task_id not in self._built:
+            self._built[task_id] = TaskScanner(material, self.matcher_name)
+        return self._built[task_id]
+
+
+def scan_run(run_id: str, records: list[LeakRecord], scanners: ScannerCache) -> store.Scan:
+    """The records of one run with their controls: every verdict of the scan shares them."""
+    started = time.monotonic()
+    control = run_controls(records, scanners)
+    verdicts = [judge(r, scanners.materials.get(r.task_id), scanners(r.task_id), control, scanners.matcher_name)
+                for r in records]
+    origins = sorted({"warehouse" if r.origin == "warehouse" else "history:" + r.origin.rpartition(":")[0]
+                      for r in records})
+    key = "\n".join([run_id, scanners.matcher_name, SCANNER_VERSION] + sorted(v.inputs_sha256 for v in verdicts))
+    return store.Scan(hashlib.sha256(key.encode()).hexdigest(), run_id, ",".join(origins), SCANNER_VERSION,
+                      scanners.matcher_name, control, verdicts, time.monotonic() - started,
+                      datetime.now(timezone.utc))
+
+
+@dataclass
+class AuditResult:
+    matcher: str
+    records: int
+    scanned: int
+    skipped: int
+    scans: list[dict[str, Any]] = field(default_factory=list)  # per scan of this invocation: run, control
+    per_run: list[dict[str, Any]] = field(default_factory=list)  # leak_run_summary rows of the selection
+    per_arm: list[dict[str, Any]] = field(default_factory=list)  # leak_arm_summary rows (all runs)
+    seconds: dict[str, float] = field(default_factory=dict)
+    warehouse: str = ""
+    snapshot: str | None = None
+
+    def lines(self) -> list[str]:
+        out = [f"leak audit ({self.matcher} matcher): {self.records} records selected, {self.scanned} scanned now, "
+               f"{self.skipped} unchanged since their last scan (skipped)"]
+        out += _table("run", "run_id", self.per_run)
+        out += _table("arm (all runs)", "arm", self.per_arm)
+        failed = [s for s in self.scans if not s["valid"]]
+        out.append(f"controls: {len(self.scans) - len(failed)} of {len(self.scans)} scans valid"
+                   + "".join(f"\n  run {s['run_id']}: {s['reason']}" for s in failed[:10]))
+        if self.seconds:
+            out.append("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in self.seconds.items()))
+        if self.warehouse:
+            out.append(f"warehouse: {self.warehouse}" + (f" (snapshot {self.snapshot})" if self.snapshot else "")
+                       + "; views leak_run_summary, leak_arm_summary, leak_violations")
+        return out
+
+
+def _table(title: str, key: str, rows: list[dict[str, Any]]) -> list[str]:
+    width = max([len(title)] + [len(str(r[key])) for r in rows])
+    head = (f"{title:<{width}} {'records':>8} {'clean':>6} {'unverif.':>8} {'violation':>9} {'v1 flag':>8} "
+            f"{'items v1':>13} {'items v2':>13}")
+    out = [head]
+    for r in rows:
+        out.append(f"{str(r[key]):<{width}} {r['records']:>8} {r['clean']:>6} {r['unverifiable']:>8} "
+                   f"{r['violation']:>9} {r['v1_flagged']:>8} {int(r['items_v1']):>13,} {int(r['items_v2']):>13,}")
+    if rows:
+        tot = {c: sum(int(r[c]) for r in rows) for c in ("records", "clean", "unverifiable", "violation",
+                                                          "v1_flagged", "items_v1", "items_v2")}
+        out.append(f"{'total':<{width}} {tot['records']:>8} {tot['clean']:>6} {tot['unverifiable']:>8} "
+                   f"{tot['violation']:>9} {tot['v1_flagged']:>8} {tot['items_v1']:>13,} {tot['items_v2']:>13,}")
+    return out
+
+
+def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: Selection, *,
+              matcher: str = matchers.DEFAULT, rescan: bool = False, progress: Progress | None = None,
+              batch_records: int = BATCH_RECORDS, publish: bool = True,
+              expectations_dir: str | Path | None = None) -> AuditResult:
+    """Scan the selection into the warehouse (already migrated) and return the summary."""
+    matchers.check_name(matcher)
+    seconds: dict[str, float] = {}
+    t0 = time.monotonic()
+    records = load_records(path, selection)
+    seconds["load"] = time.monotonic() - t0
+    todo = plan(path, records, materials, matcher, rescan=rescan)
+    scanners = ScannerCache(materials, matcher)
+    result = AuditResult(matcher, len(records), todo.to_scan, sum(todo.skipped.values()), warehouse=str(path))
+    done, batch, in_batch = 0, [], 0
+    t1 = time.monotonic()
+    scan_seconds = write_seconds = 0.0
+    for run_id in sorted(set(todo.runs) | set(todo.skipped)):
+        run_records = todo.runs.get(run_id, [])
+        if not run_records:
+            if progress:
+                progress(run_id, done, todo.to_scan, f"{todo.skipped[run_id]} records unchanged, skipped")
+            continue
+        s0 = time.monotonic()
+        scan = scan_run(run_id, run_records, scanners)
+        scan_seconds += time.monotonic() - s0
+        result.scans.append({"run_id": run_id, "valid": scan.control.valid, "reason": scan.control.reason,
+                             "detail": scan.control.detail})
+        batch.append(scan)
+        in_batch += len(run_records)
+        done += len(run_records)
+        if progress:
+            counts = {v: sum(1 for x in scan.verdicts if x.verdict == v) for v in VERDICTS}
+            progress(run_id, done, todo.to_scan, ", ".join(f"{k} {n}" for k, n in counts.items())
+                     + (f"; {todo.skipped.get(run_id, 0)} unchanged" if todo.skipped.get(run_id) else ""))
+        if in_batch >= batch_records:
+            w0 = time.monotonic()
+            store.write(path, batch, expectations_dir=expectations_dir)
+            write_seconds += time.monotonic() - w0
+            batch, in_batch = [], 0
+    if batch:
+        w0 = time.monotonic()
+        store.write(path, batch, expectations_dir=expectations_dir)
+        write_seconds += time.monotonic() - w0
+    seconds["scan"], seconds["write"] = scan_seconds, write_seconds
+    run_ids = sorted({r.run_id for r in records})
+    with warehouse.connect(path, read_only=True) as con:
+        rows = store.summary_rows(con, run_ids)
+    result.per_run, result.per_arm = rows["runs"], rows["arms"]
+    if publish:
+        p0 = time.monotonic()
+        result.snapshot = str(warehouse.publish(path, run_ids))  # the scanned runs' leak rows
+        seconds["publish"] = time.monotonic() - p0
+    seconds["total"] = time.monotonic() - t0
+    result.seconds = seconds
+    return result
+
+
+def prepare_warehouse(path: str | Path | None) -> Path:
+    resolved = warehouse.check_path(warehouse.resolve_path(path))
+    warehouse.migrate(resolved)
+    return resolved
+
+
+def load_tasks(*, suites_dir: str | None = None, humanevalplus: str | None = None, backend: str = "local",
+               limit: int | None = None) -> list:
+    """The tasks whose hidden suites are the material: a suites directory, or HumanEval+ imported now."""
+    from acceptgate.gates import run as gate_run
+
+    if humanevalplus is None:
+        tasks, _ = gate_run.load_tasks(backend=None, suites_dir=suites_dir, limit=limit)
+        return tasks
+    from acceptgate.sandbox import backend as backends
+
+    with backends.create(backend) as sandbox:
+        tasks, _ = gate_run.load_tasks(backend=sandbox, humanevalplus=humanevalplus, limit=limit)
+    return tasks
+
+
+def parse_time(value: str | datetime | None, field: str) -> datetime | None:
+    """A date (YYYY-MM-DD, midnight UTC) or an ISO 8601 time; InvalidInput naming the field."""
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput("not a date (YYYY-MM-DD) or ISO 8601 time", record=repr(value), field=f"--{field}") from None
+    return _aware(parsed)

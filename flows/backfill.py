@@ -1,0 +1,34 @@
+"""The ``backfill`` flow: retro-scan history (a date range, run ids, all arms; gate runs in the warehouse
+and jsonl history files) for hidden-test material.
+
+Resumable and idempotent: scans are committed in batches of whole runs, and a record whose inputs hash
+matches its stored verdict is skipped, so an interrupted backfill continues where it stopped and a
+repeated one writes nothing new. Run it with ``acceptgate backfill`` or the ``leak-backfill``
+deployment (its parameters are this function's).
+"""
+
+from __future__ import annotations
+
+from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+
+from prefect import flow
+from prefect.utilities.annotations import quote
+
+from acceptgate.leak import audit as core
+from acceptgate.leak.matcher import DEFAULT
+from tasks import leak_tasks as t
+
+
+@flow(name="leak-backfill", persist_result=False, log_prints=False)
+def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, warehouse: str | None = None,
+             since: str | None = None, until: str | None = None, run_ids: list[str] | None = None,
+             arms: list[str] | None = None, history: list[str] | None = None, include_warehouse: bool = True,
+             matcher: str = DEFAULT, rescan: bool = False, batch_records: int = core.BATCH_RECORDS,
+             backend: str = "local", progress=None) -> core.AuditResult:
+    selection = core.Selection(run_ids=tuple(run_ids) if run_ids else None, since=core.parse_time(since, "since"),
+                               until=core.parse_time(until, "until"), arms=tuple(arms) if arms else None,
+                               history=tuple(history or ()), warehouse_runs=include_warehouse)
+    path = t.prepare_warehouse(warehouse)
+    materials = t.hidden_material(suites_dir, humanevalplus, backend)
+    result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records, quote(progress))
+    return t.publish(path, quote(result))

@@ -1,0 +1,26 @@
+-- Leak-audit verdict counts and comparison items per run (the numbers `acceptgate backfill` prints).
+create or replace view leak_run_summary as
+with verdicts as (
+    select * from leak_verdicts
+),
+per_run as (
+    select run_id,
+           min(started_at)                                        as started_at,
+           count(*)                                               as records,
+           count(*) filter (where verdict = 'clean')              as clean,
+           count(*) filter (where verdict = 'unverifiable')       as unverifiable,
+           count(*) filter (where verdict = 'violation')          as violation,
+           count(*) filter (where v1_flagged)                     as v1_flagged,
+           sum(texts)                                             as texts,
+           sum(items_v1)                                          as items_v1,
+           sum(items_v2)                                          as items_v2,
+           sum(v2_hits)                                           as v2_hits,
+           sum(v2_violations)                                     as v2_violations,
+           count(*) filter (where gt_as_visible)                  as gt_as_visible
+    from verdicts
+    group by run_id
+),
+final as (
+    select * from per_run
+)
+select * from final;

@@ -1,0 +1,46 @@
+"""Prefect tasks of the leak_audit and backfill flows: thin calls into ``acceptgate.leak.audit``.
+
+Three coarse stages: prepare the warehouse and the tasks' hidden material, scan (every selected run,
+written in batches of whole runs, unchanged records skipped), publish the analysts' snapshot. No
+caching and no persisted results: the warehouse is the record.
+"""
+
+from __future__ import annotations
+
+from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from acceptgate import warehouse
+from acceptgate.leak import audit
+from acceptgate.leak.material import TaskMaterial
+
+_STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+@task(name="prepare-warehouse", **_STAGE)
+def prepare_warehouse(path: str | None) -> Path:
+    return audit.prepare_warehouse(path)
+
+
+@task(name="hidden-material", **_STAGE)
+def hidden_material(suites_dir: str | None, humanevalplus: str | None, backend: str) -> dict[str, TaskMaterial]:
+    return audit.load_materials(audit.load_tasks(suites_dir=suites_dir, humanevalplus=humanevalplus,
+                                                 backend=backend))
+
+
+@task(name="scan", **_STAGE)
+def scan(path: Path, materials: dict[str, TaskMaterial], selection: audit.Selection, matcher: str, rescan: bool,
+         batch_records: int, progress) -> audit.AuditResult:
+    return audit.run_audit(path, materials, selection, matcher=matcher, rescan=rescan, progress=progress,
+                           batch_records=batch_records, publish=False)
+
+
+@task(name="publish", **_STAGE)
+def publish(path: Path, result: audit.AuditResult) -> audit.AuditResult:
+    scanned = sorted({s["run_id"] for s in result.scans})
+    result.snapshot = str(warehouse.publish(path, scanned))  # the scanned runs' leak rows
+    return result
