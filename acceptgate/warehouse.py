@@ -494,7 +494,7 @@ def publish(path: str | os.PathLike, run_id: str | Sequence[str], *, timeout: fl
                 _fill_snapshot(con, source, previous, run_ids)
                 for rid in run_ids:
                     con.execute(f"update {_SNAPSHOT_ALIAS}.{ATTEMPTS_TABLE} set status = 'ok', finished_at = now(), "
-                                "published_at = now() where run_id = ? and attempt = ?",
+                                "published_at = now() where run_id = ? and attempt = ? and status = 'running'",
                                 [rid, current_attempt(con, rid)])
                 con.execute(f"create table {_SNAPSHOT_ALIAS}.snapshot_info "
                             "(published_at timestamptz, source varchar, run_id varchar)")
@@ -510,8 +510,9 @@ def publish(path: str | os.PathLike, run_id: str | Sequence[str], *, timeout: fl
             os.replace(tmp, target)  # still holding the live file: publishes never interleave
             _fsync_directory(target.parent)  # the rename itself survives a power cut
             for rid in run_ids:
+                # only a running attempt ends 'ok' (re-publishing an old run, e.g. with its leak rows, leaves its log alone)
                 con.execute(f"update {ATTEMPTS_TABLE} set status = 'ok', finished_at = now(), published_at = now() "
-                            "where run_id = ? and attempt = ?", [rid, current_attempt(con, rid)])
+                            "where run_id = ? and attempt = ? and status = 'running'", [rid, current_attempt(con, rid)])
     finally:
         tmp.unlink(missing_ok=True)
         Path(str(tmp) + ".wal").unlink(missing_ok=True)
