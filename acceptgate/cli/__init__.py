@@ -22,6 +22,8 @@ COMMAND_MODULES = [
     "acceptgate.cli.score_cmd",
     "acceptgate.cli.gate_cmd",
     "acceptgate.cli.sandbox_cmd",
+    "acceptgate.cli.stats_cmd",
+    "acceptgate.cli.judge_cmd",
 ]
 
 
