@@ -221,8 +221,9 @@ def format_effects(result: StatsResult) -> list[str]:
     for measure, effects in result.effects.items():
         for e in effects:
             unit = result.units.get(measure, "unit")
+            who = f" [{e.config}]" if e.config != e.a_name else ""
             out.append(
-                f"{measure.replace('_', ' ')}: {e.a_name.upper()} {100 * e.rate_a:.1f}% vs {e.b_name.upper()} "
+                f"{measure.replace('_', ' ')}{who}: {e.a_name.upper()} {100 * e.rate_a:.1f}% vs {e.b_name.upper()} "
                 f"{100 * e.rate_b:.1f}% over all {e.n_units} {unit}s"
                 f"{f' ({e.runs} runs averaged per {unit})' if e.runs > 1 else ''}; "
                 f"Delta ({e.b_name.upper()} - {e.a_name.upper()}) = {pp(e.delta)}, "
