@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "acceptgate.cli.sandbox_cmd",
     "acceptgate.cli.stats_cmd",
     "acceptgate.cli.judge_cmd",
+    "acceptgate.cli.study_cmd",
 ]
 
 
