@@ -36,10 +36,20 @@ def load_judge(path: Path, judge_run: str | None):
 
 
 @task(name="compute-statistics", **_STAGE)
-def compute(kind: str, source_run_id: str, measured, settings: core.Settings) -> core.StatsResult:
-    return core.compute(kind, source_run_id, measured, settings)
+def compute(kind: str, source_run_id: str, measured, settings: core.Settings, also: str = "") -> core.StatsResult:
+    return core.compute(kind, source_run_id, measured, settings, also=also)
 
 
 @task(name="write-statistics", **_STAGE)
 def write(path: Path, result: core.StatsResult, conditions: str) -> dict[str, int]:
     return core.write(path, result, conditions=conditions)
+
+
+@task(name="compare-judges", **_STAGE)
+def add_judge_comparison(path: Path, result: core.StatsResult, main_run: str, audit_run: str) -> None:
+    from acceptgate.judge import metrics
+
+    main, audit, configs, left_out = metrics.judge_comparison_arrays(path, main_run, audit_run)
+    core.add_judge_comparison(result, main, audit, configs, main_run, audit_run)
+    result.notes.append(f"judge comparison: {main.shape[0]} tasks, {left_out} left out (an invalid verdict of "
+                        "either judge, or a configuration missing)")

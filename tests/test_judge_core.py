@@ -168,3 +168,29 @@ def test_unknown_task_in_records_is_an_input_issue(tmp_path):
     assert len(run.judged) == 1 and [(n, e.line, e.field) for n, e in run.issues] == [("records", 2, "task_id")]
     with pytest.raises(InvalidInput, match="no answer card"):
         judge_inputs(inputs, backend="rules", embedder="hashing", strict=True)
+
+
+def test_two_judges_centered_differences_into_the_warehouse(tmp_path):
+    from acceptgate.stats import pipeline
+
+    path = tmp_path / "wh.duckdb"
+    warehouse.migrate(path)
+    rules = judge_inputs(INPUTS, backend="rules", embedder="hashing")
+    replay = judge_inputs(INPUTS, backend="replay", embedder="hashing")
+    write(path, rules)
+    write(path, replay)
+    main, audit, configs, left_out = metrics.judge_comparison_arrays(path, rules.run_id, replay.run_id)
+    assert configs == ["demo-agent-a", "demo-agent-b"] and main.shape == audit.shape == (4 - left_out, 2)
+    assert left_out == 1  # the one task with an invalid E+ replay verdict
+    run_id, measured, extra = metrics.judge_inputs(path, rules.run_id)
+    result = pipeline.compute("judge", run_id, measured, pipeline.Settings(resamples=500), also=replay.run_id)
+    assert result.run_id != pipeline.compute("judge", run_id, measured, pipeline.Settings(resamples=500)).run_id
+    pipeline.add_judge_comparison(result, main, audit, configs, rules.run_id, replay.run_id)
+    pipeline.write(path, result, conditions="E+,E-")
+    with duckdb.connect(str(path), read_only=True) as con:
+        rows = con.execute("select config, difference, centered, interaction_p from stats_judge_comparison "
+                           "where run_id = ? order by config", [result.run_id]).fetchall()
+    diff = (audit - main).mean(axis=0)
+    assert [r[1] for r in rows] == pytest.approx(list(diff))
+    assert [r[2] for r in rows] == pytest.approx(list(diff - diff.mean()))
+    assert 0 < rows[0][3] <= 1

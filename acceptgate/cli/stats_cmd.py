@@ -28,6 +28,9 @@ def add_parser(sub) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--gate-run", metavar="ID", help="gate run id (default: the latest finished gate run)")
     src.add_argument("--judge-run", metavar="ID", help="judge run id (from 'acceptgate judge')")
+    p.add_argument("--audit-judge-run", metavar="ID",
+                   help="with --judge-run: a second judge on the same trajectories; adds the centered-difference "
+                        "comparison per configuration with its total interaction test")
     p.add_argument("--baseline", default="off", help="gate arm every other arm is compared with (default off)")
     p.add_argument("--arm", action="append", metavar="ARM", help="gate arms to compare (default: all others)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (stored with the rows)")
@@ -40,6 +43,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    if args.audit_judge_run and not args.judge_run:
+        raise InvalidInput("needs --judge-run (the main judge)", field="--audit-judge-run")
     settings = Settings(seed=args.seed, resamples=args.resamples, confidence=args.confidence).check()
     path = warehouse.resolve_path(args.warehouse)
     if not path.exists():
@@ -52,7 +57,8 @@ def run(args) -> int:
 
     try:
         result = stats_flow.stats(warehouse=str(path), gate_run=args.gate_run, judge_run=args.judge_run,
-                                  baseline=args.baseline, arms=arms, settings=settings)
+                                  baseline=args.baseline, arms=arms, settings=settings,
+                                  audit_judge_run=args.audit_judge_run)
     except ExpectationFailed as exc:
         print(f"acceptgate stats: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
               f"{exc.details}. Nothing was written.", file=sys.stderr)
@@ -61,6 +67,7 @@ def run(args) -> int:
         print(f"acceptgate stats: warehouse: {exc}", file=sys.stderr)
         return 1
     print("\n".join(format_effects(result)))
-    print(f"warehouse: {path} (tables stats_runs, stats_effects, stats_stability, stats_agreement; "
+    print(f"warehouse: {path} (tables stats_runs, stats_effects, stats_stability, stats_agreement, "
+          f"stats_judge_comparison; "
           f"view stats_report)")
     return 0

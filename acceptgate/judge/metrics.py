@@ -126,3 +126,28 @@ def judge_inputs(path: str | Path, judge_run: str | None) -> tuple[str, list[Mea
 
 def _pct(x) -> str:
     return "n/a" if x is None or x != x else f"{100 * x:.1f}%"
+
+
+def judge_comparison_arrays(path: str | Path, main_run: str, audit_run: str) -> tuple[np.ndarray, np.ndarray, list[str], int]:
+    """Per task and configuration, the share of E+ trajectories judged evidence-linked, by each judge,
+    on the tasks where both judges gave valid verdicts for every E+ trajectory of every configuration.
+    Returns (main, audit, configs, tasks left out)."""
+    _, main, _ = read_verdicts(path, main_run)
+    _, audit, _ = read_verdicts(path, audit_run)
+    cols = ["trajectory_id", "task_id", "config", "status", "v_p"]
+    both = main[main["condition"] == "E+"][cols].merge(audit[cols], on=["trajectory_id", "task_id", "config"],
+                                                       suffixes=("_main", "_audit"))
+    if both.empty:
+        raise InvalidInput(f"judge runs {main_run} and {audit_run} share no E+ trajectory", field="--audit-judge-run")
+    configs = sorted(both["config"].unique())
+    ok = both.groupby("task_id").apply(
+        lambda g: (g["status_main"] == "valid").all() and (g["status_audit"] == "valid").all()
+        and set(g["config"]) == set(configs), include_groups=False)
+    tasks = sorted(ok[ok].index)
+    if not tasks:
+        raise InvalidInput("no task with valid verdicts of both judges in every configuration", field="--audit-judge-run")
+    kept = both[both["task_id"].isin(tasks)]
+    rates = kept.groupby(["task_id", "config"])[["v_p_main", "v_p_audit"]].mean()
+    m = rates["v_p_main"].unstack("config").loc[tasks, configs].to_numpy(dtype=float)
+    a = rates["v_p_audit"].unstack("config").loc[tasks, configs].to_numpy(dtype=float)
+    return m, a, configs, len(ok) - len(tasks)

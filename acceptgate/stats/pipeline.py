@@ -23,7 +23,7 @@ from acceptgate.errors import InvalidInput
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, PairedData, PairedEffect, paired_effects
 from acceptgate.stats.stability import RunStability, run_stability
 
-TABLES = ("stats_effects", "stats_stability", "stats_agreement")
+TABLES = ("stats_effects", "stats_stability", "stats_agreement", "stats_judge_comparison")
 GATE_MEASURES = ("false_delivery", "delivered")
 
 EFFECT_COLUMNS = ["run_id", "measure", "config", "condition_a", "condition_b", "unit", "n_units", "runs", "rate_a",
@@ -34,6 +34,9 @@ STABILITY_COLUMNS = ["run_id", "measure", "config", "n_units", "runs", "per_run_
                      "per_run_ci_high", "pooled_delta", "delta_range", "interaction_statistic", "interaction_p",
                      "exact_test", "resamples", "confidence", "seed", "input_sha256"]
 AGREEMENT_COLUMNS = ["run_id", "rater_a", "rater_b", "label", "n_records", "accuracy", "kappa", "input_sha256"]
+COMPARISON_COLUMNS = ["run_id", "config", "main_run_id", "audit_run_id", "n_tasks", "rate_main", "rate_audit",
+                      "difference", "overall_difference", "centered", "centered_ci_low", "centered_ci_high",
+                      "interaction_statistic", "interaction_p", "resamples", "seed", "input_sha256"]
 RUN_COLUMNS = ["run_id", "kind", "source_run_id", "conditions", "measures", "seed", "resamples", "confidence",
                "input_sha256", "acceptgate_version"]
 
@@ -75,6 +78,7 @@ class StatsResult:
     agreement: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     units: dict[str, str] = field(default_factory=dict)  # measure -> resampling unit (task, task pair)
+    comparison: list[dict] = field(default_factory=list)  # two judges, one row per configuration
 
     def frames(self) -> dict[str, pd.DataFrame]:
         effects = [{"run_id": self.run_id, "measure": m, "condition_a": e.a_name, "condition_b": e.b_name,
@@ -93,8 +97,10 @@ class StatsResult:
             frame.loc[frame[col].isna(), col] = pd.NA
         agree = pd.DataFrame(agreement, columns=AGREEMENT_COLUMNS)
         agree["kappa"] = agree["kappa"].astype("Float64")
+        comparison = pd.DataFrame([{"run_id": self.run_id, "input_sha256": self.input_sha256, **c}
+                                   for c in self.comparison], columns=COMPARISON_COLUMNS)
         return {"stats_effects": frame, "stats_stability": pd.DataFrame(stability, columns=STABILITY_COLUMNS),
-                "stats_agreement": agree}
+                "stats_agreement": agree, "stats_judge_comparison": comparison}
 
     def _effects_with_unit(self) -> dict[str, tuple[str, list[PairedEffect]]]:
         return {m: (self.units.get(m, "unit"), es) for m, es in self.effects.items()}
@@ -166,16 +172,20 @@ def gate_inputs(path: str | Path, gate_run: str | None = None, *, baseline: str 
 
 # -- computation ------------------------------------------------------------------------------------
 
-def stats_run_id(kind: str, source_run_id: str, input_sha256: str, settings: Settings) -> str:
+def stats_run_id(kind: str, source_run_id: str, input_sha256: str, settings: Settings, also: str = "") -> str:
     key = json.dumps({"kind": kind, "source": source_run_id, "inputs": input_sha256, "seed": settings.seed,
-                      "resamples": settings.resamples, "confidence": settings.confidence}, sort_keys=True)
+                      "resamples": settings.resamples, "confidence": settings.confidence, "also": also},
+                     sort_keys=True)
     return "stats-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def compute(kind: str, source_run_id: str, measured: Sequence[Measured], settings: Settings) -> StatsResult:
+def compute(kind: str, source_run_id: str, measured: Sequence[Measured], settings: Settings, *,
+            also: str = "") -> StatsResult:
+    """``also`` names any further input (the audit judge run) so that it changes the stats run id."""
     settings = settings.check()
     digest = canonical_sha256(measured)
-    result = StatsResult(stats_run_id(kind, source_run_id, digest, settings), kind, source_run_id, digest, settings)
+    result = StatsResult(stats_run_id(kind, source_run_id, digest, settings, also), kind, source_run_id, digest,
+                         settings)
     for m in measured:
         kw = dict(resamples=settings.resamples, seed=settings.seed, confidence=settings.confidence)
         result.effects[m.measure] = paired_effects(m.data, **kw)
@@ -234,6 +244,10 @@ def format_effects(result: StatsResult) -> list[str]:
             runs = ", ".join(pp(x) for x in r.per_run_delta)
             out.append(f"run stability, {measure} {r.config}: per-run Delta {runs}; pooled {pp(r.pooled_delta)}, "
                        f"range {100 * r.delta_range:.1f} pp, condition x run interaction p = {r.interaction_p:.3g}")
+    for c in result.comparison:
+        out.append(f"judges {c['audit_run_id']} - {c['main_run_id']}, {c['config']}: difference {pp(c['difference'])}, "
+                   f"centered {pp(c['centered'])} [{pp(c['centered_ci_low'])}, {pp(c['centered_ci_high'])}] over "
+                   f"{c['n_tasks']} tasks; total interaction p = {c['interaction_p']:.3g}")
     for a in result.agreement:
         kappa = "n/a" if a["kappa"] is None or a["kappa"] != a["kappa"] else f"{a['kappa']:.3f}"
         out.append(f"agreement {a['rater_a']} vs {a['rater_b']} on {a['label']}: accuracy "
@@ -247,3 +261,20 @@ def _p(p: float, e: PairedEffect) -> str:
     if not e.exact_test and p <= 2 * floor + 1e-12:
         return f"{p:.2g} (the smallest a {e.permutations:,}-draw test can give)"
     return f"{p:.3g}"
+
+
+def add_judge_comparison(result: StatsResult, main: "np.ndarray", audit: "np.ndarray", configs: list[str],
+                         main_run: str, audit_run: str) -> None:
+    """Two judges on the same E+ trajectories (seed 004 Table 14), into ``result.comparison``."""
+    from acceptgate.stats.agreement import compare_judges
+
+    s = result.settings
+    cmp = compare_judges(main, audit, configs, resamples=s.resamples, seed=s.seed, confidence=s.confidence)
+    for j, config in enumerate(configs):
+        result.comparison.append({
+            "config": config, "main_run_id": main_run, "audit_run_id": audit_run, "n_tasks": cmp.n_tasks,
+            "rate_main": cmp.rate_main[j], "rate_audit": cmp.rate_audit[j], "difference": cmp.difference[j],
+            "overall_difference": cmp.overall_difference, "centered": cmp.centered[j],
+            "centered_ci_low": cmp.centered_ci_low[j], "centered_ci_high": cmp.centered_ci_high[j],
+            "interaction_statistic": cmp.interaction_statistic, "interaction_p": cmp.interaction_p,
+            "resamples": cmp.resamples, "seed": cmp.seed})
