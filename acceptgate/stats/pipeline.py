@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from acceptgate import __version__, expectations, warehouse
@@ -263,7 +264,7 @@ def _p(p: float, e: PairedEffect) -> str:
     return f"{p:.3g}"
 
 
-def add_judge_comparison(result: StatsResult, main: "np.ndarray", audit: "np.ndarray", configs: list[str],
+def add_judge_comparison(result: StatsResult, main: np.ndarray, audit: np.ndarray, configs: list[str],
                          main_run: str, audit_run: str) -> None:
     """Two judges on the same E+ trajectories (seed 004 Table 14), into ``result.comparison``."""
     from acceptgate.stats.agreement import compare_judges

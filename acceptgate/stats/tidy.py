@@ -6,8 +6,6 @@ would change the denominator.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 import pandas as pd
 
@@ -53,8 +51,3 @@ def paired_from_tidy(frame: pd.DataFrame, *, conditions: tuple[str, str], config
                               table[b_name].to_numpy(dtype=float), a_name, b_name, unit_name))
     return out
 
-
-def check_same_units(data: Sequence[PairedData]) -> None:
-    """Configurations compared with shared draws must have the same units (in the same order)."""
-    if data and any(d.units != data[0].units for d in data[1:]):
-        raise IncompleteDesign("configurations cover different units")
