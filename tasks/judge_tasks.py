@@ -1,0 +1,33 @@
+"""Prefect tasks of the judge flow: thin calls into ``acceptgate.judge``. One task judges the whole input
+(the calls inside are sequential HTTP requests or pure computation); no caching, no persisted results."""
+
+from __future__ import annotations
+
+from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from acceptgate import warehouse
+from acceptgate.judge import run as core
+
+_STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+@task(name="prepare-warehouse", **_STAGE)
+def prepare_warehouse(path: str | None) -> Path:
+    resolved = warehouse.check_path(warehouse.resolve_path(path))
+    warehouse.migrate(resolved)
+    return resolved
+
+
+@task(name="judge-trajectories", **_STAGE)
+def judge_trajectories(inputs: core.Inputs, backend: str, embedder: str, strict: bool, chat_config) -> core.JudgeRun:
+    return core.judge_inputs(inputs, backend=backend, embedder=embedder, strict=strict, chat_config=chat_config)
+
+
+@task(name="write-verdicts", **_STAGE)
+def write_verdicts(path: Path, run: core.JudgeRun) -> dict[str, int]:
+    return core.write(path, run)
