@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 TABLE_MARK = "<!-- exit-code-table"
 CLASSES = ("missing file", "bad record", "unwritable output", "backend unavailable", "lock held")
-INPUTS = ("spec", "candidate", "humaneval", "suites", "samples", "published")
+INPUTS = ("spec", "candidate", "humaneval", "suites", "samples", "published", "trajectories", "cards", "memory")
 RECORD_INPUTS = {"spec": "case 0", "samples": "line 2", "humaneval": "line 2"}  # -> how the message names it
 OUTPUTS = ("out", "outdir", "warehouse")
 NOT_APPLICABLE = "—"
@@ -200,6 +200,22 @@ class Inputs:
 
     def _backend(self) -> str:
         return "local"
+
+    # the judge's constructed demo inputs (data/demo/judge/), copied so a test may break them
+    def _demo(self, name: str) -> Path:
+        path = self.root / "judge" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes((REPO / "data" / "demo" / "judge" / name).read_bytes())
+        return path
+
+    def _trajectories(self) -> Path:
+        return self._demo("trajectories.jsonl")
+
+    def _cards(self) -> Path:
+        return self._demo("cards.jsonl")
+
+    def _memory(self) -> Path:
+        return self._demo("memory.jsonl")
 
     def _published(self) -> Path:
         """A warehouse whose snapshot is published (what `acceptgate sql` reads)."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import sys
 
+from acceptgate.cli import checks
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
-from acceptgate.expectations import ExpectationFailed
 from acceptgate.judge.backends import BACKENDS
 from acceptgate.judge.embed import EMBEDDERS
 
@@ -77,20 +77,13 @@ def run(args) -> int:
     from acceptgate.judge import embed
 
     embed.get(args.embedder)  # an unavailable encoder is exit 3 before anything is written
-    path = warehouse.check_path(warehouse.resolve_path(args.warehouse))
+    path = checks.warehouse_ready(args.warehouse)  # unwritable: exit 2; held by another process: exit 4
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     from flows import judge as judge_flow  # Prefect is imported here, and only here
 
-    try:
-        result = judge_flow.judge(inputs=inputs, backend=args.backend, embedder=args.embedder,
-                                  warehouse=str(path), strict=args.strict, chat_config=chat_config)
-    except ExpectationFailed as exc:
-        print(f"acceptgate judge: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
-              f"{exc.details}. Nothing was written.", file=sys.stderr)
-        return 1
-    except warehouse.WarehouseError as exc:
-        print(f"acceptgate judge: warehouse: {exc}", file=sys.stderr)
-        return 1
+    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
+    result = judge_flow.judge(inputs=inputs, backend=args.backend, embedder=args.embedder,
+                              warehouse=str(path), strict=args.strict, chat_config=chat_config)
     for name, issue in result.issues:
         print(f"acceptgate judge: invalid {name} input: {issue}", file=sys.stderr)
     print("\n".join(summary_lines(result, show_exemplars=not args.quiet)))

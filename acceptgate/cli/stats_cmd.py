@@ -8,11 +8,10 @@ p-values, e.g. CONFORM vs OFF false delivery over all tasks, paired by task.
 from __future__ import annotations
 
 import os
-import sys
 
+from acceptgate.cli import checks
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
-from acceptgate.expectations import ExpectationFailed
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from acceptgate.stats.pipeline import Settings, format_effects
 
@@ -50,22 +49,15 @@ def run(args) -> int:
     if not path.exists():
         raise InvalidInput("no warehouse here: run 'acceptgate gate' or 'acceptgate judge' first",
                            source=str(path), field="--warehouse")
-    warehouse.check_path(path)
+    checks.warehouse_ready(str(path))  # unwritable: exit 2; held by another process: exit 4
     arms = [a.strip() for v in (args.arm or []) for a in v.split(",") if a.strip()] or None
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     from flows import stats as stats_flow  # Prefect is imported here, and only here
 
-    try:
-        result = stats_flow.stats(warehouse=str(path), gate_run=args.gate_run, judge_run=args.judge_run,
-                                  baseline=args.baseline, arms=arms, settings=settings,
-                                  audit_judge_run=args.audit_judge_run)
-    except ExpectationFailed as exc:
-        print(f"acceptgate stats: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
-              f"{exc.details}. Nothing was written.", file=sys.stderr)
-        return 1
-    except warehouse.WarehouseError as exc:
-        print(f"acceptgate stats: warehouse: {exc}", file=sys.stderr)
-        return 1
+    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
+    result = stats_flow.stats(warehouse=str(path), gate_run=args.gate_run, judge_run=args.judge_run,
+                              baseline=args.baseline, arms=arms, settings=settings,
+                              audit_judge_run=args.audit_judge_run)
     print("\n".join(format_effects(result)))
     print(f"warehouse: {path} (tables stats_runs, stats_effects, stats_stability, stats_agreement, "
           f"stats_judge_comparison; "

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from acceptgate import warehouse
+from acceptgate import outputs, warehouse
 from acceptgate.errors import InvalidInput
 
 
@@ -47,14 +47,9 @@ def _trajectories(path: str) -> dict:
 def run_sample(args) -> int:
     from acceptgate.judge import human, metrics
 
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise InvalidInput(f"not writable: {exc.strerror}", source=str(out), field="--out") from None
+    if not Path(args.records).is_file():
+        raise InvalidInput("no such file", source=args.records, field="--records")
+    out = outputs.check_dir(args.out, "--out")  # before any work; created only when the sheet is written
     path = warehouse.resolve_path(args.warehouse)
     if not path.exists():
         raise InvalidInput("no warehouse here", source=str(path), field="--warehouse")
@@ -78,10 +73,17 @@ def run_ratings(args) -> int:
     from acceptgate.judge.records import strict
 
     assignments = {}
+    for name, flag in ((args.key, "--key"), (args.records, "--records"), (args.ratings, "RATINGS.jsonl")):
+        if not Path(name).is_file():
+            raise InvalidInput("no such file", source=name, field=flag)
     for n, line in enumerate(Path(args.key).read_text(encoding="utf-8").splitlines(), start=1):
-        doc = json.loads(line)
-        doc.pop("seed", None)
-        assignments[doc["item_id"]] = human.Assignment(**doc)
+        try:
+            doc = json.loads(line)
+            doc.pop("seed", None)
+            assignments[doc["item_id"]] = human.Assignment(**doc)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise InvalidInput(f"not a key record written by 'study sample' ({type(exc).__name__}: {exc})",
+                               source=args.key, record=f"line {n}", field="item_id") from None
     trajs = _trajectories(args.records)
     steps = {t: len(trajs[t].actions) for t in trajs}
     loaded = human.import_ratings(args.ratings, assignments, steps)
