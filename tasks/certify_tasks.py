@@ -77,7 +77,7 @@ def write_pools(path: Path, run: store.CertifyRun, cert: core.Certification) -> 
 @task(name="write-certification", **_STAGE)
 def write_certification(path: Path, run: store.CertifyRun, cert: core.Certification) -> dict[str, int]:
     return store.write_stage(path, run, "certification", store.certification_frames(run, cert),
-                             related=store.pool_frames(run, cert))
+                             related={"v4v_candidates": store.candidate_frame(run, cert)})
 
 
 @task(name="finish-run", **_STAGE)

@@ -23,6 +23,7 @@ from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import run_calls
 
 BROKEN_STATUSES = ("timeout", "crash", "memory", "protocol")
+STORED_CHARS = 2000  # per case output kept in the warehouse
 
 
 @dataclass
@@ -40,10 +41,14 @@ class SuiteRun:
     round: int = 0  # 0 = the run every verifier decides from; 1.. = repeatability re-runs
 
     def outputs(self) -> list[list]:
-        """Per case [status, got canonical text or exception type]: what the warehouse stores."""
+        """Per case [status, got canonical text or exception type]: what the warehouse stores. A text
+        longer than ``STORED_CHARS`` is cut there and marked (the decisions used the whole value)."""
         out = []
         for status, value, err in zip(self.statuses, self.values, self.errors):
-            out.append([status, literals.canonical(value) if status == "ok" else err])
+            text = literals.canonical(value) if status == "ok" else err
+            if text is not None and len(text) > STORED_CHARS:
+                text = text[:STORED_CHARS] + f"...<{len(text)} chars>"
+            out.append([status, text])
         return out
 
     def outputs_json(self) -> str:

@@ -77,11 +77,19 @@ def _frame(rows: list[dict[str, Any]], columns: list[str], ints: tuple[str, ...]
     return pd.DataFrame(rows, columns=columns).astype({c: "Int64" for c in ints})
 
 
-def pool_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.DataFrame]:
+CANDIDATE_COLUMNS = ["run_id", "task_id", "candidate_id", "kind", "class", "recipe", "label", "origin",
+                     "candidate_sha256", "source"]
+
+
+def candidate_frame(run: CertifyRun, cert: Certification) -> pd.DataFrame:
     cands = [{"run_id": run.run_id, "task_id": c.task_id, "candidate_id": c.candidate_id, "kind": c.kind,
               "class": c.cls, "recipe": c.recipe, "label": c.label, "origin": c.origin,
               "candidate_sha256": c.sha256, "source": c.source}
              for tid in sorted(cert.kept) for c in cert.kept[tid]]
+    return _frame(cands, CANDIDATE_COLUMNS)
+
+
+def pool_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.DataFrame]:
     checks = [{"run_id": run.run_id, "task_id": ch.candidate_id.rsplit(":", 2)[0], **ch.__dict__}
               for ch in cert.checks]
     execs = []
@@ -95,8 +103,7 @@ def pool_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.DataFrame]
                       "outputs_json": outputs if rnd == 0 else None, "outputs_sha256": sha256_text(outputs),
                       "wall_seconds": round(r.wall_seconds, 4)})
     return {
-        "v4v_candidates": _frame(cands, ["run_id", "task_id", "candidate_id", "kind", "class", "recipe", "label",
-                                         "origin", "candidate_sha256", "source"]),
+        "v4v_candidates": candidate_frame(run, cert),
         "v4v_label_checks": _frame(checks, ["run_id", "task_id", "candidate_id", "kind", "recipe", "intended_label",
                                             "oracle_decision", "action", "reason", "final_kind", "final_label",
                                             "final_candidate_id"]),
