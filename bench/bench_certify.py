@@ -14,11 +14,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as C
 from acceptgate.v4v.pools import PoolSettings
+
+
+def _progress(stage: str, done: int, total: int, _shown: dict = {}) -> None:
+    step = max(1, total // 10)  # about ten lines per stage on stderr
+    if done == total or done - _shown.get(stage, 0) >= step:
+        _shown[stage] = done
+        print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
 
 
 def main() -> None:
@@ -39,7 +47,7 @@ def main() -> None:
     settings = C.Settings(workers=args.workers, pool=PoolSettings(samples_per_task=args.samples_per_task))
     with backends.create(args.backend) as sandbox:
         started = time.monotonic()
-        cert = C.certify(materials, sandbox, settings)
+        cert = C.certify(materials, sandbox, settings, _progress)
         total = time.monotonic() - started
     first = {k: r for k, r in cert.runs.items() if k[3] == 0}
     reruns = len(cert.runs) - len(first)

@@ -140,3 +140,11 @@ def test_receipts_bind_hashes(cert):
     prov = next(g for g in verdict.gates if g.gate == "provenance")
     receipt = gates.receipt_dict(prov)
     assert receipt["bindings"] and receipt["bindings"][0][1] == m.suites["visible"].spec_hash
+
+
+def test_a_task_without_a_visible_suite_is_not_counted_against_v(cert, materials):
+    m = materials[0]
+    bare = dataclasses.replace(m, suites={"hidden": m.suites["hidden"]}, harnesses={"hidden": m.harnesses["hidden"]})
+    verifiers = C.make_verifiers(("V", "GT"), None, SETTINGS.limits)
+    _, verdicts, reports = C.evaluate([bare], {m.task_id: cert.kept[m.task_id]}, cert.runs, verifiers, SETTINGS)
+    assert [r.name for r in reports] == ["GT"] and {v.verifier for v in verdicts} == {"GT"}

@@ -27,7 +27,7 @@ from acceptgate.task import HIDDEN, VISIBLE
 from acceptgate.v4v import gates, metrics, mutation, pools, runs
 from acceptgate.v4v.pools import LabelCheck, PoolCandidate, PoolSettings, ProposedPool, TaskMaterial
 from acceptgate.v4v.runs import RunJob, SuiteRun
-from acceptgate.v4v.verifiers import (BUILTIN, Decision, SuiteVerifier, Verifier, error, get as get_verifier,
+from acceptgate.v4v.verifiers import (BUILTIN, Decision, SuiteVerifier, Verifier, get as get_verifier,
                                       sha256_text)
 
 Progress = Callable[[str, int, int], None] | None  # (stage, done, total)
@@ -181,10 +181,7 @@ def decide_task(m: TaskMaterial, pool: list[PoolCandidate], v: Verifier, all_run
                 run = all_runs.get((m.task_id, c.sha256, v.suite, r))
                 if run is None and r > 0:
                     continue  # not in the repeat sample
-                if v.suite not in m.suites:
-                    d = error("crash", f"task has no {v.suite} suite")
-                else:
-                    d = v.decide(c, m, run)
+                d = v.decide(c, m, run)
             else:
                 run = None
                 d = v.decide(c, m, None)
@@ -317,6 +314,8 @@ def evaluate(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]]
         pool = kept[m.task_id]
         base = {n: {c.candidate_id: bv.decide(c, m, None) for c in pool} for n, bv in baseline_vs.items()}
         for v in verifiers:
+            if v.suite is not None and v.suite not in m.suites:
+                continue  # e.g. V on a task without docstring examples: nothing to certify there
             recs = decide_task(m, pool, v, all_runs, settings.k)
             scope = ("every candidate" if v.suite is None or settings.repeat_sample < 0 else
                      f"gold, attacks and {settings.repeat_sample} seeded others")
@@ -328,7 +327,8 @@ def evaluate(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]]
     reports = []
     for v in verifiers:
         mine = [t for t in verdicts if t.verifier == v.name]
-        reports.append(report(v.name, v.family, mine))
+        if mine:  # a suite verifier no task has (V where no task has examples) has nothing to report
+            reports.append(report(v.name, v.family, mine))
     return records, verdicts, reports
 
 
@@ -394,7 +394,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-TABLE_COLUMNS = ("verifier", "gates passed", "TPR", "TNR", "BA_norm", "FPR_attack", "mutation", "errors",
+TABLE_COLUMNS = ("verifier", "tasks", "gates passed", "TPR", "TNR", "BA_norm", "FPR_attack", "mutation", "errors",
                  "diagnosis", "failed gates (tasks)")
 
 
@@ -403,7 +403,7 @@ def table_rows(reports: list[VerifierReport]) -> list[tuple[str, ...]]:
     for r in reports:
         s = r.summary
         errors = sum(s.errors.values())
-        rows.append((r.name, f"{r.gates_passed}/{r.gates_applicable}", _pct(s.tpr), _pct(s.tnr), _pct(s.ba_norm),
+        rows.append((r.name, str(s.tasks), f"{r.gates_passed}/{r.gates_applicable}", _pct(s.tpr), _pct(s.tnr), _pct(s.ba_norm),
                      _pct(s.fpr_attack), "-" if r.mutation_score is None else f"{100 * r.mutation_score:.1f}%",
                      str(errors), s.diagnosis,
                      ", ".join(f"{g}({n})" for g, n in r.failed_gates.items()) or "-"))
