@@ -17,7 +17,6 @@ import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from acceptgate.errors import InvalidInput

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from acceptgate.v4v.pools import LEGAL, PoolCandidate
-from acceptgate.v4v.verifiers import ERROR, FAIL, PASS, Decision, normalise
+from acceptgate.v4v.verifiers import FAIL, PASS, Decision, normalise
 
 DIAGNOSES = ("all-reject", "all-accept", "gold-only")
 

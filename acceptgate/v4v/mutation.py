@@ -12,7 +12,7 @@ import ast
 import copy
 import hashlib
 import random
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from acceptgate import literals
 from acceptgate.render import Harness

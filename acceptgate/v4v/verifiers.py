@@ -23,7 +23,7 @@ import ast
 import functools
 import hashlib
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from acceptgate import literals
