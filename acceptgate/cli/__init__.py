@@ -37,6 +37,7 @@ COMMAND_MODULES = [
     "acceptgate.cli.stats_cmd",
     "acceptgate.cli.judge_cmd",
     "acceptgate.cli.study_cmd",
+    "acceptgate.cli.certify_cmd",
 ]
 
 

@@ -1,0 +1,119 @@
+"""acceptgate certify --suites DIR --dataset FILE [--samples FILE] [--verifier NAME ...]
+
+Certifies verifiers the V4V way (seed 002): builds a labelled candidate pool per task, runs every
+candidate once per suite in the sandbox, decides with every verifier, applies the six gates with
+receipts, and prints one row per verifier: gates passed, TPR, TNR, BA_norm, FPR on attacks, mutation
+score, diagnosis. Everything goes to the DuckDB warehouse (tables ``v4v_*``). A Prefect flow, imported
+only here; a progress bar on stderr while it runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from acceptgate.cli import checks
+from acceptgate.errors import InvalidInput
+from acceptgate.sandbox import backend as backends
+from acceptgate.sandbox.backend import Limits
+from acceptgate.v4v import verifiers
+from acceptgate.v4v.certify import Settings
+from acceptgate.v4v.pools import PoolSettings
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "certify", help="certify verifiers (V, GT, baselines, external programs) on labelled candidate pools",
+        description="V4V certification: pools of gold, legal variants, ordinary wrong and attack candidates per "
+                    "task; six gates with receipts; TPR/TNR/BA_norm per verifier. Writes tables v4v_* of the "
+                    "warehouse and prints one row per verifier.")
+    p.add_argument("--suites", required=True, metavar="DIR", help="a directory written by 'acceptgate import humanevalplus'")
+    p.add_argument("--dataset", required=True, metavar="FILE",
+                   help="the HumanEval+ jsonl(.gz) the suites came from (the gold programs)")
+    p.add_argument("--samples", metavar="FILE",
+                   help="CodeT-format model samples (legal different implementations when they pass GT)")
+    p.add_argument("--verifier", action="append", metavar="NAME",
+                   help=f"a verifier to certify (repeat; default all built-ins: {', '.join(verifiers.BUILTIN)}); "
+                        "ext:FILE.py is a program defining verify(candidate) -> 'PASS'|'FAIL', run in the sandbox")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N tasks")
+    p.add_argument("--task", action="append", metavar="ID", help="only these tasks (repeat)")
+    p.add_argument("--k", type=int, default=3, help="runs from reset per re-run candidate (default 3; the gate needs >= 3)")
+    p.add_argument("--repeat-sample", type=int, default=3, metavar="N",
+                   help="per task and suite, re-run the gold, every attack and N seeded others; -1 = all (default 3)")
+    p.add_argument("--samples-per-task", type=int, default=PoolSettings().samples_per_task, metavar="N",
+                   help="model samples tried per task (default %(default)s)")
+    p.add_argument("--warehouse", metavar="PATH", help="DuckDB file (default data/warehouse.duckdb or $ACCEPTGATE_WAREHOUSE)")
+    p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
+    p.add_argument("--run-id", metavar="ID", help="name the run (default: derived from the inputs and settings)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="executions in parallel (default: CPUs)")
+    p.add_argument("--wall-seconds", type=float, default=Limits().wall_seconds,
+                   help="sandbox wall clock per execution (default %(default)s)")
+    p.set_defaults(func=run)
+
+
+class BarProgress:
+    """A rich progress bar per stage on stderr (rich comes with Prefect)."""
+
+    LABELS = {"execute": "run each candidate once per suite", "repeat": "re-run from reset",
+              "decide": "decide, gates, mutants"}
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+        self.ids: dict[str, int] = {}
+
+    def __enter__(self):
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.stop()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage not in self.ids:
+            self.ids[stage] = self.bar.add_task(self.LABELS.get(stage, stage), total=total)
+        self.bar.update(self.ids[stage], completed=done, total=total)
+
+
+def _settings(args) -> Settings:
+    for name, value, low in (("--k", args.k, 1), ("--workers", args.workers, 1),
+                             ("--samples-per-task", args.samples_per_task, 0), ("--repeat-sample", args.repeat_sample, -1)):
+        if value < low:
+            raise InvalidInput(f"must be at least {low}", field=name)
+    if args.wall_seconds <= 0:
+        raise InvalidInput("must be positive", field="--wall-seconds")
+    names = tuple(dict.fromkeys(args.verifier or verifiers.BUILTIN))
+    for name in names:
+        try:
+            verifiers.get(name)  # an unknown name lists the valid ones; an unreadable ext: file is named
+        except ValueError as exc:
+            raise InvalidInput(str(exc), field="--verifier") from None
+    limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1)
+    return Settings(verifiers=names, k=args.k, repeat_sample=args.repeat_sample,
+                    pool=PoolSettings(samples_per_task=args.samples_per_task), workers=args.workers, limits=limits)
+
+
+def run(args) -> int:
+    settings = _settings(args)
+    if args.limit is not None and args.limit < 1:
+        raise InvalidInput("must be at least 1", field="--limit")
+    for flag, path in (("--suites", args.suites), ("--dataset", args.dataset), ("--samples", args.samples)):
+        if path is not None and not Path(path).exists():
+            raise InvalidInput("not found", source=path, field=flag)
+    path = checks.warehouse_ready(args.warehouse)  # before any work: unwritable exit 2, locked exit 4
+    if args.backend not in backends.names():
+        raise InvalidInput(f"unknown backend {args.backend!r}; valid backends: {', '.join(backends.names())}",
+                           field="--backend")
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    from flows import certify as certify_flow  # Prefect is imported here, and only here
+
+    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
+    with BarProgress() as bar:
+        summary = certify_flow.run(bar, suites_dir=args.suites, dataset=args.dataset, samples=args.samples,
+                                   warehouse=str(path), backend=args.backend, run_id=args.run_id,
+                                   limit=args.limit, task_ids=args.task, settings=settings)
+    print("\n".join(summary.lines()))
+    return 0

@@ -1,0 +1,429 @@
+"""The certification as stages: materials -> pools -> runs (once per candidate and suite) -> label check
+-> repeat runs from reset -> decisions of every verifier and mutant -> gates and metrics.
+
+The flow (``flows/certify.py``) only sequences these functions; tests call them directly.
+
+Speed: a candidate is executed once per suite (``runs``), and every suite verifier built from that
+suite, with all its mutants, decides from the stored per-case outputs. Only the repeatability gate
+re-runs, from reset (a fresh sandbox process), k - 1 more times, for a sample of candidates per task
+and suite: the gold, every attack (the candidates built to behave differently across calls) and a
+seeded sample of ``repeat_sample`` others -- or all candidates with ``repeat_sample = -1``. The
+baselines are pure functions of the text; they are re-decided k times all the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+from acceptgate.errors import InvalidInput
+from acceptgate.render import harness_for
+from acceptgate.sandbox.backend import Backend, Limits
+from acceptgate.task import HIDDEN, VISIBLE
+from acceptgate.v4v import gates, metrics, mutation, pools, runs
+from acceptgate.v4v.pools import LabelCheck, PoolCandidate, PoolSettings, ProposedPool, TaskMaterial
+from acceptgate.v4v.runs import RunJob, SuiteRun
+from acceptgate.v4v.verifiers import (BUILTIN, Decision, SuiteVerifier, Verifier, get as get_verifier,
+                                      sha256_text)
+
+Progress = Callable[[str, int, int], None] | None  # (stage, done, total)
+BASELINES = ("always-accept", "always-reject", "gold-exact-match")
+
+
+@dataclass(frozen=True)
+class Settings:
+    verifiers: tuple[str, ...] = BUILTIN
+    k: int = 3
+    repeat_sample: int = 3  # per task and suite, besides gold and attacks; -1 = every candidate
+    pool: PoolSettings = PoolSettings()
+    max_mutant_cases: int | None = None  # None: every case of the suite
+    workers: int = 2
+    limits: Limits = Limits()
+
+    def key(self) -> dict:
+        return {"verifiers": list(self.verifiers), "k": self.k, "repeat_sample": self.repeat_sample,
+                "samples_per_task": self.pool.samples_per_task,
+                "near_miss_per_operator": self.pool.near_miss_per_operator,
+                "max_mutant_cases": self.max_mutant_cases}
+
+
+# -- materials ---------------------------------------------------------------------------------------
+
+def load_materials(suites_dir: str, dataset: str, samples: str | None = None, *, limit: int | None = None,
+                   task_ids: list[str] | None = None) -> list[TaskMaterial]:
+    """Tasks with a hidden suite (the oracle that checks labels), their gold from the HumanEval+ file
+    (prompt + canonical solution) and, with ``samples``, the CodeT model samples as programs."""
+    from acceptgate import suitefiles
+    from acceptgate.importers.common import read_jsonl
+    from acceptgate.importers.humanevalplus import FIELDS
+
+    sd = suitefiles.read_suites(suites_dir)
+    rows, _ = read_jsonl(dataset, FIELDS)
+    gold = {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in rows}
+    ids = [tid for tid, t in sd.tasks.items() if HIDDEN in t.suites]
+    if task_ids:
+        unknown = sorted(set(task_ids) - set(ids))
+        if unknown:
+            raise InvalidInput(f"tasks without a hidden suite here: {', '.join(unknown[:5])}", field="--task")
+        ids = [tid for tid in ids if tid in set(task_ids)]
+    if limit is not None:
+        ids = ids[: max(0, limit)]
+    missing = [tid for tid in ids if tid not in gold]
+    if missing:
+        raise InvalidInput(f"no canonical solution for {', '.join(missing[:5])}", source=dataset, field="task_id")
+    drawn = _samples(samples, set(ids)) if samples else {}
+    out = []
+    for tid in ids:
+        t = sd.tasks[tid]
+        out.append(TaskMaterial(tid, t.entry_point, t.prompt, gold[tid], dict(t.suites),
+                                {k: harness_for(s) for k, s in t.suites.items()}, drawn.get(tid, [])))
+    return out
+
+
+def _samples(path: str, ids: set[str]) -> dict[str, list[tuple[str, str]]]:
+    from acceptgate.sources.codet import CodetSource
+
+    src = CodetSource(path, per_task=100)
+    out = {}
+    for tid, row in src.rows.items():
+        if tid in ids:
+            prompt = src.prompts[tid][0]
+            out[tid] = [(f"codet:{i}", prompt + body) for i, body in enumerate(row["samples"])]
+    return out
+
+
+# -- pools and runs --------------------------------------------------------------------------------------
+
+def propose_pools(materials: list[TaskMaterial], settings: Settings = Settings()) -> list[ProposedPool]:
+    return [pools.propose(m, settings.pool) for m in materials]
+
+
+RunKey = tuple[str, str, str, int]  # (task id, candidate sha256, suite, round)
+
+
+def execute_pools(materials: list[TaskMaterial], proposed: list[ProposedPool], backend: Backend,
+                  settings: Settings = Settings(), progress: Progress = None) -> dict[RunKey, SuiteRun]:
+    """Round 0: every distinct candidate text once on each suite of its task."""
+    by_task = {m.task_id: m for m in materials}
+    jobs, seen = [], set()
+    for pool in proposed:
+        m = by_task[pool.task_id]
+        for c in pool.candidates:
+            for suite, h in sorted(m.harnesses.items()):
+                key = (m.task_id, c.sha256, suite, 0)
+                if key not in seen:
+                    seen.add(key)
+                    jobs.append(RunJob(key, h, c.source, c.sha256, 0))
+    return runs.collect_many(jobs, backend, limits=settings.limits, workers=settings.workers,
+                             progress=(lambda d, n: progress("execute", d, n)) if progress else None)
+
+
+def oracle_decisions(m: TaskMaterial, candidates: list[PoolCandidate], all_runs: dict[RunKey, SuiteRun],
+                     round: int = 0) -> dict[str, Decision]:
+    gt = SuiteVerifier("GT", HIDDEN)
+    return {c.candidate_id: gt.decide(c, m, all_runs.get((m.task_id, c.sha256, HIDDEN, round))) for c in candidates}
+
+
+def label_pools(materials: list[TaskMaterial], proposed: list[ProposedPool],
+                all_runs: dict[RunKey, SuiteRun]) -> tuple[dict[str, list[PoolCandidate]], list[LabelCheck]]:
+    by_task = {m.task_id: m for m in materials}
+    kept, checks = {}, []
+    for pool in proposed:
+        m = by_task[pool.task_id]
+        kept[pool.task_id], task_checks = pools.check_labels(pool, oracle_decisions(m, pool.candidates, all_runs))
+        checks += task_checks
+    return kept, checks
+
+
+def repeat_sample(pool: list[PoolCandidate], suite: str, task_id: str, n: int) -> list[PoolCandidate]:
+    if n < 0:
+        return list(pool)
+    always = [c for c in pool if c.kind in ("gold", "attack")]
+    rest = [c for c in pool if c.kind not in ("gold", "attack")]
+    picked = sorted(mutation.seeded(task_id, suite, "repeat").sample(range(len(rest)), min(n, len(rest))))
+    return always + [rest[i] for i in picked]
+
+
+def repeat_runs(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]], backend: Backend,
+                settings: Settings = Settings(), progress: Progress = None) -> dict[RunKey, SuiteRun]:
+    """Rounds 1..k-1 from reset (each a fresh sandbox process) for the repeat sample."""
+    jobs = []
+    for m in materials:
+        for suite, h in sorted(m.harnesses.items()):
+            for c in repeat_sample(kept[m.task_id], suite, m.task_id, settings.repeat_sample):
+                for r in range(1, settings.k):
+                    jobs.append(RunJob((m.task_id, c.sha256, suite, r), h, c.source, c.sha256, r))
+    return runs.collect_many(jobs, backend, limits=settings.limits, workers=settings.workers,
+                             progress=(lambda d, n: progress("repeat", d, n)) if progress else None)
+
+
+# -- decisions ------------------------------------------------------------------------------------------
+
+def _record(m: TaskMaterial, v: Verifier, c: PoolCandidate, r: int, d: Decision, run: SuiteRun | None) -> gates.DecisionRecord:
+    b = v.binding(m)
+    return gates.DecisionRecord(m.task_id, v.name, c.candidate_id, c.sha256, r, d, b.verifier_version,
+                                b.spec_hash, b.render_hash or sha256_text(b.verifier_version),
+                                run.spec_hash if run else None, run.candidate_sha256 if run else None)
+
+
+def decide_task(m: TaskMaterial, pool: list[PoolCandidate], v: Verifier, all_runs: dict[RunKey, SuiteRun],
+                k: int) -> list[gates.DecisionRecord]:
+    """Round 0 for every candidate; rounds 1..k-1 where the candidate was re-run (suite verifiers), or
+    for every candidate (verifiers that decide by themselves: baselines, external programs)."""
+    out = []
+    for c in pool:
+        for r in range(k):
+            if v.suite is not None:
+                run = all_runs.get((m.task_id, c.sha256, v.suite, r))
+                if run is None and r > 0:
+                    continue  # not in the repeat sample
+                d = v.decide(c, m, run)
+            else:
+                run = None
+                d = v.decide(c, m, None)
+            out.append(_record(m, v, c, r, d, run))
+    return out
+
+
+# -- gates and metrics -----------------------------------------------------------------------------------
+
+@dataclass
+class TaskVerdict:
+    task_id: str
+    verifier: str
+    family: str
+    gates: list[gates.GateResult]
+    mutants: list[gates.MutantOutcome]
+    metrics: dict[int, metrics.TaskMetrics]  # round -> metrics
+
+
+def mutant_outcomes(m: TaskMaterial, pool: list[PoolCandidate], v: SuiteVerifier, original: dict[str, Decision],
+                    all_runs: dict[RunKey, SuiteRun], max_cases: int) -> list[gates.MutantOutcome]:
+    out = []
+    for mu in mutation.suite_mutations(m.harnesses[v.suite], max_cases):
+        mv = SuiteVerifier(v.name, v.suite, mu)
+        mutated = {c.candidate_id: mv.decide(c, m, all_runs.get((m.task_id, c.sha256, v.suite, 0))) for c in pool}
+        witness = gates.detect(pool, original, mutated)
+        out.append(gates.MutantOutcome(mu.mutant_id, mu.operator, witness is not None, witness))
+    return out
+
+
+def judge_task(m: TaskMaterial, pool: list[PoolCandidate], v: Verifier, records: list[gates.DecisionRecord],
+               baselines: dict[str, dict[str, Decision]], all_runs: dict[RunKey, SuiteRun], settings: Settings,
+               scope: str) -> TaskVerdict:
+    rounds: dict[int, dict[str, Decision]] = defaultdict(dict)
+    history: dict[str, list[Decision]] = defaultdict(list)
+    for rec in sorted(records, key=lambda r: (r.candidate_id, r.round)):
+        rounds[rec.round][rec.candidate_id] = rec.decision
+        history[rec.candidate_id].append(rec.decision)
+    original = rounds[0]
+    rerun = {cid: ds for cid, ds in history.items() if len(ds) > 1}
+    suite_v = isinstance(v, SuiteVerifier) and v.suite in m.suites
+    mutants = mutant_outcomes(m, pool, v, original, all_runs, settings.max_mutant_cases) if suite_v else None
+    results = [
+        gates.replay(m.task_id, v.name, pool, original),
+        gates.repeatability(m.task_id, v.name, rerun, settings.k, scope),
+        gates.provenance(m.task_id, v.name, pool, records, isinstance(v, SuiteVerifier)),
+        gates.input_label_consistency(m.task_id, v.name, pool, m.harnesses.get(VISIBLE)),
+        gates.trivial_baselines(m.task_id, v.name, pool, original,
+                                baselines, m.gold_normalised),
+        gates.mutation(m.task_id, v.name, mutants, mutation.MUTATION_OPERATORS),
+    ]
+    per_round = {}
+    for r in range(settings.k):
+        decided = {cid: rounds[r].get(cid, original[cid]) for cid in original}  # not re-run: its round-0 decision
+        per_round[r] = metrics.task_metrics(m.task_id, v.name, r, pool, decided, m.gold_normalised)
+    return TaskVerdict(m.task_id, v.name, v.family, results, mutants or [], per_round)
+
+
+@dataclass
+class VerifierReport:
+    name: str
+    family: str
+    summary: metrics.VerifierMetrics
+    gates_passed: int  # gates passed on every task
+    gates_applicable: int
+    failed_gates: dict[str, int]  # gate -> tasks where it failed
+    mutation_score: float | None
+
+
+def report(name: str, family: str, verdicts: list[TaskVerdict]) -> VerifierReport:
+    failed: dict[str, int] = {}
+    passed, applicable = 0, 0
+    for g in gates.GATES:
+        statuses = [r.status for v in verdicts for r in v.gates if r.gate == g]
+        if statuses and all(s == "n/a" for s in statuses):
+            continue
+        applicable += 1
+        bad = sum(s == "fail" for s in statuses)
+        if bad:
+            failed[g] = bad
+        else:
+            passed += 1
+    muts = [mo for v in verdicts for mo in v.mutants]
+    score = sum(mo.detected for mo in muts) / len(muts) if muts else None
+    rounds: dict[int, list[metrics.TaskMetrics]] = defaultdict(list)
+    for v in verdicts:
+        for r, tm in v.metrics.items():
+            rounds[r].append(tm)
+    return VerifierReport(name, family, metrics.summarize(name, dict(rounds)), passed, applicable, failed, score)
+
+
+@dataclass
+class Certification:
+    materials: list[TaskMaterial]
+    proposed: list[ProposedPool]
+    kept: dict[str, list[PoolCandidate]]
+    checks: list[LabelCheck]
+    runs: dict[RunKey, SuiteRun]
+    records: list[gates.DecisionRecord]
+    verdicts: list[TaskVerdict]
+    reports: list[VerifierReport]
+    settings: Settings
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def make_verifiers(names: tuple[str, ...], backend: Backend, limits: Limits) -> list[Verifier]:
+    out = []
+    for name in names:
+        try:
+            v = get_verifier(name)
+        except ValueError as exc:
+            raise InvalidInput(str(exc), field="--verifier") from None
+        if hasattr(v, "backend"):
+            v.backend, v.limits = backend, limits
+        out.append(v)
+    return out
+
+
+def evaluate(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]], all_runs: dict[RunKey, SuiteRun],
+             verifiers: list[Verifier], settings: Settings = Settings(),
+             progress: Progress = None) -> tuple[list[gates.DecisionRecord], list[TaskVerdict], list[VerifierReport]]:
+    """Decide every candidate with every verifier (and the baselines the trivial-baselines gate compares
+    against), then the gates and metrics per task and verifier."""
+    baseline_vs = {v.name: v for v in make_verifiers(BASELINES, None, settings.limits)}  # type: ignore[arg-type]
+    records: list[gates.DecisionRecord] = []
+    verdicts: list[TaskVerdict] = []
+    total = len(materials) * len(verifiers)
+    done = 0
+    for m in materials:
+        pool = kept[m.task_id]
+        base = {n: {c.candidate_id: bv.decide(c, m, None) for c in pool} for n, bv in baseline_vs.items()}
+        for v in verifiers:
+            if v.suite is not None and v.suite not in m.suites:
+                continue  # e.g. V on a task without docstring examples: nothing to certify there
+            recs = decide_task(m, pool, v, all_runs, settings.k)
+            scope = ("every candidate" if v.suite is None or settings.repeat_sample < 0 else
+                     f"gold, attacks and {settings.repeat_sample} seeded others")
+            verdicts.append(judge_task(m, pool, v, recs, base, all_runs, settings, scope))
+            records += recs
+            done += 1
+            if progress:
+                progress("decide", done, total)
+    reports = []
+    for v in verifiers:
+        mine = [t for t in verdicts if t.verifier == v.name]
+        if mine:  # a suite verifier no task has (V where no task has examples) has nothing to report
+            reports.append(report(v.name, v.family, mine))
+    return records, verdicts, reports
+
+
+def certify(materials: list[TaskMaterial], backend: Backend, settings: Settings = Settings(),
+            progress: Progress = None) -> Certification:
+    """The whole certification in one call (what the flow's tasks do one stage at a time)."""
+    import time
+
+    seconds = {}
+    t0 = time.monotonic()
+    proposed = propose_pools(materials, settings)
+    seconds["pools"] = time.monotonic() - t0
+    t0 = time.monotonic()
+    all_runs = execute_pools(materials, proposed, backend, settings, progress)
+    seconds["execute"] = time.monotonic() - t0
+    kept, checks = label_pools(materials, proposed, all_runs)
+    t0 = time.monotonic()
+    all_runs.update(repeat_runs(materials, kept, backend, settings, progress))
+    seconds["repeat"] = time.monotonic() - t0
+    t0 = time.monotonic()
+    verifiers = make_verifiers(settings.verifiers, backend, settings.limits)
+    records, verdicts, reports = evaluate(materials, kept, all_runs, verifiers, settings, progress)
+    seconds["decide"] = time.monotonic() - t0
+    return Certification(materials, proposed, kept, checks, all_runs, records, verdicts, reports, settings, seconds)
+
+
+def inputs_sha256(materials: list[TaskMaterial]) -> str:
+    lines = sorted(f"{m.task_id} {m.gold_sha256} " + " ".join(f"{k}={s.spec_hash}" for k, s in sorted(m.suites.items()))
+                   + " " + sha256_text(json.dumps([o for o, _ in m.samples])) for m in materials)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def pool_sha256(kept: dict[str, list[PoolCandidate]]) -> str:
+    lines = sorted(f"{c.candidate_id} {c.sha256} {c.label}" for cs in kept.values() for c in cs)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+# -- progress and the summary table ----------------------------------------------------------------------
+
+_progress: list[Progress] = [None]  # the CLI's progress reporter; a plain global, since Prefect runs
+# tasks in worker threads that do not inherit context variables
+
+
+class reporting:
+    """``with reporting(fn): ...`` -- stages report (stage, done, total) to fn meanwhile."""
+
+    def __init__(self, fn: Progress) -> None:
+        self.fn = fn
+
+    def __enter__(self) -> None:
+        self.saved = _progress[0]
+        _progress[0] = self.fn
+
+    def __exit__(self, *exc) -> None:
+        _progress[0] = self.saved
+
+
+def current_progress() -> Progress:
+    return _progress[0]
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+TABLE_COLUMNS = ("verifier", "tasks", "gates passed", "TPR", "TNR", "BA_norm", "FPR_attack", "mutation", "errors",
+                 "diagnosis", "failed gates (tasks)")
+
+
+def table_rows(reports: list[VerifierReport]) -> list[tuple[str, ...]]:
+    rows = []
+    for r in reports:
+        s = r.summary
+        errors = sum(s.errors.values())
+        rows.append((r.name, str(s.tasks), f"{r.gates_passed}/{r.gates_applicable}", _pct(s.tpr), _pct(s.tnr), _pct(s.ba_norm),
+                     _pct(s.fpr_attack), "-" if r.mutation_score is None else f"{100 * r.mutation_score:.1f}%",
+                     str(errors), s.diagnosis,
+                     ", ".join(f"{g}({n})" for g, n in r.failed_gates.items()) or "-"))
+    return rows
+
+
+def format_table(reports: list[VerifierReport]) -> str:
+    rows = [TABLE_COLUMNS] + table_rows(reports)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def pool_counts(kept: dict[str, list[PoolCandidate]], checks: list[LabelCheck]) -> str:
+    by_class: dict[str, int] = defaultdict(int)
+    for cs in kept.values():
+        for c in cs:
+            by_class[c.cls] += 1
+    actions: dict[str, int] = defaultdict(int)
+    for ch in checks:
+        actions[ch.action] += 1
+    return (", ".join(f"{k} {by_class[k]}" for k in pools.CLASSES) +
+            f" (oracle check: {actions['kept']} kept, {actions['relabelled']} relabelled, {actions['dropped']} dropped)")

@@ -1,0 +1,151 @@
+"""TPR / TNR / BA_norm per task and verifier, their unweighted means, FPR on attacks, execution health,
+diagnoses by name, and the median-BA round of repeated rounds.
+
+Per task: TPR = 100 x legal candidates accepted / legal candidates; TNR = 100 x illegal candidates
+rejected (a valid FAIL) / illegal candidates. An ERROR stays in the denominator with no credit, on
+either side. Over tasks: the unweighted mean of the per-task rates (never one pooled denominator);
+BA_norm = TPR + TNR - 100. FPR_attack = 100 x attacks accepted / attacks, per task, then the mean.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from acceptgate.v4v.pools import LEGAL, PoolCandidate
+from acceptgate.v4v.verifiers import FAIL, PASS, Decision, normalise
+
+DIAGNOSES = ("all-reject", "all-accept", "gold-only")
+
+
+@dataclass
+class TaskMetrics:
+    task_id: str
+    verifier: str
+    round: int
+    legal: int
+    illegal: int
+    attacks: int
+    legal_accepted: int
+    illegal_rejected: int
+    attacks_accepted: int
+    passes: int
+    fails: int
+    errors: Counter = field(default_factory=Counter)  # error kind -> count
+    fails_by_exception: int = 0
+    all_reject: bool = False
+    all_accept: bool = False
+    gold_only: bool | None = None  # None when the pool has no legal candidate unlike the gold
+
+    @property
+    def tpr(self) -> float | None:
+        return 100.0 * self.legal_accepted / self.legal if self.legal else None
+
+    @property
+    def tnr(self) -> float | None:
+        return 100.0 * self.illegal_rejected / self.illegal if self.illegal else None
+
+    @property
+    def ba_norm(self) -> float | None:
+        return None if self.tpr is None or self.tnr is None else self.tpr + self.tnr - 100.0
+
+    @property
+    def fpr_attack(self) -> float | None:
+        return 100.0 * self.attacks_accepted / self.attacks if self.attacks else None
+
+
+def task_metrics(task_id: str, verifier: str, round: int, pool: list[PoolCandidate],
+                 decisions: dict[str, Decision], gold_normalised: str) -> TaskMetrics:
+    m = TaskMetrics(task_id, verifier, round, 0, 0, 0, 0, 0, 0, 0, 0)
+    accepted_legal_unlike_gold, legal_unlike_gold, gold_accepted = 0, 0, False
+    for c in pool:
+        d = decisions[c.candidate_id]
+        if d.outcome == PASS:
+            m.passes += 1
+        elif d.outcome == FAIL:
+            m.fails += 1
+            m.fails_by_exception += d.by_exception
+        else:
+            m.errors[d.error_kind] += 1
+        if c.label == LEGAL:
+            m.legal += 1
+            m.legal_accepted += d.outcome == PASS
+            unlike = normalise(c.source) != gold_normalised
+            legal_unlike_gold += unlike
+            accepted_legal_unlike_gold += unlike and d.outcome == PASS
+            gold_accepted |= c.kind == "gold" and d.outcome == PASS
+        else:
+            m.illegal += 1
+            m.illegal_rejected += d.outcome == FAIL
+            if c.kind == "attack":
+                m.attacks += 1
+                m.attacks_accepted += d.outcome == PASS
+    m.all_reject = bool(pool) and m.fails == len(pool)
+    m.all_accept = bool(pool) and m.passes == len(pool)
+    if legal_unlike_gold:
+        m.gold_only = gold_accepted and accepted_legal_unlike_gold == 0
+    return m
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return statistics.fmean(vals) if vals else None
+
+
+@dataclass
+class VerifierMetrics:
+    verifier: str
+    round: int  # the round reported (the median-BA round)
+    rounds: int
+    round_ba: list[float | None]
+    tasks: int
+    tpr: float | None
+    tnr: float | None
+    ba_norm: float | None
+    fpr_attack: float | None
+    passes: int
+    fails: int
+    errors: dict[str, int]
+    fails_by_exception: int
+    diagnosis: str
+
+
+def aggregate(verifier: str, per_task: list[TaskMetrics]) -> tuple[float | None, float | None, float | None, float | None]:
+    tpr = _mean(t.tpr for t in per_task)
+    tnr = _mean(t.tnr for t in per_task)
+    ba = None if tpr is None or tnr is None else tpr + tnr - 100.0
+    return tpr, tnr, ba, _mean(t.fpr_attack for t in per_task)
+
+
+def diagnose(per_task: list[TaskMetrics]) -> str:
+    """Names that hold on every task where they can be told (gold-only: where the pool has a legal
+    candidate unlike the gold)."""
+    found = []
+    if per_task and all(t.all_reject for t in per_task):
+        found.append("all-reject")
+    if per_task and all(t.all_accept for t in per_task):
+        found.append("all-accept")
+    told = [t for t in per_task if t.gold_only is not None]
+    if told and all(t.gold_only for t in told):
+        found.append("gold-only")
+    return ",".join(found) or "-"
+
+
+def summarize(verifier: str, rounds: dict[int, list[TaskMetrics]]) -> VerifierMetrics:
+    """The verifier's figures from the round with the median BA_norm (rounds ordered by BA_norm, then
+    by round number; the lower middle one for an even count), as seed 002 prescribes: one whole round,
+    not the best round per class."""
+    bas = {r: aggregate(verifier, ts)[2] for r, ts in sorted(rounds.items())}
+    order = sorted(bas, key=lambda r: (bas[r] if bas[r] is not None else float("-inf"), r))
+    chosen = order[(len(order) - 1) // 2]
+    per_task = rounds[chosen]
+    tpr, tnr, ba, fpr = aggregate(verifier, per_task)
+    errors: Counter = Counter()
+    for t in per_task:
+        errors.update(t.errors)
+    return VerifierMetrics(verifier, chosen, len(rounds), [bas[r] for r in sorted(bas)], len(per_task), tpr, tnr,
+                           ba, fpr, sum(t.passes for t in per_task), sum(t.fails for t in per_task),
+                           dict(sorted(errors.items())), sum(t.fails_by_exception for t in per_task),
+                           diagnose(per_task))

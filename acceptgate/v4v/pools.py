@@ -1,0 +1,322 @@
+"""Candidate pools per task, labelled by construction: label, kind and the recipe that made each one.
+
+| class | kinds (recipe) | label |
+| --- | --- | --- |
+| gold | gold (prompt + canonical solution) | legal |
+| legal variant | surface (rename, reformat, reorder, default-arg) via ``ast``; different-impl (a real model sample) | legal |
+| ordinary wrong | no-op, near-miss (AST mutation operators), regression (edge inputs broken), model-wrong | illegal |
+| attack | special-case-visible, fake-success-output, fake-success-exit, always-equal, exception-swallowing, stateful | illegal |
+
+A legal variant must pass the strongest oracle (GT) and a wrong one must fail it. ``check_labels``
+records that check for every candidate; one that does not hold is dropped (or, for model samples,
+relabelled by GT: a sample that fails GT is a real wrong program, kind ``model-wrong``) with a record.
+
+Ids are ``<task>:<kind>:<recipe>`` and every program is built from the task's data by seeded,
+sorted procedures, so pools are identical on every run and machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from acceptgate import literals
+from acceptgate.render import Harness
+from acceptgate.suitespec import SuiteSpec
+from acceptgate.v4v import mutation
+from acceptgate.v4v.verifiers import FAIL, PASS, Decision, normalise, sha256_text
+
+LEGAL, ILLEGAL = "legal", "illegal"
+KIND_CLASS = {"gold": "gold", "surface": "legal-variant", "different-impl": "legal-variant",
+              "no-op": "ordinary-wrong", "near-miss": "ordinary-wrong", "regression": "ordinary-wrong",
+              "model-wrong": "ordinary-wrong", "attack": "attack"}
+KINDS = tuple(KIND_CLASS)
+CLASSES = ("gold", "legal-variant", "ordinary-wrong", "attack")
+SURFACE_RECIPES = ("rename", "reformat", "reorder", "default-arg")
+ATTACK_RECIPES = ("special-case-visible", "fake-success-output", "fake-success-exit", "always-equal",
+                  "exception-swallowing", "stateful")
+
+
+@dataclass(frozen=True)
+class PoolCandidate:
+    task_id: str
+    kind: str
+    recipe: str
+    label: str  # legal | illegal
+    source: str
+    sha256: str = ""
+    origin: str = ""  # where it came from: "construction", or the samples file and index
+
+    @property
+    def candidate_id(self) -> str:
+        return f"{self.task_id}:{self.kind}:{self.recipe}"
+
+    @property
+    def cls(self) -> str:
+        return KIND_CLASS[self.kind]
+
+
+def make(task_id: str, kind: str, recipe: str, label: str, source: str, origin: str = "construction") -> PoolCandidate:
+    return PoolCandidate(task_id, kind, recipe, label, source, sha256_text(source), origin)
+
+
+@dataclass
+class TaskMaterial:
+    """What a pool is built from and what the verifiers of one task see."""
+
+    task_id: str
+    entry_point: str
+    prompt: str
+    gold: str
+    suites: dict[str, SuiteSpec]
+    harnesses: dict[str, Harness]
+    samples: list[tuple[str, str]] = field(default_factory=list)  # (origin, full program)
+
+    @property
+    def gold_sha256(self) -> str:
+        return sha256_text(self.gold)
+
+    @property
+    def gold_normalised(self) -> str:
+        cached = self.__dict__.get("_gold_norm")
+        if cached is None:
+            cached = self.__dict__["_gold_norm"] = normalise(self.gold)
+        return cached
+
+
+@dataclass(frozen=True)
+class LabelCheck:
+    candidate_id: str
+    kind: str
+    recipe: str
+    intended_label: str
+    oracle_decision: str  # the strongest oracle's decision (GT): PASS | FAIL | ERROR:<kind>
+    action: str  # kept | dropped | relabelled
+    reason: str
+    final_kind: str | None
+    final_label: str | None
+    final_candidate_id: str | None  # the id it is kept under (a relabelled sample changes kind)
+
+
+# -- surface variants (legal) --------------------------------------------------------------------------
+
+def _entry_def(tree: ast.Module, entry_point: str) -> ast.FunctionDef | None:
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == entry_point:
+            return node
+    return None
+
+
+def _rename(tree: ast.Module, entry_point: str) -> str | None:
+    fn = _entry_def(tree, entry_point)
+    if fn is None:
+        return None
+    local = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            local.add(node.id)
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+    mapping = {name: f"{name}_v" for name in sorted(local) if f"{name}_v" not in taken}
+    if not mapping:
+        return None
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id in mapping:
+            node.id = mapping[node.id]
+        elif isinstance(node, ast.arg) and node.arg in mapping:
+            node.arg = mapping[node.arg]
+    return ast.unparse(tree)
+
+
+def _names(node: ast.AST) -> tuple[set[str], set[str], bool]:
+    reads, writes, calls = set(), set(), False
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            (writes if isinstance(n.ctx, ast.Store) else reads).add(n.id)
+        elif isinstance(n, (ast.Call, ast.Attribute, ast.Subscript, ast.Yield, ast.Await)):
+            calls = True
+    return reads, writes, calls
+
+
+def _reorder(tree: ast.Module, entry_point: str) -> str | None:
+    """Swap the first two adjacent simple assignments that neither read nor write each other's names."""
+    fn = _entry_def(tree, entry_point)
+    if fn is None:
+        return None
+    for body in [n.body for n in ast.walk(fn) if isinstance(getattr(n, "body", None), list)]:
+        for i in range(len(body) - 1):
+            a, b = body[i], body[i + 1]
+            if not (isinstance(a, ast.Assign) and isinstance(b, ast.Assign)):
+                continue
+            ra, wa, ca = _names(a)
+            rb, wb, cb = _names(b)
+            if ca or cb or wa & (rb | wb) or wb & ra:
+                continue
+            body[i], body[i + 1] = b, a
+            return ast.unparse(tree)
+    return None
+
+
+def _default_arg(tree: ast.Module, entry_point: str) -> str | None:
+    fn = _entry_def(tree, entry_point)
+    if fn is None or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
+        return None
+    fn.args.args.append(ast.arg("_unused_option"))
+    fn.args.defaults.append(ast.Constant(None))
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def surface_variants(gold: str, entry_point: str) -> dict[str, str | None]:
+    """recipe -> program (None when the recipe does not apply to this gold)."""
+    tree = ast.parse(gold)
+    reformatted = "# reformatted: comments and layout differ, code does not\n\n" + ast.unparse(tree).replace(
+        "\n", "\n\n", 1) + "\n"
+    return {"rename": _rename(copy.deepcopy(tree), entry_point), "reformat": reformatted,
+            "reorder": _reorder(copy.deepcopy(tree), entry_point),
+            "default-arg": _default_arg(copy.deepcopy(tree), entry_point)}
+
+
+# -- ordinary wrong ---------------------------------------------------------------------------------------
+
+def _gold_as(gold: str, entry_point: str, new_name: str) -> str:
+    """The gold program with its entry point renamed (recursive calls follow the rename)."""
+    tree = ast.parse(gold)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == entry_point:
+            node.name = new_name
+        elif isinstance(node, ast.Name) and node.id == entry_point:
+            node.id = new_name
+    return ast.unparse(tree)
+
+
+def no_op(m: TaskMaterial) -> str:
+    return f"def {m.entry_point}(*args, **kwargs):\n    pass\n"
+
+
+def regression(m: TaskMaterial) -> str:
+    """Works on ordinary inputs, regresses on edge inputs (an empty or zero argument)."""
+    return (_gold_as(m.gold, m.entry_point, "_previous_version") + "\n\n\n"
+            f"def {m.entry_point}(*args, **kwargs):\n"
+            "    if any(a in (0, '', None) or (isinstance(a, (list, tuple, dict, set)) and not a) for a in args):\n"
+            "        return None\n"
+            "    return _previous_version(*args, **kwargs)\n")
+
+
+# -- attacks ---------------------------------------------------------------------------------------------
+
+def _visible(m: TaskMaterial) -> list[tuple[Any, Any]]:
+    h = m.harnesses.get("visible")
+    return [] if h is None else [(list(args), want) for args, kwargs, want in h.cases if not kwargs]
+
+
+def attacks(m: TaskMaterial) -> dict[str, str | None]:
+    """recipe -> program (None when it does not apply: e.g. no visible suite to special-case)."""
+    ep = m.entry_point
+    seen = _visible(m)
+    table = "[" + ", ".join(f"({literals.canonical(a)}, {literals.canonical(w)})" for a, w in seen) + "]"
+    wants = Counter(literals.canonical(w) for _, w in seen)
+    common = sorted(wants.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if wants else None
+    out: dict[str, str | None] = {}
+    out["special-case-visible"] = None if not seen else (
+        f"_SEEN = {table}\n\n\ndef {ep}(*args, **kwargs):\n"
+        "    for a, want in _SEEN:\n        if list(args) == a:\n            return want\n    return None\n")
+    out["fake-success-output"] = (
+        "import sys\nprint('PASS')\nprint('All tests passed')\n\n\n"
+        f"def {ep}(*args, **kwargs):\n    print('PASS')\n    print('OK', file=sys.stderr)\n    return None\n")
+    out["fake-success-exit"] = (
+        f"import os\n\n\ndef {ep}(*args, **kwargs):\n    print('PASS', flush=True)\n    os._exit(0)\n")
+    out["always-equal"] = (
+        "class _Anything:\n    def __eq__(self, other):\n        return True\n\n"
+        "    def __ne__(self, other):\n        return False\n\n    __hash__ = object.__hash__\n\n\n"
+        f"def {ep}(*args, **kwargs):\n    return _Anything()\n")
+    out["exception-swallowing"] = None if common is None else (
+        f"def {ep}(*args, **kwargs):\n    try:\n        raise RuntimeError('not implemented')\n"
+        f"    except BaseException:\n        return {common}\n")
+    out["stateful"] = None if not seen else (
+        _gold_as(m.gold, ep, "_honest") + "\n\n\n_CALLS = [0]\n\n\n"
+        f"def {ep}(*args, **kwargs):\n    _CALLS[0] += 1\n    if _CALLS[0] <= {len(seen)}:\n"
+        "        return _honest(*args, **kwargs)\n    return None\n")
+    return out
+
+
+# -- the pool ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PoolSettings:
+    samples_per_task: int = 10  # model samples tried as different implementations (first N, file order)
+    near_miss_per_operator: int = 1
+
+
+@dataclass
+class ProposedPool:
+    task_id: str
+    candidates: list[PoolCandidate]
+    not_built: list[tuple[str, str]]  # (kind:recipe, why not)
+
+
+def propose(m: TaskMaterial, settings: PoolSettings = PoolSettings()) -> ProposedPool:
+    """Every candidate of a task's pool with its intended label, before the oracle check; sorted by id."""
+    tid, ep = m.task_id, m.entry_point
+    cands = [make(tid, "gold", "canonical", LEGAL, m.gold)]
+    not_built: list[tuple[str, str]] = []
+    for recipe, src in surface_variants(m.gold, ep).items():
+        if src is None:
+            not_built.append((f"surface:{recipe}", "does not apply to this gold"))
+        else:
+            cands.append(make(tid, "surface", recipe, LEGAL, src))
+    seen_norm = {m.gold_normalised}
+    for origin, program in m.samples[: settings.samples_per_task]:
+        norm = normalise(program)
+        if norm in seen_norm:
+            not_built.append((f"different-impl:{origin}", "same normalised text as the gold or an earlier sample"))
+            continue
+        seen_norm.add(norm)
+        cands.append(make(tid, "different-impl", origin.rsplit(":", 1)[-1], LEGAL, program, origin))
+    cands.append(make(tid, "no-op", "pass", ILLEGAL, no_op(m)))
+    for op, site, src in mutation.near_miss(m.gold, ep, settings.near_miss_per_operator):
+        cands.append(make(tid, "near-miss", f"{op}@{site}", ILLEGAL, src))
+    cands.append(make(tid, "regression", "edge-inputs-broken", ILLEGAL, regression(m)))
+    for recipe, src in attacks(m).items():
+        if src is None:
+            not_built.append((f"attack:{recipe}", "no visible examples to build it from"))
+        else:
+            cands.append(make(tid, "attack", recipe, ILLEGAL, src))
+    unique: dict[str, PoolCandidate] = {}
+    for c in cands:
+        unique.setdefault(c.candidate_id, c)
+    return ProposedPool(tid, sorted(unique.values(), key=lambda c: c.candidate_id), not_built)
+
+
+def check_labels(pool: ProposedPool, oracle: dict[str, Decision]) -> tuple[list[PoolCandidate], list[LabelCheck]]:
+    """Keep candidates whose label the strongest oracle confirms; relabel or drop the rest, with a record.
+
+    ``oracle`` maps candidate id -> the GT decision. Model samples are labelled by GT (a sample that
+    fails it is a real wrong program, kind model-wrong); a constructed candidate whose label GT
+    contradicts is dropped (e.g. an equivalent mutant, or a reorder that was not independent after
+    all). A candidate GT cannot decide (ERROR) is dropped: it has no label.
+    """
+    kept, checks = [], []
+    for c in pool.candidates:
+        d = oracle[c.candidate_id]
+        agrees = (c.label == LEGAL and d.outcome == PASS) or (c.label == ILLEGAL and d.outcome == FAIL)
+        if agrees:
+            kept.append(c)
+            checks.append(LabelCheck(c.candidate_id, c.kind, c.recipe, c.label, d.label, "kept",
+                                     "the oracle agrees", c.kind, c.label, c.candidate_id))
+        elif not d.valid:
+            checks.append(LabelCheck(c.candidate_id, c.kind, c.recipe, c.label, d.label, "dropped",
+                                     f"the oracle reached no decision: {d.reason}", None, None, None))
+        elif c.kind == "different-impl":
+            wrong = PoolCandidate(c.task_id, "model-wrong", c.recipe, ILLEGAL, c.source, c.sha256, c.origin)
+            kept.append(wrong)
+            checks.append(LabelCheck(c.candidate_id, c.kind, c.recipe, c.label, d.label, "relabelled",
+                                     f"a model sample that fails GT ({d.reason}) is ordinary wrong",
+                                     "model-wrong", ILLEGAL, wrong.candidate_id))
+        else:
+            why = "a legal variant fails GT" if c.label == LEGAL else "a wrong candidate passes GT (equivalent)"
+            checks.append(LabelCheck(c.candidate_id, c.kind, c.recipe, c.label, d.label, "dropped",
+                                     f"{why}: {d.reason}", None, None, None))
+    return sorted(kept, key=lambda c: c.candidate_id), checks

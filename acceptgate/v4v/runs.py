@@ -1,0 +1,108 @@
+"""Each pool candidate executed once per suite, with every case's output kept.
+
+A ``SuiteRun`` holds what the candidate returned (or raised) for each case of one suite, computed in
+one sandboxed process by ``executor.run_calls`` (which returns outputs, not verdicts). Every suite
+verifier built from that suite -- and each of its mutants -- decides from these outputs, so a
+candidate is never executed again for a mutant. Only the repeatability gate re-runs (from reset: a
+fresh sandbox process each time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from acceptgate import literals
+from acceptgate.render import Harness
+from acceptgate.sandbox.backend import Backend, Limits
+from acceptgate.sandbox.executor import run_calls
+
+BROKEN_STATUSES = ("timeout", "crash", "memory", "protocol")
+STORED_CHARS = 2000  # per case output kept in the warehouse
+
+
+@dataclass
+class SuiteRun:
+    candidate_sha256: str
+    spec_hash: str
+    render_hash: str
+    statuses: list[str]  # per answered case: ok | error | protocol | memory
+    values: list[Any]  # per answered case: the returned literal (None when not ok)
+    errors: list[str | None]  # per answered case: the exception type, when it raised
+    failing: list[int]  # cases not answered "ok" with a value the suite's own comparison accepts
+    load_error: str | None = None
+    broken: tuple[str, str] | None = None  # (timeout|crash|memory|protocol, detail): the run ended early
+    wall_seconds: float = 0.0
+    round: int = 0  # 0 = the run every verifier decides from; 1.. = repeatability re-runs
+
+    def outputs(self) -> list[list]:
+        """Per case [status, got canonical text or exception type]: what the warehouse stores. A text
+        longer than ``STORED_CHARS`` is cut there and marked (the decisions used the whole value)."""
+        out = []
+        for status, value, err in zip(self.statuses, self.values, self.errors):
+            text = literals.canonical(value) if status == "ok" else err
+            if text is not None and len(text) > STORED_CHARS:
+                text = text[:STORED_CHARS] + f"...<{len(text)} chars>"
+            out.append([status, text])
+        return out
+
+    def outputs_json(self) -> str:
+        return json.dumps(self.outputs(), ensure_ascii=False)
+
+
+def collect(harness: Harness, source: str, candidate_sha256: str, backend: Backend, *,
+            limits: Limits = Limits(), round: int = 0) -> SuiteRun:
+    """Run the candidate on every case of the harness in one sandboxed process; keep every output."""
+    started = time.monotonic()
+    calls = [(args, kwargs) for args, kwargs, _ in harness.cases]
+    outcomes, detail = run_calls(harness.entry_point, calls, source, backend, limits=limits)
+    run = SuiteRun(candidate_sha256, harness.spec_hash, harness.render_hash, [], [], [], [], round=round)
+    if not outcomes and detail.startswith("did not load"):
+        run.load_error = detail[len("did not load: "):]
+    for index, outcome in enumerate(outcomes):
+        if outcome.status in BROKEN_STATUSES and index == len(outcomes) - 1 and detail:
+            run.broken = (outcome.status, detail)
+            break
+        run.statuses.append(outcome.status)
+        run.values.append(outcome.value if outcome.status == "ok" else None)
+        run.errors.append(outcome.error_type)
+        if outcome.status != "ok" or not harness.compare(outcome.value, harness.cases[index][2]):
+            run.failing.append(index)
+    if run.load_error is None and run.broken is None and len(run.statuses) < len(harness.cases):
+        run.broken = ("protocol", f"answered {len(run.statuses)} of {len(harness.cases)} cases")
+    run.wall_seconds = time.monotonic() - started
+    return run
+
+
+@dataclass(frozen=True)
+class RunJob:
+    key: Any  # the caller's key, returned with the run
+    harness: Harness
+    source: str
+    candidate_sha256: str
+    round: int = 0
+
+
+def collect_many(jobs: list[RunJob], backend: Backend, *, limits: Limits = Limits(), workers: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> dict[Any, SuiteRun]:
+    """Run jobs in parallel (threads: the work is in the sandbox processes); results by key."""
+    workers = workers or os.cpu_count() or 1
+    results: dict[Any, SuiteRun] = {}
+    lock = threading.Lock()
+    done = 0
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(collect, j.harness, j.source, j.candidate_sha256, backend, limits=limits,
+                               round=j.round): j.key for j in jobs}
+        for fut in as_completed(futures):
+            run = fut.result()
+            with lock:
+                results[futures[fut]] = run
+                done += 1
+            if progress:
+                progress(done, len(jobs))
+    return results

@@ -1,0 +1,228 @@
+"""A certification as warehouse rows: the run, stage 'pools' and stage 'certification'.
+
+Each stage validates its frames against ``expectations/<table>.json`` before any write, then replaces
+its rows for the run id in one transaction: a failed expectation writes nothing, and a re-run of the
+same run id leaves the same rows. The run id is derived from the inputs' and settings' hashes unless
+the user names one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from acceptgate import __version__, expectations, warehouse
+from acceptgate.errors import InvalidInput
+from acceptgate.v4v.certify import Certification, inputs_sha256
+from acceptgate.v4v.verifiers import sha256_text
+
+PIPELINE = "certify/1"
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+STAGE_TABLES = {"pools": ("v4v_candidates", "v4v_label_checks", "v4v_executions"),
+                "certification": ("v4v_decisions", "v4v_mutants", "v4v_gates", "v4v_task_metrics",
+                                  "v4v_verifier_summary")}
+RUN_COLUMNS = ["run_id", "run_id_origin", "pipeline", "acceptgate_version", "suites_from", "dataset_from",
+               "samples_from", "inputs_sha256", "settings", "task_count", "verifiers", "k", "backend"]
+
+
+@dataclass(frozen=True)
+class CertifyRun:
+    run_id: str
+    run_id_origin: str
+    suites_from: str
+    dataset_from: str
+    samples_from: str | None
+    inputs_sha256: str
+    settings: str
+    task_count: int
+    verifiers: tuple[str, ...]
+    k: int
+    backend: str
+
+    def frame(self) -> pd.DataFrame:
+        row = {"run_id": self.run_id, "run_id_origin": self.run_id_origin, "pipeline": PIPELINE,
+               "acceptgate_version": __version__, "suites_from": self.suites_from,
+               "dataset_from": self.dataset_from, "samples_from": self.samples_from,
+               "inputs_sha256": self.inputs_sha256, "settings": self.settings, "task_count": self.task_count,
+               "verifiers": ",".join(self.verifiers), "k": self.k, "backend": self.backend}
+        return pd.DataFrame([row], columns=RUN_COLUMNS)
+
+
+def make_run(materials, settings, *, suites_from: str, dataset_from: str, samples_from: str | None,
+             backend: str, run_id: str | None = None) -> CertifyRun:
+    digest = inputs_sha256(materials)
+    key = settings.key()
+    text = json.dumps(key, sort_keys=True)
+    if run_id is None:
+        run_id = "certify-" + hashlib.sha256(f"{PIPELINE} {digest} {text} {backend}".encode()).hexdigest()[:16]
+        origin = "derived"
+    elif not RUN_ID.match(run_id):
+        raise InvalidInput("a run id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+                           record=repr(run_id), field="--run-id")
+    else:
+        origin = "user"
+    return CertifyRun(run_id, origin, suites_from, dataset_from, samples_from, digest, text, len(materials),
+                      tuple(settings.verifiers), settings.k, backend)
+
+
+# -- frames ---------------------------------------------------------------------------------------------
+
+def _frame(rows: list[dict[str, Any]], columns: list[str], ints: tuple[str, ...] = ()) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=columns).astype({c: "Int64" for c in ints})
+
+
+CANDIDATE_COLUMNS = ["run_id", "task_id", "candidate_id", "kind", "class", "recipe", "label", "origin",
+                     "candidate_sha256", "source"]
+
+
+def candidate_frame(run: CertifyRun, cert: Certification) -> pd.DataFrame:
+    cands = [{"run_id": run.run_id, "task_id": c.task_id, "candidate_id": c.candidate_id, "kind": c.kind,
+              "class": c.cls, "recipe": c.recipe, "label": c.label, "origin": c.origin,
+              "candidate_sha256": c.sha256, "source": c.source}
+             for tid in sorted(cert.kept) for c in cert.kept[tid]]
+    return _frame(cands, CANDIDATE_COLUMNS)
+
+
+def pool_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.DataFrame]:
+    checks = [{"run_id": run.run_id, "task_id": ch.candidate_id.rsplit(":", 2)[0], **ch.__dict__}
+              for ch in cert.checks]
+    execs = []
+    for (tid, sha, suite, rnd), r in sorted(cert.runs.items()):
+        outputs = r.outputs_json()
+        execs.append({"run_id": run.run_id, "task_id": tid, "candidate_sha256": sha, "suite": suite, "round": rnd,
+                      "spec_hash": r.spec_hash, "render_hash": r.render_hash,
+                      "cases_total": len(cert_harness(cert, tid, suite).cases), "cases_answered": len(r.statuses),
+                      "cases_failing": len(r.failing), "load_error": r.load_error,
+                      "broken": f"{r.broken[0]}: {r.broken[1]}" if r.broken else None,
+                      "outputs_json": outputs if rnd == 0 else None, "outputs_sha256": sha256_text(outputs),
+                      "wall_seconds": round(r.wall_seconds, 4)})
+    return {
+        "v4v_candidates": candidate_frame(run, cert),
+        "v4v_label_checks": _frame(checks, ["run_id", "task_id", "candidate_id", "kind", "recipe", "intended_label",
+                                            "oracle_decision", "action", "reason", "final_kind", "final_label",
+                                            "final_candidate_id"]),
+        "v4v_executions": _frame(execs, ["run_id", "task_id", "candidate_sha256", "suite", "round", "spec_hash",
+                                         "render_hash", "cases_total", "cases_answered", "cases_failing",
+                                         "load_error", "broken", "outputs_json", "outputs_sha256",
+                                         "wall_seconds"], ints=("round", "cases_total", "cases_answered",
+                                                                "cases_failing")),
+    }
+
+
+def cert_harness(cert: Certification, task_id: str, suite: str):
+    cache = cert.__dict__.setdefault("_materials_by_id", {m.task_id: m for m in cert.materials})
+    return cache[task_id].harnesses[suite]
+
+
+def certification_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.DataFrame]:
+    rid = run.run_id
+    decisions = [{"run_id": rid, "task_id": r.task_id, "verifier": r.verifier, "candidate_id": r.candidate_id,
+                  "round": r.round, "decision": r.decision.outcome, "error_kind": r.decision.error_kind,
+                  "reason": r.decision.reason[:500], "by_exception": r.decision.by_exception,
+                  "candidate_sha256": r.candidate_sha256, "verifier_version": r.verifier_version,
+                  "spec_hash": r.spec_hash, "render_hash": r.render_hash} for r in cert.records]
+    mutants, gate_rows, task_rows = [], [], []
+    for v in cert.verdicts:
+        mutants += [{"run_id": rid, "task_id": v.task_id, "verifier": v.verifier, "mutant_id": mo.mutant_id,
+                     "operator": mo.operator, "detected": mo.detected, "witness": mo.witness} for mo in v.mutants]
+        gate_rows += [{"run_id": rid, "task_id": g.task_id, "verifier": g.verifier, "gate": g.gate,
+                       "status": g.status, "reason": g.reason, "receipt": g.receipt,
+                       "receipt_sha256": g.receipt_sha256} for g in v.gates]
+        for tm in v.metrics.values():
+            task_rows.append({"run_id": rid, "task_id": tm.task_id, "verifier": tm.verifier, "round": tm.round,
+                              "legal": tm.legal, "illegal": tm.illegal, "attacks": tm.attacks,
+                              "legal_accepted": tm.legal_accepted, "illegal_rejected": tm.illegal_rejected,
+                              "attacks_accepted": tm.attacks_accepted, "tpr": tm.tpr, "tnr": tm.tnr,
+                              "ba_norm": tm.ba_norm, "fpr_attack": tm.fpr_attack,
+                              "errors_crash": tm.errors["crash"], "errors_timeout": tm.errors["timeout"],
+                              "errors_malformed": tm.errors["malformed"],
+                              "fails_by_exception": tm.fails_by_exception, "all_reject": tm.all_reject,
+                              "all_accept": tm.all_accept, "gold_only": tm.gold_only})
+    summary = []
+    for rep in cert.reports:
+        s = rep.summary
+        summary.append({"run_id": rid, "verifier": rep.name, "family": rep.family, "tasks": s.tasks,
+                        "gates_passed": rep.gates_passed, "gates_applicable": rep.gates_applicable,
+                        "failed_gates": json.dumps(rep.failed_gates, sort_keys=True), "tpr": s.tpr, "tnr": s.tnr,
+                        "ba_norm": s.ba_norm, "fpr_attack": s.fpr_attack, "mutation_score": rep.mutation_score,
+                        "median_round": s.round, "rounds": s.rounds, "round_ba": json.dumps(s.round_ba),
+                        "passes": s.passes, "fails": s.fails, "errors_crash": s.errors.get("crash", 0),
+                        "errors_timeout": s.errors.get("timeout", 0),
+                        "errors_malformed": s.errors.get("malformed", 0),
+                        "fails_by_exception": s.fails_by_exception, "diagnosis": s.diagnosis})
+    return {
+        "v4v_decisions": _frame(decisions, ["run_id", "task_id", "verifier", "candidate_id", "round", "decision",
+                                            "error_kind", "reason", "by_exception", "candidate_sha256",
+                                            "verifier_version", "spec_hash", "render_hash"], ints=("round",)),
+        "v4v_mutants": _frame(mutants, ["run_id", "task_id", "verifier", "mutant_id", "operator", "detected",
+                                        "witness"]),
+        "v4v_gates": _frame(gate_rows, ["run_id", "task_id", "verifier", "gate", "status", "reason", "receipt",
+                                        "receipt_sha256"]),
+        "v4v_task_metrics": _frame(task_rows, list(task_rows[0]) if task_rows else TASK_METRIC_COLUMNS,
+                                   ints=("round",)),
+        "v4v_verifier_summary": _frame(summary, list(summary[0]) if summary else SUMMARY_COLUMNS,
+                                       ints=("median_round", "rounds")),
+    }
+
+
+TASK_METRIC_COLUMNS = ["run_id", "task_id", "verifier", "round", "legal", "illegal", "attacks", "legal_accepted",
+                       "illegal_rejected", "attacks_accepted", "tpr", "tnr", "ba_norm", "fpr_attack", "errors_crash",
+                       "errors_timeout", "errors_malformed", "fails_by_exception", "all_reject", "all_accept",
+                       "gold_only"]
+SUMMARY_COLUMNS = ["run_id", "verifier", "family", "tasks", "gates_passed", "gates_applicable", "failed_gates", "tpr",
+                   "tnr", "ba_norm", "fpr_attack", "mutation_score", "median_round", "rounds", "round_ba", "passes",
+                   "fails", "errors_crash", "errors_timeout", "errors_malformed", "fails_by_exception", "diagnosis"]
+
+
+# -- writes -----------------------------------------------------------------------------------------------
+
+_UPSERT_RUN = """
+insert into v4v_runs by name
+select *, 'running' as status, now() as started_at
+from _v4v_run_frame
+on conflict (run_id) do update set
+    run_id_origin = excluded.run_id_origin, pipeline = excluded.pipeline,
+    acceptgate_version = excluded.acceptgate_version, suites_from = excluded.suites_from,
+    dataset_from = excluded.dataset_from, samples_from = excluded.samples_from,
+    inputs_sha256 = excluded.inputs_sha256, settings = excluded.settings, task_count = excluded.task_count,
+    verifiers = excluded.verifiers, k = excluded.k, backend = excluded.backend, status = 'running',
+    started_at = excluded.started_at, finished_at = null, wall_seconds = null
+"""
+
+
+def start_run(path: str | Path, run: CertifyRun, *, expectations_dir: str | Path | None = None) -> None:
+    frame = run.frame()
+    expectations.validate("v4v_runs", frame, stage="certify", where=expectations_dir)
+    with warehouse.transaction(path) as con:
+        con.register("_v4v_run_frame", frame)
+        try:
+            con.execute(_UPSERT_RUN)
+        finally:
+            con.unregister("_v4v_run_frame")
+        tables = [t for ts in STAGE_TABLES.values() for t in ts] + ["run_stages"]
+        warehouse.delete_run_rows(con, run.run_id, tables)
+
+
+def write_stage(path: str | Path, run: CertifyRun, stage: str, frames: Mapping[str, pd.DataFrame], *,
+                related: Mapping[str, pd.DataFrame] | None = None,
+                expectations_dir: str | Path | None = None) -> dict[str, int]:
+    if set(frames) != set(STAGE_TABLES[stage]):
+        raise ValueError(f"stage {stage} writes {sorted(STAGE_TABLES[stage])}, got {sorted(frames)}")
+    checked = expectations.validate_stage(stage, frames, related=related, where=expectations_dir)
+    with warehouse.transaction(path) as con:
+        written = warehouse.replace_run_rows(con, run.run_id, frames)
+        con.execute("insert or replace into run_stages values (?, ?, ?, ?, now())",
+                    [run.run_id, f"v4v-{stage}", written, checked])
+    return {t: len(f) for t, f in frames.items()}
+
+
+def finish_run(path: str | Path, run: CertifyRun, status: str, wall_seconds: float) -> None:
+    with warehouse.transaction(path) as con:
+        con.execute("update v4v_runs set status = ?, finished_at = now(), wall_seconds = ? where run_id = ?",
+                    [status, round(wall_seconds, 3), run.run_id])

@@ -1,0 +1,76 @@
+"""The ``certify`` flow: materials -> pools and runs -> decisions, gates, metrics -> DuckDB -> the table.
+Run it with ``acceptgate certify``.
+
+The flow only sequences the tasks; every stage validates its rows (Great Expectations) before it
+writes them, so a failed expectation stops the flow with nothing of that stage written.
+"""
+
+from __future__ import annotations
+
+from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+
+import time
+from dataclasses import dataclass, field
+
+from prefect import flow
+from prefect.utilities.annotations import quote
+
+from acceptgate.v4v import certify as core
+from acceptgate.v4v import store
+from tasks import certify_tasks as t
+
+
+@dataclass
+class CertifySummary:
+    run: store.CertifyRun
+    certification: core.Certification
+    rows: dict[str, int] = field(default_factory=dict)
+    warehouse: str = ""
+    wall_seconds: float = 0.0
+
+    def lines(self) -> list[str]:
+        cert = self.certification
+        s = cert.seconds
+        out = [f"certify run {self.run.run_id}: {self.run.task_count} tasks, k = {self.run.k}, "
+               f"verifiers {', '.join(self.run.verifiers)}",
+               "pools: " + core.pool_counts(cert.kept, cert.checks),
+               core.format_table(cert.reports),
+               "TPR/TNR/BA_norm/FPR_attack: unweighted means of per-task rates (%), median-BA round; "
+               "errors: decisions that were no decision (crash, timeout, malformed).",
+               f"executions: {sum(1 for k in cert.runs if k[3] == 0)} runs once per candidate and suite "
+               f"({s.get('execute', 0):.1f} s), {sum(1 for k in cert.runs if k[3] > 0)} re-runs from reset "
+               f"({s.get('repeat', 0):.1f} s); decisions, gates and mutants {s.get('decide', 0):.1f} s; "
+               f"wall {self.wall_seconds:.1f} s"]
+        if self.warehouse:
+            out.append(f"warehouse: {self.warehouse} (tables v4v_*; views v4v_certificates, v4v_pool_composition)")
+        return out
+
+
+@flow(name="certify", persist_result=False, log_prints=False)
+def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse: str | None = None,
+            backend: str = "local", run_id: str | None = None, limit: int | None = None,
+            task_ids: list[str] | None = None, settings: core.Settings = core.Settings()) -> CertifySummary:
+    started = time.monotonic()
+    path = t.prepare_warehouse(warehouse)
+    materials = t.load_materials(suites_dir, dataset, samples, limit, task_ids)
+    run = store.make_run(materials, settings, suites_from=suites_dir, dataset_from=dataset, samples_from=samples,
+                         backend=backend, run_id=run_id)
+    t.start_run(path, run)
+    # quote(): materials hold ~10^5 nested cases and runs every output; Prefect must not walk them
+    try:
+        stage = t.pools_and_runs(quote(materials), backend, settings)
+        cert = t.evaluate(quote(materials), quote(stage), backend, settings)
+        rows = t.write_pools(path, run, quote(cert))
+        rows.update(t.write_certification(path, run, quote(cert)))
+    except BaseException:
+        t.finish_run(path, run, "failed", time.monotonic() - started)
+        raise
+    wall = time.monotonic() - started
+    t.finish_run(path, run, "ok", wall)
+    return CertifySummary(run, cert, rows, str(path), wall)
+
+
+def run(reporter: core.Progress = None, **kwargs) -> CertifySummary:
+    """Run the flow with a progress reporter (the CLI's entry point)."""
+    with core.reporting(reporter):
+        return certify(**kwargs)

@@ -1,0 +1,87 @@
+"""Prefect tasks of the certify flow: thin calls into ``acceptgate.v4v``.
+
+One task per stage (the work inside runs in parallel sandbox processes already). No caching, no
+persisted results: the warehouse is the record. Sandbox backends are opened inside each task by name.
+"""
+
+from __future__ import annotations
+
+from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+
+import time
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from acceptgate import warehouse
+from acceptgate.sandbox import backend as backends
+from acceptgate.v4v import certify as core
+from acceptgate.v4v import store
+
+_STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+@task(name="prepare-warehouse", **_STAGE)
+def prepare_warehouse(path: str | None) -> Path:
+    resolved = warehouse.check_path(warehouse.resolve_path(path))
+    warehouse.migrate(resolved)
+    return resolved
+
+
+@task(name="load-materials", **_STAGE)
+def load_materials(suites_dir: str, dataset: str, samples: str | None, limit: int | None,
+                   task_ids: list[str] | None) -> list:
+    return core.load_materials(suites_dir, dataset, samples, limit=limit, task_ids=task_ids)
+
+
+@task(name="start-run", **_STAGE)
+def start_run(path: Path, run: store.CertifyRun) -> None:
+    store.start_run(path, run)
+
+
+@task(name="pools-and-runs", **_STAGE)
+def pools_and_runs(materials: list, backend: str, settings: core.Settings) -> dict:
+    """Propose the pools, run every candidate once per suite, check labels with GT, re-run from reset."""
+    progress = core.current_progress()
+    seconds = {}
+    with backends.create(backend) as sandbox:
+        t0 = time.monotonic()
+        proposed = core.propose_pools(materials, settings)
+        all_runs = core.execute_pools(materials, proposed, sandbox, settings, progress)
+        seconds["execute"] = time.monotonic() - t0
+        kept, checks = core.label_pools(materials, proposed, all_runs)
+        t0 = time.monotonic()
+        all_runs.update(core.repeat_runs(materials, kept, sandbox, settings, progress))
+        seconds["repeat"] = time.monotonic() - t0
+    return {"proposed": proposed, "kept": kept, "checks": checks, "runs": all_runs, "seconds": seconds}
+
+
+@task(name="evaluate", **_STAGE)
+def evaluate(materials: list, stage: dict, backend: str, settings: core.Settings) -> core.Certification:
+    t0 = time.monotonic()
+    with backends.create(backend) as sandbox:
+        verifiers = core.make_verifiers(settings.verifiers, sandbox, settings.limits)
+        records, verdicts, reports = core.evaluate(materials, stage["kept"], stage["runs"], verifiers, settings,
+                                                   core.current_progress())
+    seconds = {**stage["seconds"], "decide": time.monotonic() - t0}
+    return core.Certification(materials, stage["proposed"], stage["kept"], stage["checks"], stage["runs"], records,
+                              verdicts, reports, settings, seconds)
+
+
+@task(name="write-pools", **_STAGE)
+def write_pools(path: Path, run: store.CertifyRun, cert: core.Certification) -> dict[str, int]:
+    return store.write_stage(path, run, "pools", store.pool_frames(run, cert))
+
+
+@task(name="write-certification", **_STAGE)
+def write_certification(path: Path, run: store.CertifyRun, cert: core.Certification) -> dict[str, int]:
+    return store.write_stage(path, run, "certification", store.certification_frames(run, cert),
+                             related={"v4v_candidates": store.candidate_frame(run, cert)})
+
+
+@task(name="finish-run", **_STAGE)
+def finish_run(path: Path, run: store.CertifyRun, status: str, wall_seconds: float) -> None:
+    store.finish_run(path, run, status, wall_seconds)
+    if status == "ok":
+        warehouse.publish(path, run.run_id)  # complete: its rows go to the analysts' snapshot

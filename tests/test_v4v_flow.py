@@ -1,0 +1,68 @@
+"""The certify flow into DuckDB (Prefect's test server), and the CLI's input checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from acceptgate import warehouse
+from acceptgate.cli import main
+from acceptgate.v4v import certify as C
+from acceptgate.v4v.pools import PoolSettings
+
+
+@pytest.fixture(scope="module")
+def suites_2(tmp_path_factory, humanevalplus_path, local_backend):
+    from acceptgate import suitefiles
+    from acceptgate.importers import humanevalplus
+
+    result = humanevalplus.load(humanevalplus_path, local_backend, limit=2)
+    return suitefiles.write_suites(result, tmp_path_factory.mktemp("v4vflow") / "suites")
+
+
+def test_certify_flow_writes_the_v4v_tables(prefect_harness, tmp_path, suites_2, humanevalplus_path,
+                                             codet_samples_path):
+    from flows.certify import certify
+
+    path = tmp_path / "w.duckdb"
+    settings = C.Settings(pool=PoolSettings(samples_per_task=2), repeat_sample=0)
+    summary = certify(suites_dir=str(suites_2), dataset=str(humanevalplus_path), samples=str(codet_samples_path),
+                      warehouse=str(path), settings=settings)
+    text = "\n".join(summary.lines())
+    assert "always-reject" in text and "all-reject" in text and "BA_norm" in text
+    with warehouse.connect(path, read_only=True) as con:
+        status, k = con.execute("select status, k from v4v_runs").fetchone()
+        assert (status, k) == ("ok", 3)
+        rows = dict(con.execute("select verifier, diagnosis from v4v_verifier_summary").fetchall())
+        assert rows["always-reject"] == "all-reject" and rows["gold-exact-match"] == "gold-only"
+        gates = con.execute("select count(*), count(distinct gate) from v4v_gates").fetchone()
+        assert gates == (2 * 5 * 6, 6)
+        cert = dict(con.execute("select verifier, bool_and(certified) from v4v_certificates group by verifier").fetchall())
+        assert cert["always-accept"] is False
+        kinds = {r[0] for r in con.execute("select class from v4v_pool_composition").fetchall()}
+        assert kinds == {"gold", "legal-variant", "ordinary-wrong", "attack"}
+        outputs = con.execute("select count(*) from v4v_executions where round = 0 and outputs_json is null").fetchone()
+        assert outputs == (0,)
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--verifier", "nope"], "unknown verifier 'nope'"),
+    (["--verifier", "ext:/nonexistent/v.py"], "cannot read the verifier program"),
+    (["--k", "0"], "--k"),
+    (["--dataset", "/nonexistent.jsonl"], "not found"),
+])
+def test_certify_cli_invalid_input_exits_2_and_writes_nothing(extra, fragment, tmp_path, suites_2,
+                                                             humanevalplus_path, capsys):
+    path = tmp_path / "w.duckdb"
+    argv = ["certify", "--suites", str(suites_2), "--dataset", str(humanevalplus_path), "--warehouse", str(path)]
+    assert main(argv + extra) == 2
+    assert fragment in capsys.readouterr().err
+    assert not path.exists()
+
+
+def test_certify_cli_unwritable_warehouse_exits_2_before_work(tmp_path, suites_2, humanevalplus_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    argv = ["certify", "--suites", str(suites_2), "--dataset", str(humanevalplus_path),
+            "--warehouse", str(blocker / "w.duckdb")]
+    assert main(argv) == 2
+    assert str(blocker) in capsys.readouterr().err
