@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "acceptgate.cli.score_cmd",
     "acceptgate.cli.gate_cmd",
     "acceptgate.cli.sandbox_cmd",
+    "acceptgate.cli.serve_cmd",
 ]
 
 
