@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "acceptgate.cli.gate_cmd",
     "acceptgate.cli.sandbox_cmd",
     "acceptgate.cli.serve_cmd",
+    "acceptgate.cli.report_cmd",
 ]
 
 

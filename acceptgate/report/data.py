@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from statsmodels.stats.proportion import proportion_confint
-
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
 
@@ -73,6 +71,8 @@ def _frame(con, sql: str, params=None) -> pd.DataFrame:
 def wilson(successes: int, n: int) -> tuple[float | None, float | None]:
     if not n:
         return None, None
+    from statsmodels.stats.proportion import proportion_confint  # heavy import: only when there are rates
+
     low, high = proportion_confint(successes, n, alpha=1 - CONFIDENCE, method="wilson")
     return float(low), float(high)
 
@@ -92,6 +92,24 @@ def false_delivery(con) -> pd.DataFrame:
                      "false_over_delivered": rec["false_rate_over_delivered"],
                      "delivered_ci_low": lo_del, "delivered_ci_high": hi_del})
     return pd.DataFrame(rows)
+
+
+def _pct(rate, low, high) -> str:
+    if rate is None or pd.isna(rate):
+        return "n/a (no tasks)"
+    return f"{rate:.1%} [{low:.1%}, {high:.1%}]"
+
+
+def false_delivery_display(frame: pd.DataFrame) -> pd.DataFrame:
+    """The same rows for reading: each rate with its interval in one cell, the denominator named."""
+    if frame.empty:
+        return frame
+    out = frame[["run_id", "arm", "tasks", "delivered", "refused", "false_deliveries"]].copy()
+    out["false / all tasks [95% CI]"] = [_pct(r, lo, hi) for r, lo, hi in
+                                         zip(frame.false_over_all, frame.all_ci_low, frame.all_ci_high)]
+    out["false / delivered [95% CI]"] = [_pct(r, lo, hi) for r, lo, hi in
+                                         zip(frame.false_over_delivered, frame.delivered_ci_low, frame.delivered_ci_high)]
+    return out
 
 
 def _runs(con, rels: set[str]) -> dict[str, pd.DataFrame]:

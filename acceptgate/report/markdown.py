@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from acceptgate.report.data import ReportData
+from acceptgate.report.data import ReportData, false_delivery_display
 
 
 def _cell(value) -> str:
@@ -38,5 +38,6 @@ def summary(data: ReportData, header: list[str] | None = None) -> str:
             out.append(f"_{section.note}_")
             continue
         for caption, frame in section.tables.items():
-            out += [f"**{caption}**", "", table(frame), ""]
+            shown = false_delivery_display(frame) if section.key == "false-delivery" else frame
+            out += [f"**{caption}**", "", table(shown), ""]
     return "\n".join(out) + "\n"
