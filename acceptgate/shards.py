@@ -50,7 +50,7 @@ class ShardResult:
     index: int
     rows: list[score.ScoredSample]
     seconds: float
-    host: str
+    worker: str  # host:pid of the process that ran it
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,7 @@ def make_shards(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prompt
 def score_shard(shard: Shard, backend: str, *, suite: str, fail_fast: bool = True, workers: int = 1,
                 limits: Limits = Limits()) -> ShardResult:
     """Score one shard here: open the named backend, score, close it."""
+    import os
     import socket
 
     started = time.monotonic()
@@ -113,11 +114,22 @@ def score_shard(shard: Shard, backend: str, *, suite: str, fail_fast: bool = Tru
         report = score.score_samples(SampleFile(shard.samples_path, list(shard.samples), []), shard.suites,
                                      shard.prompts, sandbox, suite=suite, fail_fast=fail_fast, workers=workers,
                                      limits=limits)
-    return ShardResult(shard.index, report.rows, time.monotonic() - started, socket.gethostname())
+    return ShardResult(shard.index, report.rows, time.monotonic() - started, f"{socket.gethostname()}:{os.getpid()}")
+
+
+@dataclass
+class ShardedScore:
+    report: score.ScoreReport
+    shards: int
+    samples_by_worker: dict[str, int]  # how the shards spread over the cluster
+
+    def summary(self) -> str:
+        return (self.report.summary() + f"\n{self.shards} shards on {len(self.samples_by_worker)} Dask workers: "
+                + ", ".join(f"{w} {n} samples" for w, n in sorted(self.samples_by_worker.items())))
 
 
 def merge(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], excluded: Mapping[str, str] | None,
-          results: list[ShardResult], *, suite: str, fail_fast: bool, wall_seconds: float) -> score.ScoreReport:
+          results: list[ShardResult], *, suite: str, fail_fast: bool, wall_seconds: float) -> ShardedScore:
     """One report, rows in file order, as ``score_samples`` gives for the whole file at once."""
     rows = [row for res in sorted(results, key=lambda r: r.index) for row in res.rows]
     skipped: dict[str, tuple[int, str]] = {}
@@ -125,4 +137,8 @@ def merge(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], excluded: Ma
         if s.task_id not in suites:
             count, _ = skipped.get(s.task_id, (0, ""))
             skipped[s.task_id] = (count + 1, (excluded or {}).get(s.task_id, "no suite"))
-    return score.ScoreReport(sample_file.path, suite, fail_fast, rows, sample_file.problems, wall_seconds, skipped)
+    by_worker: dict[str, int] = {}
+    for res in results:
+        by_worker[res.worker] = by_worker.get(res.worker, 0) + len(res.rows)
+    report = score.ScoreReport(sample_file.path, suite, fail_fast, rows, sample_file.problems, wall_seconds, skipped)
+    return ShardedScore(report, len(results), by_worker)

@@ -33,7 +33,7 @@ def score_shard(shard: shards.Shard, backend: str, suite: str, fail_fast: bool, 
 def score_sharded(suites_dir: str, samples: str, suite: str = "hidden", backend: str = "local",
                   limit: int | None = None, per_task: int | None = None,
                   shard_size: int = shards.DEFAULT_SHARD_SIZE, fail_fast: bool = True, workers_per_shard: int = 1,
-                  limits: Limits = Limits()) -> score.ScoreReport:
+                  limits: Limits = Limits()) -> shards.ShardedScore:
     started = time.monotonic()
     inputs = shards.load_inputs(suites_dir, samples, suite, limit=limit, per_task=per_task)
     score.check_task_ids(inputs.sample_file, set(inputs.suites) | set(inputs.excluded), inputs.prompts,
@@ -57,7 +57,7 @@ def task_runner(dask_workers: int | None = None, dask_address: str | None = None
 
 
 def run(suites_dir: str, samples: str, *, dask_workers: int | None = None, dask_address: str | None = None,
-        **kwargs) -> score.ScoreReport:
+        **kwargs) -> shards.ShardedScore:
     """The flow on a DaskTaskRunner: a LocalCluster of ``dask_workers`` processes, or ``dask_address``."""
     import contextlib
     import os

@@ -40,6 +40,10 @@ def add_parser(sub) -> None:
                    help="sandbox wall clock per sample (default %(default)s)")
     p.add_argument("--case-seconds", type=float, default=None,
                    help="also limit each case's answer time, like EvalPlus's per-input limit (e.g. 1.0)")
+    p.add_argument("--dask", metavar="N|ADDRESS",
+                   help="score in shards on Dask (Prefect's DaskTaskRunner): N = a LocalCluster of N worker "
+                        "processes, or a scheduler address such as tcp://host:8786 (README: Scale-out on Dask)")
+    p.add_argument("--shard-size", type=int, default=400, metavar="N", help="samples per Dask shard (default 400)")
     p.set_defaults(func=run)
 
 
@@ -86,6 +90,8 @@ def run(args) -> int:
         raise InvalidInput("must be positive", field="--wall-seconds")
     if not Path(args.suites).is_dir():
         raise InvalidInput("not a directory", source=args.suites, field="--suites")
+    if args.dask:
+        return _run_dask(args)
     sample_file = read_samples(args.samples)
     suites, prompts, excluded = load_suites(args.suites, args.suite)
     try:
@@ -105,4 +111,37 @@ def run(args) -> int:
     else:
         sys.stdout.write("".join(line + "\n" for line in lines))
         print(report.summary(), file=sys.stderr)
+    return 0
+
+
+def _run_dask(args) -> int:
+    """The same scoring in shards on a Dask cluster (flows/score_sharded.py; Prefect imported only here)."""
+    if args.shard_size < 1:
+        raise InvalidInput("must be at least 1", field="--shard-size")
+    workers, address = (int(args.dask), None) if args.dask.isdigit() else (None, args.dask)
+    if workers is not None and workers < 1:
+        raise InvalidInput("must be at least 1 worker or a scheduler address", field="--dask")
+    if args.out:  # an unwritable --out fails before any work, and leaves nothing behind
+        target = Path(args.out)
+        if target.is_dir():
+            raise InvalidInput("is a directory", source=args.out, field="--out")
+        try:
+            with tempfile.NamedTemporaryFile(dir=target.parent if str(target.parent) else ".", prefix=".probe."):
+                pass
+        except OSError as exc:
+            raise InvalidInput(f"cannot write: {exc.strerror}", source=args.out, field="--out") from None
+    from flows import score_sharded
+
+    limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1,
+                    case_seconds=args.case_seconds)
+    sharded = score_sharded.run(args.suites, args.samples, suite=args.suite, backend=args.backend,
+                                dask_workers=workers, dask_address=address, shard_size=args.shard_size,
+                                fail_fast=not args.all_cases, limits=limits)
+    lines = [r.to_json() for r in sharded.report.rows]
+    if args.out:
+        _write_atomically(args.out, lines)
+        print(sharded.summary())
+    else:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        print(sharded.summary(), file=sys.stderr)
     return 0
