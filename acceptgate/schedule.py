@@ -44,10 +44,19 @@ class Stage:
     arguments: Callable[[dict[str, Any]], dict[str, Any] | Skip] = lambda params: {}
 
     def installed(self) -> bool:
+        """The module exists in the same package directory as its parent (``flows/``): an editable
+        install of another checkout must not lend this one a stage it does not have."""
+        parent_name, _, leaf = self.module.rpartition(".")
         try:
-            return importlib.util.find_spec(self.module) is not None
+            spec = importlib.util.find_spec(self.module)
+            parent = importlib.import_module(parent_name) if parent_name else None
         except ModuleNotFoundError:  # the parent package itself is missing
             return False
+        if spec is None or spec.origin is None:
+            return False
+        if parent is None:
+            return True
+        return any(Path(spec.origin).parent.resolve() == Path(p).resolve() for p in parent.__path__)
 
     def load(self) -> Callable[..., Any]:
         return getattr(importlib.import_module(self.module), self.flow)
@@ -59,7 +68,13 @@ class Stage:
             return extra
         accepted = inspect.signature(getattr(fn, "fn", fn)).parameters
         common = {k: v for k, v in params.items() if k in accepted and v is not None}
-        return {**common, **extra}
+        given = {**common, **extra}
+        missing = [n for n, p in accepted.items() if p.default is inspect.Parameter.empty
+                   and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and n not in given]
+        if missing:
+            return Skip(f"its flow needs {', '.join(missing)}, which the chain does not give yet: add an "
+                        f"arguments function to its Stage in acceptgate/schedule.py")
+        return given
 
 
 def _gate_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:

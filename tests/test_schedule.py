@@ -28,6 +28,12 @@ def test_stage_arguments_follow_the_flow_signature():
     params = {"warehouse": "w.duckdb", "backend": "docker", "limit": 3, "run_ids": None}
     assert stage.call_arguments(flow, params) == {"warehouse": "w.duckdb", "backend": "docker"}
 
+    def needs_more(warehouse, records):
+        return None
+
+    skip = stage.call_arguments(needs_more, params)
+    assert isinstance(skip, schedule.Skip) and "records" in skip.reason
+
 
 def test_gates_stage_needs_a_source_and_tasks():
     gates = next(s for s in schedule.NIGHTLY_STAGES if s.name == "gates")
