@@ -16,6 +16,7 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from acceptgate import audit as core
+from tasks.publish import summary_artifact
 from tasks.audit import execute_stage, gauge_stage, import_stage, prepare_warehouse, publish, suites_stage
 
 
@@ -30,7 +31,9 @@ def audit(limit: int | None = None, warehouse: str | None = None, backend: str =
     suites = suites_stage(path, quote(imp))
     gauge = gauge_stage(path, quote(imp), quote(suites), backend)
     executed = execute_stage(path, quote(imp), quote(suites), quote(gauge), backend)
-    return publish(path, quote(imp), quote(suites), quote(gauge), quote(executed), started)
+    summary = publish(path, quote(imp), quote(suites), quote(gauge), quote(executed), started)
+    summary_artifact(path, summary.lines())  # the report's summary, on this flow run in the Prefect UI
+    return summary
 
 
 def run(*, limit: int | None = None, warehouse: str | None = None, backend: str = "local",

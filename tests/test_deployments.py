@@ -26,5 +26,12 @@ def test_deployment_entrypoint_and_parameters(deployment, monkeypatch):
     params = inspect.signature(flow.fn).parameters
     unknown = set(deployment.get("parameters", {})) - set(params)
     assert not unknown, f"{deployment['name']}: parameters the flow does not take: {unknown}"
-    assert deployment["schedules"] and all("cron" in s for s in deployment["schedules"])
+    if deployment["name"] != "backfill-pool":  # the backfill runs on demand only
+        assert deployment["schedules"] and all("cron" in s for s in deployment["schedules"])
     assert deployment["work_pool"]["name"]
+
+
+def test_no_pull_step_needing_an_environment_variable():
+    """The worker runs flows in the directory `prefect deploy` was run from: no {{ $VAR }} pull step."""
+    doc = yaml.safe_load((REPO / "deployments" / "prefect.yaml").read_text())
+    assert not doc.get("pull")

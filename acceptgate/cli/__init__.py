@@ -38,6 +38,8 @@ COMMAND_MODULES = [
     "acceptgate.cli.judge_cmd",
     "acceptgate.cli.study_cmd",
     "acceptgate.cli.certify_cmd",
+    "acceptgate.cli.serve_cmd",
+    "acceptgate.cli.report_cmd",
 ]
 
 

@@ -45,6 +45,10 @@ def add_parser(sub) -> None:
     p.add_argument("--strict", action="store_true",
                    help="refuse the whole samples file (exit 2, nothing written) if any record is invalid; by "
                         "default each invalid record is reported and written with verdict 'invalid'")
+    p.add_argument("--dask", metavar="N|ADDRESS",
+                   help="score in shards on Dask (Prefect's DaskTaskRunner): N = a LocalCluster of N worker "
+                        "processes, or a scheduler address such as tcp://host:8786 (README: Scale-out on Dask)")
+    p.add_argument("--shard-size", type=int, default=400, metavar="N", help="samples per Dask shard (default 400)")
     p.set_defaults(func=run)
 
 
@@ -94,6 +98,8 @@ def run(args) -> int:
         raise InvalidInput("not a directory", source=args.suites, field="--suites")
     if args.out:
         outputs.check_file(args.out, "--out")  # before any sample runs
+    if args.dask:
+        return _run_dask(args)
     sample_file = read_samples(args.samples)
     suites, prompts, excluded = load_suites(args.suites, args.suite)
     try:
@@ -115,4 +121,30 @@ def run(args) -> int:
     else:
         sys.stdout.write("".join(line + "\n" for line in lines))
         print(report.summary(), file=sys.stderr)
+    return 0
+
+
+def _run_dask(args) -> int:
+    """The same scoring in shards on a Dask cluster (flows/score_sharded.py; Prefect imported only here)."""
+    if args.shard_size < 1:
+        raise InvalidInput("must be at least 1", field="--shard-size")
+    workers, address = (int(args.dask), None) if args.dask.isdigit() else (None, args.dask)
+    if workers is not None and workers < 1:
+        raise InvalidInput("must be at least 1 worker or a scheduler address", field="--dask")
+    from flows import score_sharded
+
+    limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1,
+                    case_seconds=args.case_seconds)
+    sharded = score_sharded.run(args.suites, args.samples, suite=args.suite, backend=args.backend,
+                                dask_workers=workers, dask_address=address, shard_size=args.shard_size,
+                                fail_fast=not args.all_cases, limits=limits, strict=args.strict)
+    for problem in sharded.report.problems:
+        print(f"acceptgate score: invalid record: {sharded.report.samples_path}: {problem}", file=sys.stderr)
+    lines = sharded.report.output_rows()
+    if args.out:
+        _write_atomically(args.out, lines)
+        print(sharded.summary())
+    else:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        print(sharded.summary(), file=sys.stderr)
     return 0

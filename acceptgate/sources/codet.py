@@ -150,3 +150,11 @@ class CodetSource(CandidateSource):
                          arm=context.arm, raw=body, sample_index=attempt - 1,
                          extraction="original-prompt+body",
                          meta={"line": row["line"], "generation_prompt": row["prompt"]})
+
+
+def evalplus_lines(path: str | Path, per_task: int | None = None) -> list[dict]:
+    """The CodeT rows as EvalPlus-format samples ({"task_id", "completion"}), tasks in HumanEval order,
+    the first ``per_task`` samples of each (for ``acceptgate score`` and its sharded flow)."""
+    matched = match_rows(_rows(Path(path)), humaneval_prompts(), str(path))
+    order = sorted(matched, key=lambda t: int(t.rpartition("/")[2]))
+    return [{"task_id": tid, "completion": s} for tid in order for s in matched[tid]["samples"][:per_task]]

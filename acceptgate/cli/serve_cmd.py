@@ -1,0 +1,111 @@
+"""acceptgate serve [--port N] [--warehouse PATH] [--backend NAME] [--limit N] [--gate-source SRC
+                 (--gate-suites DIR | --gate-humanevalplus FILE)] [--arm ARM ...] [--cron EXPR]
+
+Starts the scheduled service on this machine: Prefect's ``serve()`` of the nightly and backfill
+deployments in this one process, against a local Prefect server it starts on loopback (or the
+PREFECT_API_URL it is given). Runs until interrupted. Prefect is imported only in ``flows.serve``.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+from acceptgate import schedule, warehouse
+from acceptgate.errors import InvalidInput
+from acceptgate.gates import ARMS
+from acceptgate.sandbox import backend as backends
+
+EXIT_UNAVAILABLE = 3
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "serve", help="run the scheduled service (nightly chain + backfill) in one process (Prefect serve)",
+        description="Serve the deployments nightly/nightly (on a cron, UTC: "
+                    f"{', '.join(s.name for s in schedule.NIGHTLY_STAGES)}; stages whose flow is not installed "
+                    "are skipped and logged) and history-backfill/backfill (on demand, parameters run_ids, "
+                    "since, until, arms). Without PREFECT_API_URL a Prefect server is started on 127.0.0.1 "
+                    "(database under PREFECT_HOME, default .prefect/) and stopped on exit. The options below "
+                    "are the deployments' default parameters; a run triggered from the UI or "
+                    "`prefect deployment run` can override each.")
+    p.add_argument("--port", type=int, default=4200, help="port of the local Prefect server (default 4200)")
+    p.add_argument("--warehouse", metavar="PATH",
+                   help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH})")
+    p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N tasks in each nightly stage")
+    p.add_argument("--gate-source", metavar="SOURCE",
+                   help="candidate source of the nightly gates stage (codet:PATH | evalplus:PATH); "
+                        "without it the gates stage is skipped")
+    tasks = p.add_mutually_exclusive_group()
+    tasks.add_argument("--gate-suites", metavar="DIR", help="suites directory the gates stage runs on")
+    tasks.add_argument("--gate-humanevalplus", metavar="FILE", help="HumanEval+ jsonl(.gz) the gates stage imports")
+    p.add_argument("--arm", action="append", metavar="ARM", help=f"gate arms ({' | '.join(ARMS)}); default conform, off")
+    p.add_argument("--certify-dataset", metavar="FILE",
+                   help="HumanEval+ jsonl(.gz) of the --gate-suites tasks: the nightly certify stage's pools "
+                        "(without it certify is skipped)")
+    p.add_argument("--certify-samples", metavar="FILE", help="real samples for the certify pools (CodeT jsonl.gz)")
+    p.add_argument("--cron", default=schedule.NIGHTLY_CRON, help="nightly schedule, UTC (default %(default)r)")
+    p.set_defaults(func=run)
+
+
+def _abs(value: str | None) -> str | None:
+    return str(Path(value).resolve()) if value else None
+
+
+def _source(value: str | None) -> str | None:
+    """codet:PATH -> codet:/absolute/PATH (the flow runs may start in another directory)."""
+    if not value or ":" not in value:
+        return value
+    kind, rest = value.split(":", 1)
+    return f"{kind}:{_abs(rest)}" if kind in ("codet", "evalplus") else value
+
+
+def parameters(args) -> tuple[dict, dict]:
+    if not 1 <= args.port <= 65535:
+        raise InvalidInput("must be a port number", field="--port")
+    if args.limit is not None and args.limit < 1:
+        raise InvalidInput("must be a positive number of tasks", field="--limit")
+    if args.backend not in backends.names():
+        raise InvalidInput(f"unknown backend {args.backend!r}; valid backends: {', '.join(backends.names())}",
+                           field="--backend")
+    arms = [a.strip() for v in (args.arm or []) for a in v.split(",") if a.strip()]
+    bad = [a for a in arms if a not in ARMS]
+    if bad:
+        raise InvalidInput(f"unknown arm(s) {bad}; valid arms: {', '.join(ARMS)}", field="--arm")
+    if args.gate_source and not (args.gate_suites or args.gate_humanevalplus):
+        raise InvalidInput("the gates stage needs --gate-suites or --gate-humanevalplus", field="--gate-source")
+    for value, name in ((args.gate_suites, "--gate-suites"), (args.gate_humanevalplus, "--gate-humanevalplus"),
+                        (args.certify_dataset, "--certify-dataset"), (args.certify_samples, "--certify-samples")):
+        if value and not Path(value).exists():
+            raise InvalidInput("not found", source=value, field=name)
+    path = warehouse.check_path(warehouse.resolve_path(args.warehouse)).resolve()
+    common = {"warehouse": str(path), "backend": args.backend}
+    nightly = {**common, "limit": args.limit, "gate_source": _source(args.gate_source),
+               "gate_suites": _abs(args.gate_suites), "gate_humanevalplus": _abs(args.gate_humanevalplus),
+               "arms": arms or None, "certify_dataset": _abs(args.certify_dataset),
+               "certify_samples": _abs(args.certify_samples)}
+    backfill = {**common, "gate_suites": _abs(args.gate_suites), "gate_humanevalplus": _abs(args.gate_humanevalplus)}
+    return ({k: v for k, v in nightly.items() if v is not None},
+            {k: v for k, v in backfill.items() if v is not None})
+
+
+def _terminate(signum, frame):  # SIGTERM ends the service like Ctrl-C: schedules paused, server stopped
+    raise KeyboardInterrupt
+
+
+def run(args) -> int:
+    nightly, backfill = parameters(args)
+    from flows import serve  # Prefect is imported here, and only here
+
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        serve.serve(nightly, backfill, cron=args.cron, port=args.port)
+    except serve.ServeError as exc:
+        print(f"acceptgate serve: Prefect unavailable: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    except KeyboardInterrupt:
+        pass
+    print("acceptgate serve: stopped", file=sys.stderr)
+    return 0

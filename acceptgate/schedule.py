@@ -1,0 +1,253 @@
+"""What the scheduled service runs: the nightly chain of stages and the backfill request.
+
+Prefect-free (the flows in ``flows/nightly.py`` and ``flows/history_backfill.py`` sequence these).
+
+The nightly chain is a declared list of stages, each naming the flow module that implements it. A
+stage whose module is not installed (another issue adds it) is skipped by an explicit check that is
+logged and recorded in the summary -- never by catching an ImportError raised from inside a flow. A
+stage's flow receives the nightly parameters its signature names (``warehouse``, ``backend``,
+``limit``, ``arms``...), so a stage added later needs only its line here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import importlib.util
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+
+from acceptgate import warehouse
+from acceptgate.errors import InvalidInput
+
+NIGHTLY_CRON = "30 2 * * *"  # UTC
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A stage not run, and why (shown in the run's log and summary)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    module: str  # e.g. "flows.audit"
+    flow: str  # attribute of the module holding the Prefect flow
+    what: str
+    # extra keyword arguments from the parameters; returns Skip when the parameters do not ask for it
+    arguments: Callable[[dict[str, Any]], dict[str, Any] | Skip] = lambda params: {}
+
+    def installed(self) -> bool:
+        """The module exists in the same package directory as its parent (``flows/``): an editable
+        install of another checkout must not lend this one a stage it does not have."""
+        parent_name, _, leaf = self.module.rpartition(".")
+        try:
+            spec = importlib.util.find_spec(self.module)
+            parent = importlib.import_module(parent_name) if parent_name else None
+        except ModuleNotFoundError:  # the parent package itself is missing
+            return False
+        if spec is None or spec.origin is None:
+            return False
+        if parent is None:
+            return True
+        return any(Path(spec.origin).parent.resolve() == Path(p).resolve() for p in parent.__path__)
+
+    def load(self) -> Callable[..., Any]:
+        return getattr(importlib.import_module(self.module), self.flow)
+
+    def call_arguments(self, fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any] | Skip:
+        """The parameters the flow's signature names, plus the stage's own arguments."""
+        extra = self.arguments(params)
+        if isinstance(extra, Skip):
+            return extra
+        accepted = inspect.signature(getattr(fn, "fn", fn)).parameters
+        common = {k: v for k, v in params.items() if k in accepted and v is not None}
+        given = {**common, **extra}
+        missing = [n for n, p in accepted.items() if p.default is inspect.Parameter.empty
+                   and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and n not in given]
+        if missing:
+            return Skip(f"its flow needs {', '.join(missing)}, which the chain does not give yet: add an "
+                        f"arguments function to its Stage in acceptgate/schedule.py")
+        return given
+
+
+def _gate_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
+    if not params.get("gate_source"):
+        return Skip("no gate_source parameter (e.g. codet:PATH or evalplus:PATH): nothing to gate")
+    if not (params.get("gate_suites") or params.get("gate_humanevalplus")):
+        return Skip("no gate_suites or gate_humanevalplus parameter: no tasks to gate")
+    return {"source": params["gate_source"], "suites_dir": params.get("gate_suites"),
+            "humanevalplus": params.get("gate_humanevalplus"), "arms": list(params.get("arms") or ["conform", "off"])}
+
+
+def _certify_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
+    if not (params.get("gate_suites") and params.get("certify_dataset")):
+        return Skip("no gate_suites and certify_dataset parameters (HumanEval+ suites and their jsonl): "
+                    "nothing to certify against")
+    return {"suites_dir": params["gate_suites"], "dataset": params["certify_dataset"],
+            "samples": params.get("certify_samples")}
+
+
+def _hidden_material(params: dict[str, Any]) -> dict[str, Any] | Skip:
+    """The leak audit reads the hidden suites from the tasks the gates used."""
+    if not (params.get("gate_suites") or params.get("gate_humanevalplus")):
+        return Skip("no gate_suites or gate_humanevalplus parameter: no hidden suites to scan for")
+    return {"suites_dir": params.get("gate_suites"), "humanevalplus": params.get("gate_humanevalplus")}
+
+
+def _stats_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
+    if not params.get("gate_source"):
+        return Skip("no gate run tonight (no gate_source parameter): nothing new to compare")
+    return {}
+
+
+def _backfill_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
+    if params.get("run_ids") == []:  # the request selected nothing: scanning "all runs" would be wrong
+        return Skip("the request selected no run")
+    material = _hidden_material(params)
+    if isinstance(material, Skip):
+        return material
+    # the leak backfill flow takes its dates as ISO text
+    dates = {k: params[k].isoformat() for k in ("since", "until") if params.get(k) is not None}
+    return {**material, **dates}
+
+
+# The nightly chain, in order.
+NIGHTLY_STAGES: tuple[Stage, ...] = (
+    Stage("audit", "flows.audit", "audit", "import -> suites -> gauge -> execute (references, wrong samples)"),
+    Stage("certify", "flows.certify", "certify", "V4V certification of the verifiers", _certify_arguments),
+    Stage("gates", "flows.gate", "gate", "CONFORM / H-MIX / OFF on the replayed or live source", _gate_arguments),
+    Stage("leak-audit", "flows.leak_audit", "leak_audit", "leak audit of the experiment records", _hidden_material),
+    Stage("stats", "flows.stats", "stats", "statistics over the runs", _stats_arguments),
+)
+
+# What a backfill request runs over the selected history.
+BACKFILL_STAGES: tuple[Stage, ...] = (
+    Stage("leak-backfill", "flows.backfill", "backfill", "leak audit of the selected historical runs",
+          _backfill_arguments),
+)
+
+
+@dataclass
+class StageOutcome:
+    name: str
+    status: str  # ok | skipped | failed
+    detail: str = ""
+
+
+@dataclass
+class ChainSummary:
+    flow: str
+    stages: list[StageOutcome] = field(default_factory=list)
+    snapshot: str | None = None
+    selected_runs: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [f"{self.flow}: " + ", ".join(f"{s.name} {s.status}" for s in self.stages)]
+        out += [f"  {s.name}: {s.detail}" for s in self.stages if s.detail]
+        if self.selected_runs:
+            out.append(f"  runs selected: {', '.join(self.selected_runs)}")
+        if self.snapshot:
+            out.append(f"  snapshot {self.snapshot}")
+        return out
+
+
+# -- backfill ----------------------------------------------------------------------------------------
+
+class BackfillRequest(BaseModel):
+    """Which history to backfill: explicit run ids and/or a date range (UTC days, inclusive), optionally
+    restricted to gate arms. At least one of run_ids, since, until must be given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_ids: list[str] = []
+    since: dt.date | None = None
+    until: dt.date | None = None
+    arms: list[str] = []
+
+    @field_validator("arms")
+    @classmethod
+    def _known_arms(cls, arms: list[str]) -> list[str]:
+        from acceptgate.gates import ARMS
+
+        bad = [a for a in arms if a not in ARMS]
+        if bad:
+            raise ValueError(f"unknown arm(s) {bad}; valid arms: {', '.join(ARMS)}")
+        return arms
+
+    @field_validator("run_ids")
+    @classmethod
+    def _run_ids(cls, run_ids: list[str]) -> list[str]:
+        from acceptgate.audit import RUN_ID
+
+        bad = [r for r in run_ids if not RUN_ID.match(r)]
+        if bad:
+            raise ValueError(f"invalid run id(s) {bad}")
+        return run_ids
+
+    @model_validator(mode="after")
+    def _some_selection(self) -> "BackfillRequest":
+        if not self.run_ids and self.since is None and self.until is None:
+            raise ValueError("give run_ids, or a date range (since/until), or both")
+        if self.since and self.until and self.since > self.until:
+            raise ValueError(f"since {self.since} is after until {self.until}")
+        return self
+
+
+def backfill_request(**values: Any) -> BackfillRequest:
+    from pydantic import ValidationError
+
+    try:
+        return BackfillRequest(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InvalidInput(err["msg"], record="backfill request",
+                           field=".".join(str(p) for p in err["loc"]) or None) from None
+
+
+_SELECT_RUNS = """
+with audit_runs as (
+    select run_id, 'audit' as kind, started_at, cast(null as varchar) as arms from runs
+), gate as (
+    select run_id, 'gate' as kind, started_at, arms from gate_runs
+), final as (
+    select * from audit_runs union all select * from gate
+)
+select run_id, kind, started_at, arms from final order by started_at, run_id
+"""
+
+
+@dataclass(frozen=True)
+class SelectedRun:
+    run_id: str
+    kind: str  # audit | gate
+    started_at: dt.datetime
+    arms: tuple[str, ...]
+
+
+def select_runs(path: str | Path, request: BackfillRequest) -> list[SelectedRun]:
+    """The runs in the warehouse that match the request (all given run ids must exist)."""
+    with warehouse.connect(path, read_only=True) as con:
+        rows = con.execute(_SELECT_RUNS).fetchall()
+    found = {r[0] for r in rows}
+    missing = [r for r in request.run_ids if r not in found]
+    if missing:
+        raise InvalidInput(f"no such run in {path}: {', '.join(missing)}", record="backfill request", field="run_ids")
+    out = []
+    for run_id, kind, started_at, arms in rows:
+        arm_list = tuple(a for a in (arms or "").split(",") if a)
+        if request.run_ids and run_id not in request.run_ids:
+            continue
+        day = started_at.astimezone(dt.timezone.utc).date()
+        if (request.since and day < request.since) or (request.until and day > request.until):
+            continue
+        if request.arms and not set(arm_list) & set(request.arms):  # audit runs have no arms
+            continue
+        out.append(SelectedRun(run_id, kind, started_at, arm_list))
+    return out

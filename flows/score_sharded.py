@@ -1,0 +1,86 @@
+"""The ``score-sharded`` flow: score a samples file in coarse shards, one Prefect task per shard, on a
+Dask cluster through Prefect's ``DaskTaskRunner`` (``prefect-dask``).
+
+    a LocalCluster on this machine:  run(..., dask_workers=2)          (acceptgate score --dask 2)
+    an existing cluster:             run(..., dask_address="tcp://scheduler:8786")
+                                                                       (acceptgate score --dask tcp://...)
+
+Every Dask worker runs its shards in its own sandbox backend, so each worker host needs the sandbox
+prerequisites (README "Scale-out on Dask"). Shards carry their samples and suites; nothing is read
+from a path on the worker.
+"""
+
+from __future__ import annotations
+
+from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+
+import time
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from acceptgate import score, shards
+from acceptgate.sandbox.backend import Limits
+
+
+@task(name="score-shard", cache_policy=NO_CACHE, persist_result=False)
+def score_shard(shard: shards.Shard, backend: str, suite: str, fail_fast: bool, workers: int,
+                limits: Limits) -> shards.ShardResult:
+    return shards.score_shard(shard, backend, suite=suite, fail_fast=fail_fast, workers=workers, limits=limits)
+
+
+@flow(name="score-sharded", persist_result=False, log_prints=False)
+def score_sharded(suites_dir: str, samples: str, suite: str = "hidden", backend: str = "local",
+                  limit: int | None = None, per_task: int | None = None,
+                  shard_size: int = shards.DEFAULT_SHARD_SIZE, fail_fast: bool = True, workers_per_shard: int = 1,
+                  limits: Limits = Limits(), strict: bool = False) -> shards.ShardedScore:
+    started = time.monotonic()
+    inputs = shards.load_inputs(suites_dir, samples, suite, limit=limit, per_task=per_task)
+    # the same invalid-record rule as the single-process score (README, "Invalid records in a batch input")
+    sample_file, invalid_ids = score.check_records(inputs.sample_file, set(inputs.suites) | set(inputs.excluded),
+                                                   inputs.prompts, set(inputs.suites), strict=strict)
+    batches = shards.make_shards(sample_file, inputs.suites, inputs.prompts, shard_size)
+    futures = [score_shard.submit(b, backend, suite, fail_fast, workers_per_shard, limits) for b in batches]
+    results = [f.result() for f in futures]
+    merged = shards.merge(sample_file, inputs.suites, inputs.excluded, results, suite=suite,
+                          fail_fast=fail_fast, wall_seconds=time.monotonic() - started)
+    merged.report.invalid_task_ids = invalid_ids
+    return merged
+
+
+def task_runner(dask_workers: int | None = None, dask_address: str | None = None):
+    """A DaskTaskRunner: on an existing scheduler, or a LocalCluster of single-threaded worker processes
+    (the parallelism inside a shard is the sandbox's own processes, ``workers_per_shard``)."""
+    from prefect_dask import DaskTaskRunner
+
+    if dask_address:
+        return DaskTaskRunner(address=dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": dask_workers or 2, "threads_per_worker": 1,
+                                          "processes": True, "dashboard_address": None})
+
+
+def run(suites_dir: str, samples: str, *, dask_workers: int | None = None, dask_address: str | None = None,
+        **kwargs) -> shards.ShardedScore:
+    """The flow on a DaskTaskRunner: a LocalCluster of ``dask_workers`` processes, or ``dask_address``."""
+    import contextlib
+    import os
+
+    from flows import serve
+
+    with contextlib.ExitStack() as stack:
+        if not os.environ.get("PREFECT_API_URL"):
+            # Prefect's temporary server would be known to this process only: the Dask workers, started
+            # as fresh processes, would each start their own. A local server in the environment they
+            # inherit is one server for all (stopped on exit).
+            os.environ["PREFECT_API_URL"] = stack.enter_context(serve.local_server(_free_port()))
+            stack.callback(os.environ.pop, "PREFECT_API_URL", None)
+        runner = task_runner(dask_workers, dask_address)
+        return score_sharded.with_options(task_runner=runner)(suites_dir, samples, **kwargs)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

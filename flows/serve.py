@@ -1,0 +1,139 @@
+"""The scheduled service in one process: Prefect's ``serve()`` of every deployment (no work pool, no
+worker, no pull step), against a Prefect server this module starts on loopback or the
+``PREFECT_API_URL`` it is given. ``acceptgate serve`` is its command line.
+
+Deployments:
+    nightly/nightly            the chain of acceptgate.schedule.NIGHTLY_STAGES, on a cron (UTC)
+    history-backfill/backfill  on demand, with parameters run_ids / since / until / arms
+"""
+
+from __future__ import annotations
+
+from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+
+from acceptgate import schedule
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_PORT = 4200
+STARTUP_TIMEOUT = 120.0  # a cold server start takes 10-20 s, longer on a busy 2-core machine
+
+
+class ServeError(RuntimeError):
+    """The Prefect API cannot be reached or started."""
+
+
+def api_healthy(api_url: str, timeout: float = 2.0) -> bool:
+    try:
+        return httpx.get(api_url.rstrip("/") + "/health", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def port_free(port: int, host: str = LOOPBACK) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+@contextlib.contextmanager
+def local_server(port: int = DEFAULT_PORT, *, log_path: Path | None = None,
+                 timeout: float = STARTUP_TIMEOUT) -> Iterator[str]:
+    """``prefect server start`` on loopback (its database under PREFECT_HOME); yields the API URL and
+    stops the server (its whole process group) on exit."""
+    if not port_free(port):
+        raise ServeError(f"port {port} on {LOOPBACK} is in use: pick another with --port, or point "
+                         f"PREFECT_API_URL at the server already running there")
+    home = Path(os.environ["PREFECT_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    log_path = log_path or home / "server.log"
+    api_url = f"http://{LOOPBACK}:{port}/api"
+    env = {**os.environ, "PREFECT_SERVER_API_HOST": LOOPBACK, "PREFECT_SERVER_API_PORT": str(port)}
+    env.pop("PREFECT_API_URL", None)  # the server itself must not talk to another API
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", LOOPBACK,
+                                 "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not api_healthy(api_url):
+            if proc.poll() is not None:
+                raise ServeError(f"prefect server exited with {proc.returncode} while starting; see {log_path}")
+            if time.monotonic() > deadline:
+                raise ServeError(f"prefect server did not answer on {api_url} within {timeout:.0f} s; see {log_path}")
+            time.sleep(0.5)
+        yield api_url
+    finally:
+        stop_process_group(proc)
+
+
+def stop_process_group(proc: subprocess.Popen, grace: float = 15.0) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, 15)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 9)
+        proc.wait()
+
+
+def deployments(nightly_parameters: dict[str, Any], backfill_parameters: dict[str, Any],
+                cron: str = schedule.NIGHTLY_CRON) -> list:
+    from prefect.schedules import Cron
+
+    from flows.history_backfill import history_backfill
+    from flows.nightly import nightly
+
+    stages = ", ".join(s.name for s in schedule.NIGHTLY_STAGES)
+    return [
+        nightly.to_deployment(name="nightly", schedules=[Cron(cron, timezone="UTC")],
+                              parameters=nightly_parameters,
+                              description=f"Nightly chain ({stages}; stages not installed are skipped), "
+                                          "then the analysts' snapshot."),
+        history_backfill.to_deployment(name="backfill", parameters=backfill_parameters,
+                                       description="Backfill past runs: parameters run_ids, since, until, arms."),
+    ]
+
+
+def serve(nightly_parameters: dict[str, Any], backfill_parameters: dict[str, Any], *,
+          cron: str = schedule.NIGHTLY_CRON, api_url: str | None = None, port: int = DEFAULT_PORT,
+          limit: int = 1) -> None:
+    """Serve every deployment until interrupted (SIGINT/SIGTERM). With no ``api_url`` (and no
+    PREFECT_API_URL), start a local server first and stop it afterwards."""
+    api_url = api_url or os.environ.get("PREFECT_API_URL")
+    with contextlib.ExitStack() as stack:
+        if api_url:
+            if not api_healthy(api_url, timeout=10):
+                raise ServeError(f"no Prefect API answers at {api_url} (PREFECT_API_URL)")
+            print(f"acceptgate serve: using the Prefect API at {api_url}", file=sys.stderr, flush=True)
+        else:
+            print(f"acceptgate serve: starting a local Prefect server on {LOOPBACK}:{port} "
+                  f"(PREFECT_HOME={os.environ['PREFECT_HOME']})", file=sys.stderr, flush=True)
+            api_url = stack.enter_context(local_server(port))
+            print(f"acceptgate serve: Prefect API and UI at {api_url.removesuffix('/api')}", file=sys.stderr,
+                  flush=True)
+        os.environ["PREFECT_API_URL"] = api_url  # this process and the flow-run subprocesses it starts
+        from prefect import serve as prefect_serve
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with temporary_settings({PREFECT_API_URL: api_url}):
+            # limit: flow runs at once; the warehouse has one writer, so by default one at a time
+            prefect_serve(*deployments(nightly_parameters, backfill_parameters, cron), limit=limit,
+                          print_starting_message=True)
