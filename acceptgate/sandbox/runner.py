@@ -11,6 +11,7 @@ import os
 import sys
 
 MAX_MESSAGE = 2000
+MAX_TYPE_NAME = 200
 
 
 def _main():
@@ -75,7 +76,16 @@ def _main():
             message = _str(exc)[:MAX_MESSAGE]
         except _exc:
             message = "<unprintable>"
-        name = _type(exc).__name__
+        try:  # built-in exceptions by name, any other class with its module (candidate.MemoryError)
+            t = _type(exc)
+            module, name = t.__module__, t.__qualname__
+            if _type(module) is not _str or _type(name) is not _str:
+                raise TypeError
+            if module != "builtins":
+                name = module + "." + name
+            name = name[:MAX_TYPE_NAME]
+        except _exc:
+            name = "<unnamed exception>"
         try:  # e.g. mmap refused by the address-space limit: that is the memory limit
             if _isinstance(exc, _oserror) and _type(exc.errno) is _int and exc.errno == _enomem:
                 name = "MemoryError"
