@@ -162,8 +162,8 @@ def test_nothing_planted_in_one_execution_reaches_the_next(fresh):
     assert set(planted) <= set(visible), (planted, visible)
     assert {"file in .", "file in /tmp", "file in /dev/shm", "sysv shm", "sysv msg", "sysv sem",
             "abstract socket", "processes", "module state", "patched interpreter"} <= set(planted)
-    if platform.machine() == "x86_64":
-        assert "user keyring" in planted
+    if platform.machine() == "x86_64":  # keyrings are per host uid, outside every namespace: denied
+        assert "user keyring" not in planted
     assert not processes_named(tag), "the survivor outlived its execution"
     found, pid, child = call(fresh, STATE, tag, "look")
     assert found == [], found

@@ -20,6 +20,7 @@ import os
 import signal
 import time
 
+from acceptgate.sandbox import seccomp
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, SandboxProcess, register,
 )
@@ -212,10 +213,10 @@ class DockerBackend(Backend):
             f"file size {limits.file_bytes // mib} MiB, open files {limits.open_files}, no core",
             f"wall clock {limits.wall_seconds:g} s",
         ]
-        if "name=seccomp,profile=default" in self._engine.get("security_options", []):
-            iso.enforced.append("seccomp (engine default profile)")
+        if any(opt.startswith("name=seccomp") for opt in self._engine.get("security_options", [])):
+            iso.enforced.append(seccomp.describe() + " (acceptgate's profile, in place of the engine's default)")
         else:
-            iso.not_enforced.append("seccomp (engine reports no default profile)")
+            iso.not_enforced.append("seccomp (the engine reports no seccomp support)")
         if self.reuse:
             iso.notes.append(f"warm containers reused up to {self.pool.max_uses} executions when the "
                              "keeper proves them clean; a container that hit a limit is replaced")

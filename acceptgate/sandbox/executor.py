@@ -266,7 +266,8 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
         chan = _Channel(proc, marker, deadline, limits.case_seconds)
         proc.write(marker + b"\n", deadline)
         chan.send(b"load", marshal.dumps({"source": source, "entry_point": entry_point,
-                                          "limits": limits.rlimits()}))
+                                          "limits": limits.rlimits(),
+                                          "seccomp": getattr(proc, "runner_seccomp", b"")}))
         kind, payload = chan.recv()
         if kind == b"loaderr":
             info = _error_info(payload, deadline)
@@ -358,7 +359,8 @@ def execute(
     try:
         chan = _Channel(proc, marker, deadline, limits.case_seconds)
         proc.write(marker + b"\n", deadline)
-        load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits()}
+        load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits(),
+                "seccomp": getattr(proc, "runner_seccomp", b"")}  # a filter the runner loads itself
         chan.send(b"load", marshal.dumps(load))
         kind, payload = chan.recv()
         if kind == b"loaderr":

@@ -40,7 +40,7 @@ from importlib import resources
 from queue import SimpleQueue
 from typing import Callable
 
-from acceptgate.sandbox import bwrap, cgroup, hostprobe
+from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp
 from acceptgate.sandbox.backend import BackendUnavailable, ExitStatus, Limits, SandboxProcess, runner_source
 
 ZYGOTE_SOURCE_NAME = "zygote.py"
@@ -170,11 +170,11 @@ class Slot:
                 memory_bytes=self.limits.memory_bytes, slot=True)
             inner = [caps.bwrap.python, "-I", "-S", "-B", "-c", zygote_source(), str(theirs.fileno()),
                      str(self.config.scratch_bytes), runner_source().decode("utf-8"),
-                     "clone" if self.config.clone else "fork"]
+                     "clone" if self.config.clone else "fork", seccomp.bpf().hex()]
             argv = ["/bin/sh", "-c", bwrap.GATE_SCRIPT] + bwrap.command(
                 caps.bwrap, inner, scratch_bytes=self.config.scratch_bytes, zygote=True)
             self.popen = _spawner.call(lambda: self._popen(argv, theirs.fileno()))
-        except (OSError, cgroup.CgroupError) as exc:
+        except (OSError, cgroup.CgroupError, seccomp.SeccompUnavailable) as exc:
             self.discard()
             raise BackendUnavailable(f"cannot start a fork-server sandbox: {exc}") from exc
         finally:

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 
+from acceptgate.sandbox import seccomp
 from acceptgate.sandbox.backend import BackendUnavailable, Limits, runner_source
 from acceptgate.sandbox.docker.stream import KeeperStream, StreamClosed, StreamError
 
@@ -61,7 +62,8 @@ class ContainerConfig:
             pids_limit=self.pids,
             read_only=True,
             cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
+            # acceptgate's deny list (seccomp.py) in place of the engine's default profile
+            security_opt=["no-new-privileges", "seccomp=" + seccomp.docker_profile()],
             ipc_mode="none",  # a private IPC namespace and no /dev/shm
             tmpfs={
                 "/sandbox": f"rw,nosuid,nodev,noexec,size={size},uid=65534,gid=65534,mode=0700",
