@@ -499,3 +499,42 @@ def test_attack(sandbox_backend, attack, attack_runs):
             f"{expect.because!r}; it says {missing}")
     for name in expect.checks:
         CHECKS[name](outcome)
+
+
+# --- nothing crosses between executions (issue 7) ------------------------------------------------
+# A writer leaves its hidden input in the kernel's per-uid state (keyrings, the pipe-buffer quota); a
+# reader scored right after it (--workers 1) or beside it (--workers 2) looks. The reader's expected
+# values are what a leak would give, so it passes only through a channel between executions.
+
+CROSSING = ATTACK_DIR / "crossing"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_nothing_crosses_between_executions_through_score(sandbox_backend, workers, tmp_path):
+    from acceptgate.score import score_samples
+    from acceptgate.sources.replay import read_samples
+
+    secret = "AGLEAK" + secrets.token_hex(8)
+    suites = {
+        "X/writer": suitespec.build("python-call/1", "f", [((secret,), {}, secret)]),
+        "X/reader": suitespec.build("python-call/1", "f", [(("keys",), {}, secret),
+                                                           (("pipes",), {}, "pipe quota exhausted")]),
+    }
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": f"X/{name}", "solution": (CROSSING / f"{name}.py").read_text()})
+                               + "\n" for name in ("writer", "reader")))
+    report = score_samples(read_samples(samples), suites, {}, sandbox_backend, suite="hidden", fail_fast=False,
+                           workers=workers)
+    got = {r.task_id: (r.verdict, r.cases_failed, r.detail) for r in report.rows}
+    assert got["X/writer"][0] == "pass", got  # the writer ran to its end (its answer is its own input)
+    assert got["X/reader"][:2] == ("fail", 2), got
+
+
+def test_the_pipe_quota_probe_sees_exhaustion_within_one_execution(local_backend):
+    """The reader's pipe probe can fail: inside the writer's own execution it sees the quota gone."""
+    writer = (CROSSING / "writer.py").read_text()
+    reader = (CROSSING / "reader.py").read_text().replace("def f(which):", "def look(which):")
+    source = writer.replace("    time.sleep(3)\n    return secret", "    return look('pipes')") + "\n" + reader
+    harness = render.harness_for(suitespec.build("python-call/1", "f", [(("x",), {}, "pipe quota exhausted")]))
+    result = execute(harness, source, local_backend)
+    assert result.verdict == "pass", result.as_dict()

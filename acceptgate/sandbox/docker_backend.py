@@ -201,7 +201,8 @@ class DockerBackend(Backend):
             "read-only root filesystem",
             "all capabilities dropped",
             "no-new-privileges",
-            "non-root uid 65534",
+            ("non-root host uid of its own per container (from this harness's claimed block)"
+             if self.pool_uids() else "non-root uid 65534 (the same for every container: not root here)"),
             "private IPC namespace, no /dev/shm",
             f"tmpfs /sandbox (cwd) and /tmp, {limits.file_bytes // mib} MiB each, emptied and checked "
             "after every execution",
@@ -225,6 +226,12 @@ class DockerBackend(Backend):
         else:
             iso.notes.append("one container per execution")
         return iso
+
+    @staticmethod
+    def pool_uids() -> bool:
+        from acceptgate.sandbox.docker.pool import _uid_pool
+
+        return _uid_pool() is not None
 
     def close(self) -> None:
         self.pool.close()

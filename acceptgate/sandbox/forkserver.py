@@ -35,7 +35,7 @@ import subprocess
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from queue import SimpleQueue
 from typing import Callable
@@ -141,7 +141,11 @@ _spawner = _Spawner()
 @dataclass(frozen=True)
 class SlotConfig:
     caps: hostprobe.HostCaps
-    uid: int | None  # the host uid bubblewrap runs as (None: ours)
+    uid: int | None  # the host uid bubblewrap runs as (None: ours), unless uid_pool gives one per slot
+    # acquire() -> uid / release(uid): a host uid of its own for each slot while it lives (root only), so
+    # that per-user kernel state (pipe-buffer and key quotas, inotify/epoll counts) is never shared by
+    # two executions running at once; release() kills whatever still runs as that uid.
+    uid_pool: object | None = field(default=None, compare=False, hash=False)
     scratch_bytes: int = bwrap.SCRATCH_BYTES
     start_seconds: float = START_SECONDS
     answer_seconds: float = ANSWER_SECONDS
@@ -158,6 +162,9 @@ class Slot:
         self.ctl: socket.socket | None = None
         self.cgroup: cgroup.ExecutionCgroup | None = None
         self.uses = 0
+        pool = config.uid_pool
+        self.uid = pool.acquire() if pool is not None else config.uid
+        self._uid_held = pool is not None
         self._start()
 
     def _start(self) -> None:
@@ -188,7 +195,7 @@ class Slot:
             raise SlotBroken(f"fork server did not start: {reply.decode('utf-8', 'replace')[:200]}")
 
     def _popen(self, argv: list[str], fd: int) -> subprocess.Popen:
-        uid = self.config.uid
+        uid = self.uid
         ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, cwd="/", env={}, close_fds=True, pass_fds=(fd,),
@@ -258,6 +265,9 @@ class Slot:
                 pass
             self.cgroup = None
         self.popen = None
+        if self._uid_held:
+            self._uid_held = False
+            self.config.uid_pool.release(self.uid)
 
     def host_pids(self) -> list[int]:
         """Every process of the slot, as host pids (for tests and diagnostics)."""

@@ -292,7 +292,9 @@ class LocalBackend(Backend):
         if not wanted:
             self.forkserver_problem = "not requested"
             return None
-        config = forkserver.SlotConfig(caps=self.caps, uid=self.uid)
+        # As root, every slot runs as a host uid of its own (from this process's claimed block).
+        pool = _slot_pool(self.caps.uid_slots) if self.uid is not None and self.caps.uid_slots else None
+        config = forkserver.SlotConfig(caps=self.caps, uid=self.uid, uid_pool=pool)
         if not self.plan.namespaces or self.plan.process_cap != "cgroup":
             why = "it needs bubblewrap namespaces and the cgroup process cap"
         else:
@@ -461,7 +463,11 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
     """What the fork-server mode enforces: the slot's sandbox, and what each execution gets fresh."""
     caps = backend.caps
     iso = Isolation(backend=backend.name)
-    outside = str(backend.uid) if backend.uid is not None else "the harness's uid"
+    if backend.pool.config.uid_pool is not None:
+        r = caps.uid_slots
+        outside = f"a host uid of its own per slot ({r.start}..{r.stop - 1}, claimed by this harness)"
+    else:
+        outside = str(backend.uid) if backend.uid is not None else "the harness's uid"
     scratch = bwrap.SCRATCH_BYTES // MiB
     iso.enforced += [
         "fork server: every execution is a fresh process forked from a pre-initialised interpreter "
@@ -493,6 +499,9 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
     ]
     iso.enforced.append(seccomp.describe() + " (loaded by each execution's init after its namespaces are "
                         "built, before the runner is forked)")
+    if backend.pool.config.uid_pool is None:
+        iso.not_enforced.append("a host uid per slot (not root: every slot runs as the harness's uid, so "
+                                "concurrent executions share its per-user kernel quotas)")
     iso.notes += list(caps.bwrap.notes)
     iso.notes.append("shared by the executions of one slot, fixed when the slot starts: the interpreter's "
                      "string-hash seed and memory layout (ASLR), the standard modules it pre-imported")
