@@ -253,3 +253,13 @@ def test_a_candidate_class_named_memoryerror_is_an_error(local_backend):
     result = execute(ADD, "class MemoryError(Exception): pass\ndef add(a, b): raise MemoryError()",
                      local_backend, limits=SHORT)
     assert result.verdict == "error" and result.cases[0].error_type == "candidate.MemoryError"
+
+
+def test_timeout_from_the_cpu_limit_is_observed_not_claimed(local_backend):
+    one = harness([((0,), {}, 0)])
+    spin = execute(one, "def f(x):\n    while True: pass", local_backend,
+                   limits=Limits(wall_seconds=30, cpu_seconds=1))
+    assert spin.verdict == "timeout" and "CPU limit" in spin.detail, spin.as_dict()
+    claimed = execute(one, "import os, signal\ndef f(x): os.kill(os.getpid(), signal.SIGXCPU)", local_backend,
+                      limits=SHORT)
+    assert claimed.verdict == "crash" and "sent by the candidate" in claimed.detail, claimed.as_dict()

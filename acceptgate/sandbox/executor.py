@@ -13,6 +13,7 @@ import json
 import marshal
 import os
 import secrets
+import signal
 import threading
 import time
 from collections import OrderedDict, deque
@@ -229,11 +230,22 @@ def _raised_status(error_type: str) -> str:
     return "memory" if error_type == "MemoryError" else "error"
 
 
-def _classify_exit(status: ExitStatus) -> tuple[str, str]:
+def _classify_exit(status: ExitStatus, elapsed: float, limits: Limits) -> tuple[str, str]:
+    """The verdict of a runner that ended before answering, from what the harness observed.
+
+    ``memory``: the cgroup or the container recorded an OOM kill. ``timeout`` from SIGXCPU only when
+    the execution ran long enough to have used its CPU limit on every core of this host (the runner
+    sets the soft limit a second below the hard one, so the real limit is a SIGXCPU); an earlier
+    SIGXCPU was sent by the candidate itself and is a ``crash``, as is any other signal (its own
+    init killed included).
+    """
     if status.oom_killed:
         return "memory", status.describe()
-    if status.signal in (24,):  # SIGXCPU: the cpu rlimit backstop
-        return "timeout", status.describe()
+    if status.signal == signal.SIGXCPU:
+        if elapsed >= limits.cpu_seconds / (os.cpu_count() or 1):
+            return "timeout", f"{status.describe()} (the {limits.cpu_seconds} s CPU limit)"
+        return "crash", (f"{status.describe()} after {elapsed:.2f} s: too soon for the {limits.cpu_seconds} s "
+                         "CPU limit (sent by the candidate)")
     if status.signal:
         return "crash", status.describe()
     return "protocol", f"exited before answering ({status.describe()})"
@@ -298,7 +310,7 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
         detail = str(exc)
     except (EOFError, BrokenPipeError, ConnectionError):
         status = proc.wait(timeout=max(0.5, deadline - time.monotonic()))
-        verdict, detail = _classify_exit(status)
+        verdict, detail = _classify_exit(status, time.monotonic() - (deadline - limits.wall_seconds), limits)
         outcomes.append(CallOutcome(verdict, message=detail))
     except BackendUnavailable:
         raise
@@ -409,7 +421,8 @@ def execute(
         if status.returncode is None:
             proc.kill()
             status = proc.wait(timeout=2.0)
-        result.verdict, result.detail = _classify_exit(status)
+        result.verdict, result.detail = _classify_exit(status, time.monotonic() - (deadline - limits.wall_seconds),
+                                                       limits)
         result.exit = status.describe()
         _mark_current(result, current, result.verdict)
     except BackendUnavailable:

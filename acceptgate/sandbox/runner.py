@@ -172,8 +172,11 @@ def _apply_limits(limits):
         which = getattr(resource, name, None)
         if which is None:
             continue
+        # CPU: the soft limit a second below the hard one, so that reaching it is a SIGXCPU (at
+        # soft == hard the kernel sends SIGKILL, indistinguishable from any other kill).
+        hard = value + 1 if name == "RLIMIT_CPU" else value
         try:
-            resource.setrlimit(which, (value, value))
+            resource.setrlimit(which, (value, hard))
         except (ValueError, OSError):
             pass  # reported by the harness side, which states what it asked for
 
