@@ -538,3 +538,9 @@ def test_the_pipe_quota_probe_sees_exhaustion_within_one_execution(local_backend
     harness = render.harness_for(suitespec.build("python-call/1", "f", [(("x",), {}, "pipe quota exhausted")]))
     result = execute(harness, source, local_backend)
     assert result.verdict == "pass", result.as_dict()
+
+
+def test_readme_shows_the_threat_model_as_written():
+    from acceptgate.sandbox.threat import THREAT_MODEL
+
+    assert THREAT_MODEL in (REPO / "README.md").read_text(encoding="utf-8")

@@ -263,3 +263,10 @@ def test_timeout_from_the_cpu_limit_is_observed_not_claimed(local_backend):
     claimed = execute(one, "import os, signal\ndef f(x): os.kill(os.getpid(), signal.SIGXCPU)", local_backend,
                       limits=SHORT)
     assert claimed.verdict == "crash" and "sent by the candidate" in claimed.detail, claimed.as_dict()
+
+
+def test_texts_from_the_candidate_are_always_encodable(local_backend):
+    result = execute(harness([((1,), {}, 1)]), "def f(x): raise ValueError('\\udc80' * 3)", local_backend,
+                     limits=SHORT)
+    assert result.verdict == "error" and "\\udc80" in result.cases[0].message
+    result.to_json().encode("utf-8")  # a writer of results never fails on a lone surrogate

@@ -103,7 +103,7 @@ def sha256_text(text: str) -> str:
 
 
 def _short(text: str) -> str:
-    return text if len(text) <= SHOW_CHARS else text[: SHOW_CHARS - 3] + "..."
+    return _clip(text, SHOW_CHARS)
 
 
 class _Channel:
@@ -210,7 +210,10 @@ class _Channel:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """At most ``limit`` characters, and encodable as UTF-8 (a lone surrogate from the candidate is
+    spelled as its escape, so no writer of results can fail on it)."""
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _error_info(payload: bytes | None, deadline: float | None = None) -> dict[str, str]:
