@@ -544,3 +544,42 @@ def test_readme_shows_the_threat_model_as_written():
     from acceptgate.sandbox.threat import THREAT_MODEL
 
     assert THREAT_MODEL in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+BATCH_HARNESS = r"""
+import json, resource, sys, time
+from acceptgate import render, suitespec
+from acceptgate.sandbox import backend as backends
+from acceptgate.sandbox.executor import execute_many
+job = json.loads(sys.stdin.read())
+jobs = []
+for item in job["jobs"]:
+    cases = [(tuple(args), {}, want) for args, want in item["cases"]]
+    jobs.append((render.harness_for(suitespec.build(item["dialect"], "f", cases)), item["source"]))
+with backends.create(job["backend"]) as backend:
+    started = time.monotonic()
+    results = execute_many(jobs, backend, workers=2)
+    wall = time.monotonic() - started
+print(json.dumps({"verdicts": [r.verdict for r in results], "wall": wall,
+                  "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def test_hostile_answers_in_one_batch_cost_no_other_sample_its_result(sandbox_backend):
+    """The trusted-side attacks side by side in one batch with two workers (as score runs them), between
+    honest samples: every sample gets its own result, and the harness stays bounded."""
+    ctx = Context(canary=None, dataset=None)  # these attacks use no canary nor data set
+    honest = {"source": "def f(x):\n    return x", "cases": [[[1], 1]], "dialect": "python-call/1"}
+    jobs = [honest]
+    for attack in ATTACKS:
+        if attack.harness == "subprocess" and attack.name.startswith(("huge", "colliding")):
+            cases = [[[ctx.resolve(a) for a in c["args"]], ctx.resolve(c["expected"])] for c in attack.cases]
+            jobs += [{"source": attack.source, "cases": cases, "dialect": attack.dialect}, honest]
+    assert len(jobs) >= 13
+    proc = subprocess.run([sys.executable, "-c", BATCH_HARNESS], input=json.dumps({"backend": sandbox_backend.name,
+                          "jobs": jobs}), text=True, capture_output=True, timeout=300, cwd=str(REPO))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["verdicts"][0::2] == ["pass"] * (len(jobs) // 2 + 1), out
+    assert all(v != "pass" for v in out["verdicts"][1::2]), out
+    assert out["maxrss_mib"] < HARNESS_MAX_MIB, out
