@@ -163,7 +163,7 @@ class Slot:
         self.cgroup: cgroup.ExecutionCgroup | None = None
         self.uses = 0
         pool = config.uid_pool
-        self.uid = pool.acquire() if pool is not None else config.uid
+        self.uid = pool.acquire(timeout=config.start_seconds) if pool is not None else config.uid
         self._uid_held = pool is not None
         self._start()
 

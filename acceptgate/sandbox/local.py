@@ -166,15 +166,17 @@ class UidSlots:
     """Per-execution uids for the RLIMIT_NPROC cap (the limit counts processes per real uid)."""
 
     def __init__(self, uids: range) -> None:
+        self.size = len(uids)
         self._free = collections.deque(uids)
         self._cond = threading.Condition()
 
-    def acquire(self) -> int:
+    def acquire(self, timeout: float | None = None) -> int:
         # Oldest first: zombies a slot's last run left for the host's init to reap still count
         # against its RLIMIT_NPROC until then.
         with self._cond:
-            while not self._free:
-                self._cond.wait()
+            if not self._cond.wait_for(lambda: self._free, timeout):
+                raise BackendUnavailable(f"all {self.size} per-slot uids of this harness are in use "
+                                         "(long-lived sandboxes of backends never closed?)")
             return self._free.popleft()
 
     def release(self, uid: int) -> None:

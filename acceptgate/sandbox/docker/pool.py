@@ -94,7 +94,7 @@ class WarmContainer:
         # A host uid of its own while it lives (root: from this harness's claimed block), so that
         # containers running at once share no per-user kernel state (pipe-buffer and key quotas).
         self._uids = _uid_pool()
-        self.uid = self._uids.acquire() if self._uids is not None else 65534
+        self.uid = self._uids.acquire(timeout=START_TIMEOUT) if self._uids is not None else 65534
         self._start()
 
     def _start(self) -> None:
