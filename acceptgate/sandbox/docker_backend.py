@@ -1,7 +1,8 @@
 """Docker backend: each execution in a locked-down container, fast through warm reuse.
 
 The container: no network, memory limit with swap equal, process limit, read-only root, all
-capabilities dropped, no-new-privileges, uid 65534, a private IPC namespace, and two small tmpfs
+capabilities dropped, no-new-privileges, acceptgate's seccomp deny list (``seccomp.py``) as its
+profile, a non-root uid (as root a host uid of its own per container), a private IPC namespace, and two small tmpfs
 mounts (/sandbox, the working directory, and /tmp). Its PID 1 is the keeper (``docker/keeper.py``),
 which starts a fresh ``python3 -I -S -B -c <runner>`` per execution and, afterwards, kills every
 other process and empties the tmpfs mounts; a container the keeper cannot prove clean (or one that

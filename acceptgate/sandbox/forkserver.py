@@ -7,9 +7,12 @@ runner. Each execution is a fresh process forked from it, in a fresh set of user
 net and uts namespaces made for that execution alone: new tmpfs cwd, /tmp and /dev/shm, a new /proc,
 no capabilities, no nested user namespaces. When the execution's runner ends, the execution's init
 (pid 1 of its namespace) exits, which kills every process left in it; the namespaces -- files, IPC
-objects, sockets, keyrings, even the pid counter -- go with them. The candidate never sees the
-fork server (another pid namespace), holds none of its descriptors and cannot ptrace the
-execution's init (non-dumpable, pid-namespace init).
+objects, sockets, even the pid counter -- go with them. Kernel keyrings do not: they belong to the
+host uid, outside every namespace, so the seccomp filter (``seccomp.py``, loaded by each execution's
+init) denies the keyring calls, and as root each slot runs as a host uid of its own, so executions
+running at once share no per-user quota either. The candidate never sees the fork server (another pid
+namespace), holds none of its descriptors and cannot ptrace the execution's init (non-dumpable,
+pid-namespace init).
 
 The harness talks to the runner over fresh pipes passed to the fork server per execution, and learns
 the runner's exit status from the execution's init on a separate status pipe. It holds a pidfd of

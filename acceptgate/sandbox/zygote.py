@@ -16,7 +16,8 @@
 # I is built ahead of time (the "spare", right after the previous execution has ended), so a run
 # starts with one fork. When R ends, I writes R's wait status to the harness's status pipe and exits;
 # as pid 1 its exit kills every process left in the namespace, and the namespaces (files, IPC
-# objects, sockets, keyrings, the pid counter) go with it.
+# objects, sockets, the pid counter) go with it. Keyrings are the host uid's, not a namespace's: the
+# seccomp filter I loads denies the keyring calls.
 # Nothing of one execution can reach the next: R never sees Z (another pid namespace), holds none of
 # Z's descriptors, has no capability anywhere, and cannot signal or ptrace I (pid-namespace init,
 # non-dumpable).
