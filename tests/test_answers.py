@@ -84,3 +84,11 @@ def test_the_deadline_is_honoured_while_parsing():
     with pytest.raises(TimeoutError):
         answers.parse(text, deadline=time.monotonic() + 0.01)
     assert len(answers.parse(text)) == 300_000
+
+
+def test_the_deadline_is_honoured_between_slow_tokens():
+    text = "[" + ",".join(["7" * 4000] * 1000) + "]"  # few tokens, each slow to convert
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        answers.parse(text, deadline=time.monotonic() + 0.01)
+    assert time.monotonic() - started < 1.0

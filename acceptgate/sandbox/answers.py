@@ -24,7 +24,8 @@ from acceptgate.literals import MAX_INT_DIGITS, LiteralError
 
 MAX_DEPTH = 100  # as the runner's own check
 MAX_SAME_HASH = 16  # elements of one set/dict with one hash value
-DEADLINE_EVERY = 4096  # tokens between two looks at the clock
+DEADLINE_EVERY = 4096  # tokens between two looks at the clock...
+DEADLINE_CHARS = 64 * 1024  # ...or characters (a token can be a 4,000-digit int, slow to convert)
 
 _STR_ESC = r"""\\(?:[\\'"abfnrtv]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})"""
 _BYTES_ESC = r"""\\(?:[\\'"abfnrtv]|x[0-9a-fA-F]{2})"""
@@ -122,6 +123,7 @@ def parse(text: str, *, deadline: float | None = None, max_depth: int = MAX_DEPT
     pos, end = 0, len(text)
     want = "value"  # "value": a value is required; "open": a value or the close; "sep": , : or close
     tokens = 0
+    checked = 0  # position of the last look at the clock
     match = _TOKEN.match
     while True:
         m = match(text, pos)
@@ -133,8 +135,10 @@ def parse(text: str, *, deadline: float | None = None, max_depth: int = MAX_DEPT
             raise LiteralError("syntax error", f"text after the value at offset {pos}")
         pos = m.end()
         tokens += 1
-        if deadline is not None and tokens % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
-            raise TimeoutError("deadline passed while parsing an answer")
+        if deadline is not None and (tokens % DEADLINE_EVERY == 0 or pos - checked > DEADLINE_CHARS):
+            checked = pos
+            if time.monotonic() > deadline:
+                raise TimeoutError("deadline passed while parsing an answer")
         kind = m.lastgroup
         token = m.group(kind)
         top = stack[-1] if stack else None
