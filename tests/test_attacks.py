@@ -63,6 +63,7 @@ class Attack:
     wall_seconds: float = 10.0
     runs: int = 1
     harness: str = "in-process"
+    dialect: str = "python-call/1"
     unsafe_if_missing: str = ""  # not run where isolation.not_enforced names this (e.g. no process cap)
 
     def expectation(self, profile: str) -> Expectation:
@@ -92,7 +93,8 @@ def load_attacks() -> list[Attack]:
             cases=item["cases"], expect=_expectation(item),
             on={name: _expectation(sub) for name, sub in item.get("on", {}).items()},
             wall_seconds=float(item.get("wall_seconds", 10.0)), runs=int(item.get("runs", 1)),
-            harness=item.get("harness", "in-process"), unsafe_if_missing=item.get("unsafe_if_missing", ""),
+            harness=item.get("harness", "in-process"), dialect=item.get("dialect", "python-call/1"),
+            unsafe_if_missing=item.get("unsafe_if_missing", ""),
         ))
     return attacks
 
@@ -212,6 +214,12 @@ class Context:
     def _make_dataset_file_sha(self) -> str:
         return _sha(self._dataset.read_bytes())
 
+    def _make_huge_int(self) -> int:
+        return 10 ** 400  # beyond float range: math.isinf and float arithmetic raise OverflowError
+
+    def _make_all_syscalls(self) -> list:
+        return list(SYSCALL_PROBES)
+
     def _make_port(self) -> int:
         self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.tcp.bind(("127.0.0.1", 0))
@@ -252,7 +260,7 @@ class Outcome:
 # --- running ------------------------------------------------------------------------------------
 
 CHILD_HARNESS = r"""
-import json, os, sys
+import json, os, resource, sys, time
 from acceptgate import render, suitespec
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
@@ -260,10 +268,15 @@ from acceptgate.sandbox.executor import execute
 job = json.loads(sys.stdin.read())
 me = os.getpid()
 cases = [(tuple(me if a == "$harness_pid" else a for a in args), {}, want) for args, want in job["cases"]]
-harness = render.harness_for(suitespec.build("python-call/1", "f", cases))
+harness = render.harness_for(suitespec.build(job["dialect"], "f", cases))
 with backends.create(job["backend"]) as backend:
+    started = time.monotonic()
     result = execute(harness, job["source"], backend, limits=Limits(wall_seconds=job["wall"]))
-print(result.to_json())
+    wall = time.monotonic() - started
+# What the trusted side paid for this answer: its peak memory and its wall time, and the stored size.
+out = result.as_dict() | {"harness": {"maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                                      "wall_seconds": wall, "stored_bytes": len(result.to_json())}}
+print(json.dumps(out))
 """
 
 
@@ -277,7 +290,7 @@ def _cases(attack: Attack, ctx: Context, keep_pid_placeholder: bool = False) -> 
 
 def run_in_process(attack: Attack, ctx: Context, backend: Backend) -> dict:
     cases = [(tuple(args), {}, want) for args, want in _cases(attack, ctx)]
-    harness = render.harness_for(suitespec.build("python-call/1", "f", cases))
+    harness = render.harness_for(suitespec.build(attack.dialect, "f", cases))
     return execute(harness, attack.source, backend, limits=Limits(wall_seconds=attack.wall_seconds)).as_dict()
 
 
@@ -287,7 +300,7 @@ def run_in_child_harness(attack: Attack, ctx: Context, backend: Backend) -> dict
     (A variable set later with os.environ never shows in /proc/<pid>/environ, which holds the
     environment the process started with.)
     """
-    job = {"backend": backend.name, "source": attack.source, "wall": attack.wall_seconds,
+    job = {"backend": backend.name, "source": attack.source, "wall": attack.wall_seconds, "dialect": attack.dialect,
            "cases": _cases(attack, ctx, keep_pid_placeholder=True)}
     env = {**os.environ, SECRET_ENV: SECRET}
     proc = subprocess.run([sys.executable, "-c", CHILD_HARNESS], input=json.dumps(job), text=True,
@@ -421,7 +434,28 @@ def check_held_within_memory_limit(o: Outcome) -> None:
         assert got is not None and int(got) <= Limits().memory_bytes >> 20, f"held {got} MiB"
 
 
+HARNESS_MAX_MIB = 1024
+SYSCALL_PROBES = ("add_key", "bpf", "io_uring_setup", "keyctl", "perf_event_open", "process_vm_readv",
+                  "ptrace", "request_key", "setns", "unshare", "userfaultfd")  # what probe_syscalls.py tries
+
+
+def check_harness_bounded(o: Outcome) -> None:
+    """The trusted side survived the answer: < 1 GiB peak, within the wall clock + 5 s, a small record."""
+    for run in o.runs:
+        paid = run["harness"]
+        assert paid["maxrss_mib"] < HARNESS_MAX_MIB, f"harness peak RSS {paid['maxrss_mib']:.0f} MiB"
+        assert paid["wall_seconds"] <= o.attack.wall_seconds + 5, f"harness wall {paid['wall_seconds']:.1f} s"
+        assert paid["stored_bytes"] < 64 * 1024, f"stored result of {paid['stored_bytes']} bytes"
+
+
+def check_no_syscall_reachable(o: Outcome) -> None:
+    got = o.result["cases"][0].get("got")
+    assert got == "[]", f"reachable from the sandbox: {got}"
+
+
 CHECKS: dict[str, Callable[[Outcome], None]] = {
+    "harness_bounded": check_harness_bounded,
+    "no_syscall_reachable": check_no_syscall_reachable,
     "secret_absent": check_secret_absent,
     "sentinel_untouched": check_sentinel_untouched,
     "nothing_planted": check_nothing_planted,
@@ -465,3 +499,87 @@ def test_attack(sandbox_backend, attack, attack_runs):
             f"{expect.because!r}; it says {missing}")
     for name in expect.checks:
         CHECKS[name](outcome)
+
+
+# --- nothing crosses between executions (issue 7) ------------------------------------------------
+# A writer leaves its hidden input in the kernel's per-uid state (keyrings, the pipe-buffer quota); a
+# reader scored right after it (--workers 1) or beside it (--workers 2) looks. The reader's expected
+# values are what a leak would give, so it passes only through a channel between executions.
+
+CROSSING = ATTACK_DIR / "crossing"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_nothing_crosses_between_executions_through_score(sandbox_backend, workers, tmp_path):
+    from acceptgate.score import score_samples
+    from acceptgate.sources.replay import read_samples
+
+    secret = "AGLEAK" + secrets.token_hex(8)
+    suites = {
+        "X/writer": suitespec.build("python-call/1", "f", [((secret,), {}, secret)]),
+        "X/reader": suitespec.build("python-call/1", "f", [(("keys",), {}, secret),
+                                                           (("pipes",), {}, "pipe quota exhausted")]),
+    }
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": f"X/{name}", "solution": (CROSSING / f"{name}.py").read_text()})
+                               + "\n" for name in ("writer", "reader")))
+    report = score_samples(read_samples(samples), suites, {}, sandbox_backend, suite="hidden", fail_fast=False,
+                           workers=workers)
+    got = {r.task_id: (r.verdict, r.cases_failed, r.detail) for r in report.rows}
+    assert got["X/writer"][0] == "pass", got  # the writer ran to its end (its answer is its own input)
+    assert got["X/reader"][:2] == ("fail", 2), got
+
+
+def test_the_pipe_quota_probe_sees_exhaustion_within_one_execution(local_backend):
+    """The reader's pipe probe can fail: inside the writer's own execution it sees the quota gone."""
+    writer = (CROSSING / "writer.py").read_text()
+    reader = (CROSSING / "reader.py").read_text().replace("def f(which):", "def look(which):")
+    source = writer.replace("    time.sleep(3)\n    return secret", "    return look('pipes')") + "\n" + reader
+    harness = render.harness_for(suitespec.build("python-call/1", "f", [(("x",), {}, "pipe quota exhausted")]))
+    result = execute(harness, source, local_backend)
+    assert result.verdict == "pass", result.as_dict()
+
+
+def test_readme_shows_the_threat_model_as_written():
+    from acceptgate.sandbox.threat import THREAT_MODEL
+
+    assert THREAT_MODEL in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+BATCH_HARNESS = r"""
+import json, resource, sys, time
+from acceptgate import render, suitespec
+from acceptgate.sandbox import backend as backends
+from acceptgate.sandbox.executor import execute_many
+job = json.loads(sys.stdin.read())
+jobs = []
+for item in job["jobs"]:
+    cases = [(tuple(args), {}, want) for args, want in item["cases"]]
+    jobs.append((render.harness_for(suitespec.build(item["dialect"], "f", cases)), item["source"]))
+with backends.create(job["backend"]) as backend:
+    started = time.monotonic()
+    results = execute_many(jobs, backend, workers=2)
+    wall = time.monotonic() - started
+print(json.dumps({"verdicts": [r.verdict for r in results], "wall": wall,
+                  "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def test_hostile_answers_in_one_batch_cost_no_other_sample_its_result(sandbox_backend):
+    """The trusted-side attacks side by side in one batch with two workers (as score runs them), between
+    honest samples: every sample gets its own result, and the harness stays bounded."""
+    ctx = Context(canary=None, dataset=None)  # these attacks use no canary nor data set
+    honest = {"source": "def f(x):\n    return x", "cases": [[[1], 1]], "dialect": "python-call/1"}
+    jobs = [honest]
+    for attack in ATTACKS:
+        if attack.harness == "subprocess" and attack.name.startswith(("huge", "colliding")):
+            cases = [[[ctx.resolve(a) for a in c["args"]], ctx.resolve(c["expected"])] for c in attack.cases]
+            jobs += [{"source": attack.source, "cases": cases, "dialect": attack.dialect}, honest]
+    assert len(jobs) >= 13
+    proc = subprocess.run([sys.executable, "-c", BATCH_HARNESS], input=json.dumps({"backend": sandbox_backend.name,
+                          "jobs": jobs}), text=True, capture_output=True, timeout=300, cwd=str(REPO))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["verdicts"][0::2] == ["pass"] * (len(jobs) // 2 + 1), out
+    assert all(v != "pass" for v in out["verdicts"][1::2]), out
+    assert out["maxrss_mib"] < HARNESS_MAX_MIB, out

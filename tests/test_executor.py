@@ -225,3 +225,48 @@ def test_huge_result_is_a_failure_without_being_parsed(local_backend):
     result = execute(h, "def f():\n    return [0] * 3_000_000\n", local_backend)
     assert result.verdict == "fail", result.as_dict()
     assert "larger than any expected value" in result.cases[0].got
+
+
+# --- the trusted side survives any answer (issue 7) ------------------------------------------------
+
+def test_comparison_is_total_in_a_tolerance_dialect(local_backend):
+    """abs(10**400 - 1.5) and math.isinf(10**400) raise OverflowError: each is that case's failure."""
+    h = harness([((0,), {}, 1.5), ((1,), {}, 10 ** 400), ((2,), {}, 2.0)], dialect="python-call+atol=1e-06/1")
+    result = execute(h, "def f(x):\n    return [10 ** 400, 1.0, 2.0][x]", local_backend, limits=SHORT)
+    assert [c.status for c in result.cases] == ["fail", "fail", "pass"], result.as_dict()
+    assert result.cases[0].error_type == "ComparisonError" and "OverflowError" in result.cases[0].message
+    assert result.verdict == "fail"
+
+
+def test_type_names_and_load_errors_are_truncated(local_backend):
+    big = "def f(x):\n    raise type('E' * 4_000_000, (Exception,), {})('m' * 4_000_000)\n"
+    result = execute(harness([((1,), {}, 1)]), big, local_backend, limits=SHORT)
+    assert result.verdict == "error" and len(result.to_json()) < 20_000, len(result.to_json())
+    assert result.cases[0].error_type.startswith("candidate.EEE")
+    load = execute(ADD, "raise type('L' * 4_000_000, (Exception,), {})('m' * 4_000_000)", local_backend,
+                   limits=SHORT)
+    assert load.verdict == "error" and len(load.detail) <= 2000 and len(load.to_json()) < 20_000
+    assert load.exit == "exit code 0", load.exit  # what happened: the runner reported and ended
+
+
+def test_a_candidate_class_named_memoryerror_is_an_error(local_backend):
+    result = execute(ADD, "class MemoryError(Exception): pass\ndef add(a, b): raise MemoryError()",
+                     local_backend, limits=SHORT)
+    assert result.verdict == "error" and result.cases[0].error_type == "candidate.MemoryError"
+
+
+def test_timeout_from_the_cpu_limit_is_observed_not_claimed(local_backend):
+    one = harness([((0,), {}, 0)])
+    spin = execute(one, "def f(x):\n    while True: pass", local_backend,
+                   limits=Limits(wall_seconds=30, cpu_seconds=1))
+    assert spin.verdict == "timeout" and "CPU limit" in spin.detail, spin.as_dict()
+    claimed = execute(one, "import os, signal\ndef f(x): os.kill(os.getpid(), signal.SIGXCPU)", local_backend,
+                      limits=SHORT)
+    assert claimed.verdict == "crash" and "sent by the candidate" in claimed.detail, claimed.as_dict()
+
+
+def test_texts_from_the_candidate_are_always_encodable(local_backend):
+    result = execute(harness([((1,), {}, 1)]), "def f(x): raise ValueError('\\udc80' * 3)", local_backend,
+                     limits=SHORT)
+    assert result.verdict == "error" and "\\udc80" in result.cases[0].message
+    result.to_json().encode("utf-8")  # a writer of results never fails on a lone surrogate

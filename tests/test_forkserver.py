@@ -162,8 +162,8 @@ def test_nothing_planted_in_one_execution_reaches_the_next(fresh):
     assert set(planted) <= set(visible), (planted, visible)
     assert {"file in .", "file in /tmp", "file in /dev/shm", "sysv shm", "sysv msg", "sysv sem",
             "abstract socket", "processes", "module state", "patched interpreter"} <= set(planted)
-    if platform.machine() == "x86_64":
-        assert "user keyring" in planted
+    if platform.machine() == "x86_64":  # keyrings are per host uid, outside every namespace: denied
+        assert "user keyring" not in planted
     assert not processes_named(tag), "the survivor outlived its execution"
     found, pid, child = call(fresh, STATE, tag, "look")
     assert found == [], found
@@ -214,7 +214,7 @@ def test_the_fork_server_is_non_dumpable_and_unreachable(fresh):
     zygote = slot.zygote_pid()
     assert zygote is not None
     status = Path(f"/proc/{zygote}/status").read_text()
-    assert "\nUid:\t65534\t" in status
+    assert f"\nUid:\t{slot.uid}\t" in status and (slot.uid == 65534 or slot.uid >= 2_000_000_000)
     # Non-dumpable: the kernel makes its /proc files root's, so its own uid cannot ptrace or read it.
     assert os.stat(f"/proc/{zygote}/mem").st_uid == 0
     assert all(line.split()[1] == "0000000000000000" for line in status.splitlines()

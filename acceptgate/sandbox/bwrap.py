@@ -28,13 +28,16 @@ NAMESPACES = ("user", "pid", "net", "ipc", "uts", "cgroup", "mount")
 GATE_SCRIPT = 'read _gate && exec "$0" "$@"'
 
 
-def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, zygote: bool = False) -> list[str]:
+def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, zygote: bool = False,
+            seccomp_fd: int | None = None) -> list[str]:
     """bwrap argv that runs ``inner`` (an absolute interpreter path + args) in a fresh sandbox.
 
     zygote=True: the sandbox of a fork server (``forkserver.py``). Its first process keeps
     CAP_SYS_ADMIN *inside* the sandbox's user namespace just long enough to mount a /proc of its own
     (then drops every capability), and may create user namespaces: it makes a fresh set of
     namespaces for every execution, where it forbids nested user namespaces itself.
+    seccomp_fd: a descriptor holding the BPF syscall filter (``seccomp.memfd``), which bubblewrap loads
+    last, right before it starts ``inner`` (the fork server loads it per execution instead).
     """
     uid = str(SANDBOX_UID)
     argv = [
@@ -62,6 +65,8 @@ def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, 
                  "--size", str(scratch_bytes), "--tmpfs", path]
     # The root bwrap builds is itself a tmpfs: read-only once the mounts are in place.
     argv += ["--remount-ro", "/", "--chdir", WORKDIR]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     return argv + list(inner)
 
 

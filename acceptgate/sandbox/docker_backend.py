@@ -1,7 +1,8 @@
 """Docker backend: each execution in a locked-down container, fast through warm reuse.
 
 The container: no network, memory limit with swap equal, process limit, read-only root, all
-capabilities dropped, no-new-privileges, uid 65534, a private IPC namespace, and two small tmpfs
+capabilities dropped, no-new-privileges, acceptgate's seccomp deny list (``seccomp.py``) as its
+profile, a non-root uid (as root a host uid of its own per container), a private IPC namespace, and two small tmpfs
 mounts (/sandbox, the working directory, and /tmp). Its PID 1 is the keeper (``docker/keeper.py``),
 which starts a fresh ``python3 -I -S -B -c <runner>`` per execution and, afterwards, kills every
 other process and empties the tmpfs mounts; a container the keeper cannot prove clean (or one that
@@ -20,6 +21,7 @@ import os
 import signal
 import time
 
+from acceptgate.sandbox import seccomp
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, SandboxProcess, register,
 )
@@ -200,7 +202,8 @@ class DockerBackend(Backend):
             "read-only root filesystem",
             "all capabilities dropped",
             "no-new-privileges",
-            "non-root uid 65534",
+            ("non-root host uid of its own per container (from this harness's claimed block)"
+             if self.pool_uids() else "non-root uid 65534 (the same for every container: not root here)"),
             "private IPC namespace, no /dev/shm",
             f"tmpfs /sandbox (cwd) and /tmp, {limits.file_bytes // mib} MiB each, emptied and checked "
             "after every execution",
@@ -212,10 +215,10 @@ class DockerBackend(Backend):
             f"file size {limits.file_bytes // mib} MiB, open files {limits.open_files}, no core",
             f"wall clock {limits.wall_seconds:g} s",
         ]
-        if "name=seccomp,profile=default" in self._engine.get("security_options", []):
-            iso.enforced.append("seccomp (engine default profile)")
+        if any(opt.startswith("name=seccomp") for opt in self._engine.get("security_options", [])):
+            iso.enforced.append(seccomp.describe() + " (acceptgate's profile, in place of the engine's default)")
         else:
-            iso.not_enforced.append("seccomp (engine reports no default profile)")
+            iso.not_enforced.append("seccomp (the engine reports no seccomp support)")
         if self.reuse:
             iso.notes.append(f"warm containers reused up to {self.pool.max_uses} executions when the "
                              "keeper proves them clean; a container that hit a limit is replaced")
@@ -224,6 +227,12 @@ class DockerBackend(Backend):
         else:
             iso.notes.append("one container per execution")
         return iso
+
+    @staticmethod
+    def pool_uids() -> bool:
+        from acceptgate.sandbox.docker.pool import _uid_pool
+
+        return _uid_pool() is not None
 
     def close(self) -> None:
         self.pool.close()

@@ -13,6 +13,7 @@ import json
 import marshal
 import os
 import secrets
+import signal
 import threading
 import time
 from collections import OrderedDict, deque
@@ -22,12 +23,17 @@ from typing import Any, Callable, Iterator
 
 from acceptgate import literals
 from acceptgate.render import Harness
-from acceptgate.sandbox.backend import Backend, ExitStatus, Limits, SandboxProcess
+from acceptgate.sandbox import answers
+from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
 
 VERDICTS = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
 CASE_STATUSES = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
-MAX_FRAME = 16 * 1024 * 1024
-SHOW_CHARS = 1000  # args/got/want kept per failing case
+MAX_FRAME = 16 * 1024 * 1024  # an ``ok`` frame (a result); beyond the harness's result_limit it is skipped unread
+MAX_REPORT = 64 * 1024  # any other frame: error reports (the runner's are a few KiB at most)
+SHOW_CHARS = 1000  # args/got/want/messages kept per failing case
+TYPE_CHARS = 200  # exception type names kept
+DETAIL_CHARS = 2000  # an execution's detail
+CANONICAL_SHOWN = 64 * 1024  # results up to this size are shown canonically, longer ones as sent
 
 
 class ProtocolViolation(Exception):
@@ -97,7 +103,7 @@ def sha256_text(text: str) -> str:
 
 
 def _short(text: str) -> str:
-    return text if len(text) <= SHOW_CHARS else text[: SHOW_CHARS - 3] + "..."
+    return _clip(text, SHOW_CHARS)
 
 
 class _Channel:
@@ -112,6 +118,8 @@ class _Channel:
         self.case_seconds = case_seconds
         self.buf = bytearray()
         self.unanswered = 0  # calls sent ahead and not answered yet
+        self.ok_limit = MAX_FRAME  # results beyond this are dropped unread (see recv)
+        self.skipped = 0
 
     def timeout_detail(self, limits: Limits) -> str:
         if self.deadline < self.wall_deadline:
@@ -160,44 +168,87 @@ class _Channel:
         if not chunk:
             raise EOFError
         self.buf += chunk
-        if len(self.buf) > 2 * MAX_FRAME + 256:  # (answers sent ahead may follow a frame in the buffer)
-            raise ProtocolViolation(f"runner sent more than {MAX_FRAME} bytes in one frame")
 
-    def recv(self) -> tuple[bytes, bytes]:
+    def recv(self) -> tuple[bytes, bytes | None]:
+        """The next frame's (kind, payload). Sizes are checked on the header, before any payload is
+        buffered: an ``ok`` frame beyond ``self.ok_limit`` (but within MAX_FRAME) is read and dropped as it
+        arrives, and its payload returned as None (``self.skipped`` holds its size); any other frame
+        beyond MAX_REPORT, or an ``ok`` frame beyond MAX_FRAME, is a protocol violation."""
         while b"\n" not in self.buf:
             if len(self.buf) > 256:
                 raise ProtocolViolation("frame header too long")
             self._fill()
         nl = self.buf.index(b"\n")
+        if nl > 256:
+            raise ProtocolViolation("frame header too long")
         head = bytes(self.buf[:nl]).split(b" ")
         if len(head) != 3 or not secrets.compare_digest(head[0], self.marker):
             raise ProtocolViolation("frame with a missing or forged marker")
         kind, size = head[1], head[2]
-        if not size.isdigit() or int(size) > MAX_FRAME:
+        if not size.isdigit() or len(size) > 12:
             raise ProtocolViolation("frame with an invalid length")
-        need = nl + 1 + int(size)
-        while len(self.buf) < need:
+        size = int(size)
+        limit = MAX_FRAME if kind == b"ok" else MAX_REPORT
+        if size > limit:
+            raise ProtocolViolation(f"a {kind[:20]!r} frame of {size} bytes (limit {limit})")
+        del self.buf[: nl + 1]
+        if kind == b"ok" and size > self.ok_limit:
+            left = size
+            while left:
+                if not self.buf:
+                    self._fill()
+                drop = min(left, len(self.buf))
+                del self.buf[:drop]
+                left -= drop
+            self.skipped = size
+            return kind, None
+        while len(self.buf) < size:
             self._fill()
-        payload = bytes(self.buf[nl + 1 : need])
-        del self.buf[:need]
+        payload = bytes(self.buf[:size])
+        del self.buf[:size]
         return kind, payload
 
 
-def _error_info(payload: bytes) -> dict[str, str]:
+def _clip(text: str, limit: int) -> str:
+    """At most ``limit`` characters, and encodable as UTF-8 (a lone surrogate from the candidate is
+    spelled as its escape, so no writer of results can fail on it)."""
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _error_info(payload: bytes | None, deadline: float | None = None) -> dict[str, str]:
+    """The runner's error report ({"type": str, "message": str}), with both texts truncated."""
     try:
-        info = literals.parse(payload.decode("utf-8", "replace"), max_depth=2)
+        info = answers.parse((payload or b"").decode("utf-8", "replace"), deadline=deadline, max_depth=2)
     except literals.LiteralError as exc:
         raise ProtocolViolation(f"malformed error report: {exc}") from None
     if type(info) is not dict or not all(type(info.get(k)) is str for k in ("type", "message")):
         raise ProtocolViolation("malformed error report")
-    return info
+    return {"type": _clip(info["type"], TYPE_CHARS), "message": _clip(info["message"], SHOW_CHARS)}
 
 
-def _classify_exit(status: ExitStatus) -> tuple[str, str]:
+def _raised_status(error_type: str) -> str:
+    """``memory`` only for the built-in MemoryError as the runner names it (a candidate's own class
+    is named with its module, e.g. ``candidate.MemoryError``); any other exception is ``error``."""
+    return "memory" if error_type == "MemoryError" else "error"
+
+
+def _classify_exit(status: ExitStatus, elapsed: float, limits: Limits) -> tuple[str, str]:
+    """The verdict of a runner that ended before answering, from what the harness observed.
+
+    ``memory``: the cgroup or the container recorded an OOM kill. ``timeout`` from SIGXCPU only when
+    the execution ran long enough to have used its CPU limit on every core of this host (the runner
+    sets the soft limit a second below the hard one, so the real limit is a SIGXCPU); an earlier
+    SIGXCPU was sent by the candidate itself and is a ``crash``, as is any other signal (its own
+    init killed included).
+    """
     if status.oom_killed:
         return "memory", status.describe()
-    if status.signal in (24,):  # SIGXCPU: the cpu rlimit backstop
-        return "timeout", status.describe()
+    if status.signal == signal.SIGXCPU:
+        if elapsed >= limits.cpu_seconds / (os.cpu_count() or 1):
+            return "timeout", f"{status.describe()} (the {limits.cpu_seconds} s CPU limit)"
+        return "crash", (f"{status.describe()} after {elapsed:.2f} s: too soon for the {limits.cpu_seconds} s "
+                         "CPU limit (sent by the candidate)")
     if status.signal:
         return "crash", status.describe()
     return "protocol", f"exited before answering ({status.describe()})"
@@ -230,27 +281,29 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
         chan = _Channel(proc, marker, deadline, limits.case_seconds)
         proc.write(marker + b"\n", deadline)
         chan.send(b"load", marshal.dumps({"source": source, "entry_point": entry_point,
-                                          "limits": limits.rlimits()}))
+                                          "limits": limits.rlimits(),
+                                          "seccomp": getattr(proc, "runner_seccomp", b"")}))
         kind, payload = chan.recv()
         if kind == b"loaderr":
-            info = _error_info(payload)
-            return [], f"did not load: {info['type']}: {info['message']}"
+            info = _error_info(payload, deadline)
+            return [], _clip(f"did not load: {info['type']}: {info['message']}", DETAIL_CHARS)
         if kind != b"ready":
-            raise ProtocolViolation(f"unexpected frame {kind!r} before ready")
+            raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
         payloads = [marshal.dumps((tuple(args), dict(kwargs))) for args, kwargs in calls]
         for kind, payload in chan.answers(payloads):
             if kind == b"ok":
                 try:
-                    outcomes.append(CallOutcome("ok", literals.parse(payload.decode("utf-8", "surrogatepass"))))
+                    value = answers.parse(payload.decode("utf-8", "surrogatepass"), deadline=chan.deadline)
+                    outcomes.append(CallOutcome("ok", value))
                 except (literals.LiteralError, UnicodeDecodeError) as exc:
-                    outcomes.append(CallOutcome("protocol", error_type="NonLiteralResult", message=str(exc)))
+                    outcomes.append(CallOutcome("protocol", error_type="NonLiteralResult",
+                                                message=_clip(str(exc), SHOW_CHARS)))
             elif kind in (b"raise", b"nonliteral"):
-                info = _error_info(payload)
-                status = "protocol" if kind == b"nonliteral" else (
-                    "memory" if info["type"] == "MemoryError" else "error")
+                info = _error_info(payload, chan.deadline)
+                status = "protocol" if kind == b"nonliteral" else _raised_status(info["type"])
                 outcomes.append(CallOutcome(status, error_type=info["type"], message=info["message"]))
             else:
-                raise ProtocolViolation(f"unexpected frame {kind!r}")
+                raise ProtocolViolation(f"unexpected frame {kind[:20]!r}")
         chan.send(b"end", b"")
     except TimeoutError:
         outcomes.append(CallOutcome("timeout"))
@@ -260,8 +313,13 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
         detail = str(exc)
     except (EOFError, BrokenPipeError, ConnectionError):
         status = proc.wait(timeout=max(0.5, deadline - time.monotonic()))
-        verdict, detail = _classify_exit(status)
+        verdict, detail = _classify_exit(status, time.monotonic() - (deadline - limits.wall_seconds), limits)
         outcomes.append(CallOutcome(verdict, message=detail))
+    except BackendUnavailable:
+        raise
+    except Exception as exc:  # the trusted side's own failure on this answer: this call's protocol
+        detail = _harness_failure(exc)
+        outcomes.append(CallOutcome("protocol", message=detail))
     finally:
         proc.kill()
         proc.close()
@@ -316,25 +374,31 @@ def execute(
     try:
         chan = _Channel(proc, marker, deadline, limits.case_seconds)
         proc.write(marker + b"\n", deadline)
-        load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits()}
+        load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits(),
+                "seccomp": getattr(proc, "runner_seccomp", b"")}  # a filter the runner loads itself
         chan.send(b"load", marshal.dumps(load))
         kind, payload = chan.recv()
         if kind == b"loaderr":
-            info = _error_info(payload)
-            result.verdict = "memory" if info["type"] == "MemoryError" else "error"
-            result.detail = f"candidate did not load: {info['type']}: {info['message']}"
+            info = _error_info(payload, deadline)
+            result.verdict = _raised_status(info["type"])
+            result.detail = _clip(f"candidate did not load: {info['type']}: {info['message']}", DETAIL_CHARS)
+            # The runner ends by itself after a load error: its own exit is what happened.
+            result.exit = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic()))).describe()
+            if result.exit.startswith("exit code None"):
+                result.exit = "still running after reporting the load error (killed)"
             return result
         if kind != b"ready":
-            raise ProtocolViolation(f"unexpected frame {kind!r} before ready")
+            raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
         cases = harness.cases
         prepared = _prepare(harness)
+        chan.ok_limit = min(MAX_FRAME, harness.result_limit)
         current = 0
         for index, (kind, payload) in enumerate(chan.answers(prepared.calls)):
             if kind == b"ok" and payload == prepared.expected_text[index] and prepared.text_passes[index]:
                 case = CaseResult(index=index, status="pass")  # the text's verdict, computed once
             else:
                 args, kwargs, want = cases[index]
-                case = _judge_case(harness, index, args, kwargs, want, kind, payload)
+                case = _judge_case(harness, index, args, kwargs, want, kind, payload, chan)
             result.cases.append(case)
             current = index + 1
             if case.status != "pass" and fail_fast:
@@ -360,9 +424,16 @@ def execute(
         if status.returncode is None:
             proc.kill()
             status = proc.wait(timeout=2.0)
-        result.verdict, result.detail = _classify_exit(status)
+        result.verdict, result.detail = _classify_exit(status, time.monotonic() - (deadline - limits.wall_seconds),
+                                                       limits)
         result.exit = status.describe()
         _mark_current(result, current, result.verdict)
+    except BackendUnavailable:
+        raise
+    except Exception as exc:  # the trusted side's own failure on this answer: never the batch's
+        result.verdict = "protocol"
+        result.detail = _harness_failure(exc)
+        _mark_current(result, current, "protocol")
     finally:
         proc.kill()
         if not result.exit or result.exit.startswith("exit code None"):
@@ -410,8 +481,8 @@ def _prepare(harness: Harness) -> _Prepared:
         calls.append(marshal.dumps((args, kwargs)))
         try:
             text = repr(want).encode("utf-8", "surrogatepass")
-            ok = bool(harness.compare(literals.parse(text.decode("utf-8", "surrogatepass")), want))
-        except (literals.LiteralError, UnicodeError, ValueError, RecursionError):
+            ok = bool(harness.compare(answers.parse(text.decode("utf-8", "surrogatepass")), want))
+        except Exception:  # e.g. a value repr cannot spell within the grammar: judged in full each time
             text, ok = None, False
         texts.append(text)
         passes.append(ok)
@@ -423,13 +494,17 @@ def _prepare(harness: Harness) -> _Prepared:
     return made
 
 
+def _harness_failure(exc: Exception) -> str:
+    return _clip(f"the harness could not judge this answer: {type(exc).__name__}: {exc}", DETAIL_CHARS)
+
+
 def _mark_current(result: ExecutionResult, current: int | None, status: str) -> None:
     if current is not None and len(result.cases) == current:
         result.cases.append(CaseResult(index=current, status=status))
 
 
 def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
-                kind: bytes, payload: bytes) -> CaseResult:
+                kind: bytes, payload: bytes | None, chan: _Channel) -> CaseResult:
     def failing(status: str, **extra: Any) -> CaseResult:
         call = literals.canonical(args) if not kwargs else (
             literals.canonical(args) + ", **" + literals.canonical(kwargs))
@@ -437,20 +512,35 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
                           want=_short(literals.canonical(want)), **extra)
 
     if kind == b"ok":
-        if len(payload) > harness.result_limit:
-            return failing("fail", got=f"<a result of {len(payload)} bytes: larger than any expected value>")
+        if payload is None:
+            return failing("fail", got=f"<a result of {chan.skipped} bytes: larger than any expected value>")
         try:
-            got = literals.parse(payload.decode("utf-8", "surrogatepass"))
+            text = payload.decode("utf-8", "surrogatepass")
+            got = answers.parse(text, deadline=chan.deadline)
         except (literals.LiteralError, UnicodeDecodeError) as exc:
-            raise ProtocolViolation(f"case {index}: result is not a literal ({exc})") from None
-        if harness.compare(got, want):
+            raise ProtocolViolation(_clip(f"case {index}: result is not a literal ({exc})", DETAIL_CHARS)) from None
+        try:
+            same = bool(harness.compare(got, want))
+        except Exception as exc:  # any comparison is total: an exception on this answer is its failure
+            return failing("fail", got=_shown(got, text), error_type="ComparisonError",
+                           message=_short(f"{type(exc).__name__}: {exc}"))
+        if same:
             return CaseResult(index=index, status="pass")
-        return failing("fail", got=_short(literals.canonical(got)))
+        return failing("fail", got=_shown(got, text))
     if kind == b"raise":
-        info = _error_info(payload)
-        status = "memory" if info["type"] == "MemoryError" else "error"
-        return failing(status, error_type=info["type"], message=_short(info["message"]))
+        info = _error_info(payload, chan.deadline)
+        return failing(_raised_status(info["type"]), error_type=info["type"], message=info["message"])
     if kind == b"nonliteral":
-        info = _error_info(payload)
-        return failing("protocol", error_type="NonLiteralResult", message=_short(info["message"]))
-    raise ProtocolViolation(f"case {index}: unexpected frame {kind!r}")
+        info = _error_info(payload, chan.deadline)
+        return failing("protocol", error_type="NonLiteralResult", message=info["message"])
+    raise ProtocolViolation(f"case {index}: unexpected frame {kind[:20]!r}")
+
+
+def _shown(got: Any, text: str) -> str:
+    """A failing result as stored: canonical (set order independent of the hash seed) when small."""
+    if len(text) <= CANONICAL_SHOWN:
+        try:
+            return _short(literals.canonical(got))
+        except (literals.LiteralError, ValueError, RecursionError):
+            pass
+    return _short(text)

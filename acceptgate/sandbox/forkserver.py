@@ -7,9 +7,12 @@ runner. Each execution is a fresh process forked from it, in a fresh set of user
 net and uts namespaces made for that execution alone: new tmpfs cwd, /tmp and /dev/shm, a new /proc,
 no capabilities, no nested user namespaces. When the execution's runner ends, the execution's init
 (pid 1 of its namespace) exits, which kills every process left in it; the namespaces -- files, IPC
-objects, sockets, keyrings, even the pid counter -- go with them. The candidate never sees the
-fork server (another pid namespace), holds none of its descriptors and cannot ptrace the
-execution's init (non-dumpable, pid-namespace init).
+objects, sockets, even the pid counter -- go with them. Kernel keyrings do not: they belong to the
+host uid, outside every namespace, so the seccomp filter (``seccomp.py``, loaded by each execution's
+init) denies the keyring calls, and as root each slot runs as a host uid of its own, so executions
+running at once share no per-user quota either. The candidate never sees the fork server (another pid
+namespace), holds none of its descriptors and cannot ptrace the execution's init (non-dumpable,
+pid-namespace init).
 
 The harness talks to the runner over fresh pipes passed to the fork server per execution, and learns
 the runner's exit status from the execution's init on a separate status pipe. It holds a pidfd of
@@ -35,12 +38,12 @@ import subprocess
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from queue import SimpleQueue
 from typing import Callable
 
-from acceptgate.sandbox import bwrap, cgroup, hostprobe
+from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp
 from acceptgate.sandbox.backend import BackendUnavailable, ExitStatus, Limits, SandboxProcess, runner_source
 
 ZYGOTE_SOURCE_NAME = "zygote.py"
@@ -141,7 +144,11 @@ _spawner = _Spawner()
 @dataclass(frozen=True)
 class SlotConfig:
     caps: hostprobe.HostCaps
-    uid: int | None  # the host uid bubblewrap runs as (None: ours)
+    uid: int | None  # the host uid bubblewrap runs as (None: ours), unless uid_pool gives one per slot
+    # acquire() -> uid / release(uid): a host uid of its own for each slot while it lives (root only), so
+    # that per-user kernel state (pipe-buffer and key quotas, inotify/epoll counts) is never shared by
+    # two executions running at once; release() kills whatever still runs as that uid.
+    uid_pool: object | None = field(default=None, compare=False, hash=False)
     scratch_bytes: int = bwrap.SCRATCH_BYTES
     start_seconds: float = START_SECONDS
     answer_seconds: float = ANSWER_SECONDS
@@ -158,6 +165,9 @@ class Slot:
         self.ctl: socket.socket | None = None
         self.cgroup: cgroup.ExecutionCgroup | None = None
         self.uses = 0
+        pool = config.uid_pool
+        self.uid = pool.acquire(timeout=config.start_seconds) if pool is not None else config.uid
+        self._uid_held = pool is not None
         self._start()
 
     def _start(self) -> None:
@@ -170,11 +180,11 @@ class Slot:
                 memory_bytes=self.limits.memory_bytes, slot=True)
             inner = [caps.bwrap.python, "-I", "-S", "-B", "-c", zygote_source(), str(theirs.fileno()),
                      str(self.config.scratch_bytes), runner_source().decode("utf-8"),
-                     "clone" if self.config.clone else "fork"]
+                     "clone" if self.config.clone else "fork", seccomp.bpf().hex()]
             argv = ["/bin/sh", "-c", bwrap.GATE_SCRIPT] + bwrap.command(
                 caps.bwrap, inner, scratch_bytes=self.config.scratch_bytes, zygote=True)
             self.popen = _spawner.call(lambda: self._popen(argv, theirs.fileno()))
-        except (OSError, cgroup.CgroupError) as exc:
+        except (OSError, cgroup.CgroupError, seccomp.SeccompUnavailable) as exc:
             self.discard()
             raise BackendUnavailable(f"cannot start a fork-server sandbox: {exc}") from exc
         finally:
@@ -188,7 +198,7 @@ class Slot:
             raise SlotBroken(f"fork server did not start: {reply.decode('utf-8', 'replace')[:200]}")
 
     def _popen(self, argv: list[str], fd: int) -> subprocess.Popen:
-        uid = self.config.uid
+        uid = self.uid
         ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, cwd="/", env={}, close_fds=True, pass_fds=(fd,),
@@ -258,6 +268,9 @@ class Slot:
                 pass
             self.cgroup = None
         self.popen = None
+        if self._uid_held:
+            self._uid_held = False
+            self.config.uid_pool.release(self.uid)
 
     def host_pids(self) -> list[int]:
         """Every process of the slot, as host pids (for tests and diagnostics)."""

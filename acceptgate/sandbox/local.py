@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe
+from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, seccomp
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, SandboxProcess, register, runner_source,
 )
@@ -166,15 +166,17 @@ class UidSlots:
     """Per-execution uids for the RLIMIT_NPROC cap (the limit counts processes per real uid)."""
 
     def __init__(self, uids: range) -> None:
+        self.size = len(uids)
         self._free = collections.deque(uids)
         self._cond = threading.Condition()
 
-    def acquire(self) -> int:
+    def acquire(self, timeout: float | None = None) -> int:
         # Oldest first: zombies a slot's last run left for the host's init to reap still count
         # against its RLIMIT_NPROC until then.
         with self._cond:
-            while not self._free:
-                self._cond.wait()
+            if not self._cond.wait_for(lambda: self._free, timeout):
+                raise BackendUnavailable(f"all {self.size} per-slot uids of this harness are in use "
+                                         "(long-lived sandboxes of backends never closed?)")
             return self._free.popleft()
 
     def release(self, uid: int) -> None:
@@ -270,6 +272,9 @@ class LocalBackend(Backend):
                  forkserver: bool | str = False) -> None:
         caps = hostprobe.probe()
         self.caps = caps
+        why = seccomp.problem()
+        if why:
+            raise BackendUnavailable(f"local sandbox unavailable: {why}")
         if drop_privileges is None:
             drop_privileges = os.geteuid() == 0
         self.uid = NOBODY if drop_privileges else None
@@ -289,7 +294,9 @@ class LocalBackend(Backend):
         if not wanted:
             self.forkserver_problem = "not requested"
             return None
-        config = forkserver.SlotConfig(caps=self.caps, uid=self.uid)
+        # As root, every slot runs as a host uid of its own (from this process's claimed block).
+        pool = _slot_pool(self.caps.uid_slots) if self.uid is not None and self.caps.uid_slots else None
+        config = forkserver.SlotConfig(caps=self.caps, uid=self.uid, uid_pool=pool)
         if not self.plan.namespaces or self.plan.process_cap != "cgroup":
             why = "it needs bubblewrap namespaces and the cgroup process cap"
         else:
@@ -305,7 +312,7 @@ class LocalBackend(Backend):
         if self.pool is not None:
             self.pool.close()
 
-    def command(self, limits: Limits) -> list[str]:
+    def command(self, limits: Limits, seccomp_fd: int | None = None) -> list[str]:
         # The runner travels on the command line: no file of ours needs to be readable inside.
         inner = [self.python, "-I", "-S", "-B", "-c", self._runner]
         script = ""
@@ -315,7 +322,8 @@ class LocalBackend(Backend):
             n = limits.processes
             script += f"ulimit -u {n} 2>/dev/null || ulimit -p {n} || exit 125; "
         if self.plan.namespaces:
-            return ["/bin/sh", "-c", script + GATE_SCRIPT] + bwrap.command(self.caps.bwrap, inner)
+            return ["/bin/sh", "-c", script + GATE_SCRIPT] + bwrap.command(self.caps.bwrap, inner,
+                                                                            seccomp_fd=seccomp_fd)
         if script:
             return ["/bin/sh", "-c", script + 'exec "$0" "$@"'] + inner
         return inner
@@ -327,16 +335,21 @@ class LocalBackend(Backend):
         cg = None
         popen = None
         workdir = None
+        filter_fd = None
         try:
+            # The syscall filter: bubblewrap loads it from a descriptor; without bubblewrap the runner
+            # loads it itself before the candidate's code exists (see runner._apply_filter).
+            if self.plan.namespaces:
+                filter_fd = seccomp.memfd()
             if self.plan.process_cap == "cgroup":
                 cg = cgroup.ExecutionCgroup.create(self.caps.cgroups, processes=limits.processes,
                                                    memory_bytes=limits.memory_bytes)
             workdir = None if self.plan.namespaces else make_workdir(uid)
             ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
             popen = subprocess.Popen(
-                self.command(limits), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                self.command(limits, filter_fd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, cwd=workdir or "/", env={}, close_fds=True,
-                start_new_session=True, **ids,
+                pass_fds=(filter_fd,) if filter_fd is not None else (), start_new_session=True, **ids,
             )
             # The cap goes on before anything can fork: the runner waits for its first frame, and
             # under bwrap the gate shell waits for the newline written below.
@@ -352,8 +365,14 @@ class LocalBackend(Backend):
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             raise BackendUnavailable(f"cannot start a local sandbox: {exc}") from exc
-        return LocalProcess(popen, workdir, under_bwrap=self.plan.namespaces, cg=cg,
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
+        proc = LocalProcess(popen, workdir, under_bwrap=self.plan.namespaces, cg=cg,
                             release=lambda: _release(cg, self._slots, uid))
+        if not self.plan.namespaces:
+            proc.runner_seccomp = seccomp.bpf()
+        return proc
 
     def isolation(self, limits: Limits) -> Isolation:
         # Described once per limits (every execution asks): a copy, so callers may change theirs.
@@ -397,12 +416,12 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
         outside = ("a per-slot uid" if plan.process_cap == "uid" else
                    str(backend.uid) if backend.uid is not None else "the harness's uid")
         iso.enforced += bwrap.describe(caps.bwrap, outside_uid=outside)
-        iso.not_enforced.append("seccomp syscall filter (none: namespaces, no capabilities and no "
-                                "nested user namespaces are the barrier)")
+        iso.enforced.append(seccomp.describe() + " (loaded by bubblewrap before the runner starts)")
         iso.notes += list(caps.bwrap.notes)
         iso.notes.append(f"a new sandbox and interpreter per execution (fork server: {backend.forkserver_problem})")
     else:
-        iso.enforced += ["empty environment", "fresh temp dir as cwd"]
+        iso.enforced += ["empty environment", "fresh temp dir as cwd",
+                         seccomp.describe() + " (loaded by the runner before the candidate's code exists)"]
     iso.enforced += [
         f"rlimit address space {limits.memory_bytes // MiB} MiB",
         f"rlimit cpu {limits.cpu_seconds} s",
@@ -446,7 +465,11 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
     """What the fork-server mode enforces: the slot's sandbox, and what each execution gets fresh."""
     caps = backend.caps
     iso = Isolation(backend=backend.name)
-    outside = str(backend.uid) if backend.uid is not None else "the harness's uid"
+    if backend.pool.config.uid_pool is not None:
+        r = caps.uid_slots
+        outside = f"a host uid of its own per slot ({r.start}..{r.stop - 1}, claimed by this harness)"
+    else:
+        outside = str(backend.uid) if backend.uid is not None else "the harness's uid"
     scratch = bwrap.SCRATCH_BYTES // MiB
     iso.enforced += [
         "fork server: every execution is a fresh process forked from a pre-initialised interpreter "
@@ -476,8 +499,11 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
         + (" including swap" if caps.cgroups.memsw else "")
         + " (the slot's cgroup, which also holds the fork server; OOM kills counted per execution)",
     ]
-    iso.not_enforced.append("seccomp syscall filter (none: namespaces, no capabilities and no "
-                            "nested user namespaces are the barrier)")
+    iso.enforced.append(seccomp.describe() + " (loaded by each execution's init after its namespaces are "
+                        "built, before the runner is forked)")
+    if backend.pool.config.uid_pool is None:
+        iso.not_enforced.append("a host uid per slot (not root: every slot runs as the harness's uid, so "
+                                "concurrent executions share its per-user kernel quotas)")
     iso.notes += list(caps.bwrap.notes)
     iso.notes.append("shared by the executions of one slot, fixed when the slot starts: the interpreter's "
                      "string-hash seed and memory layout (ASLR), the standard modules it pre-imported")

@@ -1,14 +1,68 @@
 """The sandbox's threat model, in one place: the README and ``acceptgate sandbox info`` show this text.
 
-Keep it true: every guarantee below is tested by ``tests/test_attacks.py`` on every backend.
+Keep it true: every guarantee below is tested by ``tests/test_attacks.py`` (and the sandbox tests it
+names) on every backend.
 """
 
 THREAT_MODEL = """\
-The candidate controls everything inside its sandbox: its own code, the runner's code once loaded, the
-framing marker, the pipes and every byte it sends back. The marker guards against accidents, not attacks.
-The trusted side (the harness) therefore trusts nothing it receives: every frame is bounded in size and
-parse time before it is parsed, every comparison is total (an exception is that case's failure, never a
-crash of the harness), and stored texts (type names, messages, details) are truncated. Expected values
-and test code never enter the candidate's process. Nothing of one execution (files, processes, IPC,
-keyrings, quotas, memory) may reach the next one.
+Who controls what. The candidate controls everything inside its sandbox: its own code, the runner's
+code once the candidate is loaded (it can reach the runner's frames, its send function and the marker),
+the pipes and every byte sent back. The framing marker guards against accidents (a stray print), not
+attacks. The trusted side (the harness process) holds the expected values and the comparison; they
+never enter the candidate's process, and the harness trusts nothing it receives.
+
+What the harness guarantees whatever the answer:
+- Every frame is bounded on its header before its payload is read: a result (ok) at most 16 MiB and
+  dropped unread beyond what any expected value could need; an error report or any other frame at most
+  64 KiB. Answers are parsed by a repr-only literal parser (sandbox/answers.py) that is linear in time
+  and memory, checks the wall clock while it parses, and refuses sets and dicts whose elements share
+  one hash value (quadratic to build). Peak memory stays under 1 GiB and wall time under the
+  execution's limit + 5 s (tests/attacks: huge_error_frame, huge_result_frames, colliding_set, ...).
+- Every comparison is total: an exception while comparing (e.g. OverflowError from 10**400 against a
+  float in a tolerance dialect) is that case's fail, and any other failure of the harness on one answer
+  is that execution's protocol: a batch (score, gate, audit) never loses other samples' results.
+- Stored texts are truncated: exception type names 200 characters, messages and shown values 1,000,
+  details 2,000.
+
+What the sandbox guarantees between executions: nothing of one execution (files, processes, IPC,
+sockets, keyrings, per-user kernel quotas, memory) reaches the next one or one running beside it. Each
+execution gets fresh namespaces or a fresh container process whose leftovers are killed and emptied;
+every backend loads one seccomp deny list (sandbox/seccomp.py: keyrings, io_uring, userfaultfd, bpf,
+perf events, process_vm_readv/writev, ptrace, mount and namespace calls, kexec, modules, clocks);
+as root, each fork-server slot, Docker container and local-rlimits execution runs as a host uid of its
+own, so executions running at once share no per-user quota (pipe buffers, keys). A backend that
+lacks a layer on this host (local-rlimits: no namespaces) names it in isolation.not_enforced, which
+every result carries.
+
+Verdict categories are what the harness observed, except where noted:
+- pass / fail: the harness's own comparison of a parsed answer. Only pass matters for delivery, gates
+  and statistics; a candidate can always turn its own pass into a non-pass, never the reverse.
+- timeout: the harness's wall clock (or per-case clock), or SIGXCPU after the execution ran long enough
+  to have used its CPU limit on every core. An earlier SIGXCPU is the candidate's own signal: crash.
+- memory: an OOM kill the cgroup or the container recorded, or a MemoryError the runner reports. The
+  report is the runner's claim: a candidate that takes over the runner can forge it (never a class of
+  its own named MemoryError, which is reported with its module, e.g. candidate.MemoryError: error).
+- error: an exception the runner reports (its type name and message are the runner's claim).
+- crash: a signal ended the runner or its init, including a signal the candidate sent itself.
+- protocol: a frame that breaks the protocol, or a runner that exited before answering.
+So a candidate can choose among the non-pass categories (memory, error, crash, protocol, and timeout by
+waiting); no downstream use gives a non-pass category any credit, and the gates, V4V and the statistics
+count only pass.
 """
+
+
+def backend_info(names: list[str] | None = None) -> dict:
+    """The threat model and, per backend, what it enforces here (or why it is unavailable): what
+    ``acceptgate sandbox info`` prints. Backends are started only to ask; nothing runs in them."""
+    from acceptgate.sandbox import backend as backends, seccomp
+    from acceptgate.sandbox.backend import BackendUnavailable, Limits
+
+    out: dict = {"threat_model": THREAT_MODEL, "seccomp_denied": list(seccomp.DENIED),
+                 "seccomp_problem": seccomp.problem(), "backends": {}}
+    for name in names or backends.names():
+        try:
+            with backends.create(name) as backend:
+                out["backends"][name] = {"available": True, **backend.isolation(Limits()).as_dict()}
+        except (BackendUnavailable, ImportError) as exc:
+            out["backends"][name] = {"available": False, "problem": str(exc)}
+    return out

@@ -1,6 +1,6 @@
 # acceptgate fork server ("zygote"): trusted code that runs inside one slot's bubblewrap sandbox,
 # before any candidate. Standard library only; started as
-#     python3 -I -S -B -c <this file> <control fd> <tmpfs bytes> <runner source> clone|fork
+#     python3 -I -S -B -c <this file> <control fd> <tmpfs bytes> <runner source> clone|fork <filter hex>
 #
 # Per execution it builds a fresh environment, then forks the candidate runner into it:
 #
@@ -9,13 +9,15 @@
 #          syscall number is not known here, by a child C that unshares them, forks I and exits
 #          (I is then adopted by Z). pid 1 of its pid namespace; maps uid/gid 65534 -> 65534,
 #          mounts a new /proc (/proc/sys and co. read-only), fresh tmpfs /sandbox, /tmp, /dev/shm,
-#          brings lo up, sets user.max_user_namespaces=0, drops every capability, waits for the go.
+#          brings lo up, sets user.max_user_namespaces=0, drops every capability, loads the seccomp
+#          filter (BPF built by the harness with libseccomp, see seccomp.py), waits for the go.
 #            `- R: the runner (runner.py's _main), uid 65534, no capabilities, cwd /sandbox.
 #
 # I is built ahead of time (the "spare", right after the previous execution has ended), so a run
 # starts with one fork. When R ends, I writes R's wait status to the harness's status pipe and exits;
 # as pid 1 its exit kills every process left in the namespace, and the namespaces (files, IPC
-# objects, sockets, keyrings, the pid counter) go with it.
+# objects, sockets, the pid counter) go with it. Keyrings are the host uid's, not a namespace's: the
+# seccomp filter I loads denies the keyring calls.
 # Nothing of one execution can reach the next: R never sees Z (another pid namespace), holds none of
 # Z's descriptors, has no capability anywhere, and cannot signal or ptrace I (pid-namespace init,
 # non-dumpable).
@@ -50,6 +52,7 @@ PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 CAPABILITY_VERSION_3 = 0x20080522
@@ -107,6 +110,17 @@ def drop_capabilities():
         caps = [line.split()[1] for line in f if line.startswith(("CapInh", "CapPrm", "CapEff", "CapAmb"))]
     if len(caps) != 4 or any(int(c, 16) for c in caps):
         raise OSError("capabilities still held: " + " ".join(caps))
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load_filter(program):
+    """The syscall filter on this process and all it forks (no_new_privs is already set)."""
+    code = ctypes.create_string_buffer(program, len(program))
+    prog = _Program(len(program) // 8, ctypes.cast(code, ctypes.c_void_p))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
 
 
 def write_file(path, text):
@@ -176,6 +190,7 @@ def init_main(go):
     try:
         prctl(PR_SET_DUMPABLE, 0)  # the runner must not ptrace or read the init
         build_environment()
+        load_filter(FILTER)  # after the mounts that need them: mount and unshare are denied from here on
         send(go, b"ready")
         data, fds = recv(go)
         go.close()
@@ -384,8 +399,11 @@ def serve(ctl):
 
 
 def main():
-    global RUNNER, MAX_FD, SCRATCH_BYTES, LAST_CAP, SYS_CLONE
+    global RUNNER, MAX_FD, SCRATCH_BYTES, LAST_CAP, SYS_CLONE, FILTER
     ctl_fd, SCRATCH_BYTES, runner_source = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    FILTER = bytes.fromhex(sys.argv[5])
+    if not FILTER:
+        raise SystemExit("no syscall filter given")
     if sys.argv[4:5] == ["fork"]:
         SYS_CLONE = None
     # A /proc of our own on top of bubblewrap's (whose read-only covers would make the kernel refuse
@@ -417,6 +435,7 @@ def main():
 
 SCRATCH_BYTES = 32 * 1024 * 1024  # per tmpfs; the harness passes bwrap.SCRATCH_BYTES
 RUNNER = {}
+FILTER = b""
 MAX_FD = 1024
 LAST_CAP = 63
 

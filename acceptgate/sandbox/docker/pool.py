@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 
+from acceptgate.sandbox import seccomp
 from acceptgate.sandbox.backend import BackendUnavailable, Limits, runner_source
 from acceptgate.sandbox.docker.stream import KeeperStream, StreamClosed, StreamError
 
@@ -52,7 +53,7 @@ class ContainerConfig:
         return cls(image=image, memory_bytes=limits.memory_bytes, pids=limits.processes + KEEPER_PROCESSES,
                    tmpfs_bytes=limits.file_bytes, fork_server=fork_server)
 
-    def host_config(self, api) -> dict:
+    def host_config(self, api, uid: int = 65534) -> dict:
         size = self.tmpfs_bytes
         return api.create_host_config(
             network_mode="none",
@@ -61,14 +62,23 @@ class ContainerConfig:
             pids_limit=self.pids,
             read_only=True,
             cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
+            # acceptgate's deny list (seccomp.py) in place of the engine's default profile
+            security_opt=["no-new-privileges", "seccomp=" + seccomp.docker_profile()],
             ipc_mode="none",  # a private IPC namespace and no /dev/shm
             tmpfs={
-                "/sandbox": f"rw,nosuid,nodev,noexec,size={size},uid=65534,gid=65534,mode=0700",
+                "/sandbox": f"rw,nosuid,nodev,noexec,size={size},uid={uid},gid={uid},mode=0700",
                 "/tmp": f"rw,nosuid,nodev,noexec,size={size},mode=1777",
             },
             auto_remove=True,
         )
+
+
+def _uid_pool():
+    """The per-slot uid allocator of this harness process (None when not root or none is free)."""
+    from acceptgate.sandbox import hostprobe, local
+
+    caps = hostprobe.probe()
+    return local._slot_pool(caps.uid_slots) if caps.uid_slots else None
 
 
 class WarmContainer:
@@ -81,6 +91,10 @@ class WarmContainer:
         self.id = ""
         self.stream: KeeperStream | None = None
         self.hello: dict = {}
+        # A host uid of its own while it lives (root: from this harness's claimed block), so that
+        # containers running at once share no per-user kernel state (pipe-buffer and key quotas).
+        self._uids = _uid_pool()
+        self.uid = self._uids.acquire(timeout=START_TIMEOUT) if self._uids is not None else 65534
         self._start()
 
     def _start(self) -> None:
@@ -91,11 +105,11 @@ class WarmContainer:
                    "fork" if self.config.fork_server else "exec"]
         try:
             created = api.create_container(
-                self.config.image, command=command, user=SANDBOX_USER, working_dir="/sandbox",
+                self.config.image, command=command, user=f"{self.uid}:{self.uid}", working_dir="/sandbox",
                 environment={}, hostname="sandbox", tty=False,
                 stdin_open=True, detach=False,  # the SDK sets StdinOnce for exactly this pair
                 labels={LABEL: "pool", f"{LABEL}.owner": f"{os.uname().nodename}:{os.getpid()}"},
-                host_config=self.config.host_config(api),
+                host_config=self.config.host_config(api, self.uid),
             )
             self.id = created["Id"]
             # Attach before start (as `docker run -i` does) so no output is lost.
@@ -133,6 +147,9 @@ class WarmContainer:
                 pass  # gone already, or its auto-removal is in progress
             except Exception:  # noqa: BLE001 -- the engine itself is gone: so is the container
                 pass
+        if self._uids is not None:
+            uids, self._uids = self._uids, None
+            uids.release(self.uid)
 
 
 class Pool:

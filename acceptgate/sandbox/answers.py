@@ -1,0 +1,197 @@
+"""The bounded parser of the runner's answers: Python ``repr`` of literals, and nothing else.
+
+Everything the candidate's process sends is hostile input to the trusted side. ``ast.parse`` is not
+fit for it: a 1 MiB answer of ``[0,0,...]`` costs it hundreds of MiB and seconds, with no way to stop
+it at a deadline. This parser reads one token at a time (one regular expression, linear, possessive
+so it never backtracks), builds the value directly with an explicit stack (no recursion), checks the
+deadline every few thousand tokens, and refuses a set or dict whose elements share one hash value
+more than ``MAX_SAME_HASH`` times (building it would be quadratic: ``k * (2**61 - 1)`` all hash to 0).
+
+The grammar is what ``repr`` writes for the literal types (``literals.LITERAL_TYPES``): None, True,
+False, ints (at most ``literals.MAX_INT_DIGITS`` digits), floats (``inf``, ``-inf``, ``nan``), quoted
+strings and bytes with the escapes repr uses, and [ ], ( ), { } with ``set()`` for the empty set.
+Anything else -- names, calls, operators, a parenthesised value that is not a tuple -- is a
+``LiteralError``. Values parsed here equal ``ast.literal_eval`` of the same text whenever both accept it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from acceptgate.literals import MAX_INT_DIGITS, LiteralError
+
+MAX_DEPTH = 100  # as the runner's own check
+MAX_SAME_HASH = 16  # elements of one set/dict with one hash value
+DEADLINE_EVERY = 4096  # tokens between two looks at the clock...
+DEADLINE_CHARS = 64 * 1024  # ...or characters (a token can be a 4,000-digit int, slow to convert)
+
+_STR_ESC = r"""\\(?:[\\'"abfnrtv]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})"""
+_BYTES_ESC = r"""\\(?:[\\'"abfnrtv]|x[0-9a-fA-F]{2})"""
+_TOKEN = re.compile(
+    r"""[ \t\r\n]*+(?:
+      (?P<open>[\[({])
+    | (?P<close>[\])}])
+    | (?P<comma>,)
+    | (?P<colon>:)
+    | (?P<str>'(?:[^'\\\r\n]++|""" + _STR_ESC + r""")*+'|"(?:[^"\\\r\n]++|""" + _STR_ESC + r""")*+")
+    | (?P<bytes>b'(?:[\x20-\x26\x28-\x5b\x5d-\x7e]++|""" + _BYTES_ESC + r""")*+'
+               |b"(?:[\x20\x21\x23-\x5b\x5d-\x7e]++|""" + _BYTES_ESC + r""")*+")
+    | (?P<float>-?(?:[0-9]++\.[0-9]*+(?:e[-+]?[0-9]++)?|[0-9]++e[-+]?[0-9]++|inf)(?![\w.])|nan(?!\w))
+    | (?P<int>-?[0-9]++)(?![\w.])
+    | (?P<name>None|True|False|set\(\))(?!\w)
+    )""",
+    re.VERBOSE,
+)
+_NAMES = {"None": None, "True": True, "False": False}
+_CLOSES = {"]": "[", ")": "(", "}": "{"}
+
+
+class _Frame:
+    __slots__ = ("opener", "items", "mode", "commas")
+
+    def __init__(self, opener: str) -> None:
+        self.opener = opener
+        self.items: list[Any] = []
+        self.mode = ""  # for "{": "" until the first separator, then "set" or "dict"
+        self.commas = 0
+
+
+def _text(token: str) -> str:
+    body = token[1:-1]
+    if "\\" not in body:
+        return body
+    # Every backslash starts one of the escapes above (ASCII after it), so this is exact: characters
+    # beyond Latin-1 become \uXXXX, which unicode_escape turns back; Latin-1 ones pass as bytes.
+    return body.encode("raw_unicode_escape").decode("unicode_escape")
+
+
+def _bytes(token: str) -> bytes:
+    body = token[2:-1]
+    if "\\" not in body:
+        return body.encode("ascii")
+    return body.encode("ascii").decode("unicode_escape").encode("latin-1")
+
+
+def _int(token: str) -> int:
+    if len(token.lstrip("-")) > MAX_INT_DIGITS:
+        raise LiteralError("integer too large", f"more than {MAX_INT_DIGITS} digits")
+    return int(token)
+
+
+def hash_guard(keys: list[Any], what: str) -> None:
+    """Refuse elements that would make a set or dict quadratic to build (or are unhashable)."""
+    counts: dict[int, int] = {}
+    for key in keys:
+        try:
+            h = hash(key)
+        except TypeError as exc:
+            raise LiteralError(f"unhashable {what} element", str(exc)[:100]) from None
+        seen = counts.get(h, 0) + 1
+        if seen > MAX_SAME_HASH:
+            raise LiteralError(f"{what} with colliding hashes",
+                               f"more than {MAX_SAME_HASH} elements with one hash value")
+        counts[h] = seen
+
+
+def _close(frame: _Frame) -> Any:
+    items = frame.items
+    if frame.opener == "[":
+        return items
+    if frame.opener == "(":
+        if len(items) == 1 and not frame.commas:
+            raise LiteralError("parenthesised value", "not a tuple (repr writes (x,))")
+        return tuple(items)
+    if frame.mode == "dict":
+        keys = items[0::2]
+        hash_guard(keys, "dict")
+        return dict(zip(keys, items[1::2]))
+    if not items:
+        return {}
+    hash_guard(items, "set")
+    return set(items)
+
+
+def parse(text: str, *, deadline: float | None = None, max_depth: int = MAX_DEPTH) -> Any:
+    """The value ``text`` spells in repr's literal grammar.
+
+    Raises LiteralError for anything else, TimeoutError once ``deadline`` (time.monotonic) has passed.
+    Cost: linear in ``len(text)`` in time and memory, whatever the text.
+    """
+    stack: list[_Frame] = []
+    pos, end = 0, len(text)
+    want = "value"  # "value": a value is required; "open": a value or the close; "sep": , : or close
+    tokens = 0
+    checked = 0  # position of the last look at the clock
+    match = _TOKEN.match
+    while True:
+        m = match(text, pos)
+        if m is None:
+            if want == "done" and not text[pos:].strip():
+                return result
+            raise LiteralError("syntax error", f"unexpected text at offset {pos}: {text[pos:pos + 20]!r}")
+        if want == "done":
+            raise LiteralError("syntax error", f"text after the value at offset {pos}")
+        pos = m.end()
+        tokens += 1
+        if deadline is not None and (tokens % DEADLINE_EVERY == 0 or pos - checked > DEADLINE_CHARS):
+            checked = pos
+            if time.monotonic() > deadline:
+                raise TimeoutError("deadline passed while parsing an answer")
+        kind = m.lastgroup
+        token = m.group(kind)
+        top = stack[-1] if stack else None
+        if want == "sep":
+            if kind == "comma":
+                if top.opener == "{":
+                    if top.mode == "dict" and len(top.items) % 2:
+                        raise LiteralError("syntax error", "a dict key without a value")
+                    top.mode = top.mode or "set"
+                top.commas += 1
+                want = "open"
+                continue
+            if kind == "colon":
+                if top.opener != "{" or top.mode == "set" or len(top.items) % 2 == 0:
+                    raise LiteralError("syntax error", f"unexpected ':' at offset {pos - 1}")
+                top.mode = "dict"
+                want = "value"
+                continue
+            if kind != "close":
+                raise LiteralError("syntax error", f"expected , or a closing bracket at offset {m.start(kind)}")
+        if kind == "close":
+            if top is None or _CLOSES[token] != top.opener or want == "value":
+                raise LiteralError("syntax error", f"unexpected {token!r} at offset {pos - 1}")
+            if top.opener == "{" and top.mode == "dict" and len(top.items) % 2:
+                raise LiteralError("syntax error", "a dict key without a value")
+            stack.pop()
+            value = _close(top)
+        elif kind == "open":
+            if len(stack) >= max_depth:
+                raise LiteralError("nesting too deep", f"more than {max_depth} levels")
+            stack.append(_Frame(token))
+            want = "open"
+            continue
+        elif kind == "str":
+            try:
+                value = _text(token)
+            except UnicodeDecodeError as exc:
+                raise LiteralError("invalid string escape", str(exc)[:100]) from None
+        elif kind == "bytes":
+            value = _bytes(token)
+        elif kind == "float":
+            value = float(token)
+        elif kind == "int":
+            value = _int(token)
+        elif kind == "name":
+            value = set() if token == "set()" else _NAMES[token]
+        else:
+            raise LiteralError("syntax error", f"unexpected {token!r} at offset {m.start(kind)}")
+        if stack:
+            stack[-1].items.append(value)
+            want = "sep"
+        else:
+            result = value
+            want = "done"
+            if not text[pos:].strip():
+                return result

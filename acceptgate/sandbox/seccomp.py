@@ -1,0 +1,121 @@
+"""The syscall filter every backend puts on the candidate: one deny list, built with libseccomp.
+
+The list closes the kernel interfaces that cross an execution's boundaries or widen the kernel's attack
+surface without any use to a test candidate: keyrings (shared per host uid, outside every namespace),
+io_uring, userfaultfd, bpf, perf events, reading or writing another process's memory, ptrace, mounts
+and namespaces, kexec and modules, the clocks, and a few more. A denied call fails with EPERM (clone3
+with ENOSYS, so that the C library falls back to clone, where namespace flags are checked); nothing is
+killed, so a candidate that merely probes gets an error it can handle.
+
+The filter is built with pyseccomp over the system's libseccomp (architecture checks included) and
+exported as BPF once per process. Where it goes:
+
+- ``local-bwrap``: bubblewrap's ``--seccomp FD`` (bwrap loads it last, right before the runner starts);
+- fork-server mode: each execution's init loads it after building its namespaces, before it forks the
+  runner (the fork server itself needs unshare and mount, so its own sandbox has no filter);
+- ``local-rlimits``: the runner loads it itself, before the candidate's code exists (``runner.py``);
+- ``docker``: ``security_opt=["seccomp=<json>"]`` with the same rules as Docker's JSON profile.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import tempfile
+
+DENIED = (
+    # keyrings: per host uid, visible across every namespace
+    "keyctl", "add_key", "request_key",
+    # kernel interfaces with their own memory-sharing or privilege paths
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd", "bpf", "perf_event_open",
+    "process_vm_readv", "process_vm_writev", "ptrace", "kcmp", "pidfd_getfd",
+    # mounts and namespaces
+    "mount", "umount2", "unshare", "setns", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen",
+    "fsconfig", "fsmount", "fspick", "mount_setattr",
+    # the machine
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
+    "swapon", "swapoff", "acct", "quotactl", "syslog", "vhangup", "iopl", "ioperm",
+    "clock_settime", "clock_adjtime", "adjtimex", "settimeofday",
+    "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "uselib", "fanotify_init",
+)
+# clone flags that make namespaces: clone() with any of them is denied (fork and threads are not).
+NAMESPACE_FLAGS = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
+                   "CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
+                   "CLONE_NEWNET": 0x40000000, "CLONE_NEWTIME": 0x00000080}
+EPERM, ENOSYS = 1, 38
+
+
+class SeccompUnavailable(RuntimeError):
+    """libseccomp or its Python binding is missing."""
+
+
+def _library():
+    try:
+        import pyseccomp
+    except (ImportError, OSError) as exc:  # OSError: the binding is there but libseccomp is not
+        raise SeccompUnavailable(f"pyseccomp over libseccomp is needed for the syscall filter: {exc}") from exc
+    return pyseccomp
+
+
+def _resolvable(sc, name: str) -> bool:
+    try:
+        return sc.resolve_syscall(sc.Arch.NATIVE, name) >= 0
+    except Exception:
+        return False
+
+
+@functools.cache
+def bpf() -> bytes:
+    """The filter as a BPF program for this machine's architecture (what prctl/bwrap load)."""
+    sc = _library()
+    flt = sc.SyscallFilter(sc.ALLOW)
+    try:  # a binary tree of syscall numbers rather than a linear list: fewer instructions per call
+        flt.set_attr(sc.Attr.CTL_OPTIMIZE, 2)
+    except Exception:  # libseccomp < 2.5: the linear filter, same rules
+        pass
+    for name in DENIED:
+        if _resolvable(sc, name):
+            flt.add_rule(sc.ERRNO(EPERM), name)
+    if _resolvable(sc, "clone3"):
+        flt.add_rule(sc.ERRNO(ENOSYS), "clone3")
+    for flag in NAMESPACE_FLAGS.values():
+        flt.add_rule(sc.ERRNO(EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    with tempfile.TemporaryFile() as f:
+        flt.export_bpf(f)
+        f.seek(0)
+        return f.read()
+
+
+def docker_profile() -> str:
+    """The same rules as a Docker seccomp profile (JSON), for ``security_opt``."""
+    syscalls = [
+        {"names": list(DENIED), "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM},
+        {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": ENOSYS},
+    ]
+    for flag in NAMESPACE_FLAGS.values():
+        syscalls.append({"names": ["clone"], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM,
+                         "args": [{"index": 0, "value": flag, "valueTwo": flag, "op": "SCMP_CMP_MASKED_EQ"}]})
+    return json.dumps({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": syscalls}, sort_keys=True)
+
+
+def problem() -> str:
+    """Why the filter cannot be built here ("" when it can)."""
+    try:
+        bpf()
+    except SeccompUnavailable as exc:
+        return str(exc)
+    return ""
+
+
+def memfd() -> int:
+    """A readable descriptor holding the BPF program (for ``bwrap --seccomp FD``); the caller closes it."""
+    fd = os.memfd_create("acceptgate-seccomp", 0)
+    os.write(fd, bpf())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def describe() -> str:
+    return ("seccomp: denied (EPERM) " + ", ".join(DENIED) + "; clone with namespace flags; clone3 "
+            "(ENOSYS, so clone is used)")
