@@ -66,6 +66,14 @@ class Harness:
     compare: Callable[[Any, Any], bool]
     render_hash: str
     spec_hash: str
+    # judge(got, want, args, kwargs): the verdict of one case. Check dialects (dialects.py) judge with
+    # the call's arguments; for value dialects it is compare(got, want).
+    judge: Callable[[Any, Any, tuple, dict], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if self.judge is None:
+            compare = self.compare
+            object.__setattr__(self, "judge", lambda got, want, args, kwargs: compare(got, want))
 
     @functools.cached_property
     def result_limit(self) -> int:
@@ -94,6 +102,7 @@ def load_harness(text: str, spec_hash: str) -> Harness:
         compare=namespace["compare"],
         render_hash=render_hash(text),
         spec_hash=spec_hash,
+        judge=namespace.get("judge"),
     )
 
 

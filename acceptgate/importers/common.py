@@ -35,9 +35,15 @@ KEPT = "none"
 MAX_VALUE_CHARS = 100_000
 
 # The reference gets twice a candidate's wall time (10 s for a whole suite), so machine load does not
-# cost cases; a case that still times out could never pass a candidate's run either: it is excluded
-# ("reference-timeout") and the remaining cases run in a fresh process.
+# cost cases. A call that still times out is run again alone with RETRY_LIMITS (the reference
+# evaluator has no such suite-wide budget: EvalPlus computes ground truth with no time limit); if
+# even that is not enough, the import fails loudly (ReferenceTimeout) rather than drop the input.
 REFERENCE_LIMITS = Limits(wall_seconds=20.0, cpu_seconds=21)
+RETRY_LIMITS = Limits(wall_seconds=120.0, cpu_seconds=121)
+
+
+class ReferenceTimeout(RuntimeError):
+    """The reference gave no answer for an input even with RETRY_LIMITS: the import cannot be complete."""
 
 Progress = Callable[[int, int], None] | None
 T = TypeVar("T")
@@ -184,10 +190,20 @@ def reference_outputs(entry_point: str, calls: list[tuple[tuple, dict]], source:
         got, detail = run_calls(entry_point, calls[len(outcomes):], source, backend, limits=limits)
         if not got and detail.startswith("did not load"):
             return [], detail
+        if got and got[-1].status == "timeout":  # this call alone, with the larger budget
+            got[-1] = _retry_alone(entry_point, calls[len(outcomes) + len(got) - 1], source, backend)
         outcomes.extend(got)
         if not got:  # a process that answered nothing: charge the next call and move on
             outcomes.append(CallOutcome("crash", message=detail or "no answer"))
     return outcomes[: len(calls)], ""
+
+
+def _retry_alone(entry_point: str, call: tuple[tuple, dict], source: str, backend: Backend) -> CallOutcome:
+    got, detail = run_calls(entry_point, [call], source, backend, limits=RETRY_LIMITS)
+    if not got or got[0].status == "timeout":
+        raise ReferenceTimeout(f"the reference of {entry_point} gave no answer for input {short(call[0])} "
+                               f"within {RETRY_LIMITS.wall_seconds:g} s ({detail or 'no answer'})")
+    return got[0]
 
 
 def build_suite(task_id: str, kind: str, dialect: str, entry_point: str, drafts: list[Draft],
@@ -219,13 +235,12 @@ def build_suite(task_id: str, kind: str, dialect: str, entry_point: str, drafts:
 
 
 CONTRACT_VIOLATION = "contract-violation"
+CONTRACT_VIOLATION_KEPT = "contract-violation-kept"
 
 
 def _case_problem(outcome: CallOutcome) -> tuple[str, str] | None:
     if outcome.status == "ok":
         return None
-    if outcome.status == CONTRACT_VIOLATION:
-        return CONTRACT_VIOLATION, f"the input violates the task's contract ({outcome.message})"
     if outcome.status == "error":
         return "reference-error", f"the reference raised {outcome.error_type}: {outcome.message}"
     if outcome.status == "protocol" and _huge_int(outcome.message or ""):
@@ -274,7 +289,10 @@ def assemble(task_id: str, dataset: str, prompt: str, entry_point: str, referenc
     """Run ``run_source`` on each suite's drafts, build the suites and the task (shared by importers).
 
     ``dialect`` is a name, or a function of {kind: [expected values]} returning one (HumanEval+ picks
-    its float rule from the outputs). ``outcome_filter`` may rewrite outcomes (contract violations).
+    its float rule from the outputs). ``outcome_filter`` may rewrite outcomes: an outcome it marks
+    ``contract-violation`` (``run_source`` holds the task's contract) is recomputed with ``reference``
+    alone -- the reference evaluator tests such inputs too, with the reference's output as ground truth
+    -- and kept, with a note that the input breaks the contract.
     """
     issues = list(issues)
     drafts = dict(drafts)
@@ -292,7 +310,23 @@ def assemble(task_id: str, dataset: str, prompt: str, entry_point: str, referenc
         if detail:  # the reference does not even load: nothing of this task can be trusted
             issues.append(ImportIssue(task_id, "reference-failed", detail, excluded="task"))
             return None, issues
-        outcomes[kind] = outcome_filter(got) if outcome_filter else got
+        got = outcome_filter(got) if outcome_filter else got
+        broken = [i for i, o in enumerate(got) if o.status == CONTRACT_VIOLATION]
+        if broken:
+            again, detail = reference_outputs(entry_point, [(valid[i].args, valid[i].kwargs) for i in broken],
+                                              reference, backend)
+            if detail:
+                issues.append(ImportIssue(task_id, "reference-failed", detail, excluded="task"))
+                return None, issues
+            for i, outcome in zip(broken, again):
+                issues.append(ImportIssue(
+                    task_id, CONTRACT_VIOLATION_KEPT,
+                    f"the input violates the task's contract ({got[i].message}); the reference evaluator "
+                    f"tests it, so it is kept with the reference's output (run without the contract); "
+                    f"input {valid[i].text or short(valid[i].args)}",
+                    suite=kind, case_index=valid[i].origin, excluded=KEPT))
+                got[i] = outcome
+        outcomes[kind] = got
     if callable(dialect):
         dialect = dialect({k: [o.value for o in v if o.status == "ok"] for k, v in outcomes.items()})
     suites = {}

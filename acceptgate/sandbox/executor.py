@@ -410,7 +410,7 @@ def _prepare(harness: Harness) -> _Prepared:
         calls.append(marshal.dumps((args, kwargs)))
         try:
             text = repr(want).encode("utf-8", "surrogatepass")
-            ok = bool(harness.compare(literals.parse(text.decode("utf-8", "surrogatepass")), want))
+            ok = bool(harness.judge(literals.parse(text.decode("utf-8", "surrogatepass")), want, args, kwargs))
         except (literals.LiteralError, UnicodeError, ValueError, RecursionError):
             text, ok = None, False
         texts.append(text)
@@ -443,7 +443,7 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
             got = literals.parse(payload.decode("utf-8", "surrogatepass"))
         except (literals.LiteralError, UnicodeDecodeError) as exc:
             raise ProtocolViolation(f"case {index}: result is not a literal ({exc})") from None
-        if harness.compare(got, want):
+        if harness.judge(got, want, args, kwargs):
             return CaseResult(index=index, status="pass")
         return failing("fail", got=_short(literals.canonical(got)))
     if kind == b"raise":
