@@ -42,6 +42,9 @@ class Task:
     suites: dict[str, SuiteSpec] = field(default_factory=dict)  # VISIBLE / HIDDEN
     wrong_samples: list[WrongSample] = field(default_factory=list)
     contract: str = ""  # the public input contract, where the dataset has one
+    # The reference's time per case on the importing machine (kind -> seconds per case): EvalPlus's
+    # per-input time limits derive from it. Kept beside the spec (a sidecar file), never in it.
+    reference_seconds: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def prompt_sha256(self) -> str:

@@ -104,18 +104,20 @@ class _Channel:
     """Framed messages over a SandboxProcess, under one wall-clock deadline."""
 
     def __init__(self, proc: SandboxProcess, marker: bytes, deadline: float,
-                 case_seconds: float | None = None) -> None:
+                 case_seconds: float | tuple[float, ...] | None = None) -> None:
         self.proc = proc
         self.marker = marker
         self.deadline = deadline  # the one in force: the wall clock's, or a sooner per-case one
         self.wall_deadline = deadline
+        # One limit for every case, or one per case (a sequence, e.g. EvalPlus's per-input limits)
         self.case_seconds = case_seconds
+        self.case_limit = case_seconds if not isinstance(case_seconds, (tuple, list)) else None
         self.buf = bytearray()
         self.unanswered = 0  # calls sent ahead and not answered yet
 
     def timeout_detail(self, limits: Limits) -> str:
         if self.deadline < self.wall_deadline:
-            return f"no answer within the {self.case_seconds:g} s per-case limit"
+            return f"no answer within the {self.case_limit:g} s per-case limit"
         return f"no answer within the {limits.wall_seconds:g} s wall clock"
 
     def frame(self, kind: bytes, payload: bytes) -> bytes:
@@ -136,9 +138,12 @@ class _Channel:
         in_flight: deque[int] = deque()  # sizes of the calls sent and not yet answered
         held = 0
         sent = 0
+        answered = 0
         while sent < len(calls) or in_flight:
             if self.case_seconds is not None:  # this case's clock starts with the previous answer
-                self.deadline = min(self.wall_deadline, time.monotonic() + self.case_seconds)
+                if isinstance(self.case_seconds, (tuple, list)):
+                    self.case_limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)]
+                self.deadline = min(self.wall_deadline, time.monotonic() + self.case_limit)
             if sent < len(calls) and (not in_flight or held <= window // 2):
                 batch = []
                 while sent < len(calls):
@@ -153,6 +158,7 @@ class _Channel:
             self.unanswered = len(in_flight) - 1
             answer = self.recv()
             held -= in_flight.popleft()
+            answered += 1
             yield answer
 
     def _fill(self) -> None:
