@@ -18,7 +18,8 @@ exception while judging is a failed case, never a crash of the harness):
   EvalPlus's ``_poly`` (any root is right; ``want`` is the reference's root, shown only);
 - ``python-call+set-eq/1``: ``set(got) == set(want)`` (MBPP+ tasks whose output order is free);
 - ``python-call+not-none/1``: ``want`` is whether the reference returned something other than None;
-  a bool result must equal it, any other result must be non-None exactly when ``want`` is True;
+  a bool result must equal it, any other result must be non-None exactly when ``want`` is True; a
+  non-literal result (a ``re.Match``) counts as a non-None value here, as in EvalPlus;
 - ``python-call+any-result/1``: any literal result passes (MBPP+ ``are_equivalent``, Mbpp/164);
 - ``python-call+or-zero/1``: equal to ``want``, or 0 (MBPP+ ``sum_div``, Mbpp/295);
 - ``python-call+pyramid-area=<atol>/1``: equal, or within atol of the recomputed rounded surface area
@@ -77,10 +78,16 @@ def pyramid_area_name(atol: float) -> str:
     return f"python-call+pyramid-area={atol!r}/1"
 
 
-def _check(name: str, body: str) -> Dialect:
-    """A check dialect: ``body`` computes ``ok`` from got, want, args and kwargs."""
+def _check(name: str, body: str, *, nonliteral_judged: bool = False) -> Dialect:
+    """A check dialect: ``body`` computes ``ok`` from got, want, args and kwargs.
+
+    ``nonliteral_judged``: a result that is no literal (e.g. a ``re.Match``) is judged as an opaque
+    non-None value instead of being a protocol error -- only for rules that look at nothing but
+    whether the result is None (the object itself never reaches the harness).
+    """
     indented = "".join(f"        {line}\n" for line in body.strip("\n").split("\n"))
     source = (
+        ("NONLITERAL_JUDGED = True\n\n\n" if nonliteral_judged else "") +
         "def judge(got, want, args, kwargs):\n"
         "    try:\n"
         f"{indented}"
@@ -124,7 +131,7 @@ if type(got) is bool:
     ok = got == want
 else:
     ok = want == (got is not None)
-"""),
+""", nonliteral_judged=True),
     _check("python-call+any-result/1", "ok = True"),
     _check("python-call+or-zero/1", "ok = strict_equal(got, want) or (type(got) in (int, float) and got == 0)"),
     _check("python-call+digit-distance/1", """

@@ -82,10 +82,6 @@ class TaskPlan:
 def plan_task(row: dict, originals: list[tuple] | None) -> TaskPlan:
     plan = TaskPlan(row)
     task_id, entry_point = row["task_id"], row["entry_point"]
-    oracle = oracles.humaneval_oracle(task_id)
-    if oracle is not None:
-        plan.issues.append(ImportIssue(task_id, oracles.CHECK_DIALECT, f"{oracle.why}: judged by the "
-                                       f"{oracle.dialect(float(row['atol']))} dialect", excluded="none"))
     if docstring.function_def(row["prompt"], entry_point) is None:
         plan.fatal = ImportIssue(task_id, "no-entry-point", f"the prompt defines no {entry_point}",
                                  excluded="task")
@@ -93,6 +89,10 @@ def plan_task(row: dict, originals: list[tuple] | None) -> TaskPlan:
     atol = float(row["atol"]) or EVALPLUS_FLOAT_ATOL
     plan.visible, plan.issues = visible_drafts(
         task_id, row["prompt"], entry_point, compare=lambda g, w: harness_prelude.close(g, w, atol))
+    oracle = oracles.humaneval_oracle(task_id)
+    if oracle is not None:
+        plan.issues.append(ImportIssue(task_id, oracles.CHECK_DIALECT, f"{oracle.why}: judged by the "
+                                       f"{oracle.dialect(float(row['atol']))} dialect", excluded="none"))
     base = row["base_input"]
     if originals:
         base, coerced = coercion.restore(task_id, base, originals)
