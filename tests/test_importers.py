@@ -270,8 +270,8 @@ def test_humanevalplus_contract_violations_are_kept(hep_small, humanevalplus_pat
     """EvalPlus tests sort_array([-2, -3, -4, -5, -6]) although the contract forbids negatives: so do we,
     with the reference's output computed without the contract, and the case noted."""
     violations = [i for i in hep_small.issues if i.reason == "contract-violation-kept"]
-    assert violations and all(i.task_id == f"HumanEval/{CONTRACT_TASK}" and i.excluded == "none"
-                              for i in violations)
+    assert any(i.task_id == f"HumanEval/{CONTRACT_TASK}" for i in violations)
+    assert all(i.excluded == "none" for i in violations)
     task = next(t for t in hep_small.tasks if t.task_id == f"HumanEval/{CONTRACT_TASK}")
     row = rows_of(humanevalplus_path)[task.task_id]
     total = len(row["base_input"]) + len(row["plus_input"])
