@@ -78,6 +78,25 @@ def write_suites(result: ImportResult, out_dir: str | Path, *, gauge: list | Non
     return out
 
 
+def copy_suites(src: str | Path, out_dir: str | Path) -> Path:
+    """Put a copy of an existing suite directory (e.g. a cached import) at out_dir, atomically, with
+    the same rule as write_suites for what may be replaced."""
+    out = Path(out_dir)
+    if out.exists() and not _replaceable(out):
+        raise InvalidInput("exists and is not a suite directory (no manifest.json); refusing to replace it",
+                           source=str(out))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        os.rmdir(tmp)
+        shutil.copytree(src, tmp)
+        _swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
 def _replaceable(out: Path) -> bool:
     return out.is_dir() and ((out / MANIFEST).is_file() or not any(out.iterdir()))
 

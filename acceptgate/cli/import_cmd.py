@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 
 from acceptgate.errors import InvalidInput
 from acceptgate.importers import DATASETS
@@ -26,6 +28,10 @@ def add_parser(sub) -> None:
     p.add_argument("--gauge", action="store_true",
                    help="also gauge every suite (reference passes, generic wrong samples blocked) and record "
                    "the verdicts in the manifest")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="cache of finished imports, keyed by the source file's sha256, the options and the code "
+                        "(default: $ACCEPTGATE_CACHE_DIR, else the user cache dir ~/.cache/acceptgate/imports)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the import cache")
     p.set_defaults(func=run)
 
 
@@ -40,7 +46,7 @@ def _positive_int(text: str) -> int:
 
 
 def run(args) -> int:
-    from acceptgate import gauge, suitefiles
+    from acceptgate import gauge, importcache, suitefiles
     from acceptgate.sandbox import backend as backends
 
     if args.dataset in ("humanevalplus", "mbppplus") and not args.path:
@@ -50,6 +56,20 @@ def run(args) -> int:
     except ValueError as exc:
         raise InvalidInput(str(exc), field="--backend") from None
     started = time.monotonic()
+    cache_key = cached = None
+    cache_dir = Path(args.cache_dir) if args.cache_dir else importcache.default_dir()
+    source = None if args.no_cache else (args.path or _default_source(args.dataset))
+    if source is not None and Path(source).is_file():  # (a bad path is the loader's error to report)
+        cache_key = importcache.key(args.dataset, source, limit=args.limit, gauge=args.gauge)
+        cached = importcache.lookup(cache_dir, cache_key)
+    if cached is not None:  # a warm import: the same source, options and code were imported before
+        out = suitefiles.copy_suites(cached, args.out)
+        manifest = json.loads((out / suitefiles.MANIFEST).read_text(encoding="utf-8"))
+        print(format_summary(manifest["counts"]))
+        _print_gauge(manifest)
+        print(f"wrote {out} ({len(manifest['tasks'])} tasks) from the import cache ({cached.parent}) in "
+              f"{time.monotonic() - started:.1f} s")
+        return 0
     with backend:
         result = _load(args, backend)
         gauged = None
@@ -60,8 +80,22 @@ def run(args) -> int:
     if gauged is not None:
         suites = [s for g in gauged for s in g.suites]
         print(f"  gauge: {sum(s.passed for s in suites)}/{len(suites)} suites usable")
+    if cache_key is not None:
+        importcache.store(cache_dir, cache_key, out)
     print(f"wrote {out} ({len(result.tasks)} tasks) in {time.monotonic() - started:.1f} s")
     return 0
+
+
+def _default_source(dataset: str):
+    from acceptgate.importers import humaneval
+
+    return humaneval.default_path()
+
+
+def _print_gauge(manifest: dict) -> None:
+    gauged = [m["gauge"] for t in manifest["tasks"] for m in t["suites"].values() if "gauge" in m]
+    if gauged:
+        print(f"  gauge: {sum(g['passed'] for g in gauged)}/{len(gauged)} suites usable")
 
 
 def _load(args, backend):
