@@ -76,13 +76,15 @@ def _acceptgate_record_assertion_calls(assertion_source):
 
     # the asserts see the recording function under the entry point's name; the reference itself
     # (and its recursion) keeps the real one
+    import math as _math
     _namespace = dict(globals())
+    _namespace.setdefault("math", _math)  # some MBPP asserts use math.isclose without importing math
     _namespace[{entry_point!r}] = _recording
     _failed = 0
     for _node in _ast.parse(assertion_source).body:
         try:
             exec(compile(_ast.Module(body=[_node], type_ignores=[]), "assertion", "exec"), _namespace)
-        except AssertionError:
+        except Exception:  # a failing assert (or one that cannot run): its calls are recorded anyway
             _failed += 1
     return (_calls, _failed)
 '''
