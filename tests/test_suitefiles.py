@@ -33,8 +33,9 @@ def test_round_trip(result, tmp_path):
     out = suitefiles.write_suites(result, tmp_path / "suites")
     names = sorted(p.name for p in out.iterdir())
     assert names == ["HumanEval_0", "HumanEval_32", "HumanEval_41", "HumanEval_95", "manifest.json"]
-    assert sorted(p.name for p in (out / "HumanEval_0").iterdir()) == ["hidden.json", "visible.json"]
-    assert sorted(p.name for p in (out / "HumanEval_41").iterdir()) == ["hidden.json"]
+    assert sorted(p.name for p in (out / "HumanEval_0").iterdir()) == [
+        "hidden.json", "hidden.timing.json", "visible.json", "visible.timing.json"]
+    assert sorted(p.name for p in (out / "HumanEval_41").iterdir()) == ["hidden.json", "hidden.timing.json"]
     loaded = suitefiles.read_suites(out)
     assert list(loaded.tasks) == [t.task_id for t in result.tasks]
     for task in result.tasks:
@@ -42,6 +43,10 @@ def test_round_trip(result, tmp_path):
         assert got.entry_point == task.entry_point and got.prompt == task.prompt
         assert {k: s.spec_hash for k, s in got.suites.items()} == {k: s.spec_hash for k, s in task.suites.items()}
         assert got.suites[HIDDEN].cases == task.suites[HIDDEN].cases
+        # the reference's time per case travels beside the spec (a sidecar), never in it
+        assert got.reference_seconds[HIDDEN] == task.reference_seconds[HIDDEN]
+        assert len(got.reference_seconds[HIDDEN]) == len(task.suites[HIDDEN].cases)
+        assert suitefiles.read_timing(out, HIDDEN)[task.task_id] == task.reference_seconds[HIDDEN]
     manifest = loaded.manifest
     assert manifest["dataset"] == "humaneval" and manifest["source_sha256"] == result.source_sha256
     entry = manifest["tasks"][0]
