@@ -300,3 +300,18 @@ def test_bad_data_files_name_file_line_and_field(tmp_path, humanevalplus_path):
     with pytest.raises(InvalidInput) as exc:
         humanevalplus.load(humaneval.default_path(), backend=None)
     assert exc.value.record == "line 1" and exc.value.field == "base_input"
+
+
+def test_reference_timeouts_are_retried_alone_then_fail_loudly(local_backend, monkeypatch):
+    from acceptgate.importers import common
+    from acceptgate.sandbox.backend import Limits
+
+    monkeypatch.setattr(common, "RETRY_LIMITS", Limits(wall_seconds=6.0, cpu_seconds=7))
+    slow = "import time\ndef f(x):\n    if x:\n        time.sleep(x)\n    return x\n"
+    run = common.reference_outputs("f", [((0,), {}), ((1.5,), {}), ((0,), {})], slow, local_backend,
+                                   limits=Limits(wall_seconds=1.0, cpu_seconds=2))
+    assert [o.status for o in run.outcomes] == ["ok", "ok", "ok"]  # 1.5 s: answered by the retry
+    assert run.seconds[1] >= 1.4
+    with pytest.raises(common.ReferenceTimeout, match="no answer"):
+        common.reference_outputs("f", [((0,), {}), ((30,), {})], slow, local_backend,
+                                 limits=Limits(wall_seconds=1.0, cpu_seconds=2))

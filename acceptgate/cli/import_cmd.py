@@ -10,6 +10,7 @@ from pathlib import Path
 
 from acceptgate.errors import InvalidInput
 from acceptgate.importers import DATASETS
+from acceptgate.importers.common import ReferenceTimeout
 from acceptgate.importers.report import format_summary, summary
 
 
@@ -71,7 +72,11 @@ def run(args) -> int:
               f"{time.monotonic() - started:.1f} s")
         return 0
     with backend:
-        result = _load(args, backend)
+        try:
+            result = _load(args, backend)
+        except ReferenceTimeout as exc:  # an input the reference cannot answer: no silent drop
+            print(f"acceptgate import: import failed: {exc}", file=sys.stderr)
+            return 1
         gauged = None
         if args.gauge:
             gauged = gauge.check_many(result.tasks, backend, progress=_progress("gauge"))
