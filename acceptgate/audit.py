@@ -222,10 +222,17 @@ def _stage(path: str | Path, run: Run, name: str, *, report: bool = True) -> Ite
 # -- stage: import -----------------------------------------------------------------------------
 
 def load_tasks(backend: Backend, *, limit: int | None = None, path: str | None = None,
-               progress: Progress = None) -> ImportResult:
-    from acceptgate.importers import humaneval  # the importer pulls in the sandbox machinery
+               progress: Progress = None, dataset: str = "humaneval") -> ImportResult:
+    from acceptgate.importers import humaneval, humanevalplus, mbppplus  # they pull in the sandbox machinery
 
-    return humaneval.load(backend, limit=limit, path=path, progress=progress)
+    if dataset == "humaneval":
+        return humaneval.load(backend, limit=limit, path=path, progress=progress)
+    if path is None:
+        raise InvalidInput(f"{dataset} needs the data file's path", field="--path")
+    loader = {"humanevalplus": humanevalplus.load, "mbppplus": mbppplus.load}.get(dataset)
+    if loader is None:
+        raise InvalidInput(f"unknown dataset {dataset!r}; valid: humaneval, humanevalplus, mbppplus", field="--dataset")
+    return loader(path, backend, limit=limit, progress=progress)
 
 
 def _candidates(task: Task) -> list[tuple[str, str, str, str]]:
@@ -284,9 +291,10 @@ class ImportStage:
 
 
 def stage_import(path: str | Path, backend: Backend, *, backend_name: str, limit: int | None = None,
-                 run_id: str | None = None, data_path: str | None = None) -> ImportStage:
+                 run_id: str | None = None, data_path: str | None = None,
+                 dataset: str = "humaneval") -> ImportStage:
     _reporter.stage("import")
-    imported = load_tasks(backend, limit=limit, path=data_path, progress=_progress("import"))
+    imported = load_tasks(backend, limit=limit, path=data_path, progress=_progress("import"), dataset=dataset)
     run = make_run(imported, backend_name, limit, run_id)
     warehouse.begin_attempt(path, run.run_id, flow="audit")
     with _stage(path, run, "import", report=False):

@@ -81,21 +81,21 @@ def _suite_always_matching(task: Task, output: Callable[[tuple, dict], Any]) -> 
         spec = task.suites.get(kind)
         if spec is None:
             continue
-        compare = _compare(spec.dialect)
-        if all(_safe_compare(compare, output(c.args, c.kwargs), c.expected) for c in spec.cases):
+        judge = _dialect_judge(spec.dialect)
+        if all(_safe_judge(judge, output(c.args, c.kwargs), c) for c in spec.cases):
             return kind
     return None
 
 
 @functools.cache
-def _compare(dialect: str) -> Callable[[Any, Any], bool]:
-    """The dialect's comparison exactly as rendered harnesses define it (from a one-case render)."""
-    return render.harness_for(suitespec.build(dialect, "f", [((), {}, None)])).compare
+def _dialect_judge(dialect: str) -> Callable[[Any, Any, tuple, dict], bool]:
+    """The dialect's judgement exactly as rendered harnesses define it (from a one-case render)."""
+    return render.harness_for(suitespec.build(dialect, "f", [((), {}, None)])).judge
 
 
-def _safe_compare(compare: Callable[[Any, Any], bool], got: Any, want: Any) -> bool:
+def _safe_judge(judge: Callable[[Any, Any, tuple, dict], bool], got: Any, case: Any) -> bool:
     try:
-        return bool(compare(got, want))
+        return bool(judge(got, case.expected, case.args, case.kwargs))
     except Exception:  # comparing unlike literals cannot fail in the prelude, but never let it stop us
         return False
 

@@ -66,6 +66,17 @@ class Harness:
     compare: Callable[[Any, Any], bool]
     render_hash: str
     spec_hash: str
+    # judge(got, want, args, kwargs): the verdict of one case. Check dialects (dialects.py) judge with
+    # the call's arguments; for value dialects it is compare(got, want).
+    judge: Callable[[Any, Any, tuple, dict], bool] | None = None
+    # The dialect judges a non-literal result as an opaque non-None value (NONLITERAL) instead of
+    # making it a protocol error (only the not-None rule; see dialects.py).
+    nonliteral_judged: bool = False
+
+    def __post_init__(self) -> None:
+        if self.judge is None:
+            compare = self.compare
+            object.__setattr__(self, "judge", lambda got, want, args, kwargs: compare(got, want))
 
     @functools.cached_property
     def result_limit(self) -> int:
@@ -94,7 +105,19 @@ def load_harness(text: str, spec_hash: str) -> Harness:
         compare=namespace["compare"],
         render_hash=render_hash(text),
         spec_hash=spec_hash,
+        judge=namespace.get("judge"),
+        nonliteral_judged=namespace.get("NONLITERAL_JUDGED") is True,
     )
+
+
+class _NonLiteral:
+    """Stands for a candidate's non-literal result where the dialect only asks whether it is None."""
+
+    def __repr__(self) -> str:
+        return "<a non-literal result>"
+
+
+NONLITERAL = _NonLiteral()
 
 
 def harness_for(spec: SuiteSpec) -> Harness:

@@ -21,7 +21,8 @@ from typing import Callable, Mapping
 from acceptgate.errors import InvalidInput
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
-from acceptgate.sandbox.executor import execute_many
+from acceptgate import profiles
+from acceptgate.sandbox.executor import ExecutionResult, execute, execute_many
 from acceptgate.sources.replay import LineProblem, SampleFile
 from acceptgate.suitespec import SuiteSpec
 
@@ -38,6 +39,8 @@ class ScoredSample:
     candidate_sha256: str
     wall_seconds: float
     detail: str
+    profile: str = "default"  # the scoring profile (acceptgate.profiles): part of every row
+    render_hash: str = ""  # the harness the sample ran against (a profile may change the dialect)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False)
@@ -92,9 +95,10 @@ class ScoreReport:
         rate = len(self.rows) / self.wall_seconds if self.wall_seconds else 0.0
         tasks = len({r.task_id for r in self.rows})
         all_rate = self.passed / self.records if self.records else 0.0
+        profile = self.rows[0].profile if self.rows else "default"
         lines = [f"{self.suite} suite: {self.passed}/{len(self.rows)} samples pass "
                  f"(pass rate over scored samples {100 * self.pass_rate:.2f}%), {tasks} tasks, "
-                 f"{self.wall_seconds:.1f} s ({rate:.1f} samples/s)",
+                 f"{self.wall_seconds:.1f} s ({rate:.1f} samples/s), profile {profile}",
                  f"records: {self.records} = {len(self.rows)} scored + {len(self.problems)} {INVALID} + "
                  f"{self.not_scored} not scored; {self.passed}/{self.records} pass over all records "
                  f"({100 * all_rate:.2f}%)"]
@@ -142,11 +146,14 @@ def check_records(sample_file: SampleFile, known: set[str], prompts: Mapping[str
 def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prompts: Mapping[str, str],
                   backend: Backend, *, suite: str, fail_fast: bool = True, workers: int = 2,
                   limits: Limits = Limits(), excluded: Mapping[str, str] | None = None,
-                  progress: Callable[[int, int], None] | None = None, strict: bool = False) -> ScoreReport:
+                  progress: Callable[[int, int], None] | None = None, strict: bool = False,
+                  profile: str = profiles.DEFAULT,
+                  reference_seconds: Mapping[str, list[float]] | None = None) -> ScoreReport:
     """Score every valid sample; ``prompts`` completes ``completion`` samples (prompt + completion).
 
     ``excluded`` names tasks the suites know but cannot score (excluded at import, with the reason):
-    their samples are counted as not scored, not as an error.
+    their samples are counted as not scored, not as an error. ``profile`` (``acceptgate.profiles``)
+    sets each suite's limits and float rule; ``evalplus`` needs ``reference_seconds`` per task.
     """
     excluded = dict(excluded or {})
     sample_file, invalid_ids = check_records(sample_file, set(suites) | set(excluded), prompts, set(suites),
@@ -160,20 +167,45 @@ def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prom
         else:
             count, _ = skipped.get(s.task_id, (0, ""))
             skipped[s.task_id] = (count + 1, excluded[s.task_id])
-    harnesses = {}
+    plans: dict[str, tuple] = {}  # task -> (harness, limits) under the profile
     jobs = []
     for s in scored:
-        if s.task_id not in harnesses:
-            harnesses[s.task_id] = harness_for(suites[s.task_id])
-        jobs.append((harnesses[s.task_id], s.program(prompts.get(s.task_id, ""))))
-    results = execute_many(jobs, backend, limits=limits, fail_fast=fail_fast, workers=workers,
-                           progress=progress)
+        if s.task_id not in plans:
+            how = profiles.scoring(profile, suites[s.task_id], limits,
+                                   (reference_seconds or {}).get(s.task_id))
+            plans[s.task_id] = (harness_for(how.spec), how.limits)
+        harness, task_limits = plans[s.task_id]
+        jobs.append((harness, s.program(prompts.get(s.task_id, "")), task_limits))
+    results = _execute_all(jobs, backend, fail_fast, workers, progress)
     rows = []
     for s, res in zip(scored, results):
         rows.append(ScoredSample(
             task_id=s.task_id, sample_index=s.index, line=s.line, verdict=res.verdict,
             cases_failed=sum(c.status != "pass" for c in res.cases), cases_run=len(res.cases),
             cases_total=res.cases_total, candidate_sha256=res.candidate_sha256,
-            wall_seconds=round(res.wall_seconds, 4), detail=res.detail))
+            wall_seconds=round(res.wall_seconds, 4), detail=res.detail, profile=profile,
+            render_hash=res.render_hash))
     return ScoreReport(sample_file.path, suite, fail_fast, rows, sample_file.problems,
                        time.monotonic() - started, skipped, invalid_ids)
+
+
+def _execute_all(jobs: list[tuple], backend: Backend, fail_fast: bool, workers: int,
+                 progress: Callable[[int, int], None] | None) -> list[ExecutionResult]:
+    """execute_many when every job has the same limits; else one pool over (harness, source, limits)."""
+    if len({id(limits) for _, _, limits in jobs}) <= 1:
+        limits = jobs[0][2] if jobs else Limits()
+        return execute_many([(h, src) for h, src, _ in jobs], backend, limits=limits, fail_fast=fail_fast,
+                            workers=workers, progress=progress)
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    results: list[ExecutionResult | None] = [None] * len(jobs)
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(execute, h, src, backend, limits=lim, fail_fast=fail_fast): i
+                   for i, (h, src, lim) in enumerate(jobs)}
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+            done += 1
+            if progress:
+                progress(done, len(jobs))
+    return results  # type: ignore[return-value]

@@ -48,6 +48,11 @@ def suite_file_name(kind: str) -> str:
     return f"{kind}.json"
 
 
+def timing_file_name(kind: str) -> str:
+    """The sidecar with the reference's time per case on the importing machine (not part of the spec)."""
+    return f"{kind}.timing.json"
+
+
 # ---------------------------------------------------------------------------------------------
 # writing
 
@@ -85,6 +90,25 @@ def replaceable(out: str | Path) -> bool:
     return _replaceable(Path(out))
 
 
+def copy_suites(src: str | Path, out_dir: str | Path) -> Path:
+    """Put a copy of an existing suite directory (e.g. a cached import) at out_dir, atomically, with
+    the same rule as write_suites for what may be replaced."""
+    out = Path(out_dir)
+    if out.exists() and not _replaceable(out):
+        raise InvalidInput("exists and is not a suite directory (no manifest.json); refusing to replace it",
+                           source=str(out))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        os.rmdir(tmp)
+        shutil.copytree(src, tmp)
+        _swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
 def _replaceable(out: Path) -> bool:
     return out.is_dir() and ((out / MANIFEST).is_file() or not any(out.iterdir()))
 
@@ -102,6 +126,11 @@ def _write_tree(result: ImportResult, root: Path, gauge: list | None) -> None:
                 continue
             (root / name / suite_file_name(kind)).write_text(spec.to_json(), encoding="utf-8")
             suites[kind] = _suite_entry(kind, spec, gauge_by_suite.get((task.task_id, kind)))
+            seconds = task.reference_seconds.get(kind)
+            if seconds is not None and len(seconds) == len(spec.cases):
+                timing = {"spec_hash": spec.spec_hash, "reference_seconds": seconds}
+                (root / name / timing_file_name(kind)).write_text(json.dumps(timing) + "\n", encoding="utf-8")
+                suites[kind]["timing"] = timing_file_name(kind)
         entries.append({"task_id": task.task_id, "dir": name, "entry_point": task.entry_point,
                         "prompt": task.prompt, "prompt_sha256": task.prompt_sha256,
                         "reference_sha256": task.reference_sha256, "suites": suites})
@@ -111,6 +140,7 @@ def _write_tree(result: ImportResult, root: Path, gauge: list | None) -> None:
         "source": result.source,
         "source_sha256": result.source_sha256,
         "counts": summary(result),
+        "notes": dict(result.notes),
         "tasks": entries,
         "issues": [dataclasses.asdict(i) for i in result.issues],
     }
@@ -152,6 +182,7 @@ class SuiteTask:
     prompt: str
     suites: dict[str, SuiteSpec]
     gauge: dict[str, dict] = field(default_factory=dict)  # kind -> {"passed", "reasons"} when recorded
+    reference_seconds: dict[str, list[float]] = field(default_factory=dict)  # kind -> per case, when recorded
 
 
 @dataclass
@@ -222,13 +253,47 @@ def _read_task(root: Path, manifest_path: Path, i: int, entry: Any) -> SuiteTask
     if not isinstance(suites_doc, dict) or not suites_doc or not set(suites_doc) <= set(SUITE_KINDS):
         raise InvalidInput(f"suites must map some of {list(SUITE_KINDS)} to files", source=str(manifest_path),
                            record=record, field="suites")
-    suites, gauge = {}, {}
+    suites, gauge, timing = {}, {}, {}
     for kind, meta in suites_doc.items():
         suites[kind] = _read_spec(root / entry["dir"] / suite_file_name(kind), meta, entry["entry_point"],
                                   manifest_path, f"{record}.suites.{kind}")
         if isinstance(meta.get("gauge"), dict):
             gauge[kind] = meta["gauge"]
-    return SuiteTask(entry["task_id"], entry["entry_point"], entry["prompt"], suites, gauge)
+        if meta.get("timing") == timing_file_name(kind):
+            timing[kind] = _read_timing(root / entry["dir"] / timing_file_name(kind), suites[kind])
+    return SuiteTask(entry["task_id"], entry["entry_point"], entry["prompt"], suites, gauge, timing)
+
+
+def read_timing(path: str | Path, kind: str) -> dict[str, list[float]]:
+    """task_id -> the reference's time per case of one suite kind, from the timing sidecars (checked
+    against the manifest's spec_hash and case count; the specs themselves are not re-read)."""
+    root = Path(path)
+    manifest = _read_manifest(root / MANIFEST)
+    out = {}
+    for entry in manifest["tasks"]:
+        meta = (entry.get("suites") or {}).get(kind)
+        if not isinstance(meta, dict) or meta.get("timing") != timing_file_name(kind):
+            continue
+        out[entry["task_id"]] = _timing(root / task_dir_name(entry["task_id"]) / timing_file_name(kind),
+                                        meta.get("spec_hash"), meta.get("cases"))
+    return out
+
+
+def _read_timing(path: Path, spec: SuiteSpec) -> list[float]:
+    return _timing(path, spec.spec_hash, len(spec.cases))
+
+
+def _timing(path: Path, spec_hash: str | None, cases: int | None) -> list[float]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(f"unreadable timing sidecar: {exc}", source=str(path)) from None
+    seconds = doc.get("reference_seconds") if isinstance(doc, dict) else None
+    if doc.get("spec_hash") != spec_hash or not isinstance(seconds, list) or len(seconds) != cases \
+            or not all(isinstance(x, (int, float)) and x >= 0 for x in seconds):
+        raise InvalidInput("the timing sidecar does not match its suite (spec_hash, or one time per case)",
+                           source=str(path), field="reference_seconds")
+    return [float(x) for x in seconds]
 
 
 def _read_spec(path: Path, meta: Any, entry_point: str, manifest_path: Path, record: str) -> SuiteSpec:

@@ -42,6 +42,9 @@ class Task:
     suites: dict[str, SuiteSpec] = field(default_factory=dict)  # VISIBLE / HIDDEN
     wrong_samples: list[WrongSample] = field(default_factory=list)
     contract: str = ""  # the public input contract, where the dataset has one
+    # The reference's time per case on the importing machine (kind -> seconds per case): EvalPlus's
+    # per-input time limits derive from it. Kept beside the spec (a sidecar file), never in it.
+    reference_seconds: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def prompt_sha256(self) -> str:
@@ -59,6 +62,10 @@ class ImportResult:
     source_sha256: str
     tasks: list[Task]
     issues: list[ImportIssue]
+    # How many hidden inputs the dataset's own evaluator tests (the coverage denominator), when known.
+    source_hidden_cases: int | None = None
+    # Settings that determine the import's content (e.g. the seed random inputs were drawn with).
+    notes: dict = field(default_factory=dict)
 
     def excluded_tasks(self) -> list[ImportIssue]:
         return [i for i in self.issues if i.excluded == "task"]

@@ -22,10 +22,10 @@ from tasks.audit import execute_stage, gauge_stage, import_stage, prepare_wareho
 
 @flow(name="audit", persist_result=False, log_prints=False)
 def audit(limit: int | None = None, warehouse: str | None = None, backend: str = "local",
-          run_id: str | None = None) -> core.Summary:
+          run_id: str | None = None, dataset: str = "humaneval", data_path: str | None = None) -> core.Summary:
     started = time.monotonic()
     path = prepare_warehouse(warehouse)
-    imp = import_stage(path, backend, limit, run_id)
+    imp = import_stage(path, backend, limit, run_id, dataset, data_path)
     # quote(): stage results hold thousands of nested dataclasses; without it Prefect walks every one
     # of them looking for futures before each task (tens of seconds on the full data set).
     suites = suites_stage(path, quote(imp))
@@ -37,13 +37,15 @@ def audit(limit: int | None = None, warehouse: str | None = None, backend: str =
 
 
 def run(*, limit: int | None = None, warehouse: str | None = None, backend: str = "local",
-        run_id: str | None = None, reporter: core.Reporter | None = None) -> core.Summary:
+        run_id: str | None = None, reporter: core.Reporter | None = None, dataset: str = "humaneval",
+        data_path: str | None = None) -> core.Summary:
     """Run the flow with a progress reporter (the CLI's entry point)."""
     reporter = reporter or core.Reporter()
     if not os.environ.get("PREFECT_API_URL"):
         reporter.stage("prefect", "starting the temporary local server (no PREFECT_API_URL)")
     with core.reporting(reporter):
-        return audit(limit=limit, warehouse=warehouse, backend=backend, run_id=run_id)
+        return audit(limit=limit, warehouse=warehouse, backend=backend, run_id=run_id, dataset=dataset,
+                     data_path=data_path)
 
 
 if __name__ == "__main__":

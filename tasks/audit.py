@@ -26,9 +26,11 @@ def prepare_warehouse(warehouse: str | None) -> Path:
 
 
 @task(name="import", **_STAGE)
-def import_stage(warehouse: Path, backend: str, limit: int | None, run_id: str | None) -> audit.ImportStage:
+def import_stage(warehouse: Path, backend: str, limit: int | None, run_id: str | None,
+                 dataset: str = "humaneval", data_path: str | None = None) -> audit.ImportStage:
     with audit.open_backend(backend) as sandbox:
-        return audit.stage_import(warehouse, sandbox, backend_name=backend, limit=limit, run_id=run_id)
+        return audit.stage_import(warehouse, sandbox, backend_name=backend, limit=limit, run_id=run_id,
+                                  dataset=dataset, data_path=data_path)
 
 
 @task(name="suites", **_STAGE)

@@ -5,8 +5,17 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
+
 from acceptgate import suitefiles
 from acceptgate.cli import main
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """Never the user's import cache: each test starts cold with its own."""
+    monkeypatch.setenv("ACCEPTGATE_CACHE_DIR", str(tmp_path / "import-cache"))
+    return tmp_path / "import-cache"
 
 
 def test_import_humaneval_writes_suites_and_prints_counts(tmp_path, capsys):
@@ -16,6 +25,7 @@ def test_import_humaneval_writes_suites_and_prints_counts(tmp_path, capsys):
     assert "humaneval: 3 tasks imported, 0 excluded" in printed
     assert "hidden suites: 3" in printed and "JSON coercions detected: 0" in printed
     assert "gauge: 6/6 suites usable" in printed
+    assert "coverage: tasks 3/3, hidden cases 14/14 (100.00%)" in printed
     loaded = suitefiles.read_suites(out)
     assert list(loaded.tasks) == ["HumanEval/0", "HumanEval/1", "HumanEval/2"]
     assert all(g["passed"] for t in loaded.tasks.values() for g in t.gauge.values())
@@ -64,3 +74,27 @@ def test_import_has_help(capsys):
     except SystemExit as exc:
         assert exc.code == 0
     assert "humanevalplus" in capsys.readouterr().out
+
+
+def test_a_warm_import_is_a_copy_of_the_cached_one(tmp_path, capsys, private_cache, humanevalplus_path):
+    with gzip.open(humanevalplus_path, "rt", encoding="utf-8") as f:
+        rows = [r for r, _ in zip(map(json.loads, f), range(2))]
+    data = tmp_path / "two.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cold, warm = tmp_path / "cold", tmp_path / "warm"
+    assert main(["import", "humanevalplus", "--path", str(data), "--out", str(cold)]) == 0
+    assert "from the import cache" not in capsys.readouterr().out
+    assert main(["import", "humanevalplus", "--path", str(data), "--out", str(warm)]) == 0
+    printed = capsys.readouterr().out
+    assert "from the import cache" in printed and "coverage: tasks 2/2" in printed
+    a, b = suitefiles.read_suites(cold), suitefiles.read_suites(warm)
+    assert [t.suites["hidden"].spec_hash for t in a.tasks.values()] == \
+        [t.suites["hidden"].spec_hash for t in b.tasks.values()]
+    assert b.tasks["HumanEval/0"].reference_seconds["hidden"]  # the timing sidecars come along
+    # another source file (one byte more) is a miss; --no-cache neither reads nor writes
+    data.write_text(data.read_text() + "\n")
+    assert main(["import", "humanevalplus", "--path", str(data), "--out", str(warm)]) == 0
+    assert "from the import cache" not in capsys.readouterr().out
+    entries = len(list(private_cache.iterdir()))
+    assert main(["import", "humanevalplus", "--path", str(data), "--out", str(warm), "--no-cache"]) == 0
+    assert "from the import cache" not in capsys.readouterr().out and len(list(private_cache.iterdir())) == entries

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import dialects
+from acceptgate import dialects, render
 from acceptgate.errors import InvalidInput
 from acceptgate.importers import checkcode, docstring, humaneval, humanevalplus
-from acceptgate.importers.report import summary
+from acceptgate.importers.report import coverage_line, summary
+from acceptgate.sandbox.executor import execute
 from acceptgate.importers.common import read_jsonl
 from acceptgate.task import HIDDEN, VISIBLE
 
@@ -165,18 +166,35 @@ def test_humaneval_suites_and_expected_values(he_small):
     assert ({"p": "pineapple", 5: "banana", "a": "apple"},) in hidden_95
 
 
+def test_humaneval_property_task_is_recorded_and_judged_by_its_dialect(he_small, local_backend):
+    """/32's check() draws 100 polynomials from random.Random(42): its calls are recorded at import and
+    judged by the poly-root dialect, so a different root passes and a non-root fails."""
+    t32 = next(t for t in he_small.tasks if t.task_id == "HumanEval/32")
+    spec = t32.suites[HIDDEN]
+    assert spec.dialect == dialects.poly_root_name(1e-4) and len(spec.cases) == 100
+    assert spec.cases[0].args == ([-10, -2],)  # rng = random.Random(42): the first polynomial
+    assert not [i for i in he_small.issues if i.excluded == "task"]
+    harness = render.harness_for(spec)
+    other_root = "def find_zero(xs):\n    return 0.0\n"
+    assert execute(harness, t32.reference, local_backend).verdict == "pass"
+    assert execute(harness, other_root, local_backend).verdict in ("fail", "error")
+    # -2x - 10 has the one root -5; any x with |poly| <= 1e-4 passes, 0 does not
+    assert harness.judge(-5.0, 123.0, ([-10, -2],), {}) and not harness.judge(0.0, -5.0, ([-10, -2],), {})
+    assert not harness.judge("oops", -5.0, ([-10, -2],), {})  # a result the rule cannot evaluate
+
+
 def test_humaneval_exclusions_and_disagreements_are_recorded(he_small):
     ids = [t.task_id for t in he_small.tasks]
-    assert "HumanEval/32" not in ids
-    excluded = [i for i in he_small.issues if i.excluded == "task"]
-    assert [(i.task_id, i.reason) for i in excluded] == [("HumanEval/32", "property-check")]
+    assert "HumanEval/32" in ids
+    assert not [i for i in he_small.issues if i.excluded == "task"]
     # median([-10, 4, 6, 1000, 10, 20]): the docstring says 15.0, the reference returns 8.0 -- kept, recorded
     [dis] = [i for i in he_small.issues if i.reason == "docstring-disagrees"]
     assert dis.task_id == "HumanEval/47" and "8.0" in dis.detail and "15.0" in dis.detail
     t47 = next(t for t in he_small.tasks if t.task_id == "HumanEval/47")
     assert (([-10, 4, 6, 1000, 10, 20],), {}, 8.0) in cases(t47.suites[VISIBLE])
     counts = summary(he_small)
-    assert counts["tasks_imported"] == 5 and counts["tasks_excluded_by_reason"] == {"property-check": 1}
+    assert counts["tasks_imported"] == 6 and counts["tasks_excluded_by_reason"] == {}
+    assert counts["source_hidden_cases"] == counts["cases"][HIDDEN]
     assert counts["cases"][HIDDEN] == sum(len(t.suites[HIDDEN].cases) for t in he_small.tasks)
 
 
@@ -191,8 +209,12 @@ def test_full_humaneval_import(local_backend):
     elapsed = time.monotonic() - started
     counts = summary(result)
     print(f"\nHumanEval full import: {elapsed:.1f} s; {counts}")
-    assert counts["tasks_imported"] + counts["tasks_excluded"] == 164
-    assert counts["tasks_excluded_by_reason"] == {"property-check": 1, "random-input": 2}  # /32, /38, /50
+    assert counts["tasks_imported"] == 164 and counts["tasks_excluded"] == 0
+    # every call check() makes is a hidden case: /32, /38, /44, /50, /53 and /151 are recorded
+    assert counts["cases"][HIDDEN] == counts["source_hidden_cases"]
+    assert result.notes["hidden_inputs_recorded_from_check"] == [
+        f"HumanEval/{n}" for n in (32, 38, 44, 50, 53, 151)]
+    assert "hidden cases 1,534/1,534" in coverage_line(counts)
     assert all(HIDDEN in t.suites for t in result.tasks)
     # HumanEval's asserts agree with its canonical solutions: a disagreement would be an importer bug
     assert not [i for i in result.issues if i.reason == "reference-disagrees"]
@@ -224,10 +246,13 @@ def test_humanevalplus_dialects(hep_small):
     assert len(tasks["HumanEval/2"].suites[HIDDEN].cases) > 500  # base + plus inputs
 
 
-def test_humanevalplus_property_check_excluded(hep_small):
-    assert "HumanEval/32" not in [t.task_id for t in hep_small.tasks]
-    [issue] = [i for i in hep_small.issues if i.task_id == "HumanEval/32"]
-    assert (issue.reason, issue.excluded) == ("property-check", "task") and "poly" in issue.detail
+def test_humanevalplus_property_task_uses_the_poly_root_dialect(hep_small, humanevalplus_path):
+    t32 = next(t for t in hep_small.tasks if t.task_id == "HumanEval/32")
+    row = rows_of(humanevalplus_path)["HumanEval/32"]
+    assert t32.suites[HIDDEN].dialect == dialects.poly_root_name(1e-4)
+    assert len(t32.suites[HIDDEN].cases) == len(row["base_input"]) + len(row["plus_input"])
+    [issue] = [i for i in hep_small.issues if i.task_id == "HumanEval/32" and i.reason == "check-dialect"]
+    assert issue.excluded == "none" and "poly" in issue.detail
 
 
 def test_humanevalplus_json_coercion_is_reported_and_restored(hep_small):
@@ -241,17 +266,19 @@ def test_humanevalplus_json_coercion_is_reported_and_restored(hep_small):
     assert summary(hep_small)["coercions"] == len(coerced)
 
 
-def test_humanevalplus_contract_violations_are_excluded(hep_small, humanevalplus_path):
-    violations = [i for i in hep_small.issues if i.reason == "contract-violation"]
-    assert violations and all(i.task_id == f"HumanEval/{CONTRACT_TASK}" and i.excluded == "case"
-                              for i in violations)
+def test_humanevalplus_contract_violations_are_kept(hep_small, humanevalplus_path):
+    """EvalPlus tests sort_array([-2, -3, -4, -5, -6]) although the contract forbids negatives: so do we,
+    with the reference's output computed without the contract, and the case noted."""
+    violations = [i for i in hep_small.issues if i.reason == "contract-violation-kept"]
+    assert any(i.task_id == f"HumanEval/{CONTRACT_TASK}" for i in violations)
+    assert all(i.excluded == "none" for i in violations)
     task = next(t for t in hep_small.tasks if t.task_id == f"HumanEval/{CONTRACT_TASK}")
     row = rows_of(humanevalplus_path)[task.task_id]
     total = len(row["base_input"]) + len(row["plus_input"])
-    excluded = [i for i in hep_small.issues
-                if i.task_id == task.task_id and i.suite == HIDDEN and i.excluded == "case"]
-    assert len(task.suites[HIDDEN].cases) == total - len(excluded)
+    assert len(task.suites[HIDDEN].cases) == total
+    assert (([-2, -3, -4, -5, -6],), {}, [-4, -2, -6, -5, -3]) in cases(task.suites[HIDDEN])
     assert "$_CONTRACT_$" not in task.reference and task.contract == row["contract"]
+    assert summary(hep_small)["source_hidden_cases"] == summary(hep_small)["cases"][HIDDEN]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,3 +300,18 @@ def test_bad_data_files_name_file_line_and_field(tmp_path, humanevalplus_path):
     with pytest.raises(InvalidInput) as exc:
         humanevalplus.load(humaneval.default_path(), backend=None)
     assert exc.value.record == "line 1" and exc.value.field == "base_input"
+
+
+def test_reference_timeouts_are_retried_alone_then_fail_loudly(local_backend, monkeypatch):
+    from acceptgate.importers import common
+    from acceptgate.sandbox.backend import Limits
+
+    monkeypatch.setattr(common, "RETRY_LIMITS", Limits(wall_seconds=6.0, cpu_seconds=7))
+    slow = "import time\ndef f(x):\n    if x:\n        time.sleep(x)\n    return x\n"
+    run = common.reference_outputs("f", [((0,), {}), ((1.5,), {}), ((0,), {})], slow, local_backend,
+                                   limits=Limits(wall_seconds=1.0, cpu_seconds=2))
+    assert [o.status for o in run.outcomes] == ["ok", "ok", "ok"]  # 1.5 s: answered by the retry
+    assert run.seconds[1] >= 1.4
+    with pytest.raises(common.ReferenceTimeout, match="no answer"):
+        common.reference_outputs("f", [((0,), {}), ((30,), {})], slow, local_backend,
+                                 limits=Limits(wall_seconds=1.0, cpu_seconds=2))

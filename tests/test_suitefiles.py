@@ -24,7 +24,7 @@ def subset(numbers: list[int], dst: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory, local_backend) -> ImportResult:
-    # /32 is excluded (property check), /41 has no docstring example (hidden suite only)
+    # /32 is judged by a check dialect, /41 has no docstring example (hidden suite only)
     path = subset([0, 32, 41, 95], tmp_path_factory.mktemp("sf") / "he.jsonl")
     return humaneval.load(local_backend, path=str(path))
 
@@ -32,9 +32,10 @@ def result(tmp_path_factory, local_backend) -> ImportResult:
 def test_round_trip(result, tmp_path):
     out = suitefiles.write_suites(result, tmp_path / "suites")
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["HumanEval_0", "HumanEval_41", "HumanEval_95", "manifest.json"]
-    assert sorted(p.name for p in (out / "HumanEval_0").iterdir()) == ["hidden.json", "visible.json"]
-    assert sorted(p.name for p in (out / "HumanEval_41").iterdir()) == ["hidden.json"]
+    assert names == ["HumanEval_0", "HumanEval_32", "HumanEval_41", "HumanEval_95", "manifest.json"]
+    assert sorted(p.name for p in (out / "HumanEval_0").iterdir()) == [
+        "hidden.json", "hidden.timing.json", "visible.json", "visible.timing.json"]
+    assert sorted(p.name for p in (out / "HumanEval_41").iterdir()) == ["hidden.json", "hidden.timing.json"]
     loaded = suitefiles.read_suites(out)
     assert list(loaded.tasks) == [t.task_id for t in result.tasks]
     for task in result.tasks:
@@ -42,6 +43,10 @@ def test_round_trip(result, tmp_path):
         assert got.entry_point == task.entry_point and got.prompt == task.prompt
         assert {k: s.spec_hash for k, s in got.suites.items()} == {k: s.spec_hash for k, s in task.suites.items()}
         assert got.suites[HIDDEN].cases == task.suites[HIDDEN].cases
+        # the reference's time per case travels beside the spec (a sidecar), never in it
+        assert got.reference_seconds[HIDDEN] == task.reference_seconds[HIDDEN]
+        assert len(got.reference_seconds[HIDDEN]) == len(task.suites[HIDDEN].cases)
+        assert suitefiles.read_timing(out, HIDDEN)[task.task_id] == task.reference_seconds[HIDDEN]
     manifest = loaded.manifest
     assert manifest["dataset"] == "humaneval" and manifest["source_sha256"] == result.source_sha256
     entry = manifest["tasks"][0]
@@ -49,8 +54,10 @@ def test_round_trip(result, tmp_path):
     assert entry["suites"][VISIBLE]["spec_hash"] == spec.spec_hash
     assert entry["suites"][VISIBLE]["render_hash"] == render.render_hash(render.render(spec))
     assert loaded.issues == result.issues  # exclusions with reasons survive the trip
-    assert any(i.task_id == "HumanEval/32" and i.excluded == "task" for i in loaded.issues)
-    assert manifest["counts"]["tasks_excluded_by_reason"] == {"property-check": 1}
+    assert any(i.task_id == "HumanEval/32" and i.reason == "check-dialect" for i in loaded.issues)
+    assert manifest["counts"]["tasks_excluded_by_reason"] == {}
+    assert manifest["notes"]["random_input_seed"] == result.notes["random_input_seed"]
+    assert loaded.tasks["HumanEval/32"].suites[HIDDEN].dialect.startswith("python-call+poly-root=")
 
 
 def test_gauge_verdicts_go_into_the_manifest(result, tmp_path, local_backend):

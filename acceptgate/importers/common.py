@@ -35,9 +35,15 @@ KEPT = "none"
 MAX_VALUE_CHARS = 100_000
 
 # The reference gets twice a candidate's wall time (10 s for a whole suite), so machine load does not
-# cost cases; a case that still times out could never pass a candidate's run either: it is excluded
-# ("reference-timeout") and the remaining cases run in a fresh process.
+# cost cases. A call that still times out is run again alone with RETRY_LIMITS (the reference
+# evaluator has no such suite-wide budget: EvalPlus computes ground truth with no time limit); if
+# even that is not enough, the import fails loudly (ReferenceTimeout) rather than drop the input.
 REFERENCE_LIMITS = Limits(wall_seconds=20.0, cpu_seconds=21)
+RETRY_LIMITS = Limits(wall_seconds=120.0, cpu_seconds=121)
+
+
+class ReferenceTimeout(RuntimeError):
+    """The reference gave no answer for an input even with RETRY_LIMITS: the import cannot be complete."""
 
 Progress = Callable[[int, int], None] | None
 T = TypeVar("T")
@@ -137,6 +143,7 @@ class SuiteBuild:
 
     spec: suitespec.SuiteSpec | None
     issues: list[ImportIssue] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # the reference's time per case, on this machine
 
 
 def literal_problem(value: Any) -> str | None:
@@ -175,27 +182,107 @@ def _size_at_least(value: Any, budget: int, depth: int) -> int:
     return 1
 
 
+MEASURED_ENTRY = "_acceptgate_measured_call"
+
+# Appended to the reference (trusted code, run in the sandbox): each call answers with the reference's
+# time and, unless its output is too large to be a case, the output. A too-large output (a 7 MB string,
+# a million-digit int) is measured where it was made and never spelled out, shipped or parsed: that
+# cost, not the reference's own work, was most of an import's time and memory.
+_MEASURE = """
+
+def _acceptgate_measured_call(*args, **kwargs):
+    import time as _time
+    started = _time.perf_counter()
+    out = {entry_point}(*args, **kwargs)
+    seconds = _time.perf_counter() - started
+    size = _acceptgate_size_at_least(out, {limit}, 0)
+    if size > {limit}:
+        return ("too-large", seconds, size)
+    return ("ok", seconds, out)
+
+
+def _acceptgate_size_at_least(value, budget, depth):
+    t = type(value)
+    if t is str or t is bytes:
+        return len(value) + 2
+    if t is int:
+        return value.bit_length() // 4 + 1
+    if t in (list, tuple, set, dict) and depth <= 100:
+        total = 2
+        for item in (value.items() if t is dict else value):
+            if t is dict:
+                total += 2 + sum(_acceptgate_size_at_least(x, budget - total, depth + 1) for x in item)
+            else:
+                total += 2 + _acceptgate_size_at_least(item, budget - total, depth + 1)
+            if total > budget:
+                break
+        return total
+    return 3
+"""
+
+
+@dataclass
+class ReferenceRun:
+    """The reference's outcome for each call, and its time per call (None when it gave no value)."""
+
+    outcomes: list[CallOutcome]
+    seconds: list[float | None]
+    detail: str = ""  # why the program did not load, when it did not
+
+
+def measured_source(source: str, entry_point: str) -> str:
+    return source + _MEASURE.format(entry_point=entry_point, limit=MAX_VALUE_CHARS)
+
+
 def reference_outputs(entry_point: str, calls: list[tuple[tuple, dict]], source: str, backend: Backend,
-                      *, limits: Limits = REFERENCE_LIMITS) -> tuple[list[CallOutcome], str]:
-    """One outcome per call. A call that times out or crashes the process is given that status and
-    the remaining calls continue in a fresh process. Returns ([], detail) if the program does not load."""
-    outcomes: list[CallOutcome] = []
-    while len(outcomes) < len(calls):
-        got, detail = run_calls(entry_point, calls[len(outcomes):], source, backend, limits=limits)
+                      *, limits: Limits = REFERENCE_LIMITS) -> ReferenceRun:
+    """One outcome per call, in one sandboxed process for all of them. A call that times out is run
+    again alone with RETRY_LIMITS (ReferenceTimeout if even that is not enough); a call that crashes
+    the process is given that status and the remaining calls continue in a fresh process."""
+    program = measured_source(source, entry_point)
+    raw: list[CallOutcome] = []
+    while len(raw) < len(calls):
+        got, detail = run_calls(MEASURED_ENTRY, calls[len(raw):], program, backend, limits=limits)
         if not got and detail.startswith("did not load"):
-            return [], detail
-        outcomes.extend(got)
+            return ReferenceRun([], [], detail)
+        if got and got[-1].status == "timeout":  # this call alone, with the larger budget
+            got[-1] = _retry_alone(calls[len(raw) + len(got) - 1], program, backend)
+        raw.extend(got)
         if not got:  # a process that answered nothing: charge the next call and move on
-            outcomes.append(CallOutcome("crash", message=detail or "no answer"))
-    return outcomes[: len(calls)], ""
+            raw.append(CallOutcome("crash", message=detail or "no answer"))
+    run = ReferenceRun([], [])
+    for outcome in raw[: len(calls)]:
+        if outcome.status == "ok":
+            tag, seconds, value = outcome.value
+            run.seconds.append(seconds)
+            run.outcomes.append(CallOutcome("ok", value) if tag == "ok" else
+                                CallOutcome(TOO_LARGE, message=f"more than {MAX_VALUE_CHARS} characters "
+                                                               f"(at least {value})"))
+        else:
+            run.seconds.append(None)
+            run.outcomes.append(outcome)
+    return run
+
+
+TOO_LARGE = "too-large"
+
+
+def _retry_alone(call: tuple[tuple, dict], program: str, backend: Backend) -> CallOutcome:
+    got, detail = run_calls(MEASURED_ENTRY, [call], program, backend, limits=RETRY_LIMITS)
+    if not got or got[0].status == "timeout":
+        raise ReferenceTimeout(f"the reference gave no answer for input {short(call[0])} within "
+                               f"{RETRY_LIMITS.wall_seconds:g} s ({detail or 'no answer'})")
+    return got[0]
 
 
 def build_suite(task_id: str, kind: str, dialect: str, entry_point: str, drafts: list[Draft],
-                outcomes: list[CallOutcome]) -> SuiteBuild:
+                outcomes: list[CallOutcome], seconds: list[float | None] | None = None) -> SuiteBuild:
     """Pair drafts with the reference's outcomes; exclude what cannot be a case, with the reason."""
     issues: list[ImportIssue] = []
     cases: list[tuple[tuple, dict, Any]] = []
-    for draft, outcome in zip(drafts, outcomes):
+    kept_seconds: list[float] = []
+    seconds = seconds if seconds is not None else [None] * len(outcomes)
+    for draft, outcome, took in zip(drafts, outcomes, seconds):
         problem = _case_problem(outcome)
         if problem is None:
             if (bad := size_problem(outcome.value)) is not None:
@@ -214,18 +301,20 @@ def build_suite(task_id: str, kind: str, dialect: str, entry_point: str, drafts:
                 issues.append(ImportIssue(task_id, reason, detail, suite=kind, case_index=draft.origin,
                                           excluded=KEPT))
         cases.append((draft.args, draft.kwargs, outcome.value))
+        kept_seconds.append(round(took or 0.0, 6))
     spec = suitespec.build(dialect, entry_point, cases) if cases else None
-    return SuiteBuild(spec, issues)
+    return SuiteBuild(spec, issues, kept_seconds)
 
 
 CONTRACT_VIOLATION = "contract-violation"
+CONTRACT_VIOLATION_KEPT = "contract-violation-kept"
 
 
 def _case_problem(outcome: CallOutcome) -> tuple[str, str] | None:
     if outcome.status == "ok":
         return None
-    if outcome.status == CONTRACT_VIOLATION:
-        return CONTRACT_VIOLATION, f"the input violates the task's contract ({outcome.message})"
+    if outcome.status == TOO_LARGE:
+        return "output-too-large", f"the reference's output has {outcome.message}"
     if outcome.status == "error":
         return "reference-error", f"the reference raised {outcome.error_type}: {outcome.message}"
     if outcome.status == "protocol" and _huge_int(outcome.message or ""):
@@ -274,11 +363,15 @@ def assemble(task_id: str, dataset: str, prompt: str, entry_point: str, referenc
     """Run ``run_source`` on each suite's drafts, build the suites and the task (shared by importers).
 
     ``dialect`` is a name, or a function of {kind: [expected values]} returning one (HumanEval+ picks
-    its float rule from the outputs). ``outcome_filter`` may rewrite outcomes (contract violations).
+    its float rule from the outputs). ``outcome_filter`` may rewrite outcomes: an outcome it marks
+    ``contract-violation`` (``run_source`` holds the task's contract) is recomputed with ``reference``
+    alone -- the reference evaluator tests such inputs too, with the reference's output as ground truth
+    -- and kept, with a note that the input breaks the contract.
     """
     issues = list(issues)
     drafts = dict(drafts)
     outcomes = {}
+    seconds: dict[str, list[float | None]] = {}
     for kind, kind_drafts in drafts.items():
         valid = []
         for d in kind_drafts:
@@ -288,19 +381,39 @@ def assemble(task_id: str, dataset: str, prompt: str, entry_point: str, referenc
             else:
                 valid.append(d)
         drafts[kind] = valid
-        got, detail = reference_outputs(entry_point, [(d.args, d.kwargs) for d in valid], run_source, backend)
-        if detail:  # the reference does not even load: nothing of this task can be trusted
-            issues.append(ImportIssue(task_id, "reference-failed", detail, excluded="task"))
+        run = reference_outputs(entry_point, [(d.args, d.kwargs) for d in valid], run_source, backend)
+        if run.detail:  # the reference does not even load: nothing of this task can be trusted
+            issues.append(ImportIssue(task_id, "reference-failed", run.detail, excluded="task"))
             return None, issues
-        outcomes[kind] = outcome_filter(got) if outcome_filter else got
+        got = outcome_filter(run.outcomes) if outcome_filter else run.outcomes
+        seconds[kind] = run.seconds
+        broken = [i for i, o in enumerate(got) if o.status == CONTRACT_VIOLATION]
+        if broken:
+            again = reference_outputs(entry_point, [(valid[i].args, valid[i].kwargs) for i in broken],
+                                      reference, backend)
+            if again.detail:
+                issues.append(ImportIssue(task_id, "reference-failed", again.detail, excluded="task"))
+                return None, issues
+            for i, outcome, took in zip(broken, again.outcomes, again.seconds):
+                seconds[kind][i] = took
+                issues.append(ImportIssue(
+                    task_id, CONTRACT_VIOLATION_KEPT,
+                    f"the input violates the task's contract ({got[i].message}); the reference evaluator "
+                    f"tests it, so it is kept with the reference's output (run without the contract); "
+                    f"input {valid[i].text or short(valid[i].args)}",
+                    suite=kind, case_index=valid[i].origin, excluded=KEPT))
+                got[i] = outcome
+        outcomes[kind] = got
     if callable(dialect):
         dialect = dialect({k: [o.value for o in v if o.status == "ok"] for k, v in outcomes.items()})
     suites = {}
+    reference_seconds: dict[str, list[float]] = {}
     for kind in drafts:
-        build = build_suite(task_id, kind, dialect, entry_point, drafts[kind], outcomes[kind])
+        build = build_suite(task_id, kind, dialect, entry_point, drafts[kind], outcomes[kind], seconds[kind])
         issues += build.issues
         if build.spec is not None:
             suites[kind] = build.spec
+            reference_seconds[kind] = build.seconds
     if HIDDEN not in suites:  # no GT, nothing to score against: the task goes
         reason = hidden_skip_reason or "no-hidden-cases"
         issues.append(ImportIssue(task_id, reason, "no hidden case could be expressed as a SuiteSpec (see the "
@@ -314,6 +427,7 @@ def assemble(task_id: str, dataset: str, prompt: str, entry_point: str, referenc
                                   suite=VISIBLE, excluded="suite"))
     task = Task(task_id=task_id, dataset=dataset, entry_point=entry_point, prompt=prompt,
                 reference=reference, suites=suites, contract=contract)
+    task.reference_seconds = reference_seconds
     task.wrong_samples, skipped = gauge_plan(task)
     return task, issues + skipped
 

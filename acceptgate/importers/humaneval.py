@@ -25,9 +25,9 @@ from typing import Any
 
 from acceptgate import dialects, harness_prelude
 from acceptgate.errors import InvalidInput
-from acceptgate.importers import checkcode, docstring
-from acceptgate.importers.common import (Draft, Progress, assemble, check_unique_ids, parallel_map, read_jsonl,
-                                         short)
+from acceptgate.importers import checkcode, docstring, oracles, recorder
+from acceptgate.importers.common import (KEPT, Draft, Progress, assemble, check_unique_ids, parallel_map,
+                                         read_jsonl, short)
 from acceptgate.sandbox.backend import Backend
 from acceptgate.task import HIDDEN, VISIBLE, ImportIssue, ImportResult, Task
 
@@ -53,7 +53,11 @@ def load(backend: Backend, *, limit: int | None = None, path: str | None = None,
     built = parallel_map(lambda p: finish_task(p, backend), plans, progress)
     tasks = [t for t, _ in built if t is not None]
     issues = [i for _, task_issues in built for i in task_issues]
-    return ImportResult(DATASET, str(source), digest, tasks, issues)
+    recorded = [p.task_id for p in plans if p.recorded]
+    return ImportResult(DATASET, str(source), digest, tasks, issues,
+                        source_hidden_cases=sum(p.source_cases for p in plans),
+                        notes={"random_input_seed": recorder.SEED,
+                               "hidden_inputs_recorded_from_check": recorded})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,6 +73,9 @@ class TaskPlan:
     tolerance: float | None = None
     hidden_skip_reason: str | None = None  # why check() gave no case, when it gave none
     fatal: ImportIssue | None = None
+    skipped: list[checkcode.Skipped] = field(default_factory=list)  # statements no static reading covers
+    source_cases: int = 0  # the calls check() makes (the coverage denominator)
+    recorded: bool = False  # the hidden inputs are check()'s recorded calls
 
     @property
     def task_id(self) -> str:
@@ -90,8 +97,7 @@ def plan_task(row: dict) -> TaskPlan:
     plan.visible, doc_issues = visible_drafts(task_id, prompt, entry_point)
     plan.issues += doc_issues
     asserts, skipped = checkcode.extract(row["test"])
-    for s in skipped:
-        plan.issues.append(ImportIssue(task_id, s.reason, s.detail, suite=HIDDEN, case_index=s.index))
+    plan.skipped = skipped
     if skipped and not asserts:
         plan.hidden_skip_reason = skipped[0].reason
     tolerances = [a.tolerance for a in asserts if a.tolerance]
@@ -169,6 +175,28 @@ def finish_task(plan: TaskPlan, backend: Backend) -> tuple[Task | None, list[Imp
     if plan.fatal:
         return None, plan.issues + [plan.fatal]
     reference = row["prompt"] + row["canonical_solution"]
+    issues = list(plan.issues)
+    calls, why = recorder.record(reference, row["test"], row["entry_point"], backend)
+    plan.source_cases = len(calls) if calls is not None else len(plan.hidden) + len(plan.skipped)
+    dialect = plan.dialect
+    oracle = oracles.humaneval_oracle(plan.task_id)
+    if oracle is not None:
+        dialect = oracle.dialect(plan.tolerance or 0.0)
+        issues.append(ImportIssue(plan.task_id, oracles.CHECK_DIALECT,
+                                  f"{oracle.why}: judged by the {dialect} dialect", excluded="none"))
+    if plan.skipped and calls is not None:
+        # check() has statements no static reading covers: its recorded calls are the hidden inputs
+        plan.recorded, plan.hidden_skip_reason = True, None
+        plan.hidden = [Draft(args, kwargs, i, f"check() call {i}") for i, (args, kwargs) in enumerate(calls)]
+        for s in plan.skipped:
+            issues.append(ImportIssue(plan.task_id, s.reason, f"{s.detail}; its calls were recorded by running "
+                                      f"check() against the reference (random seed {recorder.SEED})",
+                                      suite=HIDDEN, case_index=s.index, excluded=KEPT))
+    else:
+        issues += [ImportIssue(plan.task_id, s.reason, s.detail, suite=HIDDEN, case_index=s.index)
+                   for s in plan.skipped]
+        if calls is None:
+            issues.append(ImportIssue(plan.task_id, "check-calls-unrecorded", why, suite=HIDDEN, excluded=KEPT))
     return assemble(plan.task_id, DATASET, row["prompt"], row["entry_point"], reference, reference,
-                    {VISIBLE: plan.visible, HIDDEN: plan.hidden}, plan.dialect, backend, plan.issues,
+                    {VISIBLE: plan.visible, HIDDEN: plan.hidden}, dialect, backend, issues,
                     plan.hidden_skip_reason)

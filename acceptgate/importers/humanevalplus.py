@@ -4,8 +4,9 @@
 - hidden GT = ``base_input`` + ``plus_input`` (EvalPlus stores each input as a JSON list of arguments);
 - expected values = the canonical solution's outputs, run in the sandbox *with the task's contract*
   (the ``assert ...  # $_CONTRACT_$`` lines EvalPlus puts before the canonical body): an input on
-  which the contract raises AssertionError is excluded with reason ``contract-violation``. The task's
-  ``reference`` is prompt + canonical_solution (no contract), as a candidate would be written;
+  which the contract raises AssertionError is recomputed without the contract and *kept* (EvalPlus
+  tests it, with ``prompt + canonical_solution`` as ground truth), noted ``contract-violation-kept``.
+  The task's ``reference`` is prompt + canonical_solution (no contract), as a candidate would be written;
 - dialect, mirroring ``evalplus.eval``: the task's ``atol`` when it is not 0
   (``python-call+atol=<atol>/1``); otherwise, if any expected value is a float or a non-empty
   list/tuple of floats (EvalPlus's ``is_floats``), ``python-call+atol=1e-06/1`` -- EvalPlus sets
@@ -13,7 +14,7 @@
   (rtol 1e-7), which is what the tolerance dialect does. One dialect per task, for both suites. (EvalPlus
   also counts an *empty* list as floats and keeps the changed atol for later inputs; that accident is
   not mirrored.)
-- property-checked tasks (EvalPlus's special oracles, ``oracles.py``) are excluded with a reason;
+- EvalPlus's special oracles (``oracles.py``, e.g. /32 find_zero) become check dialects, noted ``check-dialect``;
 - JSON coercions of ``base_input`` are detected against HumanEval's ``check()`` literals and the
   original literal restored (``coercion.py``), each one recorded.
 
@@ -53,7 +54,8 @@ def load(path: str | Path, backend: Backend, *, limit: int | None = None,
     built = parallel_map(lambda p: finish_task(p, backend), plans, progress)
     tasks = [t for t, _ in built if t is not None]
     issues = dataset_issues + [i for _, task_issues in built for i in task_issues]
-    return ImportResult(DATASET, str(path), digest, tasks, issues)
+    source_cases = sum(len(r["base_input"]) + len(r["plus_input"]) for r in rows)
+    return ImportResult(DATASET, str(path), digest, tasks, issues, source_hidden_cases=source_cases)
 
 
 def _originals() -> tuple[dict[str, list[tuple]], list[ImportIssue]]:
@@ -80,10 +82,6 @@ class TaskPlan:
 def plan_task(row: dict, originals: list[tuple] | None) -> TaskPlan:
     plan = TaskPlan(row)
     task_id, entry_point = row["task_id"], row["entry_point"]
-    why = oracles.property_check_reason(task_id)
-    if why:
-        plan.fatal = ImportIssue(task_id, oracles.PROPERTY_CHECK, why, excluded="task")
-        return plan
     if docstring.function_def(row["prompt"], entry_point) is None:
         plan.fatal = ImportIssue(task_id, "no-entry-point", f"the prompt defines no {entry_point}",
                                  excluded="task")
@@ -91,6 +89,10 @@ def plan_task(row: dict, originals: list[tuple] | None) -> TaskPlan:
     atol = float(row["atol"]) or EVALPLUS_FLOAT_ATOL
     plan.visible, plan.issues = visible_drafts(
         task_id, row["prompt"], entry_point, compare=lambda g, w: harness_prelude.close(g, w, atol))
+    oracle = oracles.humaneval_oracle(task_id)
+    if oracle is not None:
+        plan.issues.append(ImportIssue(task_id, oracles.CHECK_DIALECT, f"{oracle.why}: judged by the "
+                                       f"{oracle.dialect(float(row['atol']))} dialect", excluded="none"))
     base = row["base_input"]
     if originals:
         base, coerced = coercion.restore(task_id, base, originals)
@@ -114,7 +116,7 @@ def finish_task(plan: TaskPlan, backend: Backend) -> tuple[Task | None, list[Imp
     reference = row["prompt"] + row["canonical_solution"]
     with_contract = row["prompt"] + row["contract"] + row["canonical_solution"]
     return assemble(plan.task_id, DATASET, row["prompt"], row["entry_point"], reference, with_contract,
-                    {VISIBLE: plan.visible, HIDDEN: plan.hidden}, _dialect_rule(row["atol"]), backend,
+                    {VISIBLE: plan.visible, HIDDEN: plan.hidden}, _dialect_rule(plan.task_id, row["atol"]), backend,
                     plan.issues, contract=row["contract"], outcome_filter=_contract_violations)
 
 
@@ -124,8 +126,12 @@ def _contract_violations(outcomes: list[CallOutcome]) -> list[CallOutcome]:
             for o in outcomes]
 
 
-def _dialect_rule(atol: float):
+def _dialect_rule(task_id: str, atol: float):
+    oracle = oracles.humaneval_oracle(task_id)
+
     def choose(expected: dict[str, list[Any]]) -> str:
+        if oracle is not None:
+            return oracle.dialect(float(atol))
         if atol:
             return dialects.atol_name(float(atol))
         if any(is_floats(v) for values in expected.values() for v in values):

@@ -27,7 +27,22 @@ def summary(result: ImportResult) -> dict[str, Any]:
         "kept_with_notes_by_reason": dict(sorted(by_excluded["none"].items())),
         "coercions": sum(1 for i in result.issues if i.reason == JSON_COERCION),
         "wrong_samples": sum(len(t.wrong_samples) for t in result.tasks),
+        "source_hidden_cases": result.source_hidden_cases,
+        "tasks_in_source": len(result.tasks) + sum(by_excluded["task"].values()),
+        "notes": dict(result.notes),
     }
+
+
+def coverage_line(counts: dict[str, Any]) -> str:
+    """``hidden cases 124,253/124,253`` against the inputs the dataset's own evaluator tests."""
+    source = counts.get("source_hidden_cases")
+    line = (f"coverage: tasks {counts['tasks_imported']:,}/{counts['tasks_in_source']:,}, hidden cases "
+            f"{counts['cases']['hidden']:,}/{source:,}" if source is not None else
+            f"coverage: tasks {counts['tasks_imported']:,}/{counts['tasks_in_source']:,}, hidden cases "
+            f"{counts['cases']['hidden']:,}/unknown")
+    if source:
+        line += f" ({100 * counts['cases']['hidden'] / source:.2f}%)"
+    return line
 
 
 def format_summary(counts: dict[str, Any]) -> str:
@@ -44,4 +59,7 @@ def format_summary(counts: dict[str, Any]) -> str:
     for reason, n in counts["kept_with_notes_by_reason"].items():
         lines.append(f"  noted (kept)   {reason}: {n}")
     lines.append(f"  JSON coercions detected: {counts['coercions']}")
+    for key, value in counts.get("notes", {}).items():
+        lines.append(f"  {key}: {value}")
+    lines.append(coverage_line(counts))
     return "\n".join(lines)

@@ -34,7 +34,8 @@ class Limits:
     processes: int = 16  # per execution where a cgroup or a private uid allows it
     # Optional per-case limit on top of the wall clock (as EvalPlus limits each input): a case not
     # answered this long after the previous answer is a timeout. Enforced by the harness, not the backend.
-    case_seconds: float | None = None
+    # A tuple gives each case its own limit (case i: case_seconds[i]), as EvalPlus's per-input limits.
+    case_seconds: float | tuple[float, ...] | None = None
 
     def rlimits(self) -> dict[str, int]:
         """What the runner applies to itself before the candidate loads."""

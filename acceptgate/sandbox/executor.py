@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from acceptgate import literals
-from acceptgate.render import Harness
+from acceptgate.render import NONLITERAL, Harness
 from acceptgate.sandbox import answers
 from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
 
@@ -110,12 +110,14 @@ class _Channel:
     """Framed messages over a SandboxProcess, under one wall-clock deadline."""
 
     def __init__(self, proc: SandboxProcess, marker: bytes, deadline: float,
-                 case_seconds: float | None = None) -> None:
+                 case_seconds: float | tuple[float, ...] | None = None) -> None:
         self.proc = proc
         self.marker = marker
         self.deadline = deadline  # the one in force: the wall clock's, or a sooner per-case one
         self.wall_deadline = deadline
+        # One limit for every case, or one per case (a sequence, e.g. EvalPlus's per-input limits)
         self.case_seconds = case_seconds
+        self.case_limit = case_seconds if not isinstance(case_seconds, (tuple, list)) else None
         self.buf = bytearray()
         self.unanswered = 0  # calls sent ahead and not answered yet
         self.ok_limit = MAX_FRAME  # results beyond this are dropped unread (see recv)
@@ -123,7 +125,7 @@ class _Channel:
 
     def timeout_detail(self, limits: Limits) -> str:
         if self.deadline < self.wall_deadline:
-            return f"no answer within the {self.case_seconds:g} s per-case limit"
+            return f"no answer within the {self.case_limit:g} s per-case limit"
         return f"no answer within the {limits.wall_seconds:g} s wall clock"
 
     def frame(self, kind: bytes, payload: bytes) -> bytes:
@@ -144,9 +146,12 @@ class _Channel:
         in_flight: deque[int] = deque()  # sizes of the calls sent and not yet answered
         held = 0
         sent = 0
+        answered = 0
         while sent < len(calls) or in_flight:
             if self.case_seconds is not None:  # this case's clock starts with the previous answer
-                self.deadline = min(self.wall_deadline, time.monotonic() + self.case_seconds)
+                if isinstance(self.case_seconds, (tuple, list)):
+                    self.case_limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)]
+                self.deadline = min(self.wall_deadline, time.monotonic() + self.case_limit)
             if sent < len(calls) and (not in_flight or held <= window // 2):
                 batch = []
                 while sent < len(calls):
@@ -161,6 +166,7 @@ class _Channel:
             self.unanswered = len(in_flight) - 1
             answer = self.recv()
             held -= in_flight.popleft()
+            answered += 1
             yield answer
 
     def _fill(self) -> None:
@@ -481,7 +487,7 @@ def _prepare(harness: Harness) -> _Prepared:
         calls.append(marshal.dumps((args, kwargs)))
         try:
             text = repr(want).encode("utf-8", "surrogatepass")
-            ok = bool(harness.compare(answers.parse(text.decode("utf-8", "surrogatepass")), want))
+            ok = bool(harness.judge(answers.parse(text.decode("utf-8", "surrogatepass")), want, args, kwargs))
         except Exception:  # e.g. a value repr cannot spell within the grammar: judged in full each time
             text, ok = None, False
         texts.append(text)
@@ -520,7 +526,7 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
         except (literals.LiteralError, UnicodeDecodeError) as exc:
             raise ProtocolViolation(_clip(f"case {index}: result is not a literal ({exc})", DETAIL_CHARS)) from None
         try:
-            same = bool(harness.compare(got, want))
+            same = bool(harness.judge(got, want, args, kwargs))
         except Exception as exc:  # any comparison is total: an exception on this answer is its failure
             return failing("fail", got=_shown(got, text), error_type="ComparisonError",
                            message=_short(f"{type(exc).__name__}: {exc}"))
@@ -532,6 +538,14 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
         return failing(_raised_status(info["type"]), error_type=info["type"], message=info["message"])
     if kind == b"nonliteral":
         info = _error_info(payload, chan.deadline)
+        if harness.nonliteral_judged:  # the not-None rule: an opaque object is a non-None value
+            try:
+                same = bool(harness.judge(NONLITERAL, want, args, kwargs))
+            except Exception:  # total, as above
+                same = False
+            if same:
+                return CaseResult(index=index, status="pass")
+            return failing("fail", got=info["message"])
         return failing("protocol", error_type="NonLiteralResult", message=info["message"])
     raise ProtocolViolation(f"case {index}: unexpected frame {kind[:20]!r}")
 

@@ -1,0 +1,48 @@
+"""Scoring profiles: EvalPlus's per-input limits and float rule, and the profile in every row."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from acceptgate import dialects, profiles, suitespec
+from acceptgate.sandbox.backend import Limits
+from acceptgate.score import score_samples
+from acceptgate.sources.replay import read_samples
+
+
+def test_limits_follow_evalplus():
+    assert profiles.case_limits([0.01, 0.5, 2.0]) == (1.0, 2.0, 8.0)  # max(1 s, 4 x reference)
+    spec = suitespec.build("python-call/1", "f", [((1,), {}, 1), ((2,), {}, 2)])
+    how = profiles.scoring("evalplus", spec, Limits(), [0.01, 0.5])
+    assert how.limits.case_seconds == (1.0, 2.0) and how.limits.wall_seconds == 5.0
+    assert profiles.scoring("default", spec, Limits()).limits == Limits()
+    with pytest.raises(profiles.MissingTiming):
+        profiles.scoring("evalplus", spec, Limits(), None)
+    with pytest.raises(ValueError, match="valid profiles"):
+        profiles.check("fast")
+
+
+def test_evalplus_float_rule():
+    floats = suitespec.build("python-call/1", "f", [((1,), {}, 0.1), ((2,), {}, [0.5, 1.5])])
+    assert profiles.float_rule(floats).dialect == dialects.atol_name(1e-6)
+    ints = suitespec.build("python-call/1", "f", [((1,), {}, 1)])
+    assert profiles.float_rule(ints) is ints
+
+
+def test_per_input_limits_in_the_sandbox(tmp_path, local_backend):
+    """Case 1's reference took 0.01 s, so the limit is 1 s: a candidate needing 1.5 s there times out
+    under the evalplus profile and passes under the default one (10 s for the whole suite)."""
+    spec = suitespec.build("python-call/1", "slow", [((0,), {}, 0), ((1,), {}, 1)])
+    program = "import time\ndef slow(x):\n    if x == 1:\n        time.sleep(1.5)\n    return x\n"
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(json.dumps({"task_id": "T/0", "solution": program}) + "\n")
+    rows = {}
+    for profile in profiles.PROFILES:
+        report = score_samples(read_samples(str(samples)), {"T/0": spec}, {}, local_backend, suite="hidden",
+                               profile=profile, reference_seconds={"T/0": [0.01, 0.01]})
+        [rows[profile]] = report.rows
+    assert rows["default"].verdict == "pass" and rows["default"].profile == "default"
+    assert rows["evalplus"].verdict == "timeout" and rows["evalplus"].profile == "evalplus"
+    assert "1 s per-case limit" in rows["evalplus"].detail
