@@ -49,11 +49,11 @@ class ScoredSample:
 INVALID = "invalid"  # the verdict of a record that is not a scorable sample
 
 
-def invalid_row(problem: LineProblem, task_id: str | None = None) -> dict:
+def invalid_row(problem: LineProblem, task_id: str | None = None, profile: str | None = None) -> dict:
     """The output line of an invalid record: same keys as a scored sample, verdict ``invalid``."""
     return {"task_id": task_id, "sample_index": None, "line": problem.line, "verdict": INVALID,
             "cases_failed": 0, "cases_run": 0, "cases_total": 0, "candidate_sha256": None,
-            "wall_seconds": 0.0, "detail": str(problem)}
+            "wall_seconds": 0.0, "detail": str(problem), "profile": profile, "render_hash": None}
 
 
 @dataclass
@@ -87,7 +87,8 @@ class ScoreReport:
     def output_rows(self) -> list[str]:
         """One JSON line per record, in file order: scored samples and invalid records."""
         out = [(r.line, r.to_json()) for r in self.rows]
-        out += [(p.line, json.dumps(invalid_row(p, self.invalid_task_ids.get(p.line)), ensure_ascii=False))
+        profile = self.rows[0].profile if self.rows else None
+        out += [(p.line, json.dumps(invalid_row(p, self.invalid_task_ids.get(p.line), profile), ensure_ascii=False))
                 for p in self.problems]
         return [text for _, text in sorted(out, key=lambda item: item[0])]
 
