@@ -18,15 +18,9 @@ from acceptgate import warehouse
 from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as core
 from acceptgate.v4v import store
+from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
-
-
-@task(name="prepare-warehouse", **_STAGE)
-def prepare_warehouse(path: str | None) -> Path:
-    resolved = warehouse.check_path(warehouse.resolve_path(path))
-    warehouse.migrate(resolved)
-    return resolved
 
 
 @task(name="load-materials", **_STAGE)

@@ -15,7 +15,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import delivery, warehouse
+from acceptgate import delivery
 from acceptgate.gates import HmixCaps, arm_tasks, run_arm
 from acceptgate.gates import run as core
 from acceptgate.gates.records import GateOutcome
@@ -23,15 +23,9 @@ from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sources import open_source
 from acceptgate.task import Task
+from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
-
-
-@task(name="prepare-warehouse", **_STAGE)
-def prepare_warehouse(path: str | None) -> Path:
-    resolved = warehouse.check_path(warehouse.resolve_path(path))
-    warehouse.migrate(resolved)
-    return resolved
 
 
 @task(name="load-tasks", **_STAGE)

@@ -10,17 +10,10 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import warehouse
 from acceptgate.stats import pipeline as core
+from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
-
-
-@task(name="prepare-warehouse", **_STAGE)
-def prepare_warehouse(path: str | None) -> Path:
-    resolved = warehouse.check_path(warehouse.resolve_path(path))
-    warehouse.migrate(resolved)
-    return resolved
 
 
 @task(name="load-gate-results", **_STAGE)
