@@ -235,19 +235,29 @@ def _frame(rows: list[dict[str, Any]], columns: list[str], ints: tuple[str, ...]
     return pd.DataFrame(rows, columns=columns).astype({c: "Int64" for c in ints})
 
 
+# The gate stage's tables: their columns and the integer columns that may be null (pandas Int64).
+GATE_STAGE_COLUMNS = {
+    "gate_decisions": (DECISION_COLUMNS, ("attempts_used", "delivered_attempt", "tokens_used")),
+    "gate_attempts": (ATTEMPT_COLUMNS, ("attempt", "sample_index", "v_cases_passed", "v_cases_total",
+                                        "prompt_tokens", "completion_tokens")),
+    "gate_messages": (MESSAGE_COLUMNS, ("seq", "attempt", "request", "chat_index", "part")),
+}
+
+
+def gate_stage_frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """One gate-stage table's frame from its rows (also rows kept elsewhere, e.g. the service's journal)."""
+    columns, ints = GATE_STAGE_COLUMNS[table]
+    return _frame(rows, columns, ints)
+
+
 def gate_frames(run: GateRun, outcomes: list[GateOutcome]) -> dict[str, pd.DataFrame]:
-    decisions, attempts, messages = [], [], []
+    rows: dict[str, list[dict[str, Any]]] = {t: [] for t in GATE_STAGE_COLUMNS}
     for o in outcomes:
         key = {"run_id": run.run_id, "arm": o.arm, "task_id": o.task_id}
-        decisions.append({**key, **{k: v for k, v in o.as_row().items() if k not in key}})
-        attempts += [{**key, **a.as_row()} for a in o.attempts]
-        messages += [{**key, **m.as_row()} for m in o.messages]
-    return {
-        "gate_decisions": _frame(decisions, DECISION_COLUMNS, ("attempts_used", "delivered_attempt", "tokens_used")),
-        "gate_attempts": _frame(attempts, ATTEMPT_COLUMNS, ("attempt", "sample_index", "v_cases_passed",
-                                                            "v_cases_total", "prompt_tokens", "completion_tokens")),
-        "gate_messages": _frame(messages, MESSAGE_COLUMNS, ("seq", "attempt", "request", "chat_index", "part")),
-    }
+        rows["gate_decisions"].append({**key, **{k: v for k, v in o.as_row().items() if k not in key}})
+        rows["gate_attempts"] += [{**key, **a.as_row()} for a in o.attempts]
+        rows["gate_messages"] += [{**key, **m.as_row()} for m in o.messages]
+    return {table: gate_stage_frame(table, r) for table, r in rows.items()}
 
 
 def delivery_frames(run: GateRun, rows: list[DeliveryRow]) -> dict[str, pd.DataFrame]:

@@ -31,12 +31,7 @@ from acceptgate.service.limits import Busy, ExecutionSlots
 log = logging.getLogger("acceptgate.service")
 
 CALL_COLUMNS = ["call_id", "client", "route", "method", "status", "latency_seconds", "called_at"]
-INT_COLUMNS = {"gate_decisions": ("attempts_used", "delivered_attempt", "tokens_used"),
-               "gate_attempts": ("attempt", "sample_index", "v_cases_passed", "v_cases_total", "prompt_tokens",
-                                 "completion_tokens"),
-               "gate_messages": ("seq", "attempt", "request", "chat_index", "part")}
-COLUMNS = {"gate_decisions": gate_run.DECISION_COLUMNS, "gate_attempts": gate_run.ATTEMPT_COLUMNS,
-           "gate_messages": gate_run.MESSAGE_COLUMNS}
+COLUMNS = gate_run.GATE_STAGE_COLUMNS  # the gate stage's tables, as a gate flow writes them
 
 
 def _run_of(row: dict[str, Any]) -> gate_run.GateRun:
@@ -45,10 +40,6 @@ def _run_of(row: dict[str, Any]) -> gate_run.GateRun:
                             tasks_sha256=row["tasks_sha256"], task_count=int(row["task_count"]),
                             arms=tuple(row["arms"].split(",")), per_task=int(row["per_task"]),
                             backend=row["backend"])
-
-
-def _frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=COLUMNS[table]).astype({c: "Int64" for c in INT_COLUMNS[table]})
 
 
 class Publisher:
@@ -112,7 +103,7 @@ class Publisher:
         record = json.loads(d["record_json"])
         run = _run_of(record["run"])
         expectations.validate("gate_runs", run.frame(), stage="gate")
-        frames = {t: _frame(t, record[t]) for t in COLUMNS}
+        frames = {t: gate_run.gate_stage_frame(t, record[t]) for t in COLUMNS}
         delivery = gate_run.delivery_frames(run, [self._delivery(d, record)])["deliveries"]
         return run, frames, delivery
 
