@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Mapping
 
+from acceptgate import profiles
 from acceptgate.gates.records import GateOutcome
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
-from acceptgate.sandbox.executor import execute_many
+from acceptgate.score import execute_jobs
 from acceptgate.suitespec import SuiteSpec
 
 
@@ -32,6 +33,7 @@ class DeliveryRow:
     gt_cases_total: int
     false_delivery: bool
     gt_seconds: float = 0.0
+    gt_profile: str = profiles.DEFAULT  # the scoring profile GT was run under (acceptgate.profiles)
 
     def as_row(self) -> dict:
         return asdict(self)
@@ -39,12 +41,18 @@ class DeliveryRow:
 
 def score_deliveries(outcomes: Iterable[GateOutcome], hidden: Mapping[str, SuiteSpec], backend: Backend, *,
                      limits: Limits = Limits(), workers: int = 2,
-                     progress: Callable[[int, int], None] | None = None) -> list[DeliveryRow]:
-    """Run every delivered program on its task's GT suite (each distinct program once)."""
+                     progress: Callable[[int, int], None] | None = None, profile: str = profiles.DEFAULT,
+                     reference_seconds: Mapping[str, list[float]] | None = None) -> list[DeliveryRow]:
+    """Run every delivered program on its task's GT suite (each distinct program once).
+
+    ``profile`` sets each GT suite's limits and float rule as ``acceptgate score`` does; ``evalplus``
+    needs the reference's time per GT case of every delivered task (``reference_seconds``).
+    """
     outcomes = list(outcomes)
     missing = sorted({o.task_id for o in outcomes} - set(hidden))
     if missing:
         raise KeyError(f"no hidden suite for {len(missing)} tasks: {', '.join(missing[:5])}")
+    profiles.check(profile)
     harnesses = {}
     jobs, keys = [], {}
     for o in outcomes:
@@ -55,10 +63,12 @@ def score_deliveries(outcomes: Iterable[GateOutcome], hidden: Mapping[str, Suite
         if key in keys:
             continue
         if o.task_id not in harnesses:
-            harnesses[o.task_id] = harness_for(hidden[o.task_id])
+            how = profiles.scoring(profile, hidden[o.task_id], limits, (reference_seconds or {}).get(o.task_id))
+            harnesses[o.task_id] = (harness_for(how.spec), how.limits)
         keys[key] = len(jobs)
-        jobs.append((harnesses[o.task_id], cand.program))
-    results = execute_many(jobs, backend, limits=limits, fail_fast=True, workers=workers, progress=progress)
+        jobs.append((*harnesses[o.task_id], cand.program))
+    results = execute_jobs([(h, src, lim) for h, lim, src in jobs], backend, fail_fast=True, workers=workers,
+                           progress=progress)
     rows = []
     for o in outcomes:
         spec = hidden[o.task_id]
@@ -72,7 +82,7 @@ def score_deliveries(outcomes: Iterable[GateOutcome], hidden: Mapping[str, Suite
             gt_verdict=None if res is None else res.verdict,
             gt_first_failure=None if bad is None else bad.index, gt_cases_total=len(spec.cases),
             false_delivery=res is not None and not res.passed,
-            gt_seconds=0.0 if res is None else round(res.wall_seconds, 4)))
+            gt_seconds=0.0 if res is None else round(res.wall_seconds, 4), gt_profile=profile))
     return rows
 
 

@@ -83,7 +83,8 @@ def _gate_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
     if not (params.get("gate_suites") or params.get("gate_humanevalplus")):
         return Skip("no gate_suites or gate_humanevalplus parameter: no tasks to gate")
     return {"source": params["gate_source"], "suites_dir": params.get("gate_suites"),
-            "humanevalplus": params.get("gate_humanevalplus"), "arms": list(params.get("arms") or ["conform", "off"])}
+            "humanevalplus": params.get("gate_humanevalplus"), "arms": list(params.get("arms") or ["conform", "off"]),
+            "profile": params.get("profile") or "default"}
 
 
 def _certify_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:

@@ -177,7 +177,7 @@ def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prom
             plans[s.task_id] = (harness_for(how.spec), how.limits)
         harness, task_limits = plans[s.task_id]
         jobs.append((harness, s.program(prompts.get(s.task_id, "")), task_limits))
-    results = _execute_all(jobs, backend, fail_fast, workers, progress)
+    results = execute_jobs(jobs, backend, fail_fast, workers, progress)
     rows = []
     for s, res in zip(scored, results):
         rows.append(ScoredSample(
@@ -190,9 +190,10 @@ def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prom
                        time.monotonic() - started, skipped, invalid_ids)
 
 
-def _execute_all(jobs: list[tuple], backend: Backend, fail_fast: bool, workers: int,
+def execute_jobs(jobs: list[tuple], backend: Backend, fail_fast: bool, workers: int,
                  progress: Callable[[int, int], None] | None) -> list[ExecutionResult]:
-    """execute_many when every job has the same limits; else one pool over (harness, source, limits)."""
+    """Run (harness, source, limits) jobs: execute_many when every job has the same limits, else one
+    thread pool over the jobs (a profile gives each suite its own limits)."""
     if len({id(limits) for _, _, limits in jobs}) <= 1:
         limits = jobs[0][2] if jobs else Limits()
         return execute_many([(h, src) for h, src, _ in jobs], backend, limits=limits, fail_fast=fail_fast,

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
-from acceptgate import score
+from acceptgate import profiles, score
 from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
@@ -31,15 +31,17 @@ class Shard:
     looking for futures (Prefect does, before each task) treats it as one opaque value instead of
     visiting its thousands of nested cases."""
 
-    __slots__ = ("index", "samples_path", "samples", "suites", "prompts")
+    __slots__ = ("index", "samples_path", "samples", "suites", "prompts", "timing")
 
     def __init__(self, index: int, samples_path: str, samples: tuple[Sample, ...],
-                 suites: Mapping[str, SuiteSpec], prompts: Mapping[str, str]) -> None:
+                 suites: Mapping[str, SuiteSpec], prompts: Mapping[str, str],
+                 timing: Mapping[str, list[float]] | None = None) -> None:
         self.index = index
         self.samples_path = samples_path
         self.samples = samples
         self.suites = dict(suites)
         self.prompts = dict(prompts)
+        self.timing = dict(timing or {})  # task -> the reference's time per case (the evalplus profile)
 
     def __repr__(self) -> str:
         return f"Shard({self.index}, {len(self.samples)} samples, {len(self.suites)} suites)"
@@ -59,16 +61,22 @@ class Inputs:
     suites: Mapping[str, SuiteSpec]
     prompts: Mapping[str, str]
     excluded: Mapping[str, str]
+    timing: Mapping[str, list[float]]  # empty unless the profile needs it
 
 
 def load_inputs(suites_dir: str, samples: str, suite: str, *, limit: int | None = None,
-                per_task: int | None = None) -> Inputs:
+                per_task: int | None = None, profile: str = profiles.DEFAULT) -> Inputs:
     """Read the suites directory and the samples file as ``acceptgate score`` does; optionally only the
     first ``limit`` tasks of the suites and the first ``per_task`` samples of each task."""
-    from acceptgate.cli.score_cmd import load_suites, read_samples
+    from acceptgate.cli.score_cmd import load_suites, load_timing, read_samples
 
     sample_file = read_samples(samples)
     suites, prompts, excluded = load_suites(suites_dir, suite)
+    timing = load_timing(suites_dir, suite) if profiles.check(profile) == profiles.EVALPLUS else {}
+    if timing and (missing := sorted(set(suites) - set(timing))):
+        raise InvalidInput(f"the evalplus profile needs the reference's time per case, and {len(missing)} suites "
+                           f"have no timing sidecar (e.g. {missing[0]}); re-import them", source=suites_dir,
+                           field="--profile")
     if limit is not None:
         known = sorted(set(suites) | set(excluded), key=_task_order)[:limit]
         suites = {t: suites[t] for t in known if t in suites}
@@ -79,7 +87,7 @@ def load_inputs(suites_dir: str, samples: str, suite: str, *, limit: int | None 
     if per_task is not None:
         sample_file = SampleFile(sample_file.path, [s for s in sample_file.samples if s.index < per_task],
                                  sample_file.problems)
-    return Inputs(sample_file, suites, prompts, excluded)
+    return Inputs(sample_file, suites, prompts, excluded, timing)
 
 
 def _task_order(task_id: str) -> tuple[str, int]:
@@ -88,7 +96,7 @@ def _task_order(task_id: str) -> tuple[str, int]:
 
 
 def make_shards(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prompts: Mapping[str, str],
-                shard_size: int = DEFAULT_SHARD_SIZE) -> list[Shard]:
+                shard_size: int = DEFAULT_SHARD_SIZE, timing: Mapping[str, list[float]] | None = None) -> list[Shard]:
     """Batches of at most ``shard_size`` scorable samples, in file order (one task's samples stay
     together when they fit, so a shard carries few suites)."""
     if shard_size < 1:
@@ -99,12 +107,13 @@ def make_shards(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prompt
         batch = tuple(scorable[start:start + shard_size])
         tids = {s.task_id for s in batch}
         shards.append(Shard(len(shards), sample_file.path, batch, {t: suites[t] for t in tids},
-                            {t: prompts[t] for t in tids if t in prompts}))
+                            {t: prompts[t] for t in tids if t in prompts},
+                            {t: timing[t] for t in tids if t in (timing or {})}))
     return shards
 
 
 def score_shard(shard: Shard, backend: str, *, suite: str, fail_fast: bool = True, workers: int = 1,
-                limits: Limits = Limits()) -> ShardResult:
+                limits: Limits = Limits(), profile: str = profiles.DEFAULT) -> ShardResult:
     """Score one shard here: open the named backend, score, close it."""
     import os
     import socket
@@ -113,7 +122,7 @@ def score_shard(shard: Shard, backend: str, *, suite: str, fail_fast: bool = Tru
     with backends.create(backend) as sandbox:
         report = score.score_samples(SampleFile(shard.samples_path, list(shard.samples), []), shard.suites,
                                      shard.prompts, sandbox, suite=suite, fail_fast=fail_fast, workers=workers,
-                                     limits=limits)
+                                     limits=limits, profile=profile, reference_seconds=shard.timing)
     return ShardResult(shard.index, report.rows, time.monotonic() - started, f"{socket.gethostname()}:{os.getpid()}")
 
 

@@ -1,5 +1,6 @@
 """The ``gate`` flow: tasks -> one gate per arm -> write decisions/attempts/messages -> score the
-delivered programs on GT -> write deliveries -> per-arm summary. Run it with ``acceptgate gate``.
+delivered programs on GT (under the scoring profile, ``acceptgate.profiles``) -> write deliveries ->
+per-arm summary. Run it with ``acceptgate gate``.
 
 The flow only sequences the tasks; every stage validates its rows (Great Expectations) before it
 writes them, so a failed expectation stops the flow with nothing of that stage written.
@@ -23,12 +24,13 @@ from tasks import gate_tasks as t
 def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_dir: str | None = None,
          warehouse: str | None = None, backend: str = "local", run_id: str | None = None, per_task: int = 5,
          limit: int | None = None, workers: int = 2, chat_config=None,
-         limits: Limits = Limits(), strict: bool = False) -> core.GateSummary:
+         limits: Limits = Limits(), strict: bool = False, profile: str = "default") -> core.GateSummary:
     started = time.monotonic()
     arms = core.check_arms(arms)
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
     tasks, tasks_from, coverage = t.load_tasks(backend, humanevalplus, suites_dir, limit, source, per_task,
                                                chat_config, strict)
+    core.check_profile(profile, tasks)  # GT's scoring profile: refused here, before any gate runs
     path = t.prepare_warehouse(warehouse)
     run = core.make_run(source=source, tasks=tasks, tasks_from=tasks_from, arms=arms, per_task=per_task,
                         backend=backend, run_id=run_id)
@@ -42,7 +44,7 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
             outcomes += arm_outcomes
         gate_write = t.write_gate_stage(path, run, quote(outcomes))
         rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
-                                                                         backend, workers, limits)
+                                                                         backend, workers, limits, profile)
     except BaseException as exc:
         t.finish_run(path, run, "failed", time.monotonic() - started, failed_stage=getattr(exc, "stage", None),
                      failure=f"{type(exc).__name__}: {exc}")

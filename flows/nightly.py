@@ -20,12 +20,12 @@ from tasks import publish
 def nightly(warehouse: str | None = None, backend: str = "local", limit: int | None = None,
             gate_source: str | None = None, gate_suites: str | None = None, gate_humanevalplus: str | None = None,
             arms: list[str] | None = None, certify_dataset: str | None = None,
-            certify_samples: str | None = None) -> schedule.ChainSummary:
+            certify_samples: str | None = None, profile: str = "default") -> schedule.ChainSummary:
     logger = get_run_logger()
     path = publish.prepare_warehouse(warehouse)
     params = {"warehouse": str(path), "backend": backend, "limit": limit, "gate_source": gate_source,
               "gate_suites": gate_suites, "gate_humanevalplus": gate_humanevalplus, "arms": arms,
-              "certify_dataset": certify_dataset, "certify_samples": certify_samples}
+              "certify_dataset": certify_dataset, "certify_samples": certify_samples, "profile": profile}
     summary = schedule.ChainSummary("nightly")
     for stage in schedule.NIGHTLY_STAGES:
         summary.stages.append(run_stage(stage, params, logger))

@@ -25,22 +25,24 @@ from acceptgate.sandbox.backend import Limits
 
 @task(name="score-shard", cache_policy=NO_CACHE, persist_result=False)
 def score_shard(shard: shards.Shard, backend: str, suite: str, fail_fast: bool, workers: int,
-                limits: Limits) -> shards.ShardResult:
-    return shards.score_shard(shard, backend, suite=suite, fail_fast=fail_fast, workers=workers, limits=limits)
+                limits: Limits, profile: str = "default") -> shards.ShardResult:
+    return shards.score_shard(shard, backend, suite=suite, fail_fast=fail_fast, workers=workers, limits=limits,
+                              profile=profile)
 
 
 @flow(name="score-sharded", persist_result=False, log_prints=False)
 def score_sharded(suites_dir: str, samples: str, suite: str = "hidden", backend: str = "local",
                   limit: int | None = None, per_task: int | None = None,
                   shard_size: int = shards.DEFAULT_SHARD_SIZE, fail_fast: bool = True, workers_per_shard: int = 1,
-                  limits: Limits = Limits(), strict: bool = False) -> shards.ShardedScore:
+                  limits: Limits = Limits(), strict: bool = False, profile: str = "default") -> shards.ShardedScore:
     started = time.monotonic()
-    inputs = shards.load_inputs(suites_dir, samples, suite, limit=limit, per_task=per_task)
+    inputs = shards.load_inputs(suites_dir, samples, suite, limit=limit, per_task=per_task, profile=profile)
     # the same invalid-record rule as the single-process score (README, "Invalid records in a batch input")
     sample_file, invalid_ids = score.check_records(inputs.sample_file, set(inputs.suites) | set(inputs.excluded),
                                                    inputs.prompts, set(inputs.suites), strict=strict)
-    batches = shards.make_shards(sample_file, inputs.suites, inputs.prompts, shard_size)
-    futures = [score_shard.submit(b, backend, suite, fail_fast, workers_per_shard, limits) for b in batches]
+    batches = shards.make_shards(sample_file, inputs.suites, inputs.prompts, shard_size, inputs.timing)
+    futures = [score_shard.submit(b, backend, suite, fail_fast, workers_per_shard, limits, profile)
+               for b in batches]
     results = [f.result() for f in futures]
     merged = shards.merge(sample_file, inputs.suites, inputs.excluded, results, suite=suite,
                           fail_fast=fail_fast, wall_seconds=time.monotonic() - started)

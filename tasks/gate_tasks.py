@@ -62,11 +62,12 @@ def write_gate_stage(path: Path, run: core.GateRun, outcomes: list[GateOutcome])
 
 @task(name="score-deliveries", **_STAGE)
 def score_deliveries(path: Path, run: core.GateRun, tasks: list[Task], outcomes: list[GateOutcome],
-                     backend: str, workers: int, limits: Limits) -> tuple[list[delivery.DeliveryRow], core.StageWrite, float]:
+                     backend: str, workers: int, limits: Limits,
+                     profile: str = "default") -> tuple[list[delivery.DeliveryRow], core.StageWrite, float]:
     started = time.monotonic()
     with backends.create(backend) as sandbox:
         rows = delivery.score_deliveries(outcomes, core.hidden_suites(tasks), sandbox, workers=workers,
-                                         limits=limits)
+                                         limits=limits, profile=profile, reference_seconds=core.hidden_timing(tasks))
     seconds = time.monotonic() - started
     gate = core.gate_frames(run, outcomes)
     written = core.write_stage(path, run, "deliveries", core.delivery_frames(run, rows), related=gate)

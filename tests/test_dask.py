@@ -59,3 +59,19 @@ def test_local_cluster_same_verdicts_as_single_process(prefect_harness, inputs, 
     assert {r.verdict for r in single.rows} >= {"pass", "fail"}  # a comparison with something in it
     assert sharded.shards == 5 and sum(sharded.samples_by_worker.values()) == TASKS * PER_TASK
     assert len(sharded.samples_by_worker) == 2, sharded.samples_by_worker  # both workers took shards
+
+
+def test_sharded_flow_takes_the_evalplus_profile(prefect_harness, inputs, local_backend):
+    """The sharded flow (here on Prefect's default runner) carries each shard's reference times, so its
+    evalplus verdicts are the single-process ones and every row names the profile."""
+    from flows import score_sharded
+
+    suites_dir, samples = inputs
+    sharded = score_sharded.score_sharded(suites_dir, samples, suite="hidden", shard_size=16, profile="evalplus")
+    loaded = shards.load_inputs(suites_dir, samples, "hidden", profile="evalplus")
+    assert set(loaded.timing) == set(loaded.suites)
+    single = score.score_samples(loaded.sample_file, loaded.suites, loaded.prompts, local_backend, suite="hidden",
+                                 excluded=loaded.excluded, profile="evalplus", reference_seconds=loaded.timing)
+    assert {r.profile for r in sharded.report.rows} == {"evalplus"}
+    assert [(r.task_id, r.sample_index, r.verdict) for r in sharded.report.rows] == [
+        (r.task_id, r.sample_index, r.verdict) for r in single.rows]

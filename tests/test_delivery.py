@@ -88,3 +88,23 @@ def test_score_deliveries_and_paired_table(local_backend):
 def test_delivery_row_is_flat():
     row = DeliveryRow("T", "off", False, True, 0, None, None, "h", None, None, 3, False).as_row()
     assert set(row) >= {"task_id", "arm", "delivered", "refused", "attempts_used", "gt_verdict", "false_delivery"}
+
+
+def test_score_deliveries_under_the_evalplus_profile(local_backend):
+    """The evalplus profile gives each GT input max(1 s, 4 x the reference's time): a delivered program
+    that needs 1.5 s per input passes the default profile's 10 s per execution and times out here."""
+    from acceptgate.profiles import MissingTiming
+
+    body = "    import time\n    time.sleep(1.5)\n    return abs(x)\n"
+    src = ReplaySource(SampleFile("m", [Sample("T/slow", 0, 0, body, "completion")], []))
+    outcome = run_gate("off", PublicTask("T/slow", "absval", PROMPT, VIS), src, local_backend)
+    hidden = {"T/slow": VIS}
+    default = score_deliveries([outcome], hidden, local_backend)
+    evalplus = score_deliveries([outcome], hidden, local_backend, profile="evalplus",
+                                reference_seconds={"T/slow": [0.001, 0.001]})
+    assert (default[0].gt_verdict, default[0].gt_profile, default[0].false_delivery) == ("pass", "default", False)
+    assert (evalplus[0].gt_verdict, evalplus[0].gt_profile, evalplus[0].false_delivery) == ("timeout", "evalplus", True)
+    with pytest.raises(MissingTiming):
+        score_deliveries([outcome], hidden, local_backend, profile="evalplus")
+    with pytest.raises(ValueError, match="unknown profile"):
+        score_deliveries([outcome], hidden, local_backend, profile="fast")

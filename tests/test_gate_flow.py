@@ -83,6 +83,36 @@ def test_gate_flow_conform_and_off_on_codet(prefect_harness, tmp_path, suites_14
         t: 0 for t in TABLES if t != "gate_runs"}
 
 
+def test_gate_cli_scores_gt_under_the_evalplus_profile(prefect_harness, tmp_path, suites_14, codet_samples_path,
+                                                      humanevalplus_path, local_backend, capsys):
+    """`gate --profile evalplus`: GT scored with EvalPlus's per-input limits from the import's timing, the
+    profile stored in every deliveries row; suites without timing are refused before anything is written."""
+    from acceptgate import suitefiles
+    from acceptgate.importers import humanevalplus
+
+    path = tmp_path / "w.duckdb"
+    source = f"codet:{codet_samples_path}"
+    assert main(["gate", "--arm", "conform", "--source", source, "--suites", str(suites_14), "--limit", "5",
+                 "--profile", "evalplus", "--warehouse", str(path)]) == 0
+    with warehouse.connect(path, read_only=True) as con:
+        rows = {tid: (v, p) for tid, v, p in con.execute(
+            "select task_id, gt_verdict, gt_profile from deliveries").fetchall()}
+    assert {p for _, p in rows.values()} == {"evalplus"}
+    for tid in ("HumanEval/0", "HumanEval/1", "HumanEval/3", "HumanEval/4"):
+        assert rows[tid][0] == KNOWN_CONFORM[tid][3], tid
+
+    result = humanevalplus.load(humanevalplus_path, local_backend, limit=2)
+    for task in result.tasks:
+        task.reference_seconds = {}
+    untimed = suitefiles.write_suites(result, tmp_path / "untimed")
+    other = tmp_path / "other.duckdb"
+    capsys.readouterr()
+    assert main(["gate", "--arm", "conform", "--source", source, "--suites", str(untimed), "--profile", "evalplus",
+                 "--warehouse", str(other)]) == 2
+    assert "reference's time per hidden case" in capsys.readouterr().err
+    assert not other.exists()
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["--arm", "strict"], "unknown arm 'strict'"),
     (["--arm", "conform", "--per-task", "9"], "--per-task"),

@@ -16,6 +16,7 @@ from acceptgate.cli import checks
 from acceptgate.errors import InvalidInput
 from acceptgate.gates import ARMS
 from acceptgate.sandbox import backend as backends
+from acceptgate.profiles import DEFAULT, PROFILES
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sources import KINDS
 
@@ -49,6 +50,10 @@ def add_parser(sub) -> None:
     p.add_argument("--workers", type=int, default=2, help="tasks gated in parallel (default 2)")
     p.add_argument("--wall-seconds", type=float, default=Limits().wall_seconds,
                    help="sandbox wall clock per execution (default %(default)s)")
+    p.add_argument("--profile", choices=PROFILES, default=DEFAULT,
+                   help="how delivered programs are scored on GT: 'default' (10 s / 128 MiB per execution) or "
+                        "'evalplus' (EvalPlus 0.3.1's per-input limits and float rule; needs the timing an "
+                        "import records). Stored in every deliveries row (gt_profile)")
     chat = p.add_argument_group("openai source")
     chat.add_argument("--base-url", help="OpenAI-compatible API base URL, e.g. https://api.openai.com/v1")
     chat.add_argument("--model", help="model name sent in each request")
@@ -119,7 +124,7 @@ def run(args) -> int:
                              run_id=args.run_id, per_task=args.per_task, limit=args.limit,
                              workers=args.workers, chat_config=chat_config,
                              limits=Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1),
-                             strict=args.strict)
+                             strict=args.strict, profile=args.profile)
     for record in summary.coverage.invalid if summary.coverage else ():
         print(f"acceptgate gate: invalid record: {record}", file=sys.stderr)
     print("\n".join(summary.lines()))

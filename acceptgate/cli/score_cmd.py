@@ -156,7 +156,8 @@ def _run_dask(args) -> int:
                     case_seconds=args.case_seconds)
     sharded = score_sharded.run(args.suites, args.samples, suite=args.suite, backend=args.backend,
                                 dask_workers=workers, dask_address=address, shard_size=args.shard_size,
-                                fail_fast=not args.all_cases, limits=limits, strict=args.strict)
+                                fail_fast=not args.all_cases, limits=limits, strict=args.strict,
+                                profile=args.profile)
     for problem in sharded.report.problems:
         print(f"acceptgate score: invalid record: {sharded.report.samples_path}: {problem}", file=sys.stderr)
     lines = sharded.report.output_rows()

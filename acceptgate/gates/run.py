@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from acceptgate import __version__, expectations, warehouse
+from acceptgate import __version__, expectations, profiles, warehouse
 from acceptgate.delivery import ArmSummary, DeliveryRow, format_summary, summarize
 from acceptgate.errors import InvalidInput
 from acceptgate.gates import ARMS
@@ -40,7 +40,7 @@ MESSAGE_COLUMNS = ["run_id", "arm", "task_id", "seq", "attempt", "author", "purp
                    "chat_index", "part", "text", "text_sha256"]
 DELIVERY_COLUMNS = ["run_id", "arm", "task_id", "delivered", "refused", "attempts_used", "delivered_attempt",
                     "candidate_sha256", "hidden_spec_hash", "gt_verdict", "gt_first_failure", "gt_cases_total",
-                    "false_delivery", "gt_seconds"]
+                    "false_delivery", "gt_seconds", "gt_profile"]
 RUN_COLUMNS = ["run_id", "run_id_origin", "pipeline", "acceptgate_version", "source", "source_sha256",
                "tasks_from", "tasks_sha256", "task_count", "arms", "per_task", "backend"]
 
@@ -122,7 +122,8 @@ def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str 
 
     sd = suitefiles.read_suites(suites_dir)
     tasks = [Task(task_id=t.task_id, dataset=sd.dataset, entry_point=t.entry_point, prompt=t.prompt,
-                  reference="", suites=dict(t.suites)) for t in sd.tasks.values()]
+                  reference="", suites=dict(t.suites), reference_seconds=dict(t.reference_seconds))
+             for t in sd.tasks.values()]
     known = set(sd.tasks) | {i.task_id for i in sd.issues}
     if limit is not None:
         tasks = tasks[:limit]
@@ -374,4 +375,24 @@ def summarize_rows(run: GateRun, rows: list[DeliveryRow]) -> dict[str, ArmSummar
 
 def hidden_suites(tasks: list[Task]) -> dict[str, Any]:
     return {t.task_id: t.suites[HIDDEN] for t in tasks}
+
+
+def hidden_timing(tasks: list[Task]) -> dict[str, list[float]]:
+    """task_id -> the reference's time per GT case, where the import recorded it (the evalplus profile)."""
+    return {t.task_id: t.reference_seconds[HIDDEN] for t in tasks if HIDDEN in t.reference_seconds}
+
+
+def check_profile(profile: str, tasks: list[Task]) -> str:
+    """The GT scoring profile, refused before any gate runs when it cannot score every task."""
+    try:
+        profiles.check(profile)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="--profile") from None
+    if profile == profiles.EVALPLUS:
+        missing = sorted({t.task_id for t in tasks} - set(hidden_timing(tasks)))
+        if missing:
+            raise InvalidInput(f"the evalplus profile needs the reference's time per hidden case, and {len(missing)} "
+                               f"tasks have none (e.g. {missing[0]}); re-import them with 'acceptgate import'",
+                               field="--profile")
+    return profile
 
