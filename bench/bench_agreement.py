@@ -18,6 +18,15 @@
 
 Prints, per dataset and profile: agreement, each disagreement with its cause, and both tools'
 samples/s; writes everything to ``bench/out/agreement.json``.
+
+Held-out samples whose EvalPlus verdicts were computed elsewhere (EvalPlus 0.3.1's
+``*_eval_results.json``) are compared without running EvalPlus here:
+
+    python3 bench/bench_agreement.py --datasets mbppplus --samples SAMPLES.jsonl \
+        --evalplus-results SAMPLES_eval_results.json
+
+Samples are matched to EvalPlus's rows by task id and order within the task (EvalPlus keeps the
+samples file's order), and the solution text is checked where both have it.
 """
 
 from __future__ import annotations
@@ -184,6 +193,36 @@ def run_evalplus(python: str, dataset: str, rows: list[dict], samples: list[dict
     return passed, detail, seconds
 
 
+def read_evalplus_results(path: Path, samples: list[dict]) -> tuple[list[bool], list[str]]:
+    """EvalPlus 0.3.1's verdicts from its results file, one per sample (task id, then order in the task)."""
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))["eval"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"{path}: not an EvalPlus results file ({type(exc).__name__}: {exc})")
+    by_task: dict[str, list[int]] = {}
+    for i, s in enumerate(samples):
+        by_task.setdefault(s["task_id"], []).append(i)
+    passed, detail = [False] * len(samples), [""] * len(samples)
+    seen = 0
+    for task_id, task_rows in results.items():
+        mine = by_task.get(task_id, [])
+        if len(mine) != len(task_rows):
+            raise SystemExit(f"{path}: task {task_id}: {len(task_rows)} EvalPlus rows, {len(mine)} samples")
+        for i, row in zip(mine, task_rows):
+            theirs = row.get("solution")
+            ours = samples[i].get("solution")
+            if theirs is not None and ours is not None and theirs.strip() != ours.strip():
+                raise SystemExit(f"{path}: task {task_id}: EvalPlus row {task_rows.index(row)} is not sample line "
+                                 f"{i + 1} (solution texts differ)")
+            passed[i] = row["base_status"] == "pass" and row["plus_status"] == "pass"
+            detail[i] = f"base {row['base_status']}, plus {row['plus_status']}"
+            seen += 1
+    if seen != len(samples):
+        missing = sorted(set(by_task) - set(results))
+        raise SystemExit(f"{path}: no EvalPlus verdicts for {len(samples) - seen} samples (e.g. task {missing[:1]})")
+    return passed, detail
+
+
 def import_suites(dataset: str, limit: int | None, out: Path) -> Path:
     cmd = [sys.executable, "-m", "acceptgate", "import", dataset, "--path", str(DATA[dataset]), "--out", str(out)]
     if limit:
@@ -215,17 +254,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--evalplus-venv", type=Path, default=REPO / "bench" / ".venv-evalplus")
     p.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "agreement.json")
+    p.add_argument("--samples", type=Path, help="held-out samples (EvalPlus format) instead of the generated ones; "
+                                               "needs --evalplus-results and one dataset")
+    p.add_argument("--evalplus-results", type=Path, help="EvalPlus 0.3.1's *_eval_results.json for --samples, "
+                                                        "computed elsewhere (EvalPlus is not run here)")
     args = p.parse_args(argv)
-    python = evalplus_python(args.evalplus_venv)
+    if (args.samples is None) != (args.evalplus_results is None) or (args.samples and "," in args.datasets):
+        p.error("--samples and --evalplus-results go together, with a single --datasets")
+    python = None if args.samples else evalplus_python(args.evalplus_venv)
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_before": os.getloadavg()[0],
               "args": {k: str(v) for k, v in vars(args).items()}, "datasets": {}}
     with tempfile.TemporaryDirectory(prefix="ag-agreement-") as tmp_name, backends.create("local") as backend:
         tmp = Path(tmp_name)
         for dataset in args.datasets.split(","):
             rows = rows_of(DATA[dataset])[: args.limit]
-            samples = codet_samples(rows, args.per_task) if dataset == "humanevalplus" else \
-                mbpp_samples(rows, args.per_task)
-            theirs, their_detail, their_seconds = run_evalplus(python, dataset, rows, samples, args.workers, tmp)
+            if args.samples:
+                samples = [json.loads(line) for line in args.samples.read_text(encoding="utf-8").splitlines()
+                           if line.strip()]
+                theirs, their_detail = read_evalplus_results(args.evalplus_results, samples)
+                their_seconds = float("nan")  # run elsewhere
+            else:
+                samples = codet_samples(rows, args.per_task) if dataset == "humanevalplus" else \
+                    mbpp_samples(rows, args.per_task)
+                theirs, their_detail, their_seconds = run_evalplus(python, dataset, rows, samples, args.workers, tmp)
             suites_dir = import_suites(dataset, args.limit, tmp / f"suites-{dataset}")
             manifest = json.loads((suites_dir / suitefiles.MANIFEST).read_text(encoding="utf-8"))
             excluded_cases: dict[str, list[str]] = {}
@@ -236,9 +287,10 @@ def main(argv: list[str] | None = None) -> int:
             sample_path = tmp / f"{dataset}_acceptgate.jsonl"
             sample_path.write_text("".join(json.dumps(s) + "\n" for s in samples), encoding="utf-8")
             entry = {"samples": len(samples), "tasks": len(rows),
-                     "evalplus": {"seconds": round(their_seconds, 1),
-                                  "samples_per_second": round(len(samples) / their_seconds, 2),
-                                  "passed": sum(theirs)}, "profiles": {}}
+                     "evalplus": {"seconds": None if args.samples else round(their_seconds, 1),
+                                  "samples_per_second": None if args.samples else round(len(samples) / their_seconds, 2),
+                                  "passed": sum(theirs), "results": str(args.evalplus_results or "run here")},
+                     "profiles": {}}
             suites, prompts, excluded = load_suites(str(suites_dir), "hidden")
             for profile in args.profiles.split(","):
                 timing = load_timing(str(suites_dir), "hidden") if profile == "evalplus" else None
@@ -266,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
                     "passed": scored.passed, "disagreements": disagreements}
                 print(f"{dataset} profile {profile}: agree {agree}/{len(samples)} "
                       f"({100 * agree / len(samples):.2f}%); acceptgate {len(samples) / seconds:.1f} samples/s, "
-                      f"EvalPlus {len(samples) / their_seconds:.1f} samples/s", flush=True)
+                      + ("EvalPlus verdicts from " + str(args.evalplus_results) if args.samples else
+                         f"EvalPlus {len(samples) / their_seconds:.1f} samples/s"), flush=True)
                 for d in disagreements:
                     print(f"  {d['task_id']} sample {d['sample']}: {d['cause'][:300]}")
             report["datasets"][dataset] = entry
