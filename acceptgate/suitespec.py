@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import encode_basestring as _encode_string  # C-accelerated, ensure_ascii=False
 import keyword
 from dataclasses import dataclass
 from functools import cached_property
@@ -100,8 +101,17 @@ class SuiteSpec:
         return hashlib.sha256(self.canonical_json().encode("ascii")).hexdigest()
 
     def to_json(self) -> str:
-        """The spec file a user would write (canonical spellings, stable key order)."""
-        return json.dumps(self.as_doc(), indent=1, ensure_ascii=False) + "\n"
+        """The spec file a user would write (canonical spellings, stable key order).
+
+        The bytes of ``json.dumps(self.as_doc(), indent=1, ensure_ascii=False) + "\\n"``, spelled here:
+        with ``indent`` the json module encodes in pure Python, and an import writes ~10^5 cases.
+        """
+        q = _encode_string
+        cases = ",\n".join(f'  {{\n   "args": {q(c.args_text)},\n   "kwargs": {q(c.kwargs_text)},\n'
+                           f'   "expected": {q(c.expected_text)}\n  }}' for c in self.cases)
+        body = f"[\n{cases}\n ]" if self.cases else "[]"
+        return (f'{{\n "dialect": {q(self.dialect)},\n "entry_point": {q(self.entry_point)},\n'
+                f' "cases": {body}\n}}\n')
 
 
 def _parse_case(raw: _CaseModel, index: int, source: str | None) -> Case:

@@ -162,6 +162,17 @@ def test_to_json_round_trips_to_the_same_hash(tmp_path):
     assert suitespec.load(path).spec_hash == spec.spec_hash
 
 
+def test_to_json_spells_what_the_json_module_would():
+    """to_json writes the bytes of json.dumps(indent=1) without its pure-Python encoder."""
+    specs = [
+        suitespec.build("python-call/1", "f", [((1, "é\u2028\"\\\n\x00"), {"k": [1.5, None]}, {"a": b"\xff"})] * 3),
+        suitespec.build("python-call+atol=1e-06/1", "g", [((), {}, float("nan"))]),
+    ]
+    for spec in specs:
+        assert spec.to_json() == json.dumps(spec.as_doc(), indent=1, ensure_ascii=False) + "\n"
+        assert suitespec.from_dict(json.loads(spec.to_json())).spec_hash == spec.spec_hash
+
+
 def test_missing_file_is_invalid_input(tmp_path):
     with pytest.raises(SpecError) as err:
         suitespec.load(tmp_path / "nope.json")
