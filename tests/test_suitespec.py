@@ -177,3 +177,39 @@ def test_missing_file_is_invalid_input(tmp_path):
     with pytest.raises(SpecError) as err:
         suitespec.load(tmp_path / "nope.json")
     assert "nope.json" in str(err.value)
+
+
+def _escape_by_loop(s: str) -> str:
+    """The canonical string spelling, code point by code point (the rule literals.py implements)."""
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif 0x20 <= o < 0x7F:
+            out.append(ch)
+        elif ch in "\n\t\r":
+            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}[ch])
+        elif o <= 0xFF:
+            out.append(f"\\x{o:02x}")
+        elif o <= 0xFFFF:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(f"\\U{o:08x}")
+    return "'" + "".join(out) + "'"
+
+
+def test_string_spelling_is_by_code_point_and_round_trips():
+    import random
+
+    rng = random.Random(7)
+    alphabet = [chr(o) for o in range(0x80)] + ["é", "\x85", "\xa0", "\u2028", "\ud800", "\uffff", "\U0001f600",
+                                                "\U0010ffff", "ß", "\u0301"]
+    texts = ["", "plain", "it's", "a\\b", "tab\there"] + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40))) for _ in range(3000)]
+    for text in texts:
+        spelled = literals.canonical(text)
+        assert spelled == _escape_by_loop(text), repr(text)
+        assert spelled.isascii()
+        if "\ud800" not in text:  # a lone surrogate has no UTF-8 form, but spells and parses back
+            assert literals.parse(spelled) == text
