@@ -88,7 +88,8 @@ def test_a_suite_with_complex_values_renders_and_hashes_stably():
     assert again.spec_hash == spec.spec_hash
     harness = render.harness_for(again)
     args, _, want = harness.cases[0]
-    assert [_bits(a) for a in args] == [_bits(complex(-0.0, 1)), _bits(-1j)] and _bits(want) == _bits(complex(math.inf, 0))
+    assert [_bits(a) for a in args] == [_bits(complex(-0.0, 1)), _bits(-1j)]
+    assert _bits(want) == _bits(complex(math.inf, 0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,7 +152,8 @@ CANDIDATES = {
     "counter-with-zero": "from collections import Counter\ndef f(xs):\n    c = Counter(xs)\n    c['zero'] = 0\n"
                          "    return c\n",
     "dict": "def f(xs):\n    d = {}\n    for x in reversed(xs):\n        d[x] = d.get(x, 0) + 1\n    return d\n",
-    "dict-with-zero": "def f(xs):\n    d = {'zero': 0}\n    for x in xs:\n        d[x] = d.get(x, 0) + 1\n    return d\n",
+    "dict-with-zero": "def f(xs):\n    d = {'zero': 0}\n    for x in xs:\n        d[x] = d.get(x, 0) + 1\n"
+                      "    return d\n",
     "wrong-counter": "from collections import Counter\ndef f(xs):\n    return Counter(xs[1:])\n",
     "counter-subclass": "from collections import Counter\nclass C(Counter):\n    def __eq__(self, o):\n"
                         "        return True\ndef f(xs):\n    return C()\n",
@@ -243,11 +245,14 @@ def test_complex_inputs_are_evalplus_s_exactly(four, four_rows):
 WRONG = {
     "Mbpp/88": "def freq_count(list1):\n    return {x: list1.count(x) + (x == list1[-1]) for x in list1}\n",
     "Mbpp/124": "import cmath\ndef angle_complex(a, b):\n    return cmath.phase(a - b)\n",
-    "Mbpp/252": "import cmath\ndef convert(numbers):\n    r, phi = cmath.polar(numbers)\n    return (r, abs(phi))\n",
-    "Mbpp/590": "import cmath\ndef polar_rect(x, y):\n    return (cmath.polar(complex(x, y)), cmath.rect(2, -cmath.pi))\n",
+    "Mbpp/252": "import cmath\ndef convert(numbers):\n    r, phi = cmath.polar(numbers)\n"
+                "    return (r, abs(phi))\n",
+    "Mbpp/590": "import cmath\ndef polar_rect(x, y):\n"
+                "    return (cmath.polar(complex(x, y)), cmath.rect(2, -cmath.pi))\n",
 }
 RIGHT = {  # different code, same answers under EvalPlus's comparison
-    "Mbpp/88": "def freq_count(list1):\n    d = {}\n    for x in list1:\n        d[x] = d.get(x, 0) + 1\n    return d\n",
+    "Mbpp/88": "def freq_count(list1):\n    d = {}\n    for x in list1:\n        d[x] = d.get(x, 0) + 1\n"
+               "    return d\n",
     "Mbpp/124": "import math\ndef angle_complex(a, b):\n    z = a + b\n    return math.atan2(z.imag, z.real)"
                 " + 1e-9\n",
     "Mbpp/252": "import math\ndef convert(numbers):\n    z = complex(numbers)\n"

@@ -94,6 +94,9 @@ RULES: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
     "complex": (_complex, (252,)),
     "all-lists-tuple": (_all_lists, (580, 615, 791)),
 }
+# What a rule restores, where it is not tuples (for the importer's note).
+RESTORES = {"sets-or-empty-dict": "sets", "float-and-complex": "floats and complex numbers",
+            "complex": "complex numbers"}
 _BY_TASK = {n: (name, fn) for name, (fn, tasks) in RULES.items() for n in tasks}
 
 

@@ -90,7 +90,8 @@ def build_task(row: dict, backend: Backend) -> tuple[Task | None, list[ImportIss
     base = mbpp_inputs.deserialize(task_id, row["base_input"])
     plus = mbpp_inputs.deserialize(task_id, row["plus_input"])
     if rule is not None:
-        issues.append(ImportIssue(task_id, JSON_COERCION, f"tuples restored in {len(base) + len(plus)} inputs "
+        restored = mbpp_inputs.RESTORES.get(rule, "tuples")
+        issues.append(ImportIssue(task_id, JSON_COERCION, f"{restored} restored in {len(base) + len(plus)} inputs "
                                   f"with EvalPlus's rule {rule!r}", suite=HIDDEN, excluded=KEPT))
     for index, args, original in mbpp_inputs.unrestored_coercions(base, [a for a, k in calls if not k]):
         issues.append(ImportIssue(task_id, UNRESTORED, f"base_input[{index}] {short(list(args))} is the assert's "
