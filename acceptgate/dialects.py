@@ -25,7 +25,18 @@ exception while judging is a failed case, never a crash of the harness):
 - ``python-call+pyramid-area=<atol>/1``: equal, or within atol of the recomputed rounded surface area
   with the height read as the apex distance (MBPP+ ``surface_Area``, Mbpp/581);
 - ``python-call+digit-distance/1``: equal, or equal to the digit distance of zero-padded numbers
-  (MBPP+ ``digit_distance_nums``, Mbpp/558).
+  (MBPP+ ``digit_distance_nums``, Mbpp/558);
+- ``python-call+counter-eq/1``: the reference returned a ``collections.Counter`` (its items are
+  ``want``, as a dict); a result that is exactly a Counter (the runner sends it in a "counter" frame,
+  the harness rebuilds it) is compared as Counters (a zero count equals a missing key), any other
+  result as ``strict_equal`` to the dict -- Python's ``out == exp``, which EvalPlus evaluates
+  (MBPP+ ``freq_count``, Mbpp/88).
+
+A candidate's exact Counter reaches every dialect as a Counter: against a dict ``want`` it compares as
+a dict, as Python's ``==`` does. Complex numbers compare with ``==`` in every dialect, tolerance
+dialects included (EvalPlus applies ``np.allclose`` only when the expected value is a float or a
+list/tuple of floats, or the task sets an atol; no MBPP+ or HumanEval+ task expects a complex under
+a tolerance).
 
 Value dialects define ``compare(got, want)``; the harness adapts it to ``judge``. Check dialects
 define ``judge`` (and a ``compare`` without arguments for callers that have none).
@@ -51,6 +62,8 @@ _EXACT = Dialect(
     name="python-call/1",
     compare_source="def compare(got, want):\n    return strict_equal(got, want)\n",
 )
+
+COUNTER_EQ = "python-call+counter-eq/1"
 
 _FLOAT = r"(?P<atol>[0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?)"
 _ATOL = re.compile(rf"^python-call\+atol={_FLOAT}/1$")
@@ -78,15 +91,17 @@ def pyramid_area_name(atol: float) -> str:
     return f"python-call+pyramid-area={atol!r}/1"
 
 
-def _check(name: str, body: str, *, nonliteral_judged: bool = False) -> Dialect:
+def _check(name: str, body: str, *, nonliteral_judged: bool = False, imports: str = "") -> Dialect:
     """A check dialect: ``body`` computes ``ok`` from got, want, args and kwargs.
 
     ``nonliteral_judged``: a result that is no literal (e.g. a ``re.Match``) is judged as an opaque
     non-None value instead of being a protocol error -- only for rules that look at nothing but
-    whether the result is None (the object itself never reaches the harness).
+    whether the result is None (the object itself never reaches the harness). ``imports``: lines put
+    first (the harness's own imports, e.g. ``collections.Counter``).
     """
     indented = "".join(f"        {line}\n" for line in body.strip("\n").split("\n"))
     source = (
+        (f"{imports}\n\n\n" if imports else "") +
         ("NONLITERAL_JUDGED = True\n\n\n" if nonliteral_judged else "") +
         "def judge(got, want, args, kwargs):\n"
         "    try:\n"
@@ -143,6 +158,12 @@ else:
     a, b = a.zfill(width), b.zfill(width)
     ok = type(got) is int and got == sum(abs(int(x) - int(y)) for x, y in zip(a, b))
 """),
+    _check(COUNTER_EQ, """
+if type(got) is Counter:
+    ok = got == Counter(want)
+else:
+    ok = strict_equal(got, want)
+""", imports="from collections import Counter"),
 )}
 
 _PARAMETRIZED = ((_ATOL, atol_name, _atol_dialect), (_POLY, poly_root_name, _poly_root),

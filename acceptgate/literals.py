@@ -1,13 +1,22 @@
 """Literal-only values: the one grammar suites, RPC results and importers share.
 
-A literal is None, bool, int, float (``inf``/``nan`` spelled as bare names), str, bytes, and tuple, list,
-dict, set of literals. Anything else -- a name, call, attribute, lambda, comprehension, f-string,
-operator other than a unary minus on a number -- is rejected with the construct that broke the rule.
+A literal is None, bool, int, float (``inf``/``nan`` spelled as bare names), complex, str, bytes, and
+tuple, list, dict, set of literals. Anything else -- a name, call (but ``set()`` and ``complex(R, I)``),
+attribute, lambda, comprehension, f-string, operator other than a unary minus on a number or the ``+``/``-``
+of a complex -- is rejected with the construct that broke the rule.
 
 ``canonical(value)`` is the one spelling of a value that never depends on hash seed, locale, platform or
 Unicode database version: sets are sorted by the canonical text of their elements, strings are escaped
 by code point. Dict order is kept: it is data the author wrote (and a candidate can observe), and it is
 not randomised by hashing.
+
+Complex numbers are read as ``ast.literal_eval`` reads them (``2j``, ``-2j``, ``(1+2j)``, ``(-0.5-3j)``:
+a signed real number plus or minus an imaginary constant, evaluated with Python's arithmetic), plus
+``complex(R, I)`` with two signed real numbers (``inf``/``nan`` allowed) for the values that arithmetic
+cannot reach: a non-finite part, or a signed zero it loses (``-0.0+1j`` is ``(0.0+1j)``). Canonical
+spelling (``_complex_text``): the arithmetic form whenever Python evaluates it to exactly the same
+parts, sign of zero included, else ``complex(R, I)`` -- so a rendered harness, which Python evaluates,
+holds exactly the value the spec's parser read.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ MAX_TEXT_CHARS = 32 * 1024 * 1024
 MAX_DEPTH = 100
 MAX_INT_DIGITS = 4000  # below CPython's int<->str conversion limit (4300)
 
-LITERAL_TYPES = (type(None), bool, int, float, str, bytes, tuple, list, dict, set)
+LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, tuple, list, dict, set)
 
 
 class LiteralError(ValueError):
@@ -76,6 +85,35 @@ def _describe(node: ast.AST) -> str:
 _NAMED_FLOATS = {"inf": math.inf, "nan": math.nan}
 
 
+def _real(node: ast.AST) -> float | int | None:
+    """A signed real number (``1``, ``-2.5``, ``inf``, ``-inf``, ``nan``), or None."""
+    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    operand = node.operand if negative else node
+    if isinstance(operand, ast.Constant) and type(operand.value) in (int, float):
+        value = operand.value
+    elif isinstance(operand, ast.Name) and operand.id in _NAMED_FLOATS and not (negative and operand.id == "nan"):
+        value = _NAMED_FLOATS[operand.id]
+    else:
+        return None
+    return -value if negative else value
+
+
+def _complex_node(node: ast.AST) -> complex | None:
+    """The complex value of ``R+Ij``, ``R-Ij`` or ``complex(R, I)`` as Python evaluates it, or None."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        left, right = _real(node.left), node.right
+        if left is None or not (isinstance(right, ast.Constant) and type(right.value) is complex):
+            return None
+        return left + right.value if isinstance(node.op, ast.Add) else left - right.value
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "complex"
+            and len(node.args) == 2 and not node.keywords):
+        real, imag = _real(node.args[0]), _real(node.args[1])
+        if real is None or imag is None:
+            raise LiteralError("complex() of a non-number", _describe(node))
+        return complex(float(real), float(imag))
+    return None
+
+
 def _convert(node: ast.AST, depth: int, limits: _Limits) -> Any:
     if depth > limits.max_depth:
         raise LiteralError("nesting too deep", f"more than {limits.max_depth} levels")
@@ -85,7 +123,7 @@ def _convert(node: ast.AST, depth: int, limits: _Limits) -> Any:
             return value
         if isinstance(value, int):
             return value
-        if isinstance(value, float):
+        if isinstance(value, (float, complex)):
             return value
         raise LiteralError(f"constant of type {type(value).__name__}", repr(value)[:60])
     if (  # ``set()`` is the canonical empty set: the only call the grammar admits
@@ -98,9 +136,11 @@ def _convert(node: ast.AST, depth: int, limits: _Limits) -> Any:
         return set()
     if isinstance(node, ast.Name) and node.id in _NAMED_FLOATS:
         return _NAMED_FLOATS[node.id]
+    if (number := _complex_node(node)) is not None:
+        return number
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         operand = node.operand
-        if isinstance(operand, ast.Constant) and type(operand.value) in (int, float):
+        if isinstance(operand, ast.Constant) and type(operand.value) in (int, float, complex):
             return -operand.value
         if isinstance(operand, ast.Name) and operand.id == "inf":
             return -math.inf
@@ -221,6 +261,21 @@ def _float_text(x: float) -> str:
     return repr(x)  # shortest round-trip repr: identical on every IEEE-754 platform
 
 
+def _complex_text(z: complex) -> str:
+    """The arithmetic spelling when Python evaluates it to exactly these parts, else ``complex(R, I)``."""
+    r, i = z.real, z.imag
+    if math.isfinite(r) and math.isfinite(i):
+        real_neg, imag_neg = math.copysign(1.0, r) < 0, math.copysign(1.0, i) < 0
+        imag = repr(abs(i))
+        if r == 0 and real_neg == imag_neg:  # Ij is complex(0.0, I); -Ij is complex(-0.0, -I)
+            return f"-{imag}j" if imag_neg else f"{imag}j"
+        if not imag_neg and not (r == 0 and real_neg):  # R + Ij: R + 0.0 loses only a -0.0
+            return f"({repr(r)}+{imag}j)"
+        if imag_neg and i != 0:  # R - Ij: 0.0 - I loses only a -0.0
+            return f"({repr(r)}-{imag}j)"
+    return f"complex({_float_text(r)}, {_float_text(i)})"
+
+
 def canonical(value: Any, _depth: int = 0) -> str:
     """The one spelling of a literal value. Raises LiteralError for anything not a literal.
 
@@ -239,6 +294,8 @@ def canonical(value: Any, _depth: int = 0) -> str:
         return str(value)
     if t is float:
         return _float_text(value)
+    if t is complex:
+        return _complex_text(value)
     if t is str:
         return _escape_str(value)
     if t is bytes:

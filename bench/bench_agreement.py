@@ -1,6 +1,6 @@
 """Agreement with EvalPlus 0.3.1 itself: the same samples through ``acceptgate score`` and EvalPlus.
 
-    python3 bench/bench_agreement.py [--limit N] [--per-task K] [--profiles default,evalplus]
+    python3 bench/bench_agreement.py [--limit N] [--tasks ID,ID] [--per-task K] [--profiles default,evalplus]
                                      [--datasets humanevalplus,mbppplus] [--workers 2]
 
 - HumanEval+: the CodeT CodeGen-16B completions (``../shared/data/samples/codet_codegen16B.jsonl.gz``,
@@ -223,8 +223,9 @@ def read_evalplus_results(path: Path, samples: list[dict]) -> tuple[list[bool], 
     return passed, detail
 
 
-def import_suites(dataset: str, limit: int | None, out: Path) -> Path:
-    cmd = [sys.executable, "-m", "acceptgate", "import", dataset, "--path", str(DATA[dataset]), "--out", str(out)]
+def import_suites(dataset: str, limit: int | None, out: Path, path: Path | None = None) -> Path:
+    cmd = [sys.executable, "-m", "acceptgate", "import", dataset, "--path", str(path or DATA[dataset]),
+           "--out", str(out)]
     if limit:
         cmd += ["--limit", str(limit)]
     subprocess.run(cmd, check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL)
@@ -248,6 +249,7 @@ def cause(row, excluded_cases: dict[str, list[str]], ours_pass: bool, theirs_det
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--limit", type=int, default=None, help="the first N tasks of each dataset (default: all)")
+    p.add_argument("--tasks", default=None, help="only these task ids, comma-separated (e.g. Mbpp/88,Mbpp/124)")
     p.add_argument("--per-task", type=int, default=5, help="samples per task (default 5)")
     p.add_argument("--profiles", default="default,evalplus")
     p.add_argument("--datasets", default="humanevalplus,mbppplus")
@@ -268,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         for dataset in args.datasets.split(","):
             rows = rows_of(DATA[dataset])[: args.limit]
+            subset = None
+            if args.tasks:  # a subset: imported from a file of just those rows
+                rows = [r for r in rows if r["task_id"] in args.tasks.split(",")]
+                subset = tmp / f"{dataset}-subset.jsonl"
+                subset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
             if args.samples:
                 samples = [json.loads(line) for line in args.samples.read_text(encoding="utf-8").splitlines()
                            if line.strip()]
@@ -277,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                 samples = codet_samples(rows, args.per_task) if dataset == "humanevalplus" else \
                     mbpp_samples(rows, args.per_task)
                 theirs, their_detail, their_seconds = run_evalplus(python, dataset, rows, samples, args.workers, tmp)
-            suites_dir = import_suites(dataset, args.limit, tmp / f"suites-{dataset}")
+            suites_dir = import_suites(dataset, None if subset else args.limit, tmp / f"suites-{dataset}", subset)
             manifest = json.loads((suites_dir / suitefiles.MANIFEST).read_text(encoding="utf-8"))
             excluded_cases: dict[str, list[str]] = {}
             for issue in (suitefiles.ImportIssue(**d) for d in manifest["issues"]):

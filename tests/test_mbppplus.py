@@ -145,15 +145,13 @@ def test_mbppplus_import(mbpp_small, mbpp_rows, local_backend):
     assert execute(render.harness_for(t737.suites[HIDDEN]), "def check_str(s):\n    return None\n",
                    local_backend).verdict == "fail"
     assert tasks["Mbpp/581"].suites[HIDDEN].dialect.startswith("python-call+pyramid-area=")
-    # complex inputs (Mbpp/124) cannot be literals: excluded, with the reason and the count
-    assert "Mbpp/124" not in tasks
-    reasons = {i.reason for i in mbpp_small.issues if i.task_id == "Mbpp/124"}
-    assert "non-literal-input" in reasons
+    # complex inputs (Mbpp/124) are literals too (tests/test_complex_counter.py): every input is kept
+    assert type(tasks["Mbpp/124"].suites[HIDDEN].cases[0].args[1]) is complex
+    assert "non-literal-input" not in {i.reason for i in mbpp_small.issues}
     counts = summary(mbpp_small)
     assert counts["source_hidden_cases"] == sum(len(mbpp_rows[t]["base_input"]) + len(mbpp_rows[t]["plus_input"])
                                                 for t in ("Mbpp/2", "Mbpp/115", "Mbpp/124", "Mbpp/581", "Mbpp/737"))
-    assert counts["cases"][HIDDEN] == counts["source_hidden_cases"] - len(mbpp_rows["Mbpp/124"]["base_input"]) \
-        - len(mbpp_rows["Mbpp/124"]["plus_input"])
+    assert counts["cases"][HIDDEN] == counts["source_hidden_cases"]
     # the suites tell right from wrong in the sandbox
     harness = render.harness_for(t2.suites[HIDDEN])
     assert execute(harness, t2.reference, local_backend).verdict == "pass"

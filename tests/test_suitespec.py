@@ -36,7 +36,10 @@ SMUGGLED = [
     ("not 1", "UnaryOp"),
     ("~1", "UnaryOp"),
     ("-'a'", "unary minus on a non-number"),
-    ("1j", "constant of type complex"),
+    ("1j + 1", "operator"),
+    ("-(1+2j)", "unary minus on a non-number"),
+    ("complex(1, 'a')", "complex() of a non-number"),
+    ("complex(1)", "call"),
     ("...", "constant of type ellipsis"),
     ("[1][0]", "subscript"),
     ("1 if True else 2", "conditional expression"),
@@ -146,7 +149,13 @@ def test_non_literal_values_cannot_be_spelled():
         def __eq__(self, other):
             return True
 
-    for value in (Sneaky(1), object(), [1, Sneaky(2)], {"k": lambda: 0}, frozenset(), 1j):
+    class SneakyComplex(complex):
+        pass
+
+    from collections import Counter
+
+    for value in (Sneaky(1), object(), [1, Sneaky(2)], {"k": lambda: 0}, frozenset(), SneakyComplex(1j),
+                  Counter("ab")):
         with pytest.raises(literals.LiteralError):
             literals.canonical(value)
     cyclic = []

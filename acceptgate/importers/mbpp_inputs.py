@@ -5,8 +5,9 @@ lists. EvalPlus restores them with a per-task table (``evalplus.data.mbpp.mbpp_d
 and its ground truth and its verdicts are computed on the restored inputs: a suite must use exactly
 the same ones. The table is data here (task number -> rule); ``tests/test_mbppplus.py`` checks it
 against EvalPlus's own function on every input when EvalPlus is installed (the ``evalplus`` extra or
-the bench's venv). Rules that produce a value no literal can hold (``complex`` for Mbpp/124 and /252)
-are kept as EvalPlus has them and reported by the importer.
+the bench's venv). The ``complex`` rules of Mbpp/124 and /252 read EvalPlus's strings (``'(-0-1j)'``)
+with ``complex()``, as EvalPlus does: every sign of a zero part kept, spelled exactly by the literal
+grammar (``literals.canonical``).
 
 Every other JSON coercion -- an input of the original MBPP asserts that JSON changed and the table does
 not restore -- is *detected* by ``unrestored_coercions`` and reported, never silently changed: EvalPlus
@@ -93,6 +94,9 @@ RULES: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
     "complex": (_complex, (252,)),
     "all-lists-tuple": (_all_lists, (580, 615, 791)),
 }
+# What a rule restores, where it is not tuples (for the importer's note).
+RESTORES = {"sets-or-empty-dict": "sets", "float-and-complex": "floats and complex numbers",
+            "complex": "complex numbers"}
 _BY_TASK = {n: (name, fn) for name, (fn, tasks) in RULES.items() for n in tasks}
 
 

@@ -11,7 +11,9 @@
   ground truth), run in the sandbox; for EvalPlus's "not None" tasks the output is reduced to
   ``output is not None`` there, as EvalPlus's ground truth does;
 - dialect: EvalPlus's special oracles by entry point (``oracles.MBPP``: set equality, not None, any
-  result, or zero, recomputed values); otherwise the task's ``atol`` when not 0, else
+  result, or zero, recomputed values); ``python-call+counter-eq/1`` when every output is a
+  ``collections.Counter`` (Mbpp/88: EvalPlus compares ``out == exp`` with ``exp`` a Counter);
+  otherwise the task's ``atol`` when not 0, else
   ``python-call+atol=1e-06/1`` when an output is a float or a list/tuple of floats, else exact -- as
   for HumanEval+.
 """
@@ -24,8 +26,8 @@ from typing import Any
 from acceptgate import dialects
 from acceptgate.errors import InvalidInput
 from acceptgate.importers import mbpp_inputs, oracles, recorder
-from acceptgate.importers.common import (KEPT, Draft, Progress, assemble, check_unique_ids, parallel_map,
-                                         read_jsonl, short)
+from acceptgate.importers.common import (KEPT, Draft, Progress, all_counters, assemble, check_unique_ids,
+                                         parallel_map, read_jsonl, short)
 from acceptgate.importers.humanevalplus import EVALPLUS_FLOAT_ATOL, is_floats
 from acceptgate.importers.coercion import JSON_COERCION
 from acceptgate.sandbox.backend import Backend
@@ -88,7 +90,8 @@ def build_task(row: dict, backend: Backend) -> tuple[Task | None, list[ImportIss
     base = mbpp_inputs.deserialize(task_id, row["base_input"])
     plus = mbpp_inputs.deserialize(task_id, row["plus_input"])
     if rule is not None:
-        issues.append(ImportIssue(task_id, JSON_COERCION, f"tuples restored in {len(base) + len(plus)} inputs "
+        restored = mbpp_inputs.RESTORES.get(rule, "tuples")
+        issues.append(ImportIssue(task_id, JSON_COERCION, f"{restored} restored in {len(base) + len(plus)} inputs "
                                   f"with EvalPlus's rule {rule!r}", suite=HIDDEN, excluded=KEPT))
     for index, args, original in mbpp_inputs.unrestored_coercions(base, [a for a, k in calls if not k]):
         issues.append(ImportIssue(task_id, UNRESTORED, f"base_input[{index}] {short(list(args))} is the assert's "
@@ -133,6 +136,8 @@ def _dialect_rule(row: dict, oracle: oracles.Oracle | None):
     def choose(expected: dict[str, list[Any]]) -> str:
         if oracle is not None:
             return oracle.dialect(atol)
+        if all_counters(expected):  # EvalPlus's out == exp with exp a Counter (Mbpp/88)
+            return dialects.COUNTER_EQ
         if atol:
             return dialects.atol_name(atol)
         if any(is_floats(v) for values in expected.values() for v in values):

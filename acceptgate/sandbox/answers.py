@@ -8,8 +8,11 @@ deadline every few thousand tokens, and refuses a set or dict whose elements sha
 more than ``MAX_SAME_HASH`` times (building it would be quadratic: ``k * (2**61 - 1)`` all hash to 0).
 
 The grammar is what ``repr`` writes for the literal types (``literals.LITERAL_TYPES``): None, True,
-False, ints (at most ``literals.MAX_INT_DIGITS`` digits), floats (``inf``, ``-inf``, ``nan``), quoted
-strings and bytes with the escapes repr uses, and [ ], ( ), { } with ``set()`` for the empty set.
+False, ints (at most ``literals.MAX_INT_DIGITS`` digits), floats (``inf``, ``-inf``, ``nan``), complex
+numbers as repr writes them (``2j``, ``-0j``, ``(1+2j)``, ``(-0-1j)``, ``(nan+infj)``: one token, read
+by ``complex()``, which keeps each part's sign exactly, where ``literal_eval``'s arithmetic would turn
+the zero of ``-0j``'s real part negative -- equal under ``==`` either way), quoted strings and bytes
+with the escapes repr uses, and [ ], ( ), { } with ``set()`` for the empty set.
 Anything else -- names, calls, operators, a parenthesised value that is not a tuple -- is a
 ``LiteralError``. Values parsed here equal ``ast.literal_eval`` of the same text whenever both accept it.
 """
@@ -29,9 +32,11 @@ DEADLINE_CHARS = 64 * 1024  # ...or characters (a token can be a 4,000-digit int
 
 _STR_ESC = r"""\\(?:[\\'"abfnrtv]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})"""
 _BYTES_ESC = r"""\\(?:[\\'"abfnrtv]|x[0-9a-fA-F]{2})"""
+_PART = r"(?:[0-9]++(?:\.[0-9]++)?(?:e[-+]?[0-9]++)?|inf|nan)"  # a part of a complex's repr
 _TOKEN = re.compile(
     r"""[ \t\r\n]*+(?:
-      (?P<open>[\[({])
+      (?P<complex>-?""" + _PART + r"""j(?![\w.])|\(-?""" + _PART + "[-+]" + _PART + r"""j\))
+    | (?P<open>[\[({])
     | (?P<close>[\])}])
     | (?P<comma>,)
     | (?P<colon>:)
@@ -181,6 +186,8 @@ def parse(text: str, *, deadline: float | None = None, max_depth: int = MAX_DEPT
             value = _bytes(token)
         elif kind == "float":
             value = float(token)
+        elif kind == "complex":
+            value = complex(token)
         elif kind == "int":
             value = _int(token)
         elif kind == "name":

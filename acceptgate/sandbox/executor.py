@@ -16,7 +16,7 @@ import secrets
 import signal
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -194,11 +194,11 @@ class _Channel:
         if not size.isdigit() or len(size) > 12:
             raise ProtocolViolation("frame with an invalid length")
         size = int(size)
-        limit = MAX_FRAME if kind == b"ok" else MAX_REPORT
+        limit = MAX_FRAME if kind in VALUE_FRAMES else MAX_REPORT
         if size > limit:
             raise ProtocolViolation(f"a {kind[:20]!r} frame of {size} bytes (limit {limit})")
         del self.buf[: nl + 1]
-        if kind == b"ok" and size > self.ok_limit:
+        if kind in VALUE_FRAMES and size > self.ok_limit:
             left = size
             while left:
                 if not self.buf:
@@ -213,6 +213,22 @@ class _Channel:
         payload = bytes(self.buf[:size])
         del self.buf[:size]
         return kind, payload
+
+
+# Frames that carry a result: "ok" (its repr) and "counter" (an exact collections.Counter's items, as
+# the repr of a dict; see runner.py).
+VALUE_FRAMES = (b"ok", b"counter")
+
+
+def answer_value(kind: bytes, value: Any) -> Any:
+    """The result a value frame stands for. A counter frame's dict becomes a Counter built here from
+    parsed literals, so that comparisons have Counter semantics exactly where Python's ``==`` has
+    them (Counter against Counter; a Counter against a dict compares as dicts)."""
+    if kind == b"counter":
+        if type(value) is not dict:
+            raise literals.LiteralError("counter frame", f"a {type(value).__name__}, not a dict")
+        return Counter(value)
+    return value
 
 
 def _clip(text: str, limit: int) -> str:
@@ -297,9 +313,10 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
             raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
         payloads = [marshal.dumps((tuple(args), dict(kwargs))) for args, kwargs in calls]
         for kind, payload in chan.answers(payloads):
-            if kind == b"ok":
+            if kind in VALUE_FRAMES:
                 try:
-                    value = answers.parse(payload.decode("utf-8", "surrogatepass"), deadline=chan.deadline)
+                    value = answer_value(kind, answers.parse(payload.decode("utf-8", "surrogatepass"),
+                                                             deadline=chan.deadline))
                     outcomes.append(CallOutcome("ok", value))
                 except (literals.LiteralError, UnicodeDecodeError) as exc:
                     outcomes.append(CallOutcome("protocol", error_type="NonLiteralResult",
@@ -517,12 +534,12 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
         return CaseResult(index=index, status=status, args=_short(call),
                           want=_short(literals.canonical(want)), **extra)
 
-    if kind == b"ok":
+    if kind in VALUE_FRAMES:
         if payload is None:
             return failing("fail", got=f"<a result of {chan.skipped} bytes: larger than any expected value>")
         try:
             text = payload.decode("utf-8", "surrogatepass")
-            got = answers.parse(text, deadline=chan.deadline)
+            got = answer_value(kind, answers.parse(text, deadline=chan.deadline))
         except (literals.LiteralError, UnicodeDecodeError) as exc:
             raise ProtocolViolation(_clip(f"case {index}: result is not a literal ({exc})", DETAIL_CHARS)) from None
         try:
