@@ -222,3 +222,23 @@ def test_string_spelling_is_by_code_point_and_round_trips():
         assert spelled.isascii()
         if "\ud800" not in text:  # a lone surrogate has no UTF-8 form, but spells and parses back
             assert literals.parse(spelled) == text
+
+
+def test_built_cases_equal_the_parsed_ones():
+    """build() spells each value once; reading its file back gives the same values, texts and hash."""
+    values = [0, -1, 2 ** 62, 1.5, -0.0, float("inf"), float("nan"), "é\u2028'\\", b"\x00\xff'", None, True,
+              (1,), (), [1, [2, (3,)]], {"b": 1, "a": {2, 3}}, set(), frozenset and {(1, "x"), (2, "y")},
+              complex(1, -2), complex(-0.0, 1.0)]
+    cases = [((v,), {"k": v}, v) for v in values]
+    built = suitespec.build("python-call/1", "f", cases)
+    read = suitespec.from_dict(json.loads(built.to_json()))
+    assert read.spec_hash == built.spec_hash
+    for a, b in zip(built.cases, read.cases):
+        assert (a.args_text, a.kwargs_text, a.expected_text) == (b.args_text, b.kwargs_text, b.expected_text)
+        assert literals.canonical((a.args, a.kwargs, a.expected)) == literals.canonical((b.args, b.kwargs, b.expected))
+    with pytest.raises(SpecError, match="identifier keys"):
+        suitespec.build("python-call/1", "f", [((1,), {"not id": 1}, 1)])
+    with pytest.raises(SpecError, match="at least one case"):
+        suitespec.build("python-call/1", "f", [])
+    with pytest.raises(literals.LiteralError):
+        suitespec.build("python-call/1", "f", [((object(),), {}, 1)])

@@ -285,17 +285,21 @@ def build_suite(task_id: str, kind: str, dialect: str, entry_point: str, drafts:
                 outcomes: list[CallOutcome], seconds: list[float | None] | None = None) -> SuiteBuild:
     """Pair drafts with the reference's outcomes; exclude what cannot be a case, with the reason."""
     issues: list[ImportIssue] = []
-    cases: list[tuple[tuple, dict, Any]] = []
+    cases: list[suitespec.Case] = []
     kept_seconds: list[float] = []
     seconds = seconds if seconds is not None else [None] * len(outcomes)
     for draft, outcome, took in zip(drafts, outcomes, seconds):
         outcome = counter_expected(outcome, dialect)
         problem = _case_problem(outcome)
+        case = None
         if problem is None:
             if (bad := size_problem(outcome.value)) is not None:
                 problem = ("output-too-large", f"the reference's output has {bad}")
-            elif (bad := literal_problem(outcome.value)) is not None:
-                problem = ("reference-nonliteral-output", bad)
+            else:
+                try:  # every value spelled once, here (validate_draft checked the input already)
+                    case = suitespec.case_of(draft.args, draft.kwargs, outcome.value)
+                except literals.LiteralError as exc:
+                    problem = ("reference-nonliteral-output", str(exc))
         if problem is not None:
             reason, detail = problem
             issues.append(ImportIssue(task_id, reason, f"{detail}; input {draft.text or short(draft.args)}",
@@ -307,9 +311,9 @@ def build_suite(task_id: str, kind: str, dialect: str, entry_point: str, drafts:
                 reason, detail = disagreement
                 issues.append(ImportIssue(task_id, reason, detail, suite=kind, case_index=draft.origin,
                                           excluded=KEPT))
-        cases.append((draft.args, draft.kwargs, outcome.value))
+        cases.append(case)
         kept_seconds.append(round(took or 0.0, 6))
-    spec = suitespec.build(dialect, entry_point, cases) if cases else None
+    spec = suitespec.from_cases(dialect, entry_point, cases) if cases else None
     return SuiteBuild(spec, issues, kept_seconds)
 
 
