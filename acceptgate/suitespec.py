@@ -104,7 +104,8 @@ class SuiteSpec:
         return json.dumps(self.as_doc(), indent=1, ensure_ascii=False) + "\n"
 
 
-def _parse_case(raw: _CaseModel, index: int, source: str | None) -> Case:
+def _parse_case(raw: _CaseModel, index: int, source: str | None,
+                expected_problem=None) -> Case:
     values = {}
     for field in ("args", "kwargs", "expected"):
         text = getattr(raw, field)
@@ -120,6 +121,9 @@ def _parse_case(raw: _CaseModel, index: int, source: str | None) -> Case:
     if type(kwargs) is not dict or not all(type(k) is str and k.isidentifier() for k in kwargs):
         raise SpecError("kwargs must be a dict with identifier keys", source=source, case=index,
                         field="kwargs", construct=type(kwargs).__name__)
+    if expected_problem is not None and (problem := expected_problem(values["expected"])) is not None:
+        raise SpecError(f"invalid expected value for this dialect: {problem}", source=source, case=index,
+                        field="expected", construct=type(values["expected"]).__name__)
     args = tuple(args)
     return Case(
         args=args,
@@ -154,7 +158,8 @@ def from_dict(doc: Any, *, source: str | None = None) -> SuiteSpec:
         if err["type"] == "extra_forbidden":
             msg = "unknown key (a SuiteSpec holds only dialect, entry_point and cases)"
         raise SpecError(msg, source=source, case=case, field=field, construct=err["type"]) from None
-    cases = tuple(_parse_case(c, i, source) for i, c in enumerate(model.cases))
+    shape = dialects.get(model.dialect).expected_problem
+    cases = tuple(_parse_case(c, i, source, shape) for i, c in enumerate(model.cases))
     return SuiteSpec(dialect=model.dialect, entry_point=model.entry_point, cases=cases)
 
 
