@@ -294,8 +294,9 @@ def _retry_memory(call: tuple[tuple, dict], program: str, backend: Backend) -> C
         return got[0]
     budget = MEMORY_RETRY_LIMITS.memory_bytes // 1024 ** 2
     status = got[0].status if got else "crash"
-    return CallOutcome(status, message=f"also with {budget} MiB and {MEMORY_RETRY_LIMITS.wall_seconds:g} s "
-                                       f"alone: {(got[0].message if got else detail) or status}")
+    why = (got[0].message if got else detail) or ""
+    return CallOutcome("memory", message=f"more than 128 MiB; run again alone with {budget} MiB and "
+                                         f"{MEMORY_RETRY_LIMITS.wall_seconds:g} s: {status} {why}".rstrip())
 
 
 def _retry_alone(call: tuple[tuple, dict], program: str, backend: Backend) -> CallOutcome:
