@@ -1,8 +1,9 @@
 """Literal-only values: the one grammar suites, RPC results and importers share.
 
 A literal is None, bool, int (spelled ``0x...`` beyond ``DECIMAL_INT_BITS``), float (``inf``/``nan``
-spelled as bare names), str, bytes, and tuple, list, dict, set of literals. Anything else -- a name, call, attribute, lambda, comprehension, f-string,
-operator other than a unary minus on a number -- is rejected with the construct that broke the rule.
+spelled as bare names), str, bytes, and tuple, list, dict, set of literals. Anything else -- a name,
+call, attribute, lambda, comprehension, f-string, operator other than a unary minus on a number -- is
+rejected with the construct that broke the rule.
 
 ``canonical(value)`` is the one spelling of a value that never depends on hash seed, locale, platform or
 Unicode database version: sets are sorted by the canonical text of their elements, strings are escaped

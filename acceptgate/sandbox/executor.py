@@ -28,7 +28,7 @@ from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, 
 
 VERDICTS = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
 CASE_STATUSES = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
-MAX_FRAME = 16 * 1024 * 1024  # an ``ok`` frame (a result); beyond the harness's result_limit it is skipped unread
+MAX_FRAME = 16 * 1024 * 1024  # an ``ok`` frame (a result); beyond its case's bound (result_limits) it is skipped unread
 MAX_REPORT = 64 * 1024  # any other frame: error reports (the runner's are a few KiB at most)
 SHOW_CHARS = 1000  # args/got/want/messages kept per failing case
 TYPE_CHARS = 200  # exception type names kept
