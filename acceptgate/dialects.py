@@ -40,6 +40,18 @@ a tolerance).
 
 Value dialects define ``compare(got, want)``; the harness adapts it to ``judge``. Check dialects
 define ``judge`` (and a ``compare`` without arguments for callers that have none).
+
+An expected value too large to keep as a literal (HumanEval+'s 6.9 MB strings, 8 MB lists, million-digit
+ints) is kept as its digest:
+
+- ``python-call+digest/1``: each case's expected value is ``("value", v)``, compared exactly (as
+  ``python-call/1``), or ``("sha256", hexdigest, length)``: the result passes when the sha256 and the
+  byte length of its *equality form* are those. The equality form (``EQUALITY_DIGEST_SOURCE``, rendered
+  into the harness and run by the importer next to the reference) is one byte string per class of values
+  that ``==`` makes equal -- bools and integral floats spelled as ints, NaN as NaN, sets and dict items
+  sorted, strings as length-prefixed UTF-8 -- so a digest case passes exactly when the result equals the
+  reference's output, as it would compared in full. ``length`` also sizes the largest answer the harness
+  reads for that case (``Dialect.expected_chars``).
 """
 
 from __future__ import annotations
@@ -47,6 +59,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,13 @@ class Dialect:
     compare_source: str
     # True when the dialect judges with the call's arguments (defines ``judge``).
     uses_args: bool = False
+    # The shape an expected value must have (None: any literal): returns what is wrong, or None.
+    expected_problem: Callable[[Any], str | None] | None = None
+    # The length of the literal an expected value stands for, where it is not the value's own spelling
+    # (a digest): the harness sizes the largest answer it reads from it.
+    expected_chars: Callable[[Any], int] | None = None
+    # An expected value of the valid shape (to render a one-case harness of the dialect).
+    example_expected: Any = None
 
 
 _EXACT = Dialect(
@@ -138,8 +158,161 @@ else:
 """)
 
 
+# The equality form and its digest. Self-contained (its own imports, names no prelude function), because
+# it runs in two places that must agree byte for byte: rendered into a digest harness (judging a
+# candidate's result), and appended to the reference inside the sandbox at import (so that a huge output
+# is digested where it is made and never shipped). Prefix-free by construction, so distinct values
+# have distinct forms: None "N"; numbers "i<int>;" (decimal, hex beyond 13,000 bits) or "f<repr>;"
+# (non-integral floats, nan, inf, -inf); str "s<n>:" + n bytes of UTF-8; bytes "b<n>:" + n bytes; list
+# "[...]", tuple "(...)"; set "{...}" and dict "<...>" with their items' forms sorted.
+EQUALITY_DIGEST_SOURCE = '''
+def acceptgate_equality_digest(value):
+    """(sha256 hex digest, length in bytes) of value's equality form (acceptgate.dialects)."""
+    import hashlib
+    h = hashlib.sha256()
+    pending = []
+    sizes = [0, 0]  # bytes in total, bytes pending
+
+    def put(b):
+        sizes[0] += len(b)
+        if len(b) > 65536:
+            h.update(b"".join(pending))
+            pending.clear()
+            sizes[1] = 0
+            h.update(b)
+            return
+        pending.append(b)
+        sizes[1] += len(b)
+        if sizes[1] > 65536:
+            h.update(b"".join(pending))
+            pending.clear()
+            sizes[1] = 0
+
+    _acceptgate_equality_form(value, put, 0)
+    h.update(b"".join(pending))
+    return h.hexdigest(), sizes[0]
+
+
+_ACCEPTGATE_SMALL_INT = 1 << 13000
+
+
+def _acceptgate_number_form(x):
+    if type(x) is float:
+        if x != x:
+            return b"fnan;"
+        if x == float("inf") or x == -float("inf"):
+            return b"finf;" if x > 0 else b"f-inf;"
+        if not x.is_integer():
+            return b"f" + repr(x).encode("ascii") + b";"
+    x = int(x)
+    if -_ACCEPTGATE_SMALL_INT < x < _ACCEPTGATE_SMALL_INT:
+        return b"i" + str(x).encode("ascii") + b";"
+    return b"i" + hex(x).encode("ascii") + b";"
+
+
+def _acceptgate_equality_bytes(value):
+    parts = []
+    _acceptgate_equality_form(value, parts.append, 0)
+    return b"".join(parts)
+
+
+def _acceptgate_equality_form(value, put, depth):
+    if depth > 100:
+        raise ValueError("nesting too deep")
+    t = type(value)
+    if value is None:
+        put(b"N")
+    elif t is int or t is float or t is bool:
+        put(_acceptgate_number_form(value))
+    elif t is str:
+        data = value.encode("utf-8", "surrogatepass")
+        put(b"s" + str(len(data)).encode("ascii") + b":")
+        put(data)
+    elif t is bytes:
+        put(b"b" + str(len(value)).encode("ascii") + b":")
+        put(value)
+    elif t is list or t is tuple:
+        put(b"[" if t is list else b"(")
+        if all(type(v) is int and -_ACCEPTGATE_SMALL_INT < v < _ACCEPTGATE_SMALL_INT for v in value):
+            for i in range(0, len(value), 4096):  # a long list of ints, a slice at a time
+                put(("i" + ";i".join(map(str, value[i:i + 4096])) + ";").encode("ascii"))
+        elif all(type(v) is float or (type(v) is int and -_ACCEPTGATE_SMALL_INT < v < _ACCEPTGATE_SMALL_INT)
+                 for v in value):  # numbers: as _acceptgate_number_form, inlined
+            for i in range(0, len(value), 4096):
+                put("".join(["i%d;" % v if type(v) is int or v.is_integer() else "f" + repr(v) + ";"
+                             for v in value[i:i + 4096]]).encode("ascii"))
+        else:
+            for v in value:
+                _acceptgate_equality_form(v, put, depth + 1)
+        put(b"]" if t is list else b")")
+    elif t is set:
+        put(b"{")
+        for item in sorted(_acceptgate_equality_bytes(v) for v in value):
+            put(item)
+        put(b"}")
+    elif t is dict:
+        put(b"<")
+        # keys' forms are distinct and prefix-free, so sorting key + value sorts by key
+        for item in sorted(_acceptgate_equality_bytes(k) + _acceptgate_equality_bytes(v)
+                           for k, v in value.items()):
+            put(item)
+        put(b">")
+    else:
+        raise TypeError("not a literal: " + t.__name__)
+'''
+
+DIGEST = "python-call+digest/1"
+
+
+def _digest_problem(want: Any) -> str | None:
+    if type(want) is tuple and len(want) == 2 and want[0] == "value":
+        return None
+    if (type(want) is tuple and len(want) == 3 and want[0] == "sha256" and type(want[1]) is str
+            and re.fullmatch(r"[0-9a-f]{64}", want[1]) and type(want[2]) is int and want[2] > 0):
+        return None
+    return "expected ('value', literal) or ('sha256', 64 lowercase hex digits, length > 0)"
+
+
+def _digest_chars(want: Any) -> int:
+    from acceptgate.literals import canonical
+
+    return want[2] if want[0] == "sha256" else len(canonical(want[1]))
+
+
+_DIGEST = Dialect(
+    name=DIGEST,
+    compare_source=EQUALITY_DIGEST_SOURCE.strip("\n") + '''
+
+
+def compare(got, want):
+    if want[0] == "value":
+        return strict_equal(got, want[1])
+    try:
+        digest, length = acceptgate_equality_digest(got)
+    except Exception:  # a result with no equality form is not right
+        return False
+    return length == want[2] and digest == want[1]
+''',
+    expected_problem=_digest_problem,
+    expected_chars=_digest_chars,
+    example_expected=("value", None),
+)
+
+
+def equality_digest(value: Any) -> tuple[str, int]:
+    """The digest a ``python-call+digest/1`` case holds for ``value`` (the rendered code, run here)."""
+    return _digest_namespace()["acceptgate_equality_digest"](value)
+
+
+def _digest_namespace() -> dict:
+    namespace: dict = {}
+    exec(compile(EQUALITY_DIGEST_SOURCE, "<acceptgate equality digest>", "exec"), namespace)
+    return namespace
+
+
 _FIXED: dict[str, Dialect] = {d.name: d for d in (
     _EXACT,
+    _DIGEST,
     _check("python-call+set-eq/1", "ok = set(got) == set(want)"),
     _check("python-call+not-none/1", """
 if type(got) is bool:

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from acceptgate import render, suitespec
+from acceptgate import dialects, render, suitespec
 from acceptgate.importers.docstring import function_def
 from acceptgate.importers.signature import first_parameter, parameter_list
 from acceptgate.sandbox.backend import Backend, Limits
@@ -90,7 +90,8 @@ def _suite_always_matching(task: Task, output: Callable[[tuple, dict], Any]) -> 
 @functools.cache
 def _dialect_judge(dialect: str) -> Callable[[Any, Any, tuple, dict], bool]:
     """The dialect's judgement exactly as rendered harnesses define it (from a one-case render)."""
-    return render.harness_for(suitespec.build(dialect, "f", [((), {}, None)])).judge
+    example = dialects.get(dialect).example_expected
+    return render.harness_for(suitespec.build(dialect, "f", [((), {}, example)])).judge
 
 
 def _safe_judge(judge: Callable[[Any, Any, tuple, dict], bool], got: Any, case: Any) -> bool:

@@ -29,7 +29,7 @@ KEY_FILE = "cache-key.json"
 
 # The code whose output an import is: a change to any of these files invalidates every entry.
 _CODE = ("dialects.py", "harness_prelude.py", "render.py", "suitespec.py", "literals.py", "suitefiles.py",
-         "gauge.py", "task.py", "sandbox/runner.py", "sandbox/executor.py")
+         "gauge.py", "task.py", "sandbox/runner.py", "sandbox/executor.py", "sandbox/answers.py")
 
 
 def default_dir() -> Path:

@@ -1,9 +1,10 @@
 """Literal-only values: the one grammar suites, RPC results and importers share.
 
-A literal is None, bool, int, float (``inf``/``nan`` spelled as bare names), complex, str, bytes, and
-tuple, list, dict, set of literals. Anything else -- a name, call (but ``set()`` and ``complex(R, I)``),
-attribute, lambda, comprehension, f-string, operator other than a unary minus on a number or the ``+``/``-``
-of a complex -- is rejected with the construct that broke the rule.
+A literal is None, bool, int (spelled ``0x...`` beyond ``DECIMAL_INT_BITS``), float (``inf``/``nan``
+spelled as bare names), complex, str, bytes, and tuple, list, dict, set of literals. Anything else -- a
+name, call (but ``set()`` and ``complex(R, I)``), attribute, lambda, comprehension, f-string, operator
+other than a unary minus on a number or the ``+``/``-`` of a complex -- is rejected with the construct
+that broke the rule.
 
 ``canonical(value)`` is the one spelling of a value that never depends on hash seed, locale, platform or
 Unicode database version: sets are sorted by the canonical text of their elements, strings are escaped
@@ -30,6 +31,9 @@ from typing import Any
 MAX_TEXT_CHARS = 32 * 1024 * 1024
 MAX_DEPTH = 100
 MAX_INT_DIGITS = 4000  # below CPython's int<->str conversion limit (4300)
+# Ints longer than this are spelled in hex (``0x...``, ``-0x...``): CPython will not spell them in
+# decimal (and would take quadratic time to), while hex conversion is linear in both directions.
+DECIMAL_INT_BITS = int(MAX_INT_DIGITS * 3.33)
 
 LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, tuple, list, dict, set)
 
@@ -185,23 +189,9 @@ def parse(text: str, *, max_chars: int = MAX_TEXT_CHARS, max_depth: int = MAX_DE
         raise LiteralError("nesting too deep", "parser recursion limit") from None
     except ValueError as exc:  # e.g. null bytes, or int too large for CPython's conversion limit
         raise LiteralError("invalid text", str(exc)) from None
-    value = _convert(tree.body, 0, _Limits(max_chars, max_depth))
-    _check_int_sizes(value, 0)
-    return value
-
-
-def _check_int_sizes(value: Any, depth: int) -> None:
-    t = type(value)
-    if t is int:
-        if value.bit_length() > MAX_INT_DIGITS * 3.33:
-            raise LiteralError("integer too large", f"more than {MAX_INT_DIGITS} digits")
-    elif t in (list, tuple, set):
-        for item in value:
-            _check_int_sizes(item, depth + 1)
-    elif t is dict:
-        for k, v in value.items():
-            _check_int_sizes(k, depth + 1)
-            _check_int_sizes(v, depth + 1)
+    # Ints: a decimal spelling beyond CPython's limit is refused by ast.parse above ("invalid text");
+    # longer ints are written in hex, bounded by the text's length.
+    return _convert(tree.body, 0, _Limits(max_chars, max_depth))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,6 +243,11 @@ def _escape_bytes(b: bytes) -> str:
     return "b'" + "".join(out) + "'"
 
 
+def _hex_int(value: int) -> str:
+    """The spelling of an int beyond the decimal limit: ``0x`` + lowercase hex digits (linear time)."""
+    return hex(value)
+
+
 def _float_text(x: float) -> str:
     if math.isnan(x):
         return "nan"
@@ -289,9 +284,7 @@ def canonical(value: Any, _depth: int = 0) -> str:
     if t is bool:
         return "True" if value else "False"
     if t is int:
-        if value.bit_length() > MAX_INT_DIGITS * 3.33:
-            raise LiteralError("integer too large", f"more than {MAX_INT_DIGITS} digits")
-        return str(value)
+        return str(value) if value.bit_length() <= DECIMAL_INT_BITS else _hex_int(value)
     if t is float:
         return _float_text(value)
     if t is complex:

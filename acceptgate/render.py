@@ -80,15 +80,21 @@ class Harness:
 
     @functools.cached_property
     def result_limit(self) -> int:
-        """Bytes beyond which a result cannot equal any expected value here (so it is not parsed).
+        """Bytes beyond which a result cannot equal any expected value here (so it is not parsed)."""
+        return max(self.result_limits, default=RESULT_FLOOR)
+
+    @functools.cached_property
+    def result_limits(self) -> tuple[int, ...]:
+        """Each case's bound on the answer's bytes, from the length of the literal its expected value is
+        (or stands for: a digest records it, ``Dialect.expected_chars``).
 
         A repr is at most a few times its canonical spelling (a float's repr against a short
         tolerance target is the worst case); parsing a huge hostile result costs the trusted side memory.
         """
         from acceptgate.literals import canonical
 
-        longest = max((len(canonical(want)) for _, _, want in self.cases), default=0)
-        return max(RESULT_FLOOR, 8 * longest)
+        sized = dialects.get(self.dialect).expected_chars or (lambda want: len(canonical(want)))
+        return tuple(max(RESULT_FLOOR, 8 * sized(want)) for _, _, want in self.cases)
 
 
 RESULT_FLOOR = 1024 * 1024

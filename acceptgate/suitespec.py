@@ -114,7 +114,8 @@ class SuiteSpec:
                 f' "cases": {body}\n}}\n')
 
 
-def _parse_case(raw: _CaseModel, index: int, source: str | None) -> Case:
+def _parse_case(raw: _CaseModel, index: int, source: str | None,
+                expected_problem=None) -> Case:
     values = {}
     for field in ("args", "kwargs", "expected"):
         text = getattr(raw, field)
@@ -130,6 +131,9 @@ def _parse_case(raw: _CaseModel, index: int, source: str | None) -> Case:
     if type(kwargs) is not dict or not all(type(k) is str and k.isidentifier() for k in kwargs):
         raise SpecError("kwargs must be a dict with identifier keys", source=source, case=index,
                         field="kwargs", construct=type(kwargs).__name__)
+    if expected_problem is not None and (problem := expected_problem(values["expected"])) is not None:
+        raise SpecError(f"invalid expected value for this dialect: {problem}", source=source, case=index,
+                        field="expected", construct=type(values["expected"]).__name__)
     args = tuple(args)
     return Case(
         args=args,
@@ -164,7 +168,8 @@ def from_dict(doc: Any, *, source: str | None = None) -> SuiteSpec:
         if err["type"] == "extra_forbidden":
             msg = "unknown key (a SuiteSpec holds only dialect, entry_point and cases)"
         raise SpecError(msg, source=source, case=case, field=field, construct=err["type"]) from None
-    cases = tuple(_parse_case(c, i, source) for i, c in enumerate(model.cases))
+    shape = dialects.get(model.dialect).expected_problem
+    cases = tuple(_parse_case(c, i, source, shape) for i, c in enumerate(model.cases))
     return SuiteSpec(dialect=model.dialect, entry_point=model.entry_point, cases=cases)
 
 
@@ -225,6 +230,12 @@ def from_cases(dialect: str, entry_point: str, cases: list[Case]) -> SuiteSpec:
             check(value)
         except ValueError as exc:
             raise SpecError(str(exc), field=field, construct="value_error") from None
+    shape = dialects.get(dialect).expected_problem
+    if shape is not None:  # the same check as a file's cases (e.g. the digest dialect's tagged values)
+        for index, case in enumerate(cases):
+            if (problem := shape(case.expected)) is not None:
+                raise SpecError(f"invalid expected value for this dialect: {problem}", case=index,
+                                field="expected", construct=type(case.expected).__name__)
     return SuiteSpec(dialect=dialect, entry_point=entry_point, cases=tuple(cases))
 
 

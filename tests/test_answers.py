@@ -71,7 +71,7 @@ def test_parses_every_repr_as_python_does():
 
 @pytest.mark.parametrize("text", ["(1)", "[1,,2]", "{1:2,3}", "{1,2:3}", "x", "[1]]", "1 2", "[", "'a",
                                   "set(1)", "{1:}", "f()", "1+2", "[1]x", "-", "1.2.3", "b'\u00e9'",
-                                  "[" * 101 + "]" * 101, "1" * 4001])
+                                  "[" * 101 + "]" * 101, "1" * 4301, "0x1F", "0x", "-0x"])
 def test_refuses_what_repr_never_writes(text):
     with pytest.raises(LiteralError):
         answers.parse(text)

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import pytest
 
-from acceptgate import render, suitespec
+from acceptgate import literals, render, suitespec
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import execute
 
@@ -217,6 +217,14 @@ class Context:
     def _make_huge_int(self) -> int:
         return 10 ** 400  # beyond float range: math.isinf and float arithmetic raise OverflowError
 
+    def _make_digest_small(self) -> tuple:
+        return ("value", 1)
+
+    def _make_digest_big(self) -> tuple:
+        from acceptgate import dialects
+
+        return ("sha256", *dialects.equality_digest("b" * 1_000_000))
+
     def _make_all_syscalls(self) -> list:
         return list(SYSCALL_PROBES)
 
@@ -261,13 +269,15 @@ class Outcome:
 
 CHILD_HARNESS = r"""
 import json, os, resource, sys, time
-from acceptgate import render, suitespec
+from acceptgate import literals, render, suitespec
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import execute
 job = json.loads(sys.stdin.read())
 me = os.getpid()
-cases = [(tuple(me if a == "$harness_pid" else a for a in args), {}, want) for args, want in job["cases"]]
+# expected values travel as literal text: JSON would turn a tuple into a list
+cases = [(tuple(me if a == "$harness_pid" else a for a in args), {}, literals.parse(want))
+         for args, want in job["cases"]]
 harness = render.harness_for(suitespec.build(job["dialect"], "f", cases))
 with backends.create(job["backend"]) as backend:
     started = time.monotonic()
@@ -301,7 +311,8 @@ def run_in_child_harness(attack: Attack, ctx: Context, backend: Backend) -> dict
     environment the process started with.)
     """
     job = {"backend": backend.name, "source": attack.source, "wall": attack.wall_seconds, "dialect": attack.dialect,
-           "cases": _cases(attack, ctx, keep_pid_placeholder=True)}
+           "cases": [(args, literals.canonical(want))
+                     for args, want in _cases(attack, ctx, keep_pid_placeholder=True)]}
     env = {**os.environ, SECRET_ENV: SECRET}
     proc = subprocess.run([sys.executable, "-c", CHILD_HARNESS], input=json.dumps(job), text=True,
                           capture_output=True, env=env, timeout=120, cwd=str(REPO))
@@ -548,7 +559,7 @@ def test_readme_shows_the_threat_model_as_written():
 
 BATCH_HARNESS = r"""
 import json, resource, sys, time
-from acceptgate import render, suitespec
+from acceptgate import literals, render, suitespec
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.executor import execute_many
 job = json.loads(sys.stdin.read())

@@ -30,9 +30,10 @@ from acceptgate.task import HIDDEN, VISIBLE, ImportIssue, Task
 KEPT = "none"
 
 # A case's input or expected value is at most this many characters in its canonical spelling. EvalPlus
-# has inputs like string_sequence(1000011) whose output is a 7 MB string: every execution would ship and
-# parse it (the harness parses results with the literal grammar), so such a case is excluded with
-# reason "output-too-large" (or "input-too-large") instead of making every suite run slow.
+# has inputs like string_sequence(1000011) whose output is a 7 MB string: as a literal it would make spec
+# files of 150 MB. Such an output is digested where the reference made it (inside the sandbox) and the
+# suite is judged by the ``python-call+digest/1`` dialect (``dialects.py``); an input that large is
+# excluded ("input-too-large").
 MAX_VALUE_CHARS = 100_000
 
 # The reference gets twice a candidate's wall time (10 s for a whole suite), so machine load does not
@@ -41,6 +42,10 @@ MAX_VALUE_CHARS = 100_000
 # even that is not enough, the import fails loudly (ReferenceTimeout) rather than drop the input.
 REFERENCE_LIMITS = Limits(wall_seconds=20.0, cpu_seconds=21)
 RETRY_LIMITS = Limits(wall_seconds=120.0, cpu_seconds=121)
+# A call that runs out of the sandbox's 128 MiB is run again alone with this much (EvalPlus computes
+# ground truth with the machine's memory); if even that is not enough it stays excluded as
+# "reference-memory", with the budget in the detail.
+MEMORY_RETRY_LIMITS = Limits(wall_seconds=120.0, cpu_seconds=121, memory_bytes=2 * 1024 ** 3)
 
 
 class ReferenceTimeout(RuntimeError):
@@ -186,9 +191,11 @@ def _size_at_least(value: Any, budget: int, depth: int) -> int:
 MEASURED_ENTRY = "_acceptgate_measured_call"
 
 # Appended to the reference (trusted code, run in the sandbox): each call answers with the reference's
-# time and, unless its output is too large to be a case, the output. A too-large output (a 7 MB string,
-# a million-digit int) is measured where it was made and never spelled out, shipped or parsed: that
-# cost, not the reference's own work, was most of an import's time and memory.
+# time and, unless its output is too large to be a literal case, the output. A too-large output (a 7 MB
+# string, a million-digit int) is digested where it was made (``dialects.EQUALITY_DIGEST_SOURCE``) and
+# never spelled out, shipped or parsed: that cost, not the reference's own work, was most of an
+# import's time and memory. It also says whether the output is "floats" (EvalPlus's is_floats), which
+# the float rule needs and a digest cannot tell.
 _MEASURE = """
 
 def _acceptgate_measured_call(*args, **kwargs):
@@ -201,7 +208,10 @@ def _acceptgate_measured_call(*args, **kwargs):
         out, tag = dict(out), "counter"
     size = _acceptgate_size_at_least(out, {limit}, 0)
     if size > {limit}:
-        return ("too-large", seconds, size)
+        floats = type(out) is float or (type(out) in (list, tuple) and bool(out)
+                                        and all(type(v) is float for v in out))
+        digest, length = acceptgate_equality_digest(out)
+        return ("digest", seconds, (digest, length, floats))
     return (tag, seconds, out)
 
 
@@ -234,8 +244,21 @@ class ReferenceRun:
     detail: str = ""  # why the program did not load, when it did not
 
 
+@dataclass(frozen=True)
+class Digest:
+    """A reference output too large to be a literal, as the digest the sandbox computed for it."""
+
+    sha256: str
+    length: int  # of its equality form, in bytes
+    floats: bool  # EvalPlus's is_floats of the output (decides the float rule)
+
+    def expected(self) -> tuple[str, str, int]:
+        return ("sha256", self.sha256, self.length)
+
+
 def measured_source(source: str, entry_point: str) -> str:
-    return source + _MEASURE.format(entry_point=entry_point, limit=MAX_VALUE_CHARS)
+    return (source + _MEASURE.format(entry_point=entry_point, limit=MAX_VALUE_CHARS)
+            + "\n\n" + dialects.EQUALITY_DIGEST_SOURCE)
 
 
 def reference_outputs(entry_point: str, calls: list[tuple[tuple, dict]], source: str, backend: Backend,
@@ -251,6 +274,9 @@ def reference_outputs(entry_point: str, calls: list[tuple[tuple, dict]], source:
             return ReferenceRun([], [], detail)
         if got and got[-1].status == "timeout":  # this call alone, with the larger budget
             got[-1] = _retry_alone(calls[len(raw) + len(got) - 1], program, backend)
+        for i, outcome in enumerate(got):  # a MemoryError (or an OOM kill): this call alone, with more
+            if outcome.status == "memory":
+                got[i] = _retry_memory(calls[len(raw) + i], program, backend)
         raw.extend(got)
         if not got:  # a process that answered nothing: charge the next call and move on
             raw.append(CallOutcome("crash", message=detail or "no answer"))
@@ -261,16 +287,22 @@ def reference_outputs(entry_point: str, calls: list[tuple[tuple, dict]], source:
             run.seconds.append(seconds)
             if tag == "counter":  # the reference returned a collections.Counter (see counter_expected)
                 value, tag = Counter(value), "ok"
-            run.outcomes.append(CallOutcome("ok", value) if tag == "ok" else
-                                CallOutcome(TOO_LARGE, message=f"more than {MAX_VALUE_CHARS} characters "
-                                                               f"(at least {value})"))
+            run.outcomes.append(CallOutcome("ok", value if tag == "ok" else Digest(*value)))
         else:
             run.seconds.append(None)
             run.outcomes.append(outcome)
     return run
 
 
-TOO_LARGE = "too-large"
+def _retry_memory(call: tuple[tuple, dict], program: str, backend: Backend) -> CallOutcome:
+    got, detail = run_calls(MEASURED_ENTRY, [call], program, backend, limits=MEMORY_RETRY_LIMITS)
+    if got and got[0].status == "ok":
+        return got[0]
+    budget = MEMORY_RETRY_LIMITS.memory_bytes // 1024 ** 2
+    status = got[0].status if got else "crash"
+    why = (got[0].message if got else detail) or ""
+    return CallOutcome("memory", message=f"more than 128 MiB; run again alone with {budget} MiB and "
+                                         f"{MEMORY_RETRY_LIMITS.wall_seconds:g} s: {status} {why}".rstrip())
 
 
 def _retry_alone(call: tuple[tuple, dict], program: str, backend: Backend) -> CallOutcome:
@@ -283,16 +315,26 @@ def _retry_alone(call: tuple[tuple, dict], program: str, backend: Backend) -> Ca
 
 def build_suite(task_id: str, kind: str, dialect: str, entry_point: str, drafts: list[Draft],
                 outcomes: list[CallOutcome], seconds: list[float | None] | None = None) -> SuiteBuild:
-    """Pair drafts with the reference's outcomes; exclude what cannot be a case, with the reason."""
+    """Pair drafts with the reference's outcomes; exclude what cannot be a case, with the reason.
+
+    A digested output (``Digest``) makes the suite a ``python-call+digest/1`` one when the task's
+    dialect is exact equality (every other case kept as ``("value", v)``); a dialect that compares more
+    than equality cannot judge a digest, and such a case is excluded as ``output-too-large``.
+    """
     issues: list[ImportIssue] = []
-    cases: list[suitespec.Case] = []
+    cases: list[Any] = []
     kept_seconds: list[float] = []
     seconds = seconds if seconds is not None else [None] * len(outcomes)
+    digestible = dialect == "python-call/1"
     for draft, outcome, took in zip(drafts, outcomes, seconds):
         outcome = counter_expected(outcome, dialect)
         problem = _case_problem(outcome)
         case = None
-        if problem is None:
+        if problem is None and isinstance(outcome.value, Digest):
+            if not digestible:
+                problem = ("output-too-large", f"the reference's output has {outcome.value.length} bytes, too "
+                           f"many for a literal, and the {dialect} dialect cannot judge it by its digest")
+        elif problem is None:
             if (bad := size_problem(outcome.value)) is not None:
                 problem = ("output-too-large", f"the reference's output has {bad}")
             else:
@@ -305,14 +347,19 @@ def build_suite(task_id: str, kind: str, dialect: str, entry_point: str, drafts:
             issues.append(ImportIssue(task_id, reason, f"{detail}; input {draft.text or short(draft.args)}",
                                       suite=kind, case_index=draft.origin))
             continue
-        if draft.check is not None:
+        if draft.check is not None and not isinstance(outcome.value, Digest):
             disagreement = draft.check(outcome.value)
             if disagreement:  # keep the reference's value; record what the source said
                 reason, detail = disagreement
                 issues.append(ImportIssue(task_id, reason, detail, suite=kind, case_index=draft.origin,
                                           excluded=KEPT))
-        cases.append(case)
+        # a Case, or (args, kwargs, Digest) until the suite's dialect is known
+        cases.append(case if case is not None else (draft.args, draft.kwargs, outcome.value))
         kept_seconds.append(round(took or 0.0, 6))
+    if any(not isinstance(c, suitespec.Case) for c in cases):  # a digested output: judged by digest
+        dialect = dialects.DIGEST
+        cases = [suitespec.case_of(c.args, c.kwargs, ("value", c.expected)) if isinstance(c, suitespec.Case)
+                 else suitespec.case_of(c[0], c[1], c[2].expected()) for c in cases]
     spec = suitespec.from_cases(dialect, entry_point, cases) if cases else None
     return SuiteBuild(spec, issues, kept_seconds)
 
@@ -339,8 +386,6 @@ CONTRACT_VIOLATION_KEPT = "contract-violation-kept"
 def _case_problem(outcome: CallOutcome) -> tuple[str, str] | None:
     if outcome.status == "ok":
         return None
-    if outcome.status == TOO_LARGE:
-        return "output-too-large", f"the reference's output has {outcome.message}"
     if outcome.status == "error":
         return "reference-error", f"the reference raised {outcome.error_type}: {outcome.message}"
     if outcome.status == "protocol" and _huge_int(outcome.message or ""):
@@ -430,8 +475,9 @@ def assemble(task_id: str, dataset: str, prompt: str, entry_point: str, referenc
                     suite=kind, case_index=valid[i].origin, excluded=KEPT))
                 got[i] = outcome
         outcomes[kind] = got
-    if callable(dialect):
-        dialect = dialect({k: [o.value for o in v if o.status == "ok"] for k, v in outcomes.items()})
+    if callable(dialect):  # a digest stands for its output here by one value of the same floatness
+        dialect = dialect({k: [(0.0 if o.value.floats else None) if isinstance(o.value, Digest) else o.value
+                               for o in v if o.status == "ok"] for k, v in outcomes.items()})
     suites = {}
     reference_seconds: dict[str, list[float]] = {}
     for kind in drafts:

@@ -28,7 +28,7 @@ from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, 
 
 VERDICTS = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
 CASE_STATUSES = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
-MAX_FRAME = 16 * 1024 * 1024  # an ``ok`` frame (a result); beyond the harness's result_limit it is skipped unread
+MAX_FRAME = 16 * 1024 * 1024  # an ``ok`` frame (a result); beyond its case's bound (result_limits) it is skipped unread
 MAX_REPORT = 64 * 1024  # any other frame: error reports (the runner's are a few KiB at most)
 SHOW_CHARS = 1000  # args/got/want/messages kept per failing case
 TYPE_CHARS = 200  # exception type names kept
@@ -121,6 +121,7 @@ class _Channel:
         self.buf = bytearray()
         self.unanswered = 0  # calls sent ahead and not answered yet
         self.ok_limit = MAX_FRAME  # results beyond this are dropped unread (see recv)
+        self.ok_limits: tuple[int, ...] | None = None  # or one such bound per case
         self.skipped = 0
 
     def timeout_detail(self, limits: Limits) -> str:
@@ -164,6 +165,8 @@ class _Channel:
                     sent += 1
                 self.proc.write(b"".join(batch), self.deadline)
             self.unanswered = len(in_flight) - 1
+            if self.ok_limits is not None:
+                self.ok_limit = self.ok_limits[min(answered, len(self.ok_limits) - 1)]
             answer = self.recv()
             held -= in_flight.popleft()
             answered += 1
@@ -415,6 +418,7 @@ def execute(
         cases = harness.cases
         prepared = _prepare(harness)
         chan.ok_limit = min(MAX_FRAME, harness.result_limit)
+        chan.ok_limits = _ok_limits(harness)
         current = 0
         for index, (kind, payload) in enumerate(chan.answers(prepared.calls)):
             if kind == b"ok" and payload == prepared.expected_text[index] and prepared.text_passes[index]:
@@ -517,6 +521,14 @@ def _prepare(harness: Harness) -> _Prepared:
     return made
 
 
+def _ok_limits(harness: Harness) -> tuple[int, ...] | None:
+    """Per-case answer bounds where they differ (a digest suite's few huge cases), else None."""
+    limits = harness.result_limits
+    if len(set(limits)) <= 1:
+        return None
+    return tuple(min(MAX_FRAME, x) for x in limits)
+
+
 def _harness_failure(exc: Exception) -> str:
     return _clip(f"the harness could not judge this answer: {type(exc).__name__}: {exc}", DETAIL_CHARS)
 
@@ -536,10 +548,12 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
 
     if kind in VALUE_FRAMES:
         if payload is None:
-            return failing("fail", got=f"<a result of {chan.skipped} bytes: larger than any expected value>")
+            return failing("fail", got=f"<a result of {chan.skipped} bytes: larger than the expected value allows>")
         try:
             text = payload.decode("utf-8", "surrogatepass")
-            got = answer_value(kind, answers.parse(text, deadline=chan.deadline))
+            # Parsing is the harness's time, not the candidate's (EvalPlus times only the call): it is
+            # bounded by the answer's size limit and the execution's wall clock, not the case's limit.
+            got = answer_value(kind, answers.parse(text, deadline=chan.wall_deadline))
         except (literals.LiteralError, UnicodeDecodeError) as exc:
             raise ProtocolViolation(_clip(f"case {index}: result is not a literal ({exc})", DETAIL_CHARS)) from None
         try:

@@ -1,0 +1,223 @@
+"""Huge expected values: ints in hex, the python-call+digest/1 dialect, its bounds, and their import."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+
+import pytest
+
+from acceptgate import dialects, literals, render, suitespec
+from acceptgate.importers import common, humanevalplus
+from acceptgate.importers.report import coverage_line, summary
+from acceptgate.sandbox import answers
+from acceptgate.sandbox.backend import Limits
+from acceptgate.sandbox.executor import execute, run_calls
+from acceptgate.task import HIDDEN
+
+HUGE = 7 ** 400_000  # 337,000 decimal digits: beyond CPython's decimal limit
+
+
+# ---------------------------------------------------------------------------------------------
+# ints beyond the decimal limit
+
+
+def test_huge_ints_are_spelled_in_hex_and_read_back():
+    for value in (HUGE, -HUGE, 1 << literals.DECIMAL_INT_BITS + 1):
+        text = literals.canonical(value)
+        assert text.startswith(("0x", "-0x")) and text == hex(value)
+        assert literals.parse(text) == value and answers.parse(text) == value
+        assert literals.canonical(literals.parse(f"[{text}, ({text},)]")) == f"[{text}, ({text},)]"
+
+
+def test_ints_within_the_limit_keep_their_decimal_spelling():
+    edge = (1 << literals.DECIMAL_INT_BITS) - 1
+    for value in (0, -5, 10 ** 300, edge):
+        assert literals.canonical(value) == str(value)
+    assert literals.parse("0x10") == 16 and literals.canonical(literals.parse("0x10")) == "16"
+
+
+def test_hex_conversion_is_linear():
+    big = 3 ** 4_000_000  # 6.3 million bits
+    started = time.monotonic()
+    assert answers.parse(literals.canonical(big)) == big
+    assert time.monotonic() - started < 5
+
+
+def test_decimal_spellings_stay_bounded():
+    with pytest.raises(literals.LiteralError):
+        literals.parse("1" * 5000)  # CPython refuses to convert it: say so, do not hang
+    assert answers.parse("9" * 4300) == int("9" * 4300)  # the longest decimal repr writes
+    with pytest.raises(literals.LiteralError, match="too large"):
+        answers.parse("9" * 4301)
+
+
+def test_the_runner_spells_huge_ints_in_hex_inside_containers(local_backend):
+    source = "def f(n):\n    return [{1: (10 ** n,)}, -10 ** n, {10 ** n}, 'x']\n"
+    got, detail = run_calls("f", [((5,), {}), ((300_000,), {})], source, local_backend)
+    assert detail == "" and [o.status for o in got] == ["ok", "ok"]
+    big = 10 ** 300_000
+    assert got[0].value == [{1: (10 ** 5,)}, -10 ** 5, {10 ** 5}, "x"]
+    assert got[1].value == [{1: (big,)}, -big, {big}, "x"]
+
+
+# ---------------------------------------------------------------------------------------------
+# flat number lists: the fast path reads what the token loop reads
+
+
+def test_flat_number_lists_read_as_the_general_parser_reads_them():
+    rng = random.Random(9)
+    pool = [lambda: rng.randint(-10 ** 12, 10 ** 12), lambda: rng.random() * 10 ** rng.randint(-5, 20),
+            lambda: float(rng.randint(-99, 99)), lambda: math.inf, lambda: -math.inf, lambda: 1e300,
+            lambda: 5e-324, lambda: -0.0, lambda: 10 ** 4000]
+    for _ in range(8):
+        values = [rng.choice(pool)() for _ in range(rng.randint(1, 3000))]
+        text = repr(values)
+        flat = answers.parse(text)
+        general = answers.parse(" " + text)  # a leading space: not the fast path
+        assert repr(flat) == repr(general) == text
+    nan = answers.parse(repr([math.nan] * 2000))
+    assert len(nan) == 2000 and all(math.isnan(x) for x in nan)
+    with pytest.raises(literals.LiteralError):
+        answers.parse("[" + "1, " * 3000 + "x]")
+    for text in ("[" + "1, " * 3000 + "]", "[" + "1," * 3000 + "1]", "[" + "1, " * 3000 + " -0x1]"):
+        assert answers.parse(text) == answers.parse(" " + text)  # not the fast path's: the same value
+
+
+# ---------------------------------------------------------------------------------------------
+# the equality form
+
+
+def test_the_equality_digest_follows_python_equality():
+    same = [
+        ([1, 2.0, True], [1.0, 2, 1]),
+        ({1: "a", 2: "b"}, {2: "b", 1.0: "a"}),
+        ({3, 1, 2}, {2.0, 3, 1}),
+        ([math.nan, -0.0], [float("nan"), 0]),
+        ((HUGE, 1e300), (HUGE, int(1e300))),
+    ]
+    for a, b in same:
+        assert dialects.equality_digest(a) == dialects.equality_digest(b), (a, b)
+    different = [([1, 2], (1, 2)), ("ab", b"ab"), ([1], [1.5]), ("a", "a\x00"), ([[1], 2], [[1, 2]]),
+                 ({1: 2}, {2: 1}), ([None], [[]]), (HUGE, HUGE + 1), (0.1, 0.1 + 1e-17 * 2)]
+    for a, b in different:
+        if a != b:
+            assert dialects.equality_digest(a) != dialects.equality_digest(b), (a, b)
+
+
+def test_the_list_fast_paths_give_the_generic_form():
+    ns = dialects._digest_namespace()
+    rng = random.Random(3)
+    ints = [rng.randint(-10 ** 30, 10 ** 30) for _ in range(10_000)]
+    numbers = [rng.choice([rng.random(), float(rng.randint(0, 9)), rng.randint(0, 99), math.inf, math.nan])
+               for _ in range(10_000)]
+    for values in (ints, numbers):
+        generic = b"[" + b"".join(ns["_acceptgate_number_form"](v) for v in values) + b"]"
+        assert ns["_acceptgate_equality_bytes"](values) == generic
+
+
+# ---------------------------------------------------------------------------------------------
+# the dialect: spec shape, render, judging, bounds
+
+
+def digest_spec(cases):
+    return suitespec.build(dialects.DIGEST, "f", cases)
+
+
+def test_digest_specs_are_data_and_checked():
+    text = "x" * 300_000
+    spec = digest_spec([((0,), {}, ("value", 1)), ((1,), {}, ("sha256", *dialects.equality_digest(text)))])
+    rendered = render.render(spec)
+    assert "def acceptgate_equality_digest" in rendered  # the rule's source is in the render and its hash
+    assert suitespec.loads(spec.to_json()).spec_hash == spec.spec_hash
+    for bad in (1, ("value",), ("sha256", "ab", 3), ("sha256", "0" * 64, 0), ["value", 1]):
+        with pytest.raises(suitespec.SpecError, match="invalid expected value") as exc:
+            digest_spec([((0,), {}, ("value", 1)), ((1,), {}, bad)])
+        assert exc.value.case == 1 and exc.value.field == "expected"
+
+
+def test_per_case_answer_bounds_come_from_the_recorded_length():
+    length = 3_000_000
+    spec = digest_spec([((0,), {}, ("value", 1)), ((1,), {}, ("sha256", "0" * 64, length))])
+    h = render.harness_for(spec)
+    assert h.result_limits == (render.RESULT_FLOOR, 8 * length) and h.result_limit == 8 * length
+    exact = render.harness_for(suitespec.build("python-call/1", "f", [((0,), {}, 1), ((1,), {}, "abc")]))
+    assert exact.result_limits == (render.RESULT_FLOOR, render.RESULT_FLOOR)
+
+
+def test_digest_cases_pass_exactly_when_the_result_equals(local_backend):
+    def want(n):
+        return "x" * n if n % 2 == 0 else [i / 2 for i in range(n)]
+
+    cases = [((n,), {}, ("sha256", *dialects.equality_digest(want(n)))) for n in (400_000, 300_001)]
+    h = render.harness_for(digest_spec([((4,), {}, ("value", "xxxx")), *cases]))
+    limits = Limits(wall_seconds=30, cpu_seconds=31)
+    right = "def f(n):\n    return 'x' * n if n % 2 == 0 else [i / 2 for i in range(n)]\n"
+    as_floats = "def f(n):\n    return 'x' * n if n % 2 == 0 else [float(i) / 2 for i in range(n)]\n"
+    # equal under == though spelled differently (ints where the reference has 1.0, 2.0, ...)
+    as_ints = ("def f(n):\n    return 'x' * n if n % 2 == 0 else "
+               "[i // 2 if i % 2 == 0 else i / 2 for i in range(n)]\n")
+    off_by_one = "def f(n):\n    return 'x' * (n + (n > 10)) if n % 2 == 0 else [i / 2 for i in range(n)]\n"
+    last_wrong = "def f(n):\n    return 'x' * n if n % 2 == 0 else [i / 2 for i in range(n - 1)] + [0]\n"
+    for source in (right, as_floats, as_ints):
+        result = execute(h, source, local_backend, limits=limits)
+        assert result.verdict == "pass", (source, result.as_dict())
+    for source, failing in ((off_by_one, 1), (last_wrong, 2)):
+        result = execute(h, source, local_backend, limits=limits)
+        assert result.verdict == "fail" and result.first_failure.index == failing, result.as_dict()
+
+
+# ---------------------------------------------------------------------------------------------
+# import: a too-large output becomes a digest case, never an exclusion
+
+
+TINY = [
+    {"task_id": "Tiny/0", "entry_point": "big",
+     "prompt": 'def big(n):\n    """A string or a power of ten.\n    >>> big(3)\n    1000\n    """\n',
+     "canonical_solution": "    return 'x' * n if n % 2 == 0 else 10 ** n\n",
+     "base_input": [[3], [4]], "plus_input": [[200_000], [300_001], [5001]], "atol": 0, "contract": ""},
+    {"task_id": "Tiny/1", "entry_point": "halves",
+     "prompt": 'def halves(n):\n    """n halves.\n    >>> halves(2)\n    [0.5, 0.5]\n    """\n',
+     "canonical_solution": "    return [0.5] * n\n",
+     "base_input": [[2]], "plus_input": [[60_000]], "atol": 0, "contract": ""},
+]
+
+
+def test_import_keeps_too_large_outputs_as_digests(tmp_path, local_backend):
+    path = tmp_path / "tiny.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in TINY), encoding="utf-8")
+    result = humanevalplus.load(path, local_backend)
+    tasks = {t.task_id: t for t in result.tasks}
+    spec = tasks["Tiny/0"].suites[HIDDEN]
+    assert spec.dialect == dialects.DIGEST and len(spec.cases) == 5
+    kinds = [c.expected[0] for c in spec.cases]
+    assert kinds == ["value", "value", "sha256", "sha256", "value"]
+    assert spec.cases[2].expected[1:] == dialects.equality_digest("x" * 200_000)
+    assert spec.cases[3].expected[1:] == dialects.equality_digest(10 ** 300_001)
+    assert spec.cases[4].expected_text.startswith("('value', 0x")  # 5001 digits: a hex literal
+    # a dialect beyond equality (floats: EvalPlus's tolerance) cannot judge a digest: excluded, with why
+    halves = tasks["Tiny/1"].suites[HIDDEN]
+    assert halves.dialect == dialects.atol_name(1e-6) and len(halves.cases) == 1
+    [issue] = [i for i in result.issues if i.task_id == "Tiny/1" and i.suite == HIDDEN]
+    assert issue.reason == "output-too-large" and "cannot judge it by its digest" in issue.detail
+    assert "hidden cases 6/7" in coverage_line(summary(result))
+    h = render.harness_for(spec)
+    limits = Limits(wall_seconds=30, cpu_seconds=31)
+    right = TINY[0]["prompt"] + TINY[0]["canonical_solution"]
+    wrong = TINY[0]["prompt"] + "    return 'x' * n if n % 2 == 0 else 10 ** n + (n > 10 ** 5)\n"
+    assert execute(h, right, local_backend, limits=limits).verdict == "pass"
+    failed = execute(h, wrong, local_backend, limits=limits)
+    assert failed.verdict == "fail" and failed.first_failure.index == 3
+
+
+def test_reference_memory_is_retried_with_more_then_excluded_with_the_budget(local_backend, monkeypatch):
+    hungry = "def f(mib):\n    return len(bytearray(mib * 1024 * 1024))\n"
+    run = common.reference_outputs("f", [((1,), {}), ((300,), {}), ((2,), {})], hungry, local_backend)
+    assert [o.status for o in run.outcomes] == ["ok", "ok", "ok"]  # 300 MiB: answered by the retry
+    assert run.outcomes[1].value == 300 * 1024 * 1024
+    monkeypatch.setattr(common, "MEMORY_RETRY_LIMITS", Limits(wall_seconds=10, cpu_seconds=11,
+                                                              memory_bytes=200 * 1024 * 1024))
+    run = common.reference_outputs("f", [((1,), {}), ((300,), {})], hungry, local_backend)
+    assert run.outcomes[1].status == "memory" and "again alone with 200 MiB" in run.outcomes[1].message
