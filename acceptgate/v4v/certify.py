@@ -55,6 +55,20 @@ class Settings:
         return key
 
 
+def with_external(settings: Settings, commands: list[str], mounts: list[str], evalplus_venv: str | None,
+                  dataset: str) -> Settings:
+    """Settings that also certify these command verifiers (and EvalPlus, given its venv)."""
+    import dataclasses
+
+    if not (commands or mounts or evalplus_venv) and settings.external.dataset:
+        return settings
+    names = list(settings.verifiers) + [f"cmd:{c}" for c in commands] + (["evalplus"] if evalplus_venv else [])
+    ext = dataclasses.replace(settings.external, mounts=tuple(dict.fromkeys(list(settings.external.mounts) + mounts)),
+                              evalplus_venv=evalplus_venv or settings.external.evalplus_venv,
+                              dataset=settings.external.dataset or dataset)
+    return dataclasses.replace(settings, verifiers=tuple(dict.fromkeys(names)), external=ext)
+
+
 # -- materials ---------------------------------------------------------------------------------------
 
 def load_materials(suites_dir: str, dataset: str, samples: str | None = None, *, limit: int | None = None,

@@ -128,10 +128,10 @@ def interpret(result: "sandbox_command.CommandResult") -> Decision:
     tail = result.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
     if result.timed_out:
         return error("timeout", result.describe())
+    if result.stdout_overflow:  # checked before the signal: the harness killed it for this
+        return error("malformed", f"more than {sandbox_command.STDOUT_BYTES} bytes on stdout")
     if result.oom_killed or result.signal:
         return error("crash", result.describe())
-    if result.stdout_overflow:
-        return error("malformed", f"more than {sandbox_command.STDOUT_BYTES} bytes on stdout")
     lines = [ln.strip() for ln in result.stdout.decode("utf-8", "replace").splitlines() if ln.strip()]
     verdict = lines[-1] if lines else None
     rc = result.returncode
