@@ -1,9 +1,9 @@
 """External verifiers (issue 11, item 6): any command, run in the sandbox, and EvalPlus 0.3.1 itself.
 
 The command path (``sandbox/command.py``) runs real programs under the real local backend; the
-EvalPlus test runs EvalPlus's own code from its venv (``ACCEPTGATE_EVALPLUS_VENV``, default
-``bench/.venv-evalplus``, the venv ``bench/bench_agreement.py`` makes) and is skipped, saying why, when
-that venv has no evalplus==0.3.1.
+EvalPlus test runs EvalPlus's own code from its venv (``ACCEPTGATE_EVALPLUS_VENV``, else
+``.venv-evalplus-core`` -- which ``scripts/test.sh`` creates -- else ``bench/.venv-evalplus``, the venv
+``bench/bench_agreement.py`` makes) and is skipped, saying why, when none has evalplus==0.3.1.
 """
 
 from __future__ import annotations
@@ -184,12 +184,16 @@ def test_command_verifier_execution_errors_are_kept_apart(how, outcome, kind, tw
 # -- EvalPlus 0.3.1 itself -----------------------------------------------------------------------------------
 
 def _evalplus_venv() -> str:
-    venv = os.environ.get("ACCEPTGATE_EVALPLUS_VENV") or str(REPO / "bench" / ".venv-evalplus")
-    try:
-        external.evalplus_site_packages(venv)
-    except InvalidInput as exc:
-        pytest.skip(f"EvalPlus 0.3.1 is not installed in {venv} (set ACCEPTGATE_EVALPLUS_VENV): {exc.message}")
-    return venv
+    tried = [os.environ.get("ACCEPTGATE_EVALPLUS_VENV") or "", str(REPO / ".venv-evalplus-core"),
+             str(REPO / "bench" / ".venv-evalplus")]
+    for venv in filter(None, tried):
+        try:
+            external.evalplus_site_packages(venv)
+            return venv
+        except InvalidInput:
+            continue
+    pytest.skip(f"EvalPlus 0.3.1 is not installed in any of {', '.join(filter(None, tried))} "
+                "(scripts/test.sh creates .venv-evalplus-core; or set ACCEPTGATE_EVALPLUS_VENV)")
 
 
 def test_evalplus_certified_as_a_verifier(two_tasks, two_task_runs, local_backend, humanevalplus_path):

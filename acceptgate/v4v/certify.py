@@ -24,6 +24,7 @@ from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.task import HIDDEN, VISIBLE
 from acceptgate.v4v import external, gates, metrics, mutation, pools, runs
+from acceptgate.v4v.external import ExternalOptions
 from acceptgate.v4v.pools import LabelCheck, PoolCandidate, PoolSettings, ProposedPool, TaskMaterial
 from acceptgate.v4v.runs import RunJob, SuiteRun
 from acceptgate.v4v.verifiers import (BUILTIN, Decision, SuiteVerifier, Verifier, get as get_verifier,
@@ -42,7 +43,7 @@ class Settings:
     max_mutant_cases: int | None = None  # None: every case of the suite
     workers: int = 2
     limits: Limits = Limits()
-    external: external.ExternalOptions = external.ExternalOptions()  # mounts, EvalPlus venv, limits
+    external: ExternalOptions = ExternalOptions()  # command verifiers' mounts and limits, EvalPlus's venv
 
     def key(self) -> dict:
         key = {"verifiers": list(self.verifiers), "k": self.k, "repeat_sample": self.repeat_sample,
@@ -310,13 +311,13 @@ class Certification:
 
 
 def make_verifiers(names: tuple[str, ...], backend: Backend, limits: Limits,
-                   options: external.ExternalOptions | None = None) -> list[Verifier]:
+                   options: ExternalOptions | None = None) -> list[Verifier]:
     """Verifiers by name; external ones get the sandbox backend (program verifiers run with the
     candidates' limits, command verifiers with ``options.limits``)."""
     out = []
     for name in names:
         try:
-            v = external.make(name, options or external.ExternalOptions()) or get_verifier(name)
+            v = external.make(name, options or ExternalOptions()) or get_verifier(name)
         except ValueError as exc:
             if isinstance(exc, InvalidInput):
                 raise
