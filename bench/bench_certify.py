@@ -38,6 +38,10 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--backend", default="local")
     p.add_argument("--samples-per-task", type=int, default=PoolSettings().samples_per_task)
+    p.add_argument("--verifier-command", action="append", default=[], metavar="CMD",
+                   help="also certify this command verifier (as acceptgate certify --verifier-command)")
+    p.add_argument("--verifier-mount", action="append", default=[], metavar="PATH")
+    p.add_argument("--evalplus-venv", metavar="DIR", help="also certify EvalPlus 0.3.1 from this venv")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = p.parse_args()
     load_before = os.getloadavg()
@@ -45,6 +49,7 @@ def main() -> None:
     materials = C.load_materials(args.suites, args.dataset, args.samples, limit=args.limit)
     load_s = time.monotonic() - t0
     settings = C.Settings(workers=args.workers, pool=PoolSettings(samples_per_task=args.samples_per_task))
+    settings = C.with_external(settings, args.verifier_command, args.verifier_mount, args.evalplus_venv, args.dataset)
     with backends.create(args.backend) as sandbox:
         started = time.monotonic()
         cert = C.certify(materials, sandbox, settings, _progress)

@@ -49,8 +49,13 @@ class CertifySummary:
 @flow(name="certify", persist_result=False, log_prints=False)
 def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse: str | None = None,
             backend: str = "local", run_id: str | None = None, limit: int | None = None,
-            task_ids: list[str] | None = None, settings: core.Settings = core.Settings()) -> CertifySummary:
+            task_ids: list[str] | None = None, settings: core.Settings = core.Settings(),
+            verifier_commands: list[str] | None = None, verifier_mounts: list[str] | None = None,
+            evalplus_venv: str | None = None) -> CertifySummary:
+    """``verifier_commands``, ``verifier_mounts`` and ``evalplus_venv``: external verifiers to certify
+    besides ``settings.verifiers`` (plain parameters, for deployments; the CLI puts them in settings)."""
     started = time.monotonic()
+    settings = core.with_external(settings, verifier_commands or [], verifier_mounts or [], evalplus_venv, dataset)
     path = t.prepare_warehouse(warehouse)
     materials = t.load_materials(suites_dir, dataset, samples, limit, task_ids)
     run = store.make_run(materials, settings, suites_from=suites_dir, dataset_from=dataset, samples_from=samples,

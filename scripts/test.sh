@@ -21,6 +21,14 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 fi
 
+# EvalPlus 0.3.1's evaluation core in a venv of its own, for tests/test_v4v_external.py (EvalPlus certified
+# as a verifier): evalplus without its generation extras, plus the two modules its checker imports. About
+# 30 s once (pip's cache); skipped when present; the test skips, saying why, if this fails.
+if [ ! -x .venv-evalplus-core/bin/python ]; then
+    { python3 -m venv .venv-evalplus-core && .venv-evalplus-core/bin/pip install --quiet --disable-pip-version-check \
+        --no-deps evalplus==0.3.1 numpy==2.4.6 psutil==7.2.2; } || echo "EvalPlus venv not created: its test will skip"
+fi
+
 # shellcheck source=scripts/dockerd.sh
 source scripts/dockerd.sh
 start_dockerd

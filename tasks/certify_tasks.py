@@ -55,7 +55,7 @@ def pools_and_runs(materials: list, backend: str, settings: core.Settings) -> di
 def evaluate(materials: list, stage: dict, backend: str, settings: core.Settings) -> core.Certification:
     t0 = time.monotonic()
     with backends.create(backend) as sandbox:
-        verifiers = core.make_verifiers(settings.verifiers, sandbox, settings.limits)
+        verifiers = core.make_verifiers(settings.verifiers, sandbox, settings.limits, settings.external)
         records, verdicts, reports = core.evaluate(materials, stage["kept"], stage["runs"], verifiers, settings,
                                                    core.current_progress())
     seconds = {**stage["seconds"], "decide": time.monotonic() - t0}

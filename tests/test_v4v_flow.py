@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from acceptgate import warehouse
@@ -25,17 +27,24 @@ def test_certify_flow_writes_the_v4v_tables(prefect_harness, tmp_path, suites_2,
 
     path = tmp_path / "w.duckdb"
     settings = C.Settings(pool=PoolSettings(samples_per_task=2), repeat_sample=0)
+    judge = Path(__file__).resolve().parent / "judges" / "defines_entry.py"
     summary = certify(suites_dir=str(suites_2), dataset=str(humanevalplus_path), samples=str(codet_samples_path),
-                      warehouse=str(path), settings=settings)
+                      warehouse=str(path), settings=settings,
+                      verifier_commands=[f"python3 {judge} {{file}} {{entry_point}}"])
     text = "\n".join(summary.lines())
     assert "always-reject" in text and "all-reject" in text and "BA_norm" in text
+    assert f"cmd:python3 {judge}" in text
     with warehouse.connect(path, read_only=True) as con:
         status, k = con.execute("select status, k from v4v_runs").fetchone()
         assert (status, k) == ("ok", 3)
         rows = dict(con.execute("select verifier, diagnosis from v4v_verifier_summary").fetchall())
         assert rows["always-reject"] == "all-reject" and rows["gold-exact-match"] == "gold-only"
         gates = con.execute("select count(*), count(distinct gate) from v4v_gates").fetchone()
-        assert gates == (2 * 5 * 6, 6)
+        assert gates == (2 * 6 * 6, 6)  # 2 tasks x (5 built-ins + the command) x 6 gates
+        ext = con.execute("select family, gates_applicable from v4v_verifier_summary where verifier like 'cmd:%'").fetchall()
+        assert ext == [("external", 5)]
+        mut = con.execute("select distinct status, reason from v4v_gates where verifier like 'cmd:%' and gate = 'mutation'").fetchall()
+        assert len(mut) == 1 and mut[0][0] == "n/a" and "black box" in mut[0][1]
         cert = dict(con.execute("select verifier, bool_and(certified) from v4v_certificates group by verifier").fetchall())
         assert cert["always-accept"] is False
         kinds = {r[0] for r in con.execute("select class from v4v_pool_composition").fetchall()}
@@ -49,6 +58,9 @@ def test_certify_flow_writes_the_v4v_tables(prefect_harness, tmp_path, suites_2,
     (["--verifier", "ext:/nonexistent/v.py"], "cannot read the verifier program"),
     (["--k", "0"], "--k"),
     (["--dataset", "/nonexistent.jsonl"], "not found"),
+    (["--verifier-command", "python3 j.py", "--verifier-mount", "/nonexistent/dir"], "--verifier-mount"),
+    (["--verifier-command", "python3 'unclosed"], "cannot split the command"),
+    (["--evalplus-venv", "/nonexistent/venv"], "no evalplus==0.3.1"),
 ])
 def test_certify_cli_invalid_input_exits_2_and_writes_nothing(extra, fragment, tmp_path, suites_2,
                                                              humanevalplus_path, capsys):

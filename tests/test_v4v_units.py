@@ -172,3 +172,13 @@ def test_mutation_detection_ignores_crashes_and_needs_every_operator():
 def test_perturbed_values_differ_from_the_original():
     for value in (0, 1.5, "a", b"x", [1], (), {"a": 1}, {1}, None, True, float("nan")):
         assert mutation.perturb(value) != value or value != value
+
+
+def test_perturbed_numbers_leave_any_tolerance():
+    """A perturbed expected value no comparison could take for the original (HumanEval/4's 1e8 + 1.0
+    was within the float dialect's tolerance, so even the gold could not tell that mutant apart)."""
+    import math
+
+    for value in (1e8, 1e17, -3e20, 10**30, -7, 0.0, float("inf")):
+        new = mutation.perturb(value)
+        assert type(new) in (int, float) and not math.isclose(new, value, rel_tol=1e-3, abs_tol=0.5)

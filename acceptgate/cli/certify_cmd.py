@@ -1,4 +1,5 @@
 """acceptgate certify --suites DIR --dataset FILE [--samples FILE] [--verifier NAME ...]
+                  [--verifier-command CMD ...] [--verifier-mount PATH ...] [--evalplus-venv DIR]
 
 Certifies verifiers the V4V way (seed 002): builds a labelled candidate pool per task, runs every
 candidate once per suite in the sandbox, decides with every verifier, applies the six gates with
@@ -16,8 +17,9 @@ from acceptgate.cli import checks
 from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
-from acceptgate.v4v import verifiers
+from acceptgate.v4v import external, verifiers
 from acceptgate.v4v.certify import Settings
+from acceptgate.v4v.external import COMMAND_LIMITS, ExternalOptions
 from acceptgate.v4v.pools import PoolSettings
 
 
@@ -34,7 +36,23 @@ def add_parser(sub) -> None:
                    help="CodeT-format model samples (legal different implementations when they pass GT)")
     p.add_argument("--verifier", action="append", metavar="NAME",
                    help=f"a verifier to certify (repeat; default all built-ins: {', '.join(verifiers.BUILTIN)}); "
-                        "ext:FILE.py is a program defining verify(candidate) -> 'PASS'|'FAIL', run in the sandbox")
+                        "ext:FILE.py is a program defining verify(candidate) -> 'PASS'|'FAIL', run in the sandbox; "
+                        "see also --verifier-command and --evalplus-venv")
+    p.add_argument("--verifier-command", action="append", metavar="CMD", default=[],
+                   help="certify a command as a verifier (repeat): it reads the candidate on stdin, or as the file "
+                        "{file}; {task} and {entry_point} name the task; it prints PASS or FAIL as its last line. "
+                        "Runs in a fresh sandbox per decision (no network, empty environment, limits below); "
+                        "'python3' is the sandbox's interpreter; arguments naming host files are bound read-only")
+    p.add_argument("--verifier-mount", action="append", metavar="PATH", default=[],
+                   help="a host file or dir the command verifiers may read, bound read-only at the same path "
+                        "(repeat); its contents are hashed into the verifier's version")
+    p.add_argument("--evalplus-venv", metavar="DIR",
+                   help="also certify EvalPlus 0.3.1 itself (verifier 'evalplus'), from this venv "
+                        "(python3 -m venv DIR && DIR/bin/pip install evalplus==0.3.1; same Python minor version)")
+    p.add_argument("--verifier-wall-seconds", type=float, default=COMMAND_LIMITS.wall_seconds,
+                   help="wall clock per command-verifier decision (default %(default)s; evalplus: at least 130)")
+    p.add_argument("--verifier-memory-mb", type=int, default=COMMAND_LIMITS.memory_bytes // (1024 * 1024),
+                   help="address space per command-verifier decision, MiB (default %(default)s; evalplus: at least 2048)")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N tasks")
     p.add_argument("--task", action="append", metavar="ID", help="only these tasks (repeat)")
     p.add_argument("--k", type=int, default=3, help="runs from reset per re-run candidate (default 3; the gate needs >= 3)")
@@ -85,15 +103,30 @@ def _settings(args) -> Settings:
             raise InvalidInput(f"must be at least {low}", field=name)
     if args.wall_seconds <= 0:
         raise InvalidInput("must be positive", field="--wall-seconds")
-    names = tuple(dict.fromkeys(args.verifier or verifiers.BUILTIN))
+    if args.verifier_wall_seconds <= 0:
+        raise InvalidInput("must be positive", field="--verifier-wall-seconds")
+    if args.verifier_memory_mb < 64:
+        raise InvalidInput("must be at least 64", field="--verifier-memory-mb")
+    names = list(args.verifier or verifiers.BUILTIN)
+    names += [f"cmd:{c}" for c in args.verifier_command]
+    if args.evalplus_venv:
+        names.append("evalplus")
+    names = tuple(dict.fromkeys(names))
+    command_limits = Limits(wall_seconds=args.verifier_wall_seconds, cpu_seconds=int(args.verifier_wall_seconds) + 1,
+                            memory_bytes=args.verifier_memory_mb * 1024 * 1024, processes=COMMAND_LIMITS.processes)
+    options = ExternalOptions(mounts=tuple(args.verifier_mount), evalplus_venv=args.evalplus_venv,
+                              dataset=args.dataset, limits=command_limits)
     for name in names:
-        try:
-            verifiers.get(name)  # an unknown name lists the valid ones; an unreadable ext: file is named
+        try:  # an unknown name lists the valid ones; an unreadable ext: file, a missing mount or venv is named
+            external.make(name, options) or verifiers.get(name)
         except ValueError as exc:
+            if isinstance(exc, InvalidInput):
+                raise
             raise InvalidInput(str(exc), field="--verifier") from None
     limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1)
     return Settings(verifiers=names, k=args.k, repeat_sample=args.repeat_sample,
-                    pool=PoolSettings(samples_per_task=args.samples_per_task), workers=args.workers, limits=limits)
+                    pool=PoolSettings(samples_per_task=args.samples_per_task), workers=args.workers, limits=limits,
+                    external=options)
 
 
 def run(args) -> int:
@@ -107,6 +140,8 @@ def run(args) -> int:
     if args.backend not in backends.names():
         raise InvalidInput(f"unknown backend {args.backend!r}; valid backends: {', '.join(backends.names())}",
                            field="--backend")
+    if any(n.startswith("cmd:") or n == "evalplus" for n in settings.verifiers) and not args.backend.startswith("local"):
+        raise backends.BackendUnavailable(f"command verifiers run on the local backends only, not {args.backend!r}")
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     from flows import certify as certify_flow  # Prefect is imported here, and only here
 

@@ -29,7 +29,7 @@ GATE_SCRIPT = 'read _gate && exec "$0" "$@"'
 
 
 def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, zygote: bool = False,
-            seccomp_fd: int | None = None) -> list[str]:
+            seccomp_fd: int | None = None, extra_ro_binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """bwrap argv that runs ``inner`` (an absolute interpreter path + args) in a fresh sandbox.
 
     zygote=True: the sandbox of a fork server (``forkserver.py``). Its first process keeps
@@ -38,6 +38,8 @@ def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, 
     namespaces for every execution, where it forbids nested user namespaces itself.
     seccomp_fd: a descriptor holding the BPF syscall filter (``seccomp.memfd``), which bubblewrap loads
     last, right before it starts ``inner`` (the fork server loads it per execution instead).
+    extra_ro_binds: (host path, path inside) pairs bound read-only besides the interpreter's view (the
+    files of a command verifier, ``command.py``).
     """
     uid = str(SANDBOX_UID)
     argv = [
@@ -63,6 +65,8 @@ def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, 
     for path in ("/tmp", "/dev/shm", WORKDIR):
         argv += ["--perms", "1777" if path != WORKDIR else "0700",
                  "--size", str(scratch_bytes), "--tmpfs", path]
+    for source, target in extra_ro_binds:  # after the tmpfs mounts, which would hide a bind under /tmp
+        argv += ["--ro-bind", source, target]
     # The root bwrap builds is itself a tmpfs: read-only once the mounts are in place.
     argv += ["--remount-ro", "/", "--chdir", WORKDIR]
     if seccomp_fd is not None:

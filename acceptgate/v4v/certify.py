@@ -23,7 +23,8 @@ from acceptgate.errors import InvalidInput
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.task import HIDDEN, VISIBLE
-from acceptgate.v4v import gates, metrics, mutation, pools, runs
+from acceptgate.v4v import external, gates, metrics, mutation, pools, runs
+from acceptgate.v4v.external import ExternalOptions
 from acceptgate.v4v.pools import LabelCheck, PoolCandidate, PoolSettings, ProposedPool, TaskMaterial
 from acceptgate.v4v.runs import RunJob, SuiteRun
 from acceptgate.v4v.verifiers import (BUILTIN, Decision, SuiteVerifier, Verifier, get as get_verifier,
@@ -42,12 +43,31 @@ class Settings:
     max_mutant_cases: int | None = None  # None: every case of the suite
     workers: int = 2
     limits: Limits = Limits()
+    external: ExternalOptions = ExternalOptions()  # command verifiers' mounts and limits, EvalPlus's venv
 
     def key(self) -> dict:
-        return {"verifiers": list(self.verifiers), "k": self.k, "repeat_sample": self.repeat_sample,
-                "samples_per_task": self.pool.samples_per_task,
-                "near_miss_per_operator": self.pool.near_miss_per_operator,
-                "max_mutant_cases": self.max_mutant_cases}
+        key = {"verifiers": list(self.verifiers), "k": self.k, "repeat_sample": self.repeat_sample,
+               "samples_per_task": self.pool.samples_per_task,
+               "near_miss_per_operator": self.pool.near_miss_per_operator,
+               "max_mutant_cases": self.max_mutant_cases}
+        if any(v.startswith("cmd:") or v == "evalplus" for v in self.verifiers):
+            # the commands' files are bound by hash in every decision; the names here tell runs apart
+            key["verifier_mounts"] = list(self.external.mounts)
+        return key
+
+
+def with_external(settings: Settings, commands: list[str], mounts: list[str], evalplus_venv: str | None,
+                  dataset: str) -> Settings:
+    """Settings that also certify these command verifiers (and EvalPlus, given its venv)."""
+    import dataclasses
+
+    if not (commands or mounts or evalplus_venv) and settings.external.dataset:
+        return settings
+    names = list(settings.verifiers) + [f"cmd:{c}" for c in commands] + (["evalplus"] if evalplus_venv else [])
+    ext = dataclasses.replace(settings.external, mounts=tuple(dict.fromkeys(list(settings.external.mounts) + mounts)),
+                              evalplus_venv=evalplus_venv or settings.external.evalplus_venv,
+                              dataset=settings.external.dataset or dataset)
+    return dataclasses.replace(settings, verifiers=tuple(dict.fromkeys(names)), external=ext)
 
 
 # -- materials ---------------------------------------------------------------------------------------
@@ -170,22 +190,25 @@ def _record(m: TaskMaterial, v: Verifier, c: PoolCandidate, r: int, d: Decision,
 
 
 def decide_task(m: TaskMaterial, pool: list[PoolCandidate], v: Verifier, all_runs: dict[RunKey, SuiteRun],
-                k: int) -> list[gates.DecisionRecord]:
-    """Round 0 for every candidate; rounds 1..k-1 where the candidate was re-run (suite verifiers), or
-    for every candidate (verifiers that decide by themselves: baselines, external programs)."""
-    out = []
+                k: int, repeat: set[str] | None = None, workers: int = 1) -> list[gates.DecisionRecord]:
+    """Round 0 for every candidate; rounds 1..k-1 where the candidate was re-run (suite verifiers), for
+    the candidates in ``repeat`` (external verifiers: each decision is a sandboxed run of its own, in
+    parallel on ``workers``), or for every candidate (baselines: pure functions of the text)."""
+    jobs = []
     for c in pool:
         for r in range(k):
-            if v.suite is not None:
-                run = all_runs.get((m.task_id, c.sha256, v.suite, r))
-                if run is None and r > 0:
-                    continue  # not in the repeat sample
-                d = v.decide(c, m, run)
-            else:
-                run = None
-                d = v.decide(c, m, None)
-            out.append(_record(m, v, c, r, d, run))
-    return out
+            run = all_runs.get((m.task_id, c.sha256, v.suite, r)) if v.suite is not None else None
+            if r > 0 and ((v.suite is not None and run is None) or (repeat is not None and c.candidate_id not in repeat)):
+                continue  # not in the repeat sample
+            jobs.append((c, r, run))
+    if v.family == "external" and workers > 1 and len(jobs) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers) as ex:
+            decisions = list(ex.map(lambda job: v.decide(job[0], m, job[2]), jobs))
+    else:
+        decisions = [v.decide(c, m, run) for c, _, run in jobs]
+    return [_record(m, v, c, r, d, run) for (c, r, run), d in zip(jobs, decisions)]
 
 
 # -- gates and metrics -----------------------------------------------------------------------------------
@@ -230,7 +253,8 @@ def judge_task(m: TaskMaterial, pool: list[PoolCandidate], v: Verifier, records:
         gates.input_label_consistency(m.task_id, v.name, pool, m.harnesses.get(VISIBLE)),
         gates.trivial_baselines(m.task_id, v.name, pool, original,
                                 baselines, m.gold_normalised),
-        gates.mutation(m.task_id, v.name, mutants, mutation.MUTATION_OPERATORS),
+        gates.mutation(m.task_id, v.name, mutants, mutation.MUTATION_OPERATORS,
+                       why_not=gates.EXTERNAL_NOT_MUTATED if v.family == "external" else None),
     ]
     per_round = {}
     for r in range(settings.k):
@@ -286,15 +310,22 @@ class Certification:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def make_verifiers(names: tuple[str, ...], backend: Backend, limits: Limits) -> list[Verifier]:
+def make_verifiers(names: tuple[str, ...], backend: Backend, limits: Limits,
+                   options: ExternalOptions | None = None) -> list[Verifier]:
+    """Verifiers by name; external ones get the sandbox backend (program verifiers run with the
+    candidates' limits, command verifiers with ``options.limits``)."""
     out = []
     for name in names:
         try:
-            v = get_verifier(name)
+            v = external.make(name, options or ExternalOptions()) or get_verifier(name)
         except ValueError as exc:
+            if isinstance(exc, InvalidInput):
+                raise
             raise InvalidInput(str(exc), field="--verifier") from None
         if hasattr(v, "backend"):
-            v.backend, v.limits = backend, limits
+            v.backend = backend
+            if isinstance(v, external.ExternalVerifier):
+                v.limits = limits
         out.append(v)
     return out
 
@@ -309,20 +340,30 @@ def evaluate(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]]
     verdicts: list[TaskVerdict] = []
     total = len(materials) * len(verifiers)
     done = 0
-    for m in materials:
-        pool = kept[m.task_id]
-        base = {n: {c.candidate_id: bv.decide(c, m, None) for c in pool} for n, bv in baseline_vs.items()}
+    sampled = f"gold, attacks and {settings.repeat_sample} seeded others"
+    for v in verifiers:
+        v.prepare(materials)
+    try:
+        for m in materials:
+            pool = kept[m.task_id]
+            base = {n: {c.candidate_id: bv.decide(c, m, None) for c in pool} for n, bv in baseline_vs.items()}
+            for v in verifiers:
+                if v.suite is not None and v.suite not in m.suites:
+                    continue  # e.g. V on a task without docstring examples: nothing to certify there
+                repeat = None
+                if v.family == "external" and settings.repeat_sample >= 0:
+                    repeat = {c.candidate_id for c in repeat_sample(pool, "external", m.task_id, settings.repeat_sample)}
+                recs = decide_task(m, pool, v, all_runs, settings.k, repeat, settings.workers)
+                scope = ("every candidate" if (v.suite is None and repeat is None) or settings.repeat_sample < 0
+                         else sampled)
+                verdicts.append(judge_task(m, pool, v, recs, base, all_runs, settings, scope))
+                records += recs
+                done += 1
+                if progress:
+                    progress("decide", done, total)
+    finally:
         for v in verifiers:
-            if v.suite is not None and v.suite not in m.suites:
-                continue  # e.g. V on a task without docstring examples: nothing to certify there
-            recs = decide_task(m, pool, v, all_runs, settings.k)
-            scope = ("every candidate" if v.suite is None or settings.repeat_sample < 0 else
-                     f"gold, attacks and {settings.repeat_sample} seeded others")
-            verdicts.append(judge_task(m, pool, v, recs, base, all_runs, settings, scope))
-            records += recs
-            done += 1
-            if progress:
-                progress("decide", done, total)
+            v.close()
     reports = []
     for v in verifiers:
         mine = [t for t in verdicts if t.verifier == v.name]
@@ -348,7 +389,7 @@ def certify(materials: list[TaskMaterial], backend: Backend, settings: Settings 
     all_runs.update(repeat_runs(materials, kept, backend, settings, progress))
     seconds["repeat"] = time.monotonic() - t0
     t0 = time.monotonic()
-    verifiers = make_verifiers(settings.verifiers, backend, settings.limits)
+    verifiers = make_verifiers(settings.verifiers, backend, settings.limits, settings.external)
     records, verdicts, reports = evaluate(materials, kept, all_runs, verifiers, settings, progress)
     seconds["decide"] = time.monotonic() - t0
     return Certification(materials, proposed, kept, checks, all_runs, records, verdicts, reports, settings, seconds)

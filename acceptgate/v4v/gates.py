@@ -7,7 +7,7 @@
 | provenance | every decision is bound to the candidate's sha256 (matching its text), the task, the spec and render hashes the run used, and the verifier version |
 | input-label-consistency | no two candidates with the same normalised text carry opposite labels, and no visible input appears with two different expected values |
 | trivial-baselines | the pool exposes always-accept (an illegal candidate), always-reject (a legal one) and gold-exact-match (a legal candidate unlike the gold), and the verifier's decisions differ from each baseline's somewhere |
-| mutation | each mutation operator (drop a case, perturb an expected value, weaken the comparison) has a mutant that some candidate gets a different valid decision from; crashes do not count. Only for suite verifiers (``n/a`` otherwise). The mutation score is detected / all mutants |
+| mutation | each mutation operator (drop a case, perturb an expected value, weaken the comparison) has a mutant that some candidate gets a different valid decision from; crashes do not count. Only for suite verifiers (``n/a`` otherwise, with the reason in the receipt: an external verifier is a black box). The mutation score is detected / all mutants |
 
 A gate's receipt is plain JSON; its sha256 is stored beside it.
 """
@@ -205,10 +205,15 @@ def detect(pool: list[PoolCandidate], original: dict[str, Decision], mutated: di
     return None
 
 
-def mutation(task_id: str, verifier: str, outcomes: list[MutantOutcome] | None, operators: tuple[str, ...]) -> GateResult:
+EXTERNAL_NOT_MUTATED = ("not applicable: an external verifier is a black box whose checks acceptgate cannot "
+                        "see or change, so it is not mutated; this gate is not counted as passed")
+
+
+def mutation(task_id: str, verifier: str, outcomes: list[MutantOutcome] | None, operators: tuple[str, ...],
+             why_not: str | None = None) -> GateResult:
     if outcomes is None:
-        return _result(task_id, verifier, "mutation", None, "no checks to mutate (not a suite verifier)",
-                       {"mutants": []})
+        why = why_not or "no checks to mutate (not a suite verifier)"
+        return _result(task_id, verifier, "mutation", None, why, {"mutants": [], "not_applicable": why})
     by_op: dict[str, list[MutantOutcome]] = defaultdict(list)
     for o in outcomes:
         by_op[o.operator].append(o)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import math
 import hashlib
 import random
 from typing import Any, Iterator
@@ -136,14 +137,19 @@ def near_miss(source: str, entry_point: str, per_operator: int = 1) -> Iterator[
 # -- mutants of a suite verifier ---------------------------------------------------------------------
 
 def perturb(value: Any) -> Any:
-    """A different literal of the same shape where possible (the expected value a mutant checks)."""
+    """A different literal of the same shape where possible (the expected value a mutant checks).
+
+    Numbers move by at least their own size (0 -> 1, 5 -> 10, 1e8 -> 2e8), so that no comparison
+    dialect's tolerance, and no float rounding (1e8 + 1.0 is within a relative tolerance, 1e17 + 1.0
+    == 1e17), can take the perturbed value for the original; inf and nan become 0.0.
+    """
     t = type(value)
     if t is bool:
         return not value
     if t is int:
-        return value + 1
+        return value + max(1, abs(value))
     if t is float:
-        return value + 1.0 if value == value else 0.0
+        return value + max(1.0, abs(value)) if math.isfinite(value) else 0.0
     if t is str:
         return value + "_"
     if t is bytes:

@@ -88,6 +88,12 @@ class Verifier(ABC):
     def decide(self, candidate: "PoolCandidate", task: "TaskMaterial", run: "SuiteRun | None") -> Decision:
         """Decide one candidate; ``run`` is the candidate's run on ``self.suite`` (None if no suite)."""
 
+    def prepare(self, materials: list["TaskMaterial"]) -> None:
+        """Called once before any decision (an external verifier computes what it needs per task)."""
+
+    def close(self) -> None:
+        """Release what ``prepare`` made."""
+
 
 # -- comparisons -----------------------------------------------------------------------------------
 
@@ -250,15 +256,21 @@ def register(name: str, factory: Callable[[], Verifier]) -> None:
 
 
 def get(name: str) -> Verifier:
-    """A verifier by name; ``ext:<file.py>`` is an external verifier program (see ``external``)."""
+    """A verifier by name; ``ext:<file.py>`` is an external verifier program and ``cmd:<command>`` an
+    external command (see ``external``); ``evalplus`` needs options, see ``external.EvalPlusVerifier``."""
     if name.startswith("ext:"):
         from acceptgate.v4v.external import ExternalVerifier
 
         return ExternalVerifier.from_path(name[4:])
+    if name.startswith("cmd:"):
+        from acceptgate.v4v.external import CommandVerifier
+
+        return CommandVerifier(name[4:])
     try:
         return _REGISTRY[name]()
     except KeyError:
-        raise ValueError(f"unknown verifier {name!r}; valid verifiers: {', '.join(_REGISTRY)}, ext:<file.py>") \
+        raise ValueError(f"unknown verifier {name!r}; valid verifiers: {', '.join(_REGISTRY)}, ext:<file.py>, "
+                         "cmd:<command>, evalplus") \
             from None
 
 
