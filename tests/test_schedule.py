@@ -40,7 +40,10 @@ def test_gates_stage_needs_a_source_and_tasks():
     assert isinstance(gates.arguments({}), schedule.Skip)
     assert isinstance(gates.arguments({"gate_source": "codet:x"}), schedule.Skip)
     args = gates.arguments({"gate_source": "codet:x", "gate_suites": "d", "arms": ["off"]})
-    assert args == {"source": "codet:x", "suites_dir": "d", "humanevalplus": None, "arms": ["off"]}
+    assert args == {"source": "codet:x", "suites_dir": "d", "humanevalplus": None, "arms": ["off"],
+                    "profile": "default"}
+    args = gates.arguments({"gate_source": "codet:x", "gate_suites": "d", "profile": "evalplus"})
+    assert (args["profile"], args["arms"]) == ("evalplus", ["conform", "off"])
 
 
 @pytest.mark.parametrize("values, field", [

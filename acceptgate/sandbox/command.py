@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 
 from acceptgate.sandbox import bwrap, cgroup, seccomp
-from acceptgate.sandbox.backend import BackendUnavailable, Isolation, Limits, MiB
+from acceptgate.sandbox.backend import BackendUnavailable, ExitStatus, Isolation, Limits, MiB
 from acceptgate.sandbox.local import GATE_SCRIPT, LocalBackend, _release, make_workdir
 
 INPUT_DIR = "/input"  # where the input files appear inside a namespaced sandbox
@@ -54,14 +54,7 @@ class CommandResult:
     def describe(self) -> str:
         if self.timed_out:
             return "no answer within the wall clock"
-        if self.oom_killed:
-            return "killed by the memory limit"
-        if self.signal:
-            try:
-                return f"killed by {signal.Signals(self.signal).name}"
-            except ValueError:
-                return f"killed by signal {self.signal}"
-        return f"exit code {self.returncode}"
+        return ExitStatus(self.returncode, self.signal, self.oom_killed).describe()
 
 
 def input_dir(backend: LocalBackend) -> str | None:
