@@ -565,7 +565,7 @@ from acceptgate.sandbox.executor import execute_many
 job = json.loads(sys.stdin.read())
 jobs = []
 for item in job["jobs"]:
-    cases = [(tuple(args), {}, want) for args, want in item["cases"]]
+    cases = [(tuple(args), {}, literals.parse(want)) for args, want in item["cases"]]  # literal text
     jobs.append((render.harness_for(suitespec.build(item["dialect"], "f", cases)), item["source"]))
 with backends.create(job["backend"]) as backend:
     started = time.monotonic()
@@ -580,11 +580,13 @@ def test_hostile_answers_in_one_batch_cost_no_other_sample_its_result(sandbox_ba
     """The trusted-side attacks side by side in one batch with two workers (as score runs them), between
     honest samples: every sample gets its own result, and the harness stays bounded."""
     ctx = Context(canary=None, dataset=None)  # these attacks use no canary nor data set
-    honest = {"source": "def f(x):\n    return x", "cases": [[[1], 1]], "dialect": "python-call/1"}
+    honest = {"source": "def f(x):\n    return x", "cases": [[[1], "1"]], "dialect": "python-call/1"}
     jobs = [honest]
     for attack in ATTACKS:
         if attack.harness == "subprocess" and attack.name.startswith(("huge", "colliding")):
-            cases = [[[ctx.resolve(a) for a in c["args"]], ctx.resolve(c["expected"])] for c in attack.cases]
+            # expected values as literal text: JSON would turn a tuple into a list
+            cases = [[[ctx.resolve(a) for a in c["args"]], literals.canonical(ctx.resolve(c["expected"]))]
+                     for c in attack.cases]
             jobs += [{"source": attack.source, "cases": cases, "dialect": attack.dialect}, honest]
     assert len(jobs) >= 13
     proc = subprocess.run([sys.executable, "-c", BATCH_HARNESS], input=json.dumps({"backend": sandbox_backend.name,
