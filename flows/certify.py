@@ -10,8 +10,6 @@ from __future__ import annotations
 from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import time
-from dataclasses import dataclass, field
-
 from prefect import flow
 from prefect.utilities.annotations import quote
 
@@ -20,13 +18,18 @@ from acceptgate.v4v import store
 from tasks import certify_tasks as t
 
 
-@dataclass
 class CertifySummary:
-    run: store.CertifyRun
-    certification: core.Certification
-    rows: dict[str, int] = field(default_factory=dict)
-    warehouse: str = ""
-    wall_seconds: float = 0.0
+    """What the flow returns. A plain class on purpose, not a dataclass: Prefect walks a flow's return
+    value looking for futures, through dataclasses and containers, and the certification holds every
+    run's per-case outputs (minutes of walking on all HumanEval+ tasks)."""
+
+    def __init__(self, run: store.CertifyRun, certification: core.Certification, rows: dict[str, int] | None = None,
+                 warehouse: str = "", wall_seconds: float = 0.0) -> None:
+        self.run = run
+        self.certification = certification
+        self.rows = rows or {}
+        self.warehouse = warehouse
+        self.wall_seconds = wall_seconds
 
     def lines(self) -> list[str]:
         cert = self.certification
