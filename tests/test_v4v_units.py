@@ -182,3 +182,23 @@ def test_perturbed_numbers_leave_any_tolerance():
     for value in (1e8, 1e17, -3e20, 10**30, -7, 0.0, float("inf")):
         new = mutation.perturb(value)
         assert type(new) in (int, float) and not math.isclose(new, value, rel_tol=1e-3, abs_tol=0.5)
+
+
+def test_digest_suites_get_mutants_of_their_own_shape_and_total_comparisons():
+    """A digest suite's perturbed expected value keeps the dialect's shape (its compare would raise on
+    a bare perturbed tuple), and a comparison that raises is a mismatch, never a crash."""
+    from acceptgate import dialects, literals, render, suitespec
+    from acceptgate.v4v import mutation, verifiers
+
+    text = "x" * 300_000
+    spec = suitespec.build(dialects.DIGEST, "f", [((0,), {}, ("value", 1)),
+                                                 ((1,), {}, ("sha256", *dialects.equality_digest(text)))])
+    harness = render.harness_for(spec)
+    perturbed = [m for m in mutation.suite_mutations(harness) if m.operator == "perturb-expected"]
+    values = [literals.parse(m.expected_text) for m in perturbed]
+    assert values[0] == ("value", 2)
+    assert values[1][0] == "sha256" and values[1][1] != harness.cases[1][2][1] and values[1][2] == harness.cases[1][2][2]
+    for value, (_, _, want) in zip(values, harness.cases):
+        assert harness.compare(text if want[0] == "sha256" else 1, want)  # the right answers pass
+        assert not harness.compare(text if want[0] == "sha256" else 1, value)  # the mutants are detected
+    assert verifiers._total(lambda got, want: want[5], 1, ()) is False

@@ -15,7 +15,7 @@ import hashlib
 import random
 from typing import Any, Iterator
 
-from acceptgate import literals
+from acceptgate import dialects, literals
 from acceptgate.render import Harness
 from acceptgate.v4v.verifiers import WEAKENINGS, SuiteMutation
 
@@ -165,6 +165,18 @@ def perturb(value: Any) -> Any:
     return 0  # None
 
 
+def perturb_expected(value: Any, dialect: str) -> Any:
+    """The perturbed expected value of one case, in the shape its dialect holds: a digest suite's
+    ``('value', v)`` perturbs v, and its ``('sha256', hex, length)`` names another digest."""
+    if dialect == dialects.DIGEST and type(value) is tuple and value:
+        if value[0] == "value" and len(value) == 2:
+            return ("value", perturb(value[1]))
+        if value[0] == "sha256" and len(value) == 3:
+            digest = value[1]
+            return ("sha256", ("1" if digest[:1] == "0" else "0") + digest[1:], value[2])
+    return perturb(value)
+
+
 def suite_mutations(harness: Harness, max_cases: int | None = None) -> list[SuiteMutation]:
     """Drop one case and perturb one expected value, for every case (deciding a mutant costs no
     execution, so all of them by default) or a seeded sample of ``max_cases`` cases; plus every
@@ -173,7 +185,7 @@ def suite_mutations(harness: Harness, max_cases: int | None = None) -> list[Suit
     cases = list(range(n)) if max_cases is None or n <= max_cases else sorted(
         seeded(harness.spec_hash, "cases").sample(range(n), max_cases))
     out = [SuiteMutation("drop-case", case=i) for i in cases]
-    out += [SuiteMutation("perturb-expected", case=i, expected_text=literals.canonical(perturb(harness.cases[i][2])))
+    out += [SuiteMutation("perturb-expected", case=i, expected_text=literals.canonical(perturb_expected(harness.cases[i][2], harness.dialect)))
             for i in cases]
     out += [SuiteMutation("weaken-comparison", weakening=w) for w in sorted(WEAKENINGS)]
     return out

@@ -115,6 +115,14 @@ WEAKENINGS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+def _total(compare: Callable[[Any, Any], bool], got: Any, want: Any) -> bool:
+    """A comparison that cannot raise: an exception is a mismatch, as in the executor's verdicts."""
+    try:
+        return bool(compare(got, want))
+    except Exception:  # noqa: BLE001  (any comparison failure is that case's fail)
+        return False
+
+
 @dataclass(frozen=True)
 class SuiteMutation:
     """One change to one check of a suite verifier (the mutation gate)."""
@@ -173,15 +181,15 @@ class SuiteVerifier(Verifier):
             if status != "ok":
                 return Decision(FAIL, reason=f"case {index}: {status}", by_exception=True)
             if m is not None and m.operator == "weaken-comparison":
-                if WEAKENINGS[m.weakening](run.values[index], harness.cases[index][2]):
+                if _total(WEAKENINGS[m.weakening], run.values[index], harness.cases[index][2]):
                     continue
             if m is not None and m.operator == "perturb-expected" and index == m.case:
-                if harness.compare(run.values[index], self._perturbed):
+                if _total(harness.compare, run.values[index], self._perturbed):
                     continue
             return Decision(FAIL, reason=f"case {index}: wrong value")
         if m is not None and m.operator == "perturb-expected" and m.case not in run.failing \
                 and m.case < len(run.values):
-            if not harness.compare(run.values[m.case], self._perturbed):
+            if not _total(harness.compare, run.values[m.case], self._perturbed):
                 return Decision(FAIL, reason=f"case {m.case}: wrong value")
         return Decision(PASS, reason="all cases pass")
 
