@@ -210,6 +210,30 @@ def _acceptgate_number_form(x):
     return b"i" + hex(x).encode("ascii") + b";"
 
 
+_ACCEPTGATE_INT = {int}
+_ACCEPTGATE_NUMBERS = {int, float}
+_ACCEPTGATE_FLAT = {str, bytes, int, float, bool, type(None)}
+
+
+class _AcceptgateForms(dict):
+    """The forms of scalars (of the _ACCEPTGATE_FLAT types only), memoised: a table of millions of rows
+    of the same few strings is spelled at C speed. Values equal under == have one form (1, 1.0 and
+    True are all i1;), so keying by value is sound. Small forms only, and never more than 65,536."""
+
+    def __missing__(self, value):
+        out = []
+        _acceptgate_equality_form(value, out.append, 0)
+        form = b"".join(out)
+        if len(form) <= 256:
+            if len(self) >= 65536:
+                self.clear()
+            self[value] = form
+        return form
+
+
+_ACCEPTGATE_FORMS = _AcceptgateForms()
+
+
 def _acceptgate_equality_bytes(value):
     parts = []
     _acceptgate_equality_form(value, parts.append, 0)
@@ -232,19 +256,33 @@ def _acceptgate_equality_form(value, put, depth):
         put(b"b" + str(len(value)).encode("ascii") + b":")
         put(value)
     elif t is list or t is tuple:
-        put(b"[" if t is list else b"(")
-        if all(type(v) is int and -_ACCEPTGATE_SMALL_INT < v < _ACCEPTGATE_SMALL_INT for v in value):
+        opener, closer = (b"[", b"]") if t is list else (b"(", b")")
+        kinds = set(map(type, value))
+        if kinds == _ACCEPTGATE_INT and -_ACCEPTGATE_SMALL_INT < min(value) and max(value) < _ACCEPTGATE_SMALL_INT:
+            put(opener)
             for i in range(0, len(value), 4096):  # a long list of ints, a slice at a time
                 put(("i" + ";i".join(map(str, value[i:i + 4096])) + ";").encode("ascii"))
-        elif all(type(v) is float or (type(v) is int and -_ACCEPTGATE_SMALL_INT < v < _ACCEPTGATE_SMALL_INT)
-                 for v in value):  # numbers: as _acceptgate_number_form, inlined
-            for i in range(0, len(value), 4096):
+            put(closer)
+        elif kinds and kinds <= _ACCEPTGATE_NUMBERS and all(
+                type(v) is float or -_ACCEPTGATE_SMALL_INT < v < _ACCEPTGATE_SMALL_INT for v in value):
+            put(opener)
+            for i in range(0, len(value), 4096):  # numbers: as _acceptgate_number_form, inlined
                 put("".join(["i%d;" % v if type(v) is int or v.is_integer() else "f" + repr(v) + ";"
                              for v in value[i:i + 4096]]).encode("ascii"))
+            put(closer)
+        elif kinds <= _ACCEPTGATE_FLAT and len(value) <= 4096:
+            # a short row of scalars (a table of millions of rows of a few strings): one put
+            put(opener + b"".join(map(_ACCEPTGATE_FORMS.__getitem__, value)) + closer)
+        elif kinds <= _ACCEPTGATE_FLAT:
+            put(opener)
+            for i in range(0, len(value), 4096):  # scalars, a slice at a time
+                put(b"".join(map(_ACCEPTGATE_FORMS.__getitem__, value[i:i + 4096])))
+            put(closer)
         else:
+            put(opener)
             for v in value:
                 _acceptgate_equality_form(v, put, depth + 1)
-        put(b"]" if t is list else b")")
+            put(closer)
     elif t is set:
         put(b"{")
         for item in sorted(_acceptgate_equality_bytes(v) for v in value):
