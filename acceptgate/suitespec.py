@@ -199,12 +199,15 @@ def load(path: str | Path) -> SuiteSpec:
     return loads(data, source=str(path))
 
 
-def case_of(args: tuple | list, kwargs: dict, expected: Any) -> Case:
+def case_of(args: tuple | list, kwargs: dict, expected: Any, *, args_text: str | None = None,
+            kwargs_text: str | None = None) -> Case:
     """A case from Python values (importers): the rules of a spec file's case, each value spelled once.
 
     Equal to what parsing the case's spelling back gives (``parse(canonical(v)) == v`` for every
     literal), without the parse: an import builds ~10^5 cases. Raises LiteralError for a value that is
     no literal or too long a spelling, SpecError for kwargs that are not identifier-keyed.
+    ``args_text`` / ``kwargs_text``: the canonical spellings of ``tuple(args)`` / ``kwargs`` when the
+    caller has them already (an importer spells each input once, when it validates it).
     """
     if type(args) not in (list, tuple):
         raise SpecError("args must be a list or tuple of positional arguments", field="args",
@@ -213,7 +216,8 @@ def case_of(args: tuple | list, kwargs: dict, expected: Any) -> Case:
         raise SpecError("kwargs must be a dict with identifier keys", field="kwargs",
                         construct=type(kwargs).__name__)
     args = tuple(args)
-    texts = (literals.canonical(args), literals.canonical(kwargs), literals.canonical(expected))
+    texts = (literals.canonical(args) if args_text is None else args_text,
+             literals.canonical(kwargs) if kwargs_text is None else kwargs_text, literals.canonical(expected))
     for text in texts:
         if len(text) > literals.MAX_TEXT_CHARS:  # parse() would refuse it when the file is read back
             raise literals.LiteralError("text too long", f"{len(text)} characters, limit {literals.MAX_TEXT_CHARS}")

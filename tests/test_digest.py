@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import hashlib
 import math
 import random
 import time
@@ -86,6 +87,27 @@ def test_flat_number_lists_read_as_the_general_parser_reads_them():
         assert answers.parse(text) == answers.parse(" " + text)  # not the fast path's: the same value
 
 
+def test_short_answers_read_as_the_token_loop_reads_them():
+    # the fast paths for one name, int or plain string, and for short flat lists of numbers
+    texts = ["True", "False", "None", "0", "-0", "007", "-12", "9" * 60, "''", "'ab c'", '"a\'b"', "'a\\nb'",
+             "'\\'", "'\u00e9'", "'a'b'", "-", "--1", "1_0", "\u0661", " 1", "1 ", "[1]", "[1, 2.5, -0.0]",
+             "[1e5, 1., -inf, nan]", "[]", "[1,2]", "[1, ]", "[01, 2]", "[True]", "tru", "'\\x41'"]
+    rng = random.Random(4)
+    texts += [repr(rng.choice([rng.randint(-10 ** 9, 10 ** 9), "".join(rng.choice("ab'\"\\\n\t c") for _ in
+              range(rng.randint(0, 12))), [rng.randint(-9, 9) for _ in range(rng.randint(1, 6))]]))
+              for _ in range(2000)]
+    for text in texts:
+        try:
+            general = ("ok", answers.parse_tokens(text))
+        except literals.LiteralError:
+            general = ("error",)
+        try:
+            fast = ("ok", answers.parse(text))
+        except literals.LiteralError:
+            fast = ("error",)
+        assert repr(fast) == repr(general), text
+
+
 # ---------------------------------------------------------------------------------------------
 # the equality form
 
@@ -116,6 +138,69 @@ def test_the_list_fast_paths_give_the_generic_form():
     for values in (ints, numbers):
         generic = b"[" + b"".join(ns["_acceptgate_number_form"](v) for v in values) + b"]"
         assert ns["_acceptgate_equality_bytes"](values) == generic
+
+
+def _plain_form(value) -> bytes:
+    """The equality form by its definition, one value at a time (no fast path, no memo)."""
+    t = type(value)
+    if value is None:
+        return b"N"
+    if t in (int, float, bool):
+        if t is float and value != value:
+            return b"fnan;"
+        if t is float and math.isinf(value):
+            return b"finf;" if value > 0 else b"f-inf;"
+        if t is float and not value.is_integer():
+            return b"f" + repr(value).encode() + b";"
+        n = int(value)
+        return b"i" + (str(n) if abs(n) < 1 << 13000 else hex(n)).encode() + b";"
+    if t is str:
+        data = value.encode("utf-8", "surrogatepass")
+        return b"s%d:" % len(data) + data
+    if t is bytes:
+        return b"b%d:" % len(value) + value
+    if t in (list, tuple):
+        inner = b"".join(_plain_form(v) for v in value)
+        return (b"[" + inner + b"]") if t is list else (b"(" + inner + b")")
+    if t is set:
+        return b"{" + b"".join(sorted(_plain_form(v) for v in value)) + b"}"
+    return b"<" + b"".join(sorted(_plain_form(k) + _plain_form(v) for k, v in value.items())) + b">"
+
+
+def test_the_fast_paths_and_the_memo_give_the_forms_definition():
+    ns = dialects._digest_namespace()
+    rng = random.Random(11)
+
+    def scalar():
+        return rng.choice([lambda: rng.randint(-5, 5), rng.random, lambda: float(rng.randint(0, 3)),
+                           lambda: math.nan, lambda: -math.inf, lambda: -0.0, lambda: True, lambda: None,
+                           lambda: rng.choice(["a", "\u00e9", "\ud800", "", "Dog" * rng.randint(0, 200)]),
+                           lambda: rng.choice([b"", b"ab"]), lambda: 10 ** rng.randint(1, 5000),
+                           lambda: -(1 << 13000)])()
+
+    def value(depth=0):
+        if depth > 3 or rng.random() < 0.3:
+            return scalar()
+        kind = rng.choice(["list", "tuple", "set", "dict", "flat", "rows"])
+        n = rng.randint(0, 6)
+        if kind == "list":
+            return [value(depth + 1) for _ in range(n)]
+        if kind == "tuple":
+            return tuple(value(depth + 1) for _ in range(n))
+        if kind == "flat":  # short, and longer than one slice
+            return [scalar() for _ in range(rng.choice([n, 5000]))]
+        if kind == "rows":  # combinations_colors's table: rows of a few strings (and equal numbers)
+            return [tuple(rng.choice(["Dog", "Cat", 1, True, 1.0, b"x"]) for _ in range(3)) for _ in range(n * 50)]
+        if kind == "set":
+            return {rng.choice([1, 2.0, "a", b"b", None, (1, "x")]) for _ in range(n)}
+        return {rng.choice([1, "k", (2,), None]): value(depth + 1) for _ in range(n)}
+
+    for _ in range(1500):
+        v = value()
+        assert ns["_acceptgate_equality_bytes"](v) == _plain_form(v), repr(v)[:300]
+    table = [tuple(rng.choice(["Dog", "Cat", "Bird"]) for _ in range(7)) for _ in range(20_000)]
+    form = _plain_form(table)
+    assert ns["acceptgate_equality_digest"](table) == (hashlib.sha256(form).hexdigest(), len(form))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,3 +306,36 @@ def test_reference_memory_is_retried_with_more_then_excluded_with_the_budget(loc
                                                               memory_bytes=200 * 1024 * 1024))
     run = common.reference_outputs("f", [((1,), {}), ((300,), {})], hungry, local_backend)
     assert run.outcomes[1].status == "memory" and "again alone with 200 MiB" in run.outcomes[1].message
+
+
+def test_inputs_are_spelled_once_and_kept_as_large_as_the_grammar_holds():
+    big = {"k": ["x" * 1000] * 150}  # 150,000 characters: the source's data, kept (Mbpp/301 has 102,000)
+    draft = common.Draft((big,), {}, 0)
+    assert common.validate_draft("T/1", HIDDEN, draft) is None
+    assert draft.args_text == literals.canonical((big,)) and draft.kwargs_text == "{}"
+    case = common.build_suite("T/1", HIDDEN, "python-call/1", "f", [draft],
+                              [common.CallOutcome("ok", 3)]).spec.cases[0]
+    assert (case.args_text, case.expected_text) == (draft.args_text, "3")
+    huge = common.Draft(("x" * (literals.MAX_TEXT_CHARS + 1),), {}, 7)
+    issue = common.validate_draft("T/1", HIDDEN, huge)
+    assert (issue.reason, issue.case_index) == ("input-too-large", 7)
+    assert common.validate_draft("T/1", HIDDEN, common.Draft((object(),), {}, 8)).reason == "non-literal-input"
+
+
+def test_a_measured_answer_reads_as_the_general_parser_reads_it():
+    rng = random.Random(8)
+    outputs = [None, True, -3, 10 ** 50, "it's", "", 1.5, [1, 2.5, -0.0], [], ("a", 1), {1: [2]}, {"x"}, b"\x00"]
+    texts = [repr((tag, seconds, out)) for tag in ("ok", "counter", "digest")
+             for seconds in (1e-05, 0.25, 3.0, 1.5e-07, rng.random()) for out in outputs]
+    texts += ["('ok', 0.5, 1, 2)", "('ok', 0.5, 1,)", "('ok', 1, 2)", "('ok', 0.5, [1])]", "('ok', 0.5, (1)",
+              "('ok', 0.5,  1 )", "('ok', 0.5, x)", "('other', 0.5, 1)", "('ok', 1e-05, [1, 2])"]
+    for text in texts:
+        try:
+            general = ("ok", answers.parse(text))
+        except literals.LiteralError:
+            general = ("error",)
+        try:
+            measured = ("ok", common.parse_measured(text))
+        except literals.LiteralError:
+            measured = ("error",)
+        assert repr(measured) == repr(general), text

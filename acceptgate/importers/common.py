@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import zlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -21,6 +22,7 @@ from typing import Any, Callable, Iterable, TypeVar
 from acceptgate import dialects, literals, suitespec
 from acceptgate.errors import InvalidInput
 from acceptgate.gauge import gauge_plan
+from acceptgate.sandbox import answers
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import CallOutcome, run_calls
 from acceptgate.task import HIDDEN, VISIBLE, ImportIssue, Task
@@ -29,12 +31,15 @@ from acceptgate.task import HIDDEN, VISIBLE, ImportIssue, Task
 # example whose stated output disagrees with the reference): recorded so it is never silent.
 KEPT = "none"
 
-# A case's input or expected value is at most this many characters in its canonical spelling. EvalPlus
-# has inputs like string_sequence(1000011) whose output is a 7 MB string: as a literal it would make spec
-# files of 150 MB. Such an output is digested where the reference made it (inside the sandbox) and the
-# suite is judged by the ``python-call+digest/1`` dialect (``dialects.py``); an input that large is
-# excluded ("input-too-large").
+# An expected value is at most this many characters in its canonical spelling (as the sandbox measures
+# it). EvalPlus has inputs like string_sequence(1000011) whose output is a 7 MB string: as a literal it
+# would make spec files of 150 MB. Such an output is digested where the reference made it (inside the
+# sandbox) and the suite is judged by the ``python-call+digest/1`` dialect (``dialects.py``).
 MAX_VALUE_CHARS = 100_000
+# An input is the source file's own data, so it is as large as the source made it: it is kept whenever
+# the literal grammar can hold it (Mbpp/301 has a 102,000-character nested dict), else excluded as
+# "input-too-large".
+MAX_INPUT_CHARS = literals.MAX_TEXT_CHARS
 
 # The reference gets twice a candidate's wall time (10 s for a whole suite), so machine load does not
 # cost cases. A call that still times out is run again alone with RETRY_LIMITS (the reference
@@ -141,6 +146,9 @@ class Draft:
     text: str = ""
     # Cross-check of the reference's value against what the source states: (reason, detail) or None.
     check: Callable[[Any], tuple[str, str] | None] | None = None
+    # The canonical spellings of tuple(args) and kwargs, set by validate_draft (each input spelled once)
+    args_text: str | None = None
+    kwargs_text: str | None = None
 
 
 @dataclass
@@ -150,42 +158,6 @@ class SuiteBuild:
     spec: suitespec.SuiteSpec | None
     issues: list[ImportIssue] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)  # the reference's time per case, on this machine
-
-
-def literal_problem(value: Any) -> str | None:
-    try:
-        literals.canonical(value)
-    except literals.LiteralError as exc:
-        return str(exc)
-    return None
-
-
-def size_problem(value: Any) -> str | None:
-    """Too large a value for a case. Measured without spelling it out: a 7 MB string would take
-    seconds to escape character by character, only to be thrown away."""
-    n = _size_at_least(value, MAX_VALUE_CHARS + 1, 0)
-    return f"more than {MAX_VALUE_CHARS} characters" if n > MAX_VALUE_CHARS else None
-
-
-def _size_at_least(value: Any, budget: int, depth: int) -> int:
-    """A lower bound of the canonical spelling's length, stopping once it passes budget."""
-    t = type(value)
-    if t in (str, bytes):
-        return len(value) + 2
-    if t is int:
-        return value.bit_length() // 4 + 1
-    if t in (float, bool) or value is None:
-        return 3
-    if t in (list, tuple, set, dict) and depth <= literals.MAX_DEPTH:
-        total = 2
-        items = value.items() if t is dict else value
-        for item in items:
-            total += 2 + (sum(_size_at_least(x, budget - total, depth + 1) for x in item) if t is dict
-                          else _size_at_least(item, budget - total, depth + 1))
-            if total > budget:
-                break
-        return total
-    return 1
 
 
 MEASURED_ENTRY = "_acceptgate_measured_call"
@@ -235,6 +207,22 @@ def _acceptgate_size_at_least(value, budget, depth):
 """
 
 
+# The measured call's answer as repr writes it: "('ok', 1.2e-05, <output>)".
+_MEASURED_ANSWER = re.compile(r"\('(ok|counter|digest)', ([0-9]+(?:\.[0-9]+(?:e-[0-9]+)?|e-[0-9]+)), ")
+
+
+def parse_measured(text: str, *, deadline: float | None = None) -> Any:
+    """A measured call's answer, its output read on its own (so ``answers.parse``'s fast paths for a
+    short scalar or a flat list of numbers apply to it): the value ``answers.parse(text)`` gives."""
+    m = _MEASURED_ANSWER.match(text)
+    if m is not None and text.endswith(")"):
+        try:
+            return m.group(1), float(m.group(2)), answers.parse(text[m.end():-1], deadline=deadline)
+        except literals.LiteralError:
+            pass  # not one value in there ("1, 2" makes a longer tuple): the general reading decides
+    return answers.parse(text, deadline=deadline)
+
+
 @dataclass
 class ReferenceRun:
     """The reference's outcome for each call, and its time per call (None when it gave no value)."""
@@ -269,7 +257,8 @@ def reference_outputs(entry_point: str, calls: list[tuple[tuple, dict]], source:
     program = measured_source(source, entry_point)
     raw: list[CallOutcome] = []
     while len(raw) < len(calls):
-        got, detail = run_calls(MEASURED_ENTRY, calls[len(raw):], program, backend, limits=limits)
+        got, detail = run_calls(MEASURED_ENTRY, calls[len(raw):], program, backend, limits=limits,
+                                parse=parse_measured)
         if not got and detail.startswith("did not load"):
             return ReferenceRun([], [], detail)
         if got and got[-1].status == "timeout":  # this call alone, with the larger budget
@@ -295,7 +284,8 @@ def reference_outputs(entry_point: str, calls: list[tuple[tuple, dict]], source:
 
 
 def _retry_memory(call: tuple[tuple, dict], program: str, backend: Backend) -> CallOutcome:
-    got, detail = run_calls(MEASURED_ENTRY, [call], program, backend, limits=MEMORY_RETRY_LIMITS)
+    got, detail = run_calls(MEASURED_ENTRY, [call], program, backend, limits=MEMORY_RETRY_LIMITS,
+                            parse=parse_measured)
     if got and got[0].status == "ok":
         return got[0]
     budget = MEMORY_RETRY_LIMITS.memory_bytes // 1024 ** 2
@@ -306,7 +296,8 @@ def _retry_memory(call: tuple[tuple, dict], program: str, backend: Backend) -> C
 
 
 def _retry_alone(call: tuple[tuple, dict], program: str, backend: Backend) -> CallOutcome:
-    got, detail = run_calls(MEASURED_ENTRY, [call], program, backend, limits=RETRY_LIMITS)
+    got, detail = run_calls(MEASURED_ENTRY, [call], program, backend, limits=RETRY_LIMITS,
+                            parse=parse_measured)
     if not got or got[0].status == "timeout":
         raise ReferenceTimeout(f"the reference gave no answer for input {short(call[0])} within "
                                f"{RETRY_LIMITS.wall_seconds:g} s ({detail or 'no answer'})")
@@ -335,13 +326,12 @@ def build_suite(task_id: str, kind: str, dialect: str, entry_point: str, drafts:
                 problem = ("output-too-large", f"the reference's output has {outcome.value.length} bytes, too "
                            f"many for a literal, and the {dialect} dialect cannot judge it by its digest")
         elif problem is None:
-            if (bad := size_problem(outcome.value)) is not None:
-                problem = ("output-too-large", f"the reference's output has {bad}")
-            else:
-                try:  # every value spelled once, here (validate_draft checked the input already)
-                    case = suitespec.case_of(draft.args, draft.kwargs, outcome.value)
-                except literals.LiteralError as exc:
-                    problem = ("reference-nonliteral-output", str(exc))
+            # The output's size was measured in the sandbox, which digested it if too large.
+            try:  # every value spelled once: the output here, the input by validate_draft
+                case = suitespec.case_of(draft.args, draft.kwargs, outcome.value, args_text=draft.args_text,
+                                         kwargs_text=draft.kwargs_text)
+            except literals.LiteralError as exc:
+                problem = ("reference-nonliteral-output", str(exc))
         if problem is not None:
             reason, detail = problem
             issues.append(ImportIssue(task_id, reason, f"{detail}; input {draft.text or short(draft.args)}",
@@ -404,12 +394,18 @@ def _huge_int(message: str) -> bool:
 
 
 def validate_draft(task_id: str, kind: str, draft: Draft) -> ImportIssue | None:
-    """A draft whose input is too large or cannot be spelled as a literal is excluded here."""
-    too_large = size_problem(draft.args) or size_problem(draft.kwargs)
-    if too_large is not None:
-        return ImportIssue(task_id, "input-too-large", f"the input has {too_large}", suite=kind,
-                           case_index=draft.origin)
-    problem = literal_problem(draft.args) or literal_problem(draft.kwargs)
+    """A draft whose input is too large or cannot be spelled as a literal is excluded here; otherwise
+    its canonical spellings are kept on it (``build_suite`` makes the case from them). An input is
+    data from the source file, so spelling it is bounded by the file's size."""
+    try:
+        draft.args_text = literals.canonical(tuple(draft.args))
+        draft.kwargs_text = literals.canonical(draft.kwargs)
+        problem = None
+    except literals.LiteralError as exc:
+        problem = str(exc)
+    if problem is None and max(len(draft.args_text), len(draft.kwargs_text)) > MAX_INPUT_CHARS:
+        return ImportIssue(task_id, "input-too-large", f"the input has more than {MAX_INPUT_CHARS} characters",
+                           suite=kind, case_index=draft.origin)
     if problem is None and not all(isinstance(k, str) and k.isidentifier() for k in draft.kwargs):
         problem = "keyword names must be identifiers"
     if problem is None:

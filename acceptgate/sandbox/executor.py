@@ -290,11 +290,14 @@ class CallOutcome:
 
 
 def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, backend: Backend, *,
-              limits: Limits = Limits()) -> tuple[list[CallOutcome], str]:
+              limits: Limits = Limits(),
+              parse: Callable[..., Any] = answers.parse) -> tuple[list[CallOutcome], str]:
     """Run a (trusted or not) program on each call in one sandboxed process; no expected values.
 
     Returns one outcome per call answered (a timeout or crash ends the list with that status) and a
-    detail string for a process-level problem ("" when every call was answered).
+    detail string for a process-level problem ("" when every call was answered). ``parse(text,
+    deadline=...)`` reads each answer: ``answers.parse``, or a caller's reader of a known answer shape
+    that gives the same value (and leaves anything else to ``answers.parse``).
     """
     outcomes: list[CallOutcome] = []
     marker = secrets.token_hex(16).encode()
@@ -318,8 +321,8 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
         for kind, payload in chan.answers(payloads):
             if kind in VALUE_FRAMES:
                 try:
-                    value = answer_value(kind, answers.parse(payload.decode("utf-8", "surrogatepass"),
-                                                             deadline=chan.deadline))
+                    value = answer_value(kind, parse(payload.decode("utf-8", "surrogatepass"),
+                                                     deadline=chan.deadline))
                     outcomes.append(CallOutcome("ok", value))
                 except (literals.LiteralError, UnicodeDecodeError) as exc:
                     outcomes.append(CallOutcome("protocol", error_type="NonLiteralResult",
