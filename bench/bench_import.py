@@ -34,11 +34,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("ACCEPTGATE_SHARED_DATA", REPO.parent / "shared" / "data"))
-DATA = {"humanevalplus": SHARED / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz",
-        "mbppplus": SHARED / "mbppplus" / "MbppPlus-399.jsonl.gz"}
-OVERRIDE = {"humanevalplus": "HUMANEVAL_OVERRIDE_PATH", "mbppplus": "MBPP_OVERRIDE_PATH"}
-EVALPLUS_VERSION = "0.3.1"
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench_agreement import DATA, OVERRIDE, evalplus_python  # noqa: E402  (same files, same venv)
 
 # EvalPlus's cold ground truth, as its evaluate() computes it (mbpp: with its output-not-none tasks).
 EVALPLUS_DRIVER = r"""
@@ -96,14 +94,6 @@ def acceptgate_import(dataset: str, out: Path, cache: Path) -> dict:
     coverage = re.search(r"^coverage: .*$", text, re.M)
     return {"seconds": float(took.group(1)) if took else None, "wall": wall, "peak_rss": peak,
             "coverage": coverage.group(0) if coverage else None, "cached": "from the import cache" in text}
-
-
-def evalplus_python(venv: Path) -> str:
-    python = venv / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", f"evalplus=={EVALPLUS_VERSION}"], check=True)
-    return str(python)
 
 
 def evalplus_groundtruth(python: str, dataset: str, tmp: Path) -> dict:

@@ -97,15 +97,14 @@ def test_short_answers_read_as_the_token_loop_reads_them():
               range(rng.randint(0, 12))), [rng.randint(-9, 9) for _ in range(rng.randint(1, 6))]]))
               for _ in range(2000)]
     for text in texts:
-        try:
-            general = ("ok", answers.parse_tokens(text))
-        except literals.LiteralError:
-            general = ("error",)
-        try:
-            fast = ("ok", answers.parse(text))
-        except literals.LiteralError:
-            fast = ("error",)
-        assert repr(fast) == repr(general), text
+        assert repr(_reading(answers.parse, text)) == repr(_reading(answers.parse_tokens, text)), text
+
+
+def _reading(parse, text):
+    try:
+        return "ok", parse(text)
+    except literals.LiteralError:
+        return ("error",)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,12 +329,4 @@ def test_a_measured_answer_reads_as_the_general_parser_reads_it():
     texts += ["('ok', 0.5, 1, 2)", "('ok', 0.5, 1,)", "('ok', 1, 2)", "('ok', 0.5, [1])]", "('ok', 0.5, (1)",
               "('ok', 0.5,  1 )", "('ok', 0.5, x)", "('other', 0.5, 1)", "('ok', 1e-05, [1, 2])"]
     for text in texts:
-        try:
-            general = ("ok", answers.parse(text))
-        except literals.LiteralError:
-            general = ("error",)
-        try:
-            measured = ("ok", common.parse_measured(text))
-        except literals.LiteralError:
-            measured = ("error",)
-        assert repr(measured) == repr(general), text
+        assert repr(_reading(common.parse_measured, text)) == repr(_reading(answers.parse, text)), text
