@@ -150,6 +150,21 @@ def test_container_memory_limit_kills_as_memory(docker):
     assert r.verdict == "memory", (r.verdict, r.detail)
 
 
+def test_an_oom_killed_child_makes_a_timeout_memory(docker):
+    # Only forked children allocate: the kernel kills one of them, the runner sleeps on past the wall
+    # clock. The memory limit was hit, so the verdict is memory, as if the runner had been killed.
+    src = ("import os, time\n"
+           "def f(x):\n"
+           "    for _ in range(3):\n"
+           "        if os.fork() == 0:\n"
+           "            b = bytearray(60 << 20); time.sleep(10); os._exit(0)\n"
+           "    time.sleep(10)\n"
+           "    return x\n")
+    r = run(docker, src, limits=Limits(wall_seconds=4))
+    assert r.verdict == "memory", (r.verdict, r.detail)
+    assert r.wall_seconds >= 4.0  # it ran into the clock: the OOM kill, not an exit, decided
+
+
 def test_infinite_loop_times_out_and_container_is_clean_after(solo):
     r = run(solo, "def f(x):\n    while True:\n        pass\n", limits=SHORT)
     assert r.verdict == "timeout"

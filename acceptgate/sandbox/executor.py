@@ -442,9 +442,15 @@ def execute(
             chan.send(b"end", b"")
             result.exit = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic()))).describe()
     except TimeoutError:
-        result.verdict = "timeout"
-        result.detail = chan.timeout_detail(limits)
-        _mark_current(result, current, "timeout")
+        proc.kill()
+        status = proc.wait(timeout=2.0)
+        result.exit = status.describe()
+        if status.oom_killed:  # a process of the sandbox was OOM-killed (e.g. a forked child, while the
+            # runner slept on): the memory limit was hit, as when the runner itself is the one killed
+            result.verdict, result.detail = "memory", status.describe()
+        else:
+            result.verdict, result.detail = "timeout", chan.timeout_detail(limits)
+        _mark_current(result, current, result.verdict)
     except ProtocolViolation as exc:
         result.verdict = "protocol"
         result.detail = str(exc)

@@ -39,7 +39,8 @@ Verdict categories are what the harness observed, except where noted:
   and statistics; a candidate can always turn its own pass into a non-pass, never the reverse.
 - timeout: the harness's wall clock (or per-case clock), or SIGXCPU after the execution ran long enough
   to have used its CPU limit on every core. An earlier SIGXCPU is the candidate's own signal: crash.
-- memory: an OOM kill the cgroup or the container recorded, or a MemoryError the runner reports. The
+- memory: an OOM kill the cgroup or the container recorded (also when the wall clock ran out after it:
+  a forked child was killed while the runner slept on), or a MemoryError the runner reports. The
   report is the runner's claim: a candidate that takes over the runner can forge it (never a class of
   its own named MemoryError, which is reported with its module, e.g. candidate.MemoryError: error).
 - error: an exception the runner reports (its type name and message are the runner's claim).
