@@ -136,31 +136,28 @@ def test_one_gib_allocation_is_memory(docker):
     assert r.verdict == "memory"
 
 
+def _forking(parent_allocates: bool) -> str:
+    """Three children of 60 MiB each (and the parent too, or not): each process stays under the
+    address-space rlimit; together they exceed the container's 128 MiB."""
+    return ("import os, time\n"
+            "def f(x):\n"
+            "    for _ in range(3):\n"
+            "        if os.fork() == 0:\n"
+            "            b = bytearray(60 << 20); time.sleep(10); os._exit(0)\n"
+            + ("    b = bytearray(60 << 20)\n" if parent_allocates else "") +
+            "    time.sleep(10)\n"
+            "    return x\n")
+
+
 def test_container_memory_limit_kills_as_memory(docker):
-    # Each process stays under the address-space rlimit; together they exceed the container's 128 MiB.
-    src = ("import os, time\n"
-           "def f(x):\n"
-           "    for _ in range(3):\n"
-           "        if os.fork() == 0:\n"
-           "            b = bytearray(60 << 20); time.sleep(10); os._exit(0)\n"
-           "    b = bytearray(60 << 20)\n"
-           "    time.sleep(10)\n"
-           "    return x\n")
-    r = run(docker, src, limits=Limits(wall_seconds=8))
+    r = run(docker, _forking(parent_allocates=True), limits=Limits(wall_seconds=8))
     assert r.verdict == "memory", (r.verdict, r.detail)
 
 
 def test_an_oom_killed_child_makes_a_timeout_memory(docker):
-    # Only forked children allocate: the kernel kills one of them, the runner sleeps on past the wall
+    # Only the children allocate: the kernel kills one of them and the runner sleeps on past the wall
     # clock. The memory limit was hit, so the verdict is memory, as if the runner had been killed.
-    src = ("import os, time\n"
-           "def f(x):\n"
-           "    for _ in range(3):\n"
-           "        if os.fork() == 0:\n"
-           "            b = bytearray(60 << 20); time.sleep(10); os._exit(0)\n"
-           "    time.sleep(10)\n"
-           "    return x\n")
-    r = run(docker, src, limits=Limits(wall_seconds=4))
+    r = run(docker, _forking(parent_allocates=False), limits=Limits(wall_seconds=4))
     assert r.verdict == "memory", (r.verdict, r.detail)
     assert r.wall_seconds >= 4.0  # it ran into the clock: the OOM kill, not an exit, decided
 
