@@ -185,7 +185,8 @@ def suite_mutations(harness: Harness, max_cases: int | None = None) -> list[Suit
     cases = list(range(n)) if max_cases is None or n <= max_cases else sorted(
         seeded(harness.spec_hash, "cases").sample(range(n), max_cases))
     out = [SuiteMutation("drop-case", case=i) for i in cases]
-    out += [SuiteMutation("perturb-expected", case=i, expected_text=literals.canonical(perturb_expected(harness.cases[i][2], harness.dialect)))
+    out += [SuiteMutation("perturb-expected", case=i,
+                          expected_text=literals.canonical(perturb_expected(harness.cases[i][2], harness.dialect)))
             for i in cases]
     out += [SuiteMutation("weaken-comparison", weakening=w) for w in sorted(WEAKENINGS)]
     return out
