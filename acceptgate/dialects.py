@@ -258,26 +258,31 @@ def _acceptgate_equality_form(value, put, depth):
     elif t is list or t is tuple:
         opener, closer = (b"[", b"]") if t is list else (b"(", b")")
         kinds = set(map(type, value))
-        if kinds <= _ACCEPTGATE_FLAT and len(value) <= 4096 and not kinds <= _ACCEPTGATE_NUMBERS:
-            # a short row of strings, bytes, bools, None (a table of millions of such rows): one put
-            put(opener + b"".join(map(_ACCEPTGATE_FORMS.__getitem__, value)) + closer)
-            return
-        put(opener)
         if kinds == _ACCEPTGATE_INT and -_ACCEPTGATE_SMALL_INT < min(value) and max(value) < _ACCEPTGATE_SMALL_INT:
+            put(opener)
             for i in range(0, len(value), 4096):  # a long list of ints, a slice at a time
                 put(("i" + ";i".join(map(str, value[i:i + 4096])) + ";").encode("ascii"))
+            put(closer)
         elif kinds and kinds <= _ACCEPTGATE_NUMBERS and all(
                 type(v) is float or -_ACCEPTGATE_SMALL_INT < v < _ACCEPTGATE_SMALL_INT for v in value):
+            put(opener)
             for i in range(0, len(value), 4096):  # numbers: as _acceptgate_number_form, inlined
                 put("".join(["i%d;" % v if type(v) is int or v.is_integer() else "f" + repr(v) + ";"
                              for v in value[i:i + 4096]]).encode("ascii"))
+            put(closer)
+        elif kinds <= _ACCEPTGATE_FLAT and len(value) <= 4096:
+            # a short row of scalars (a table of millions of rows of a few strings): one put
+            put(opener + b"".join(map(_ACCEPTGATE_FORMS.__getitem__, value)) + closer)
         elif kinds <= _ACCEPTGATE_FLAT:
+            put(opener)
             for i in range(0, len(value), 4096):  # scalars, a slice at a time
                 put(b"".join(map(_ACCEPTGATE_FORMS.__getitem__, value[i:i + 4096])))
+            put(closer)
         else:
+            put(opener)
             for v in value:
                 _acceptgate_equality_form(v, put, depth + 1)
-        put(closer)
+            put(closer)
     elif t is set:
         put(b"{")
         for item in sorted(_acceptgate_equality_bytes(v) for v in value):
