@@ -34,4 +34,5 @@ source scripts/dockerd.sh
 start_dockerd
 trap stop_dockerd EXIT
 
-python3 -m pytest -q -p no:cacheprovider "$@"
+# The slowest tests are listed so the suite stays well inside its 15-minute budget.
+python3 -m pytest -q -p no:cacheprovider --durations=25 "$@"
