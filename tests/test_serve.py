@@ -39,7 +39,8 @@ def _free_port() -> int:
 
 def _env(home: Path, api_url: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PYTHONPATH=str(REPO), PREFECT_HOME=str(home), DO_NOT_TRACK="1",
+    # the served runner looks for triggered runs every second (Prefect's default: 10 s)
+    env.update(PYTHONPATH=str(REPO), PREFECT_HOME=str(home), DO_NOT_TRACK="1", PREFECT_RUNNER_POLL_FREQUENCY="1",
                PREFECT_SERVER_ANALYTICS_ENABLED="false", GX_ANALYTICS_ENABLED="false")
     if api_url:
         env["PREFECT_API_URL"] = api_url
@@ -79,16 +80,20 @@ def _artifact(api: str, flow_run_id: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, humanevalplus_path, codet_samples_path):
-    """``acceptgate serve`` as a real subprocess (no PREFECT_API_URL: it starts the server itself)."""
+def served(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backend):
+    """``acceptgate serve`` as a real subprocess (no PREFECT_API_URL: it starts the server itself), on a
+    suites directory of five HumanEval+ tasks as the README writes it (--gate-suites)."""
+    from acceptgate import suitefiles
+    from acceptgate.importers import humanevalplus
+
     root = tmp_path_factory.mktemp("serve")
+    suites = suitefiles.write_suites(humanevalplus.load(humanevalplus_path, local_backend, limit=5), root / "suites")
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     log = open(root / "serve.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "acceptgate", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
-         "--gate-source", f"codet:{codet_samples_path}", "--gate-humanevalplus", str(humanevalplus_path),
-         "--limit", "5"],
+         "--gate-source", f"codet:{codet_samples_path}", "--gate-suites", str(suites), "--limit", "5"],
         env=_env(root / "prefect"), cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + STARTUP
@@ -128,7 +133,7 @@ def test_serve_runs_nightly_and_backfill_with_parameters(served):
         assert con.execute("select count(*) from deliveries").fetchone() == (4,)
         published_nightly = con.execute("select max(published_at) from snapshot_info").fetchone()[0]
     summary = _artifact(api, nightly["id"])
-    assert "audit ok" in summary and "gates ok" in summary
+    assert "audit ok" in summary and "gates ok" in summary and "leak-audit ok" in summary
     assert "certify skipped" in summary or "certify ok" in summary  # skipped until flows/certify.py lands
     assert "## False delivery by arm" in summary and gate_run in summary
 
@@ -137,7 +142,7 @@ def test_serve_runs_nightly_and_backfill_with_parameters(served):
                                             {"since": str(dt.date.today()), "arms": ["conform"]}))
     assert backfill["state_type"] == "COMPLETED", backfill["state"]
     summary = _artifact(api, backfill["id"])
-    assert f"runs selected: {gate_run}" in summary
+    assert f"runs selected: {gate_run}" in summary and "leak-backfill ok" in summary
     with duckdb.connect(str(snapshot), read_only=True) as con:
         assert con.execute("select max(published_at) from snapshot_info").fetchone()[0] > published_nightly
 
