@@ -223,16 +223,23 @@ def _stage(path: str | Path, run: Run, name: str, *, report: bool = True) -> Ite
 
 def load_tasks(backend: Backend, *, limit: int | None = None, path: str | None = None,
                progress: Progress = None, dataset: str = "humaneval") -> ImportResult:
+    from acceptgate import importcache
     from acceptgate.importers import humaneval, humanevalplus, mbppplus  # they pull in the sandbox machinery
 
     if dataset == "humaneval":
-        return humaneval.load(backend, limit=limit, path=path, progress=progress)
+        source = path or humaneval.default_path()
+        result, _ = importcache.load_import(
+            dataset, source, lambda: humaneval.load(backend, limit=limit, path=path, progress=progress), limit=limit,
+            progress=progress)
+        return result
     if path is None:
         raise InvalidInput(f"{dataset} needs the data file's path", field="--path")
     loader = {"humanevalplus": humanevalplus.load, "mbppplus": mbppplus.load}.get(dataset)
     if loader is None:
         raise InvalidInput(f"unknown dataset {dataset!r}; valid: humaneval, humanevalplus, mbppplus", field="--dataset")
-    return loader(path, backend, limit=limit, progress=progress)
+    result, _ = importcache.load_import(dataset, path, lambda: loader(path, backend, limit=limit, progress=progress),
+                                        limit=limit, progress=progress)
+    return result
 
 
 def _candidates(task: Task) -> list[tuple[str, str, str, str]]:

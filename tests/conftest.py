@@ -10,6 +10,20 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def import_cache(tmp_path_factory):
+    """One import cache for the session (the flows and CLI processes it starts inherit it): the user's
+    own cache is never read or written, and every session starts cold."""
+    path = tmp_path_factory.mktemp("import-cache")
+    before = os.environ.get("ACCEPTGATE_CACHE_DIR")
+    os.environ["ACCEPTGATE_CACHE_DIR"] = str(path)
+    yield path
+    if before is None:
+        os.environ.pop("ACCEPTGATE_CACHE_DIR", None)
+    else:
+        os.environ["ACCEPTGATE_CACHE_DIR"] = before
+
+
 def shared_data_dir() -> Path:
     return Path(os.environ.get("ACCEPTGATE_SHARED_DATA", REPO.parent / "shared" / "data"))
 

@@ -98,3 +98,93 @@ def test_a_warm_import_is_a_copy_of_the_cached_one(tmp_path, capsys, private_cac
     entries = len(list(private_cache.iterdir()))
     assert main(["import", "humanevalplus", "--path", str(data), "--out", str(warm), "--no-cache"]) == 0
     assert "from the import cache" not in capsys.readouterr().out and len(list(private_cache.iterdir())) == entries
+
+
+# -- the flows' import cache (importcache.load_import): audit, gate --humanevalplus, the leak audit --------
+
+def _two_tasks(tmp_path, humanevalplus_path, name="two.jsonl"):
+    with gzip.open(humanevalplus_path, "rt", encoding="utf-8") as f:
+        rows = [r for r, _ in zip(map(json.loads, f), range(2))]
+    data = tmp_path / name
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
+def test_the_flows_import_once_then_read_the_result_from_the_cache(tmp_path, private_cache, humanevalplus_path,
+                                                                   local_backend):
+    from acceptgate import audit, importcache
+    from acceptgate.gates import run as gate_run
+    from acceptgate.importers import humanevalplus
+
+    data = _two_tasks(tmp_path, humanevalplus_path)
+    calls = []
+
+    def load():
+        calls.append(1)
+        return humanevalplus.load(data, local_backend)
+
+    cold, hit = importcache.load_import("humanevalplus", data, load)
+    assert not hit and len(calls) == 1
+    warm, hit = importcache.load_import("humanevalplus", data, load)
+    assert hit and len(calls) == 1
+    assert warm == cold  # tasks, references, wrong samples, suites, timings, issues
+    assert [s.spec_hash for t in warm.tasks for s in t.suites.values()] == \
+        [s.spec_hash for t in cold.tasks for s in t.suites.values()]
+    # another limit, another file content: misses
+    assert not importcache.load_import("humanevalplus", data, load, limit=1)[1]
+    data.write_text(data.read_text() + "\n")
+    assert not importcache.load_import("humanevalplus", data, load)[1] and len(calls) == 3
+
+    # the audit's import stage and the gates' --humanevalplus go through it (a second run is a hit)
+    other = _two_tasks(tmp_path, humanevalplus_path, "other.jsonl")
+    other.write_text(other.read_text() + "\n\n")
+    first = audit.load_tasks(local_backend, path=str(other), dataset="humanevalplus")
+    entries = {p.name for p in private_cache.iterdir()}
+    assert audit.load_tasks(local_backend, path=str(other), dataset="humanevalplus") == first
+    assert gate_run.load_task_set(backend=local_backend, humanevalplus=str(other)).tasks == \
+        gate_run.gradeable(first.tasks)
+    assert {p.name for p in private_cache.iterdir()} == entries  # nothing new: both were hits
+
+
+def test_a_cache_entry_that_names_other_code_is_refused_never_run(tmp_path, private_cache, humanevalplus_path,
+                                                                    local_backend):
+    import os
+    import pickle
+
+    from acceptgate import importcache
+    from acceptgate.importers import humanevalplus
+
+    data = _two_tasks(tmp_path, humanevalplus_path)
+    marker = tmp_path / "ran"
+
+    class Planted:  # unpickling it would call os.mkdir(marker)
+        def __reduce__(self):
+            return os.mkdir, (str(marker),)
+
+    k = importcache.result_key("humanevalplus", data, limit=None)
+    entry = private_cache / importcache._entry_name(k)
+    entry.mkdir(parents=True)
+    (entry / importcache.KEY_FILE).write_text(json.dumps(k, sort_keys=True))
+    (entry / importcache.RESULT_FILE).write_bytes(pickle.dumps(Planted()))
+    result, hit = importcache.load_import("humanevalplus", data, lambda: humanevalplus.load(data, local_backend))
+    assert not hit and not marker.exists() and len(result.tasks) == 2
+    # the fresh import replaced the entry; a truncated one is a miss too
+    assert importcache.load_import("humanevalplus", data, lambda: pytest.fail("not a hit"))[1]
+    blob = (entry / importcache.RESULT_FILE).read_bytes()
+    (entry / importcache.RESULT_FILE).write_bytes(blob[: len(blob) // 2])
+    assert not importcache.load_import("humanevalplus", data, lambda: result)[1]
+
+
+def test_the_flows_import_without_a_usable_cache(tmp_path, monkeypatch, humanevalplus_path, local_backend):
+    from acceptgate import importcache
+    from acceptgate.importers import humanevalplus
+
+    data = _two_tasks(tmp_path, humanevalplus_path)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    load = lambda: humanevalplus.load(data, local_backend)  # noqa: E731
+    assert len(importcache.load_import("humanevalplus", data, load, cache_dir=blocked)[0].tasks) == 2
+    monkeypatch.setenv(importcache.ENV_SWITCH, "off")
+    cache = tmp_path / "cache"
+    assert not importcache.load_import("humanevalplus", data, load, cache_dir=cache)[1]
+    assert not importcache.load_import("humanevalplus", data, load, cache_dir=cache)[1] and not cache.exists()

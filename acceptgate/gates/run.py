@@ -110,9 +110,12 @@ def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str 
     if (humanevalplus is None) == (suites_dir is None):
         raise InvalidInput("give exactly one of --humanevalplus FILE or --suites DIR", field="--humanevalplus")
     if humanevalplus is not None:
+        from acceptgate import importcache
         from acceptgate.importers import humanevalplus as hep
 
-        result = hep.load(humanevalplus, backend, limit=limit, progress=progress)
+        result, _ = importcache.load_import(
+            "humanevalplus", humanevalplus, lambda: hep.load(humanevalplus, backend, limit=limit, progress=progress),
+            limit=limit, progress=progress)
         known = {t.task_id for t in result.tasks} | {i.task_id for i in result.issues}
         if limit is not None:  # the import stopped at the limit: every id of the file is still known
             known |= _jsonl_task_ids(humanevalplus)
