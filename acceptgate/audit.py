@@ -19,6 +19,7 @@ id, so a second run replaces the first one's rows. ``--run-id`` names a run expl
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import re
@@ -228,18 +229,17 @@ def load_tasks(backend: Backend, *, limit: int | None = None, path: str | None =
 
     if dataset == "humaneval":
         source = path or humaneval.default_path()
-        result, _ = importcache.load_import(
-            dataset, source, lambda: humaneval.load(backend, limit=limit, path=path, progress=progress), limit=limit,
-            progress=progress)
-        return result
-    if path is None:
-        raise InvalidInput(f"{dataset} needs the data file's path", field="--path")
-    loader = {"humanevalplus": humanevalplus.load, "mbppplus": mbppplus.load}.get(dataset)
-    if loader is None:
-        raise InvalidInput(f"unknown dataset {dataset!r}; valid: humaneval, humanevalplus, mbppplus", field="--dataset")
-    result, _ = importcache.load_import(dataset, path, lambda: loader(path, backend, limit=limit, progress=progress),
-                                        limit=limit, progress=progress)
-    return result
+        load = functools.partial(humaneval.load, backend, limit=limit, path=path, progress=progress)
+    else:
+        if path is None:
+            raise InvalidInput(f"{dataset} needs the data file's path", field="--path")
+        loader = {"humanevalplus": humanevalplus.load, "mbppplus": mbppplus.load}.get(dataset)
+        if loader is None:
+            raise InvalidInput(f"unknown dataset {dataset!r}; valid: humaneval, humanevalplus, mbppplus",
+                               field="--dataset")
+        source = path
+        load = functools.partial(loader, path, backend, limit=limit, progress=progress)
+    return importcache.load_import(dataset, source, load, limit=limit, progress=progress)[0]
 
 
 def _candidates(task: Task) -> list[tuple[str, str, str, str]]:

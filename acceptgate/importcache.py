@@ -87,34 +87,45 @@ def _entry_name(k: dict) -> str:
     return hashlib.sha256(json.dumps(k, sort_keys=True).encode()).hexdigest()[:32]
 
 
+def _stored_key(entry: Path) -> dict | None:
+    try:
+        return json.loads((entry / KEY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def lookup(cache_dir: Path, k: dict) -> Path | None:
     """The cached suite directory for this key, if a complete entry exists."""
     entry = cache_dir / _entry_name(k)
-    try:
-        stored = json.loads((entry / KEY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if stored != k or not (entry / "suites" / "manifest.json").is_file():
+    if _stored_key(entry) != k or not (entry / "suites" / "manifest.json").is_file():
         return None
     return entry / "suites"
 
 
-def store(cache_dir: Path, k: dict, suites: Path) -> Path | None:
-    """Copy a written suite directory into the cache (atomically). None if the cache is not writable:
-    a cache is an optimisation, never a reason for an import to fail."""
+def _publish(cache_dir: Path, k: dict, fill: Callable[[Path], None]) -> Path | None:
+    """Write an entry: ``fill(tmp)`` writes its content into a temporary directory, which gets the key
+    and is renamed into place (never half-written). None if the cache is not writable: a cache is an
+    optimisation, never a reason for an import to fail."""
     entry = cache_dir / _entry_name(k)
+    tmp = None
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=cache_dir))
-        shutil.copytree(suites, tmp / "suites")
+        fill(tmp)
         (tmp / KEY_FILE).write_text(json.dumps(k, sort_keys=True) + "\n", encoding="utf-8")
         if entry.exists():
             shutil.rmtree(entry, ignore_errors=True)
         os.rename(tmp, entry)
-    except OSError:
-        shutil.rmtree(locals().get("tmp", entry.with_suffix(".none")), ignore_errors=True)
+    except (OSError, pickle.PicklingError, RecursionError):
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         return None
     return entry
+
+
+def store(cache_dir: Path, k: dict, suites: Path) -> Path | None:
+    """Copy a written suite directory into the cache (atomically); None if the cache is not writable."""
+    return _publish(cache_dir, k, lambda tmp: shutil.copytree(suites, tmp / "suites"))
 
 
 # -- import results (the flows' imports) -------------------------------------------------------------
@@ -152,40 +163,24 @@ def load_import(dataset: str, source: str | Path, load: Callable[[], ImportResul
         return load(), False
     cache_dir = cache_dir or default_dir()
     k = result_key(dataset, source, limit=limit)
-    entry = cache_dir / _entry_name(k)
-    found = _read_result(entry, k)
+    found = _read_result(cache_dir / _entry_name(k), k)
     if found is not None:
         if progress:
             rows = len({t.task_id for t in found.tasks} | {i.task_id for i in found.excluded_tasks()})
             progress(rows, rows)
         return found, True
     result = load()
-    _write_result(cache_dir, entry, k, result)
+    _publish(cache_dir, k, lambda tmp: (tmp / RESULT_FILE).write_bytes(
+        pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)))
     return result, False
 
 
 def _read_result(entry: Path, k: dict) -> ImportResult | None:
+    if _stored_key(entry) != k:
+        return None
     try:
-        if json.loads((entry / KEY_FILE).read_text(encoding="utf-8")) != k:
-            return None
-        data = (entry / RESULT_FILE).read_bytes()
-        result = _ResultUnpickler(io.BytesIO(data)).load()
+        result = _ResultUnpickler(io.BytesIO((entry / RESULT_FILE).read_bytes())).load()
     except (OSError, ValueError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, IndexError,
             KeyError, RecursionError, MemoryError):
         return None
     return result if isinstance(result, ImportResult) else None
-
-
-def _write_result(cache_dir: Path, entry: Path, k: dict, result: ImportResult) -> None:
-    tmp = None
-    try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=cache_dir))
-        (tmp / RESULT_FILE).write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
-        (tmp / KEY_FILE).write_text(json.dumps(k, sort_keys=True) + "\n", encoding="utf-8")
-        if entry.exists():
-            shutil.rmtree(entry, ignore_errors=True)
-        os.rename(tmp, entry)
-    except (OSError, pickle.PicklingError, RecursionError):
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)

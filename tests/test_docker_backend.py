@@ -19,7 +19,7 @@ import pytest
 from acceptgate import render, suitespec
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import BackendUnavailable, Limits
-from acceptgate.sandbox.executor import execute
+from acceptgate.sandbox.executor import execute, run_calls
 
 pytestmark = pytest.mark.docker
 
@@ -160,6 +160,10 @@ def test_an_oom_killed_child_makes_a_timeout_memory(docker):
     r = run(docker, _forking(parent_allocates=False), limits=Limits(wall_seconds=4))
     assert r.verdict == "memory", (r.verdict, r.detail)
     assert r.wall_seconds >= 4.0  # it ran into the clock: the OOM kill, not an exit, decided
+    # the importers' run_calls reads the clock the same way (a reference's OOM goes to the memory retry)
+    got, detail = run_calls("f", [((1,), {})], _forking(parent_allocates=False), docker,
+                            limits=Limits(wall_seconds=4))
+    assert [o.status for o in got] == ["memory"] and "memory limit" in got[0].message, (got, detail)
 
 
 def test_infinite_loop_times_out_and_container_is_clean_after(solo):

@@ -223,6 +223,11 @@ def parse_measured(text: str, *, deadline: float | None = None) -> Any:
     return answers.parse(text, deadline=deadline)
 
 
+def _run_measured(calls: list[tuple[tuple, dict]], program: str, backend: Backend,
+                  limits: Limits) -> tuple[list[CallOutcome], str]:
+    return run_calls(MEASURED_ENTRY, calls, program, backend, limits=limits, parse=parse_measured)
+
+
 @dataclass
 class ReferenceRun:
     """The reference's outcome for each call, and its time per call (None when it gave no value)."""
@@ -257,8 +262,7 @@ def reference_outputs(entry_point: str, calls: list[tuple[tuple, dict]], source:
     program = measured_source(source, entry_point)
     raw: list[CallOutcome] = []
     while len(raw) < len(calls):
-        got, detail = run_calls(MEASURED_ENTRY, calls[len(raw):], program, backend, limits=limits,
-                                parse=parse_measured)
+        got, detail = _run_measured(calls[len(raw):], program, backend, limits)
         if not got and detail.startswith("did not load"):
             return ReferenceRun([], [], detail)
         if got and got[-1].status == "timeout":  # this call alone, with the larger budget
@@ -284,8 +288,7 @@ def reference_outputs(entry_point: str, calls: list[tuple[tuple, dict]], source:
 
 
 def _retry_memory(call: tuple[tuple, dict], program: str, backend: Backend) -> CallOutcome:
-    got, detail = run_calls(MEASURED_ENTRY, [call], program, backend, limits=MEMORY_RETRY_LIMITS,
-                            parse=parse_measured)
+    got, detail = _run_measured([call], program, backend, MEMORY_RETRY_LIMITS)
     if got and got[0].status == "ok":
         return got[0]
     budget = MEMORY_RETRY_LIMITS.memory_bytes // 1024 ** 2
@@ -296,8 +299,7 @@ def _retry_memory(call: tuple[tuple, dict], program: str, backend: Backend) -> C
 
 
 def _retry_alone(call: tuple[tuple, dict], program: str, backend: Backend) -> CallOutcome:
-    got, detail = run_calls(MEASURED_ENTRY, [call], program, backend, limits=RETRY_LIMITS,
-                            parse=parse_measured)
+    got, detail = _run_measured([call], program, backend, RETRY_LIMITS)
     if not got or got[0].status == "timeout":
         raise ReferenceTimeout(f"the reference gave no answer for input {short(call[0])} within "
                                f"{RETRY_LIMITS.wall_seconds:g} s ({detail or 'no answer'})")

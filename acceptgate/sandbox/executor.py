@@ -289,6 +289,17 @@ class CallOutcome:
     message: str | None = None
 
 
+def _clock_ran_out(proc: SandboxProcess, chan: _Channel, limits: Limits) -> tuple[str, str, ExitStatus]:
+    """(verdict, detail, exit status) once the wall clock ran out: ``memory`` when the sandbox recorded
+    an OOM kill (e.g. of a forked child, while the runner slept on: the memory limit was hit, as when
+    the runner itself is the one killed), else ``timeout``."""
+    proc.kill()
+    status = proc.wait(timeout=2.0)
+    if status.oom_killed:
+        return "memory", status.describe(), status
+    return "timeout", chan.timeout_detail(limits), status
+
+
 def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, backend: Backend, *,
               limits: Limits = Limits(),
               parse: Callable[..., Any] = answers.parse) -> tuple[list[CallOutcome], str]:
@@ -335,8 +346,8 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
                 raise ProtocolViolation(f"unexpected frame {kind[:20]!r}")
         chan.send(b"end", b"")
     except TimeoutError:
-        outcomes.append(CallOutcome("timeout"))
-        detail = chan.timeout_detail(limits)
+        verdict, detail, _ = _clock_ran_out(proc, chan, limits)
+        outcomes.append(CallOutcome(verdict, message=detail if verdict == "memory" else ""))
     except ProtocolViolation as exc:
         outcomes.append(CallOutcome("protocol", message=str(exc)))
         detail = str(exc)
@@ -442,14 +453,8 @@ def execute(
             chan.send(b"end", b"")
             result.exit = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic()))).describe()
     except TimeoutError:
-        proc.kill()
-        status = proc.wait(timeout=2.0)
+        result.verdict, result.detail, status = _clock_ran_out(proc, chan, limits)
         result.exit = status.describe()
-        if status.oom_killed:  # a process of the sandbox was OOM-killed (e.g. a forked child, while the
-            # runner slept on): the memory limit was hit, as when the runner itself is the one killed
-            result.verdict, result.detail = "memory", status.describe()
-        else:
-            result.verdict, result.detail = "timeout", chan.timeout_detail(limits)
         _mark_current(result, current, result.verdict)
     except ProtocolViolation as exc:
         result.verdict = "protocol"
