@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,8 +29,9 @@ from typing import Any, Callable, Iterator
 
 import pandas as pd
 
-from acceptgate import __version__, expectations, render, suitespec, warehouse
+from acceptgate import __version__, render, suitespec, warehouse
 from acceptgate.errors import InvalidInput
+from acceptgate.pipelines import ledger
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Backend
 from acceptgate.sandbox.executor import ExecutionResult, execute_many, sha256_text
@@ -47,7 +46,6 @@ STAGE_TABLES: dict[str, tuple[str, ...]] = {
 }
 STAGES = tuple(STAGE_TABLES)
 TABLES = ("runs", "run_stages") + tuple(t for ts in STAGE_TABLES.values() for t in ts)
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 FINAL_VERDICTS = ("timeout", "memory", "crash", "protocol")  # end an execution early whatever the mode
 
 Frames = dict[str, pd.DataFrame]
@@ -108,17 +106,12 @@ class Run:
         }]).astype({"task_limit": "Int64"})
 
 
-def check_run_id(run_id: str) -> str:
-    if not RUN_ID.match(run_id):
-        raise InvalidInput("a run id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-                           record=repr(run_id), field="--run-id")
-    return run_id
+check_run_id = ledger.check_run_id
 
 
 def derive_run_id(dataset: str, source_sha256: str, limit: int | None, backend: str) -> str:
-    key = json.dumps({"dataset": dataset, "source_sha256": source_sha256, "limit": limit,
-                      "backend": backend, "pipeline": PIPELINE}, sort_keys=True)
-    return "audit-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+    return ledger.derive_run_id("audit", {"dataset": dataset, "source_sha256": source_sha256, "limit": limit,
+                                          "backend": backend, "pipeline": PIPELINE})
 
 
 def make_run(imported: ImportResult, backend: str, limit: int | None, run_id: str | None = None) -> Run:
@@ -144,80 +137,50 @@ def open_backend(name: str) -> Backend:
         raise InvalidInput(str(exc), field="--backend") from None
 
 
-_UPSERT_RUN = """
-insert into runs by name
-select *, 'running' as status, 1 as attempts, now() as first_started_at, now() as started_at
-from _run_frame
-on conflict (run_id) do update set
-    run_id_origin = excluded.run_id_origin, pipeline = excluded.pipeline,
-    acceptgate_version = excluded.acceptgate_version, dataset = excluded.dataset,
-    source = excluded.source, source_sha256 = excluded.source_sha256, backend = excluded.backend,
-    task_limit = excluded.task_limit, status = 'running', failed_stage = null, failure = null,
-    attempts = runs.attempts + 1, started_at = excluded.started_at, finished_at = null,
-    wall_seconds = null
-"""
-
-
 # -- writing a stage -------------------------------------------------------------------------------
 
-@dataclass
-class StageWrite:
-    stage: str
-    rows: dict[str, int]
-    expectations_checked: int
+StageWrite = ledger.StageWrite
+RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
+
+
+def ledger_run(path: str | Path, run: Run) -> ledger.Run:
+    """The audit run's handle in the run ledger (the one place that writes runs and attempts)."""
+    return ledger.attach(path, kind="audit", run_id=run.run_id, table="runs", stage_tables=RESULT_TABLES)
 
 
 def write_stage(path: str | Path, run: Run, stage: str, frames: Frames, *, related: Frames | None = None,
                 expectations_dir: str | Path | None = None) -> StageWrite:
-    """Validate every frame of the stage, then replace the run's rows of its tables in one transaction.
-
-    ``frames`` holds exactly the stage's tables (plus ``runs`` for the import stage). An
-    ExpectationFailed leaves the warehouse untouched.
-    """
+    """Validate every frame of the stage, then replace the run's rows of its tables in one transaction
+    (through the run ledger). ``frames`` holds exactly the stage's tables, plus ``runs`` for the import
+    stage, which also clears the run's rows of the later stages (a new attempt starts clean). An
+    ExpectationFailed leaves the stage's tables untouched and fails the run."""
     expected = set(STAGE_TABLES[stage]) | ({"runs"} if stage == "import" else set())
     if set(frames) != expected:
         raise ValueError(f"stage {stage} writes {sorted(expected)}, got {sorted(frames)}")
-    checked = expectations.validate_batch(path, run.run_id, stage, frames, related=related, where=expectations_dir)
     tables = {t: f for t, f in frames.items() if t != "runs"}
-    with warehouse.transaction(path) as con:
-        if stage == "import":
-            con.register("_run_frame", frames["runs"])
-            try:
-                con.execute(_UPSERT_RUN)
-            finally:
-                with contextlib.suppress(Exception):
-                    con.unregister("_run_frame")
-            attempt = warehouse.current_attempt(con, run.run_id)
-            if attempt:  # one count of attempts: the run_attempts log's
-                con.execute("update runs set attempts = ? where run_id = ?", [attempt, run.run_id])
-            later = [t for s in STAGES[1:] for t in STAGE_TABLES[s]] + ["run_stages"]
-            warehouse.delete_run_rows(con, run.run_id, later)  # a new attempt starts clean
-        written = warehouse.replace_run_rows(con, run.run_id, tables)
-        warehouse.record_stage(con, run.run_id, stage, written, checked)
-    warehouse.pause_point(f"{stage}:committed")
-    return StageWrite(stage, {t: len(f) for t, f in tables.items()}, checked)
+    write = None
+    if stage == "import":
+        later = [t for s in STAGES[1:] for t in STAGE_TABLES[s]] + ["run_stages"]
+
+        def write(con, batch):
+            warehouse.delete_run_rows(con, run.run_id, later)
+            return warehouse.replace_run_rows(con, run.run_id, batch)
+    return ledger_run(path, run).write_stage(stage, tables, related=related, run_row=frames.get("runs"),
+                                             write=write, expectations_dir=expectations_dir)
 
 
 def record_failure(path: str | Path, run: Run, stage: str, error: BaseException) -> None:
-    """Mark the run failed (stage and message); the failed stage's own rows were never written."""
-    message = f"{type(error).__name__}: {error}"[:2000]
-    with warehouse.transaction(path) as con:
-        con.execute("update runs set status = 'failed', failed_stage = ?, failure = ?, finished_at = now() "
-                    "where run_id = ?", [stage, message, run.run_id])
-    warehouse.fail_attempt(path, run.run_id, stage, message)
+    """Mark the run failed (or interrupted) with the stage and message; the stage's own rows were never
+    written."""
+    ledger_run(path, run).fail(error, stage)
 
 
 @contextlib.contextmanager
 def _stage(path: str | Path, run: Run, name: str, *, report: bool = True) -> Iterator[None]:
     if report:
         _reporter.stage(name)
-    try:
+    with ledger_run(path, run).guard(name):
         yield
-    except Exception as exc:
-        if not isinstance(exc, warehouse.WarehouseError):  # a locked file would only lock us out again
-            with contextlib.suppress(warehouse.WarehouseError):  # the original error matters more
-                record_failure(path, run, name, exc)
-        raise
 
 
 # -- stage: import -----------------------------------------------------------------------------
@@ -303,7 +266,7 @@ def stage_import(path: str | Path, backend: Backend, *, backend_name: str, limit
     _reporter.stage("import")
     imported = load_tasks(backend, limit=limit, path=data_path, progress=_progress("import"), dataset=dataset)
     run = make_run(imported, backend_name, limit, run_id)
-    warehouse.begin_attempt(path, run.run_id, flow="audit")
+    ledger.start(path, kind="audit", run_id=run.run_id, table="runs")  # the attempt, before any write
     with _stage(path, run, "import", report=False):
         frames = import_frames(run, imported)
         return ImportStage(run, imported, frames, write_stage(path, run, "import", frames))
@@ -514,12 +477,9 @@ def stage_execute(path: str | Path, imp: ImportStage, suites: SuitesStage, gauge
 # -- finishing ---------------------------------------------------------------------------------
 
 def finish_run(path: str | Path, run: Run, wall_seconds: float, *, snapshot: bool = True) -> Path | None:
-    """Mark the run ok and publish its rows to the analysts' snapshot (``warehouse.publish``)."""
+    """Mark the run ok and publish its rows to the analysts' snapshot (through the run ledger)."""
     _reporter.stage("publish")
-    with warehouse.transaction(path) as con:
-        con.execute("update runs set status = 'ok', finished_at = now(), wall_seconds = ? where run_id = ?",
-                    [round(wall_seconds, 3), run.run_id])
-    return warehouse.publish(path, run.run_id) if snapshot else None
+    return ledger_run(path, run).finish(publish=snapshot, wall_seconds=wall_seconds)
 
 
 @dataclass
@@ -614,10 +574,8 @@ def summarize(path: str | Path, imp: ImportStage, suites: SuitesStage, gauge: Ga
 
 
 def prepare_warehouse(path: str | Path | None) -> Path:
-    """Resolve and check the path, apply pending migrations. InvalidInput for an unusable path."""
-    resolved = warehouse.check_path(warehouse.resolve_path(path))
-    warehouse.migrate(resolved)
-    return resolved
+    """Resolve and check the path, apply pending migrations (``ledger.prepare``)."""
+    return ledger.prepare(path)
 
 
 def elapsed(started: float) -> float:

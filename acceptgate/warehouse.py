@@ -10,17 +10,12 @@ reconnects; a new connection opens the new one (in another process: within one p
 shares an open database per path, so close every connection to see a newer publish). Readers never
 block the writer, nor each other.
 
-Every flow follows the same life cycle (the API other flows use)::
-
-    attempt = warehouse.begin_attempt(path, run_id, flow="leak-audit")  # before it writes anything
-    ... each stage: validate its frames, then, in one warehouse.transaction(path):
-        warehouse.replace_run_rows(con, run_id, frames); warehouse.record_stage(con, run_id, stage, ...)
-        (expectations.validate_batch does validate + quarantine in one call)
-    warehouse.publish(path, run_id)            # success: the attempt ends 'ok', its rows are published
-    warehouse.fail_attempt(path, run_id, stage, exc)   # an error: the attempt ends 'failed', nothing published
-
-or, in one block, ``with warehouse.run_attempt(path, run_id, flow="leak-audit"): ...`` (publishes when
-the block returns, records the failure when it raises).
+Every flow records its runs through one life cycle, ``acceptgate.pipelines.ledger`` (start: an attempt
+in ``run_attempts`` before anything is written and the run's row; each stage validated, then written
+in one transaction; finish: publish; or fail / interrupted). This module holds the pieces it uses:
+``begin_attempt``, ``record_stage``, ``end_attempt``, ``replace_run_rows``, ``publish``.
+Attempt states: ``running``, ``ok`` (published), ``failed``, ``interrupted`` (a stop request: SIGINT,
+SIGTERM).
 
 What ``publish(path, run_id)`` puts in the snapshot: every table with a ``run_id`` column holds, for
 ``run_id``, the live file's rows as they are now, and for every other run the rows the previous
@@ -437,29 +432,39 @@ def record_stage(con: duckdb.DuckDBPyConnection, run_id: str, stage: str, rows_w
     pause_point(f"{stage}:written")
 
 
+def end_attempt(con: duckdb.DuckDBPyConnection, run_id: str, status: str, *, stage: str | None = None,
+                failure: str | None = None) -> bool:
+    """Within a transaction: end the run's newest attempt with ``status`` (failed | interrupted) when it
+    is still running. Returns whether it was running."""
+    attempt = current_attempt(con, run_id)
+    row = con.execute(f"select status from {ATTEMPTS_TABLE} where run_id = ? and attempt = ?",
+                      [run_id, attempt]).fetchone()
+    if row is None or row[0] != "running":
+        return False
+    con.execute(f"update {ATTEMPTS_TABLE} set status = ?, failed_stage = ?, failure = ?, finished_at = now() "
+                "where run_id = ? and attempt = ?", [status, stage, (failure or "")[:2000] or None, run_id, attempt])
+    return True
+
+
 def fail_attempt(path: str | os.PathLike, run_id: str, stage: str | None, error: BaseException | str, *,
                  timeout: float | None = None) -> None:
     """End the run's running attempt 'failed', naming the stage and the error. Publishes nothing."""
     message = error if isinstance(error, str) else \
         "".join(traceback.format_exception_only(type(error), error)).strip()
     with transaction(path, timeout=timeout) as con:
-        con.execute(f"update {ATTEMPTS_TABLE} set status = 'failed', failed_stage = ?, failure = ?, "
-                    "finished_at = now() where run_id = ? and attempt = ? and status = 'running'",
-                    [stage, message[:2000], run_id, current_attempt(con, run_id)])
+        end_attempt(con, run_id, "failed", stage=stage, failure=message)
 
 
 @contextlib.contextmanager
 def run_attempt(path: str | os.PathLike, run_id: str, *, flow: str) -> Iterator[int]:
-    """``begin_attempt``; then ``publish`` when the block returns, or ``fail_attempt`` (stage taken from
-    the exception's ``stage`` attribute when it has one) and re-raise when it raises."""
-    attempt = begin_attempt(path, run_id, flow=flow)
-    try:
+    """A run with no run table, through the ledger (``acceptgate.pipelines.ledger.run``): publishes when
+    the block returns, ends the attempt failed (or interrupted) when it raises."""
+    from acceptgate.pipelines import ledger  # the ledger builds on this module
+
+    with ledger.run(path, kind=flow, run_id=run_id):
+        with connect(path, read_only=True) as con:
+            attempt = current_attempt(con, run_id)
         yield attempt
-    except BaseException as exc:
-        with contextlib.suppress(WarehouseError):  # a locked file would only hide the original error
-            fail_attempt(path, run_id, getattr(exc, "stage", None), exc)
-        raise
-    publish(path, run_id)
 
 
 # -- snapshot ------------------------------------------------------------------------------------

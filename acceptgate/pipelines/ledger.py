@@ -1,0 +1,358 @@
+"""The run ledger: the one place where a run meets the warehouse.
+
+Every pipeline -- audit, gate (and its delivery scoring), leak audit and backfill, certify, stats,
+judge, the service's publisher -- goes through this module, and no other module writes a run
+family's table (``runs``, ``gate_runs``, ``v4v_runs``, ``stats_runs``, ``judge_runs``, and any new
+``*_runs``) or the attempt log. The life cycle::
+
+    path = ledger.prepare(args.warehouse)                 # resolve, check, apply pending migrations
+    run_id = ledger.derive_run_id("gate", {...inputs' hashes and settings...})   # or the user's --run-id
+    with ledger.run(path, kind="gate", run_id=run_id, table="gate_runs", row=run_frame,
+                    stage_tables=("gate_decisions", "deliveries")) as run:
+        run.write_stage("gate", {"gate_decisions": frame, ...})          # validated, then one transaction
+        run.write_stage("deliveries", {"deliveries": frame}, related={"gate_decisions": frame})
+    # the block returned: the run's status is 'ok' and its rows are in the analysts' snapshot
+
+What each step does:
+
+- ``start`` (``run`` calls it) records a new attempt in ``run_attempts`` ('running', flow = ``kind``)
+  before anything else is written; validates the run's row (``row``, one-row frame of ``table``)
+  against ``expectations/<table>.json`` and upserts it with ``status = 'running'`` and the columns the
+  table has among ``started_at``, ``first_started_at``, ``attempts``, ``written_at``; and deletes the
+  run's rows of ``stage_tables`` and ``run_stages`` so that an attempt's rows all come from it (the
+  snapshot keeps the last published version until this attempt publishes).
+- ``Run.write_stage(stage, frames)`` validates the whole batch first (``expectations.validate_batch``):
+  a failure puts the batch in ``quarantine``, ends the attempt 'failed' naming the stage, and raises
+  ExpectationFailed with nothing of the stage written. Otherwise, in one transaction: the run's rows
+  of each table are replaced (or ``write(con, frames)`` does a pipeline's own replace, e.g. the leak
+  audit's per-record replace), ``run_row`` (when the run's row is known only with its results, as
+  for stats and judge) is upserted, and the stage is recorded in ``run_stages`` and the attempt's
+  ``last_stage``.
+- ``Run.finish()`` sets the run's row 'ok' (``finished_at``, ``wall_seconds`` from the attempt's
+  start) and publishes the run (plus ``also_publish``: e.g. the gate runs a leak audit scanned) to
+  ``<name>.snapshot.duckdb``; the attempt ends 'ok'.
+- ``Run.fail(exc)`` / an exception through ``run`` or ``Run.guard()``: the attempt and the run's row
+  end 'failed' with the stage (``exc.stage`` when it has one) and the error -- or 'interrupted' when
+  the exception is a stop request (KeyboardInterrupt, ``acceptgate.errors.Interrupted``, SystemExit
+  with code 130 or 143). Nothing is published; the snapshot keeps what it had.
+
+A pipeline whose stages are separate steps (the Prefect flows run one task per stage) keeps the
+``Run`` handle (a small frozen dataclass; every state it needs is in the warehouse) and wraps each
+step in ``run.guard(stage)``. ``write_runs`` is the batch form for the service, whose many one-decision
+runs land in one transaction. A new table family (e.g. ``experiment_runs`` with its stage tables) needs
+no code here: a migration with a ``run_id`` primary key and an expectation suite per table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import duckdb
+import pandas as pd
+
+from acceptgate import expectations, warehouse
+from acceptgate.errors import InvalidInput, Interrupted
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+STOP_EXIT_CODES = (130, 143)  # 128 + SIGINT, 128 + SIGTERM
+STOP_TIMEOUT = 10.0  # seconds to wait for the live file when recording a stop: the user wants out
+ATTEMPT_STATES = ("running", "ok", "failed", "interrupted")
+
+Frames = Mapping[str, pd.DataFrame]
+Writer = Callable[[duckdb.DuckDBPyConnection, Frames], int]
+
+
+# -- preparing the warehouse and naming runs -------------------------------------------------------
+
+def prepare(path: str | os.PathLike | None = None) -> Path:
+    """--warehouse (else $ACCEPTGATE_WAREHOUSE, else data/warehouse.duckdb): check that it is or can
+    become a DuckDB file (InvalidInput, exit 2, otherwise) and apply pending migrations."""
+    resolved = warehouse.check_path(warehouse.resolve_path(path))
+    warehouse.migrate(resolved)
+    return resolved
+
+
+def check_run_id(run_id: str, field_name: str = "--run-id") -> str:
+    if not isinstance(run_id, str) or not RUN_ID.match(run_id):
+        raise InvalidInput("a run id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+                           record=repr(run_id), field=field_name)
+    return run_id
+
+
+def derive_run_id(prefix: str, key: Mapping[str, Any]) -> str:
+    """``<prefix>-`` + 16 hex of the sha256 of the key (inputs' hashes and settings) as sorted JSON: the
+    same inputs give the same run id, so a re-run replaces its rows."""
+    text = json.dumps(key, sort_keys=True, default=str)
+    return f"{prefix}-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# -- stop requests ---------------------------------------------------------------------------------
+
+def is_stop(exc: BaseException) -> bool:
+    """Does the exception mean "the user (or the system) asked the process to stop"?"""
+    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+        return True
+    if isinstance(exc, SystemExit):
+        return exc.code in STOP_EXIT_CODES
+    # Prefect raises its own TerminationSignal (a BaseException) on SIGTERM; the core does not import it
+    return type(exc).__name__ == "TerminationSignal"
+
+
+def describe(exc: BaseException | str) -> str:
+    if isinstance(exc, str):
+        return exc[:2000]
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (KeyboardInterrupt, SIGINT)"
+    if isinstance(exc, SystemExit):
+        return f"interrupted (exit {exc.code})"
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StageWrite:
+    stage: str
+    rows: dict[str, int]
+    expectations_checked: int
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run being recorded. Every state lives in the warehouse (the attempt in run_attempts), so the
+    handle may travel between a flow's tasks."""
+
+    path: Path
+    run_id: str
+    kind: str  # the flow: audit | gate | certify | stats | judge | leak-audit | leak-backfill | serve-api ...
+    table: str | None = None  # the run family's table (run_id primary key), or None (leak audit)
+    stage_tables: tuple[str, ...] = field(default=())
+
+    # -- stages --
+
+    def write_stage(self, stage: str, frames: Frames, *, related: Frames | None = None,
+                    run_row: pd.DataFrame | None = None, write: Writer | None = None,
+                    expectations_dir: str | os.PathLike | None = None) -> StageWrite:
+        """Validate the stage's batch (``run_row`` included), then write it in one transaction. A
+        failed expectation quarantines the batch, fails the run and raises ExpectationFailed."""
+        with self.guard(stage):
+            batch = dict(frames)
+            if run_row is not None:
+                if self.table is None:
+                    raise ValueError(f"run {self.run_id} has no run table for its run_row")
+                batch = {self.table: run_row, **batch}
+            checked = expectations.validate_batch(self.path, self.run_id, stage, batch, related=related,
+                                                  where=expectations_dir)
+            with warehouse.transaction(self.path) as con:
+                if run_row is not None:
+                    _upsert_run_row(con, self.table, self.run_id, run_row)
+                written = write(con, frames) if write else warehouse.replace_run_rows(con, self.run_id, frames)
+                warehouse.record_stage(con, self.run_id, stage, written, checked)
+            warehouse.pause_point(f"{stage}:committed")
+        return StageWrite(stage, {t: len(f) for t, f in frames.items()}, checked)
+
+    @contextlib.contextmanager
+    def guard(self, stage: str | None = None) -> Iterator["Run"]:
+        """Any exception out of the block ends the attempt ('failed', or 'interrupted' for a stop
+        request) naming ``stage`` (or the exception's own ``stage``), then propagates."""
+        try:
+            yield self
+        except BaseException as exc:
+            self.fail(exc, getattr(exc, "stage", None) or stage)
+            raise
+
+    # -- ends --
+
+    def fail(self, error: BaseException | str, stage: str | None = None) -> str | None:
+        """End the running attempt 'failed' or 'interrupted' (and the run's row with it). Does nothing
+        when no attempt of the run is running (already ended). Returns the status set, if any. A
+        locked live file is not allowed to hide the original error: it is then left to the next
+        attempt, which finds this process gone and marks the attempt failed."""
+        stop = isinstance(error, BaseException) and is_stop(error)
+        status = "interrupted" if stop else "failed"
+        message = describe(error)
+        with contextlib.suppress(warehouse.WarehouseError):
+            with warehouse.transaction(self.path, timeout=STOP_TIMEOUT if stop else None) as con:
+                ended = warehouse.end_attempt(con, self.run_id, status, stage=stage, failure=message)
+                # a run row written outside any attempt (a test, an old warehouse) ends with its stage too
+                loose = not ended and self.table and _attempt_number(con, self.run_id) == 0 \
+                    and _run_status(con, self.table, self.run_id) == "running"
+                if not (ended or loose):
+                    return None
+                if self.table:
+                    _set_run_status(con, self.table, self.run_id, status, stage=stage, failure=message)
+            return status
+        return None
+
+    def finish(self, *, publish: bool = True, also_publish: Sequence[str] = (),
+               wall_seconds: float | None = None) -> Path | None:
+        """The run is complete: its row 'ok', and (``publish``) its rows and ``also_publish``'s in the
+        snapshot, the attempt 'ok'. Returns the snapshot's path. A publish that fails fails the run."""
+        with self.guard("publish"):
+            with warehouse.transaction(self.path) as con:
+                if wall_seconds is None:
+                    wall_seconds = _attempt_seconds(con, self.run_id)
+                if self.table:
+                    _set_run_status(con, self.table, self.run_id, "ok", wall_seconds=wall_seconds)
+            if not publish:
+                return None
+            return warehouse.publish(self.path, [self.run_id, *[r for r in also_publish if r != self.run_id]])
+
+
+def start(path: str | os.PathLike, *, kind: str, run_id: str, table: str | None = None,
+          row: pd.DataFrame | None = None, stage_tables: Sequence[str] = (), stage: str | None = None,
+          expectations_dir: str | os.PathLike | None = None) -> Run:
+    """Record a new attempt, then validate and upsert the run's row and clear the run's old stage rows
+    (see the module docstring). ``stage`` names the row's validation in quarantine (default ``kind``)."""
+    run = Run(Path(path), run_id, kind, table, tuple(stage_tables))
+    warehouse.begin_attempt(run.path, run_id, flow=kind)
+    with run.guard(stage or kind):
+        if row is not None:
+            if table is None:
+                raise ValueError("a run row needs its table")
+            expectations.validate_batch(run.path, run_id, stage or kind, {table: row}, where=expectations_dir)
+        with warehouse.transaction(run.path) as con:
+            if row is not None:
+                _upsert_run_row(con, table, run_id, row)
+            warehouse.delete_run_rows(con, run_id, [*run.stage_tables, "run_stages"])
+    return run
+
+
+@contextlib.contextmanager
+def run(path: str | os.PathLike, *, kind: str, run_id: str, table: str | None = None,
+        row: pd.DataFrame | None = None, stage_tables: Sequence[str] = (), publish: bool = True,
+        also_publish: Sequence[str] = (), expectations_dir: str | os.PathLike | None = None) -> Iterator[Run]:
+    """``start``; the block's stages; ``finish`` (publish) when it returns, ``fail`` when it raises."""
+    handle = start(path, kind=kind, run_id=run_id, table=table, row=row, stage_tables=stage_tables,
+                   expectations_dir=expectations_dir)
+    with handle.guard():
+        yield handle
+    handle.finish(publish=publish, also_publish=also_publish)
+
+
+def attach(path: str | os.PathLike, *, kind: str, run_id: str, table: str | None = None,
+           stage_tables: Sequence[str] = ()) -> Run:
+    """The handle of a run whose attempt was already recorded (a step that only has the run id)."""
+    return Run(Path(path), run_id, kind, table, tuple(stage_tables))
+
+
+# -- many one-stage runs at once (the service) ------------------------------------------------------
+
+def write_runs(path: str | os.PathLike, *, kind: str, table: str, rows: pd.DataFrame, frames: Frames,
+               stage_tables: Sequence[str] = ()) -> list[str]:
+    """Record complete runs in one transaction: an attempt per run id (ended by ``publish``), the run
+    rows (``rows`` may set ``status``, ``started_at``, ``wall_seconds``; status defaults to 'ok') and
+    the frames, replacing each run's earlier rows of ``table``, the frames' tables and
+    ``stage_tables``. The caller validated the batch; returns the run ids (publish them next)."""
+    run_ids = list(dict.fromkeys(rows["run_id"]))
+    with warehouse.transaction(path) as con:
+        for run_id in run_ids:  # the attempt log shows these runs like any flow's
+            warehouse.begin_attempt(path, run_id, flow=kind, con=con)
+        marks = ",".join("?" * len(run_ids))
+        for t in dict.fromkeys([table, *frames, *stage_tables, "run_stages"]):
+            con.execute(f'delete from "{t}" where run_id in ({marks})', run_ids)
+        extras = {c: v for c, v in (("status", "'ok'"), ("finished_at", "now()"), ("started_at", "now()"),
+                                    ("written_at", "now()")) if c in _columns(con, table) and c not in rows}
+        _insert(con, table, rows, extras)
+        for t, frame in frames.items():
+            _insert(con, t, frame, {})
+    return run_ids
+
+
+def publish(path: str | os.PathLike, run_ids: Sequence[str] = ()) -> Path:
+    """Publish runs already finished (e.g. ``write_runs``'), or with no run ids the run-less tables."""
+    return warehouse.publish(path, list(run_ids))
+
+
+# -- the run family's row -------------------------------------------------------------------------
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    return {r[0] for r in con.execute("select column_name from duckdb_columns() where table_name = ? "
+                                      "and schema_name = 'main' and database_name = current_database()",
+                                      [table]).fetchall()}
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, extras: Mapping[str, str]) -> None:
+    if len(frame) == 0:
+        return
+    view = f"_ledger_{table}"
+    con.register(view, frame)
+    try:
+        more = "".join(f", {sql} as {name}" for name, sql in extras.items())
+        con.execute(f'insert into "{table}" by name select *{more} from "{view}"')
+    finally:
+        with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses; the original error matters
+            con.unregister(view)
+
+
+def _upsert_run_row(con: duckdb.DuckDBPyConnection, table: str, run_id: str, row: pd.DataFrame) -> None:
+    """Replace the run's row with ``row`` set 'running'; keeps ``first_started_at`` and counts
+    ``attempts`` (the attempt log's count) where the table has them."""
+    if list(row["run_id"]) != [run_id]:
+        raise ValueError(f"the run row of {table} must be one row for run {run_id!r}")
+    cols = _columns(con, table)
+    extras: dict[str, str] = {}
+    old = None
+    if "first_started_at" in cols or "attempts" in cols:
+        want = [c for c in ("first_started_at", "attempts") if c in cols]
+        found = con.execute(f'select {", ".join(want)} from "{table}" where run_id = ?', [run_id]).fetchall()
+        old = dict(zip(want, found[0])) if found else None
+    con.execute(f'delete from "{table}" where run_id = ?', [run_id])
+    row = row.copy()
+    for column, sql in (("status", "'running'"), ("started_at", "now()"), ("written_at", "now()")):
+        if column in cols:
+            extras[column] = sql
+    if "first_started_at" in cols:
+        first = old and old.get("first_started_at")
+        if first:  # the run's first attempt, kept across attempts
+            row["first_started_at"] = pd.Timestamp(first)
+        else:
+            extras["first_started_at"] = "now()"
+    if "attempts" in cols:
+        attempt = _attempt_number(con, run_id)
+        row["attempts"] = int(attempt or ((old or {}).get("attempts") or 0) + 1)
+    _insert(con, table, row.drop(columns=[c for c in extras if c in row.columns]), extras)
+
+
+def _set_run_status(con: duckdb.DuckDBPyConnection, table: str, run_id: str, status: str, *,
+                    stage: str | None = None, failure: str | None = None, wall_seconds: float | None = None) -> None:
+    cols = _columns(con, table)
+    sets, params = [], []
+    for column, value in (("status", status), ("failed_stage", stage), ("failure", failure)):
+        if column in cols:
+            sets.append(f"{column} = ?")
+            params.append(value)
+    if "finished_at" in cols:
+        sets.append("finished_at = now()")
+    if wall_seconds is not None and "wall_seconds" in cols:
+        sets.append("wall_seconds = ?")
+        params.append(round(wall_seconds, 3))
+    if sets:
+        con.execute(f'update "{table}" set {", ".join(sets)} where run_id = ?', [*params, run_id])
+
+
+def _run_status(con: duckdb.DuckDBPyConnection, table: str, run_id: str) -> str | None:
+    if "status" not in _columns(con, table):
+        return None
+    rows = con.execute(f'select status from "{table}" where run_id = ?', [run_id]).fetchall()
+    return rows[0][0] if rows else None
+
+
+def _attempt_number(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
+    # fetchall, not fetchone: DuckDB refuses to register a frame while a result is unfinished
+    return con.execute(f"select coalesce(max(attempt), 0) from {warehouse.ATTEMPTS_TABLE} where run_id = ?",
+                       [run_id]).fetchall()[0][0]
+
+
+def _attempt_seconds(con: duckdb.DuckDBPyConnection, run_id: str) -> float | None:
+    rows = con.execute(f"select epoch(now() - started_at) from {warehouse.ATTEMPTS_TABLE} "
+                       "where run_id = ? and attempt = ?", [run_id, _attempt_number(con, run_id)]).fetchall()
+    return float(rows[0][0]) if rows and rows[0][0] is not None else None
+
