@@ -63,18 +63,15 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
     materials = t.load_materials(suites_dir, dataset, samples, limit, task_ids)
     run = store.make_run(materials, settings, suites_from=suites_dir, dataset_from=dataset, samples_from=samples,
                          backend=backend, run_id=run_id)
-    t.start_run(path, run)
+    ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
     # quote(): materials hold ~10^5 nested cases and runs every output; Prefect must not walk them
-    try:
+    with ledger_run.guard():
         stage = t.pools_and_runs(quote(materials), backend, settings)
         cert = t.evaluate(quote(materials), quote(stage), backend, settings)
         rows = t.write_pools(path, run, quote(cert))
         rows.update(t.write_certification(path, run, quote(cert)))
-    except BaseException:
-        t.finish_run(path, run, "failed", time.monotonic() - started)
-        raise
     wall = time.monotonic() - started
-    t.finish_run(path, run, "ok", wall)
+    t.finish_run(path, run, wall)
     return CertifySummary(run, cert, rows, str(path), wall)
 
 

@@ -34,10 +34,10 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
     path = t.prepare_warehouse(warehouse)
     run = core.make_run(source=source, tasks=tasks, tasks_from=tasks_from, arms=arms, per_task=per_task,
                         backend=backend, run_id=run_id)
-    t.start_run(path, run)
+    ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
     outcomes, seconds = [], {}
     # quote(): tasks hold ~10^5 nested cases and outcomes every message; without it Prefect walks each one
-    try:
+    with ledger_run.guard():
         for arm in arms:
             arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task, chat_config,
                                                     workers, limits, strict)
@@ -45,10 +45,6 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
         gate_write = t.write_gate_stage(path, run, quote(outcomes))
         rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
                                                                          backend, workers, limits, profile)
-    except BaseException as exc:
-        t.finish_run(path, run, "failed", time.monotonic() - started, failed_stage=getattr(exc, "stage", None),
-                     failure=f"{type(exc).__name__}: {exc}")
-        raise
     snapshot = t.finish_run(path, run, "ok", time.monotonic() - started)  # publishes the run
     return core.GateSummary(run, core.summarize_rows(run, rows), seconds, [gate_write, delivery_write], str(path),
                             coverage, str(snapshot))

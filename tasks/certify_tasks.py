@@ -14,7 +14,6 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import warehouse
 from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as core
 from acceptgate.v4v import store
@@ -30,8 +29,8 @@ def load_materials(suites_dir: str, dataset: str, samples: str | None, limit: in
 
 
 @task(name="start-run", **_STAGE)
-def start_run(path: Path, run: store.CertifyRun) -> None:
-    store.start_run(path, run)
+def start_run(path: Path, run: store.CertifyRun):
+    return store.start_run(path, run)
 
 
 @task(name="pools-and-runs", **_STAGE)
@@ -75,7 +74,5 @@ def write_certification(path: Path, run: store.CertifyRun, cert: core.Certificat
 
 
 @task(name="finish-run", **_STAGE)
-def finish_run(path: Path, run: store.CertifyRun, status: str, wall_seconds: float) -> None:
-    store.finish_run(path, run, status, wall_seconds)
-    if status == "ok":
-        warehouse.publish(path, run.run_id)  # complete: its rows go to the analysts' snapshot
+def finish_run(path: Path, run: store.CertifyRun, wall_seconds: float) -> Path | None:
+    return store.finish_run(path, run, "ok", wall_seconds)  # complete: its rows go to the analysts' snapshot

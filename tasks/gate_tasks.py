@@ -41,8 +41,8 @@ def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None, 
 
 
 @task(name="start-run", **_STAGE)
-def start_run(path: Path, run: core.GateRun) -> None:
-    core.start_run(path, run)
+def start_run(path: Path, run: core.GateRun):
+    return core.start_run(path, run)
 
 
 @task(name="gate-arm", **_STAGE)
@@ -75,6 +75,5 @@ def score_deliveries(path: Path, run: core.GateRun, tasks: list[Task], outcomes:
 
 
 @task(name="finish-run", **_STAGE)
-def finish_run(path: Path, run: core.GateRun, status: str, wall_seconds: float,
-               failed_stage: str | None = None, failure: str | None = None) -> Path | None:
-    return core.finish_run(path, run, status, wall_seconds, failed_stage=failed_stage, failure=failure)
+def finish_run(path: Path, run: core.GateRun, status: str, wall_seconds: float) -> Path | None:
+    return core.finish_run(path, run, status, wall_seconds)

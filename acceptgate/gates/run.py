@@ -4,29 +4,28 @@ The Prefect flow (``flows/gate.py``) only sequences these functions. Stage ``gat
 gate_decisions, gate_attempts and gate_messages; stage ``deliveries`` writes deliveries. Each stage
 validates its frames against ``expectations/<table>.json`` first and then replaces its rows for the
 run id in one transaction: a failed expectation writes nothing, a re-run of the same run id leaves
-the same rows.
+the same rows. The warehouse side (attempt, gate_runs row, stage writes, publish) is the run ledger's
+(``acceptgate.pipelines.ledger``); this module only names the run's tables.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from acceptgate import __version__, expectations, profiles, warehouse
+from acceptgate import __version__, profiles
 from acceptgate.delivery import ArmSummary, DeliveryRow, format_summary, summarize
 from acceptgate.errors import InvalidInput
 from acceptgate.gates import ARMS
 from acceptgate.gates.records import GateOutcome
+from acceptgate.pipelines import ledger
 from acceptgate.task import HIDDEN, VISIBLE, Task
 
 PIPELINE = "gate/1"
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 STAGE_TABLES = {"gate": ("gate_decisions", "gate_attempts", "gate_messages"), "deliveries": ("deliveries",)}
 Frames = Mapping[str, pd.DataFrame]
 
@@ -57,11 +56,7 @@ def check_arms(arms: list[str]) -> list[str]:
     return out
 
 
-def check_run_id(run_id: str) -> str:
-    if not RUN_ID.match(run_id):
-        raise InvalidInput("a run id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-                           record=repr(run_id), field="--run-id")
-    return run_id
+check_run_id = ledger.check_run_id
 
 
 def tasks_sha256(tasks: list[Task]) -> str:
@@ -224,9 +219,9 @@ def make_run(*, source: str, tasks: list[Task], tasks_from: str, arms: list[str]
     digest = tasks_sha256(tasks)
     src_hash = source_sha256(source)
     if run_id is None:
-        key = json.dumps({"source": src_hash or source, "tasks": digest, "arms": arms, "per_task": per_task,
-                          "backend": backend, "pipeline": PIPELINE}, sort_keys=True)
-        run_id, origin = "gate-" + hashlib.sha256(key.encode()).hexdigest()[:16], "derived"
+        run_id = ledger.derive_run_id("gate", {"source": src_hash or source, "tasks": digest, "arms": arms,
+                                               "per_task": per_task, "backend": backend, "pipeline": PIPELINE})
+        origin = "derived"
     else:
         run_id, origin = check_run_id(run_id), "user"
     return GateRun(run_id, origin, source, src_hash, tasks_from, digest, len(tasks), tuple(arms), per_task,
@@ -270,46 +265,21 @@ def delivery_frames(run: GateRun, rows: list[DeliveryRow]) -> dict[str, pd.DataF
                                                           "gt_first_failure", "gt_cases_total"))}
 
 
-# -- warehouse ------------------------------------------------------------------------------------
+# -- warehouse (through the run ledger) -----------------------------------------------------------
 
-_UPSERT_RUN = """
-insert into gate_runs by name
-select *, 'running' as status, now() as started_at from _gate_run_frame
-on conflict (run_id) do update set
-    run_id_origin = excluded.run_id_origin, pipeline = excluded.pipeline,
-    acceptgate_version = excluded.acceptgate_version, source = excluded.source,
-    source_sha256 = excluded.source_sha256, tasks_from = excluded.tasks_from,
-    tasks_sha256 = excluded.tasks_sha256, task_count = excluded.task_count, arms = excluded.arms,
-    per_task = excluded.per_task, backend = excluded.backend, status = 'running',
-    started_at = excluded.started_at, finished_at = null, wall_seconds = null
-"""
+StageWrite = ledger.StageWrite
+RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
 
 
-def start_run(path: str | Path, run: GateRun, *, expectations_dir: str | Path | None = None) -> None:
+def ledger_run(path: str | Path, run: GateRun) -> ledger.Run:
+    return ledger.attach(path, kind="gate", run_id=run.run_id, table="gate_runs", stage_tables=RESULT_TABLES)
+
+
+def start_run(path: str | Path, run: GateRun, *, expectations_dir: str | Path | None = None) -> ledger.Run:
     """Begin an attempt, validate and upsert the run row; a new attempt of the run id starts with its
     old rows removed (the snapshot keeps the last published ones until this attempt publishes)."""
-    frame = run.frame()
-    warehouse.begin_attempt(path, run.run_id, flow="gate")
-    try:
-        expectations.validate_batch(path, run.run_id, "gate", {"gate_runs": frame}, where=expectations_dir)
-    except expectations.ExpectationFailed as exc:
-        warehouse.fail_attempt(path, run.run_id, "gate", exc)
-        raise
-    with warehouse.transaction(path) as con:
-        con.register("_gate_run_frame", frame)
-        try:
-            con.execute(_UPSERT_RUN)
-        finally:
-            con.unregister("_gate_run_frame")
-        tables = [t for ts in STAGE_TABLES.values() for t in ts] + ["run_stages"]
-        warehouse.delete_run_rows(con, run.run_id, tables)
-
-
-@dataclass
-class StageWrite:
-    stage: str
-    rows: dict[str, int]
-    expectations_checked: int
+    return ledger.start(path, kind="gate", run_id=run.run_id, table="gate_runs", row=run.frame(),
+                        stage_tables=RESULT_TABLES, stage="gate", expectations_dir=expectations_dir)
 
 
 def write_stage(path: str | Path, run: GateRun, stage: str, frames: Frames, *, related: Frames | None = None,
@@ -317,24 +287,17 @@ def write_stage(path: str | Path, run: GateRun, stage: str, frames: Frames, *, r
     """Validate every frame of the stage, then replace the run's rows of its tables in one transaction."""
     if set(frames) != set(STAGE_TABLES[stage]):
         raise ValueError(f"stage {stage} writes {sorted(STAGE_TABLES[stage])}, got {sorted(frames)}")
-    checked = expectations.validate_batch(path, run.run_id, stage, frames, related=related, where=expectations_dir)
-    with warehouse.transaction(path) as con:
-        written = warehouse.replace_run_rows(con, run.run_id, frames)
-        warehouse.record_stage(con, run.run_id, stage, written, checked)
-    warehouse.pause_point(f"{stage}:committed")
-    return StageWrite(stage, {t: len(f) for t, f in frames.items()}, checked)
+    return ledger_run(path, run).write_stage(stage, frames, related=related, expectations_dir=expectations_dir)
 
 
 def finish_run(path: str | Path, run: GateRun, status: str, wall_seconds: float, *,
-               failed_stage: str | None = None, failure: str | None = None) -> Path | None:
-    """Set the run's status; 'ok' publishes its rows to the analysts' snapshot (returned), 'failed'
-    ends the attempt failed (with the stage, when known, and the error) and publishes nothing."""
-    with warehouse.transaction(path) as con:
-        con.execute("update gate_runs set status = ?, finished_at = now(), wall_seconds = ? where run_id = ?",
-                    [status, round(wall_seconds, 3), run.run_id])
+               failed_stage: str | None = None, failure: str | BaseException | None = None) -> Path | None:
+    """'ok' publishes the run's rows to the analysts' snapshot (returned); otherwise the attempt ends
+    failed (or interrupted, for a stop request) with the stage and the error, nothing published."""
+    handle = ledger_run(path, run)
     if status == "ok":
-        return warehouse.publish(path, run.run_id)
-    warehouse.fail_attempt(path, run.run_id, failed_stage, failure or "failed")
+        return handle.finish(wall_seconds=wall_seconds)
+    handle.fail(failure or "failed", failed_stage)
     return None
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from acceptgate import __version__, expectations, warehouse
+from acceptgate import __version__
 from acceptgate.errors import InvalidInput
 from acceptgate.judge import sensor
 from acceptgate.judge.prompt import assemble
@@ -25,6 +25,7 @@ from acceptgate.judge.records import (
 )
 from acceptgate.judge.retrieval import MemoryBank, Retrieved
 from acceptgate.judge.schema import parse_output
+from acceptgate.pipelines import ledger
 
 TABLES = ("judge_verdicts", "judge_retrievals", "judge_observations", "judge_input_issues", "judge_human_labels")
 VERDICT_COLUMNS = ["run_id", "trajectory_id", "task_id", "pair_id", "config", "run", "condition", "disposition",
@@ -175,8 +176,7 @@ def run_id_for(inputs: Inputs, backend: str, embedder: str) -> tuple[str, dict[s
     hashes = {"records": _file_sha(inputs.records), "cards": _file_sha(inputs.cards),
               "memory": _file_sha(inputs.memory), "replay": _file_sha(inputs.replay),
               "labels": _file_sha(inputs.human_labels)}
-    key = json.dumps({"backend": backend, "embedder": embedder, **hashes}, sort_keys=True)
-    return "judge-" + _sha(key)[:16], hashes
+    return ledger.derive_run_id("judge", {"backend": backend, "embedder": embedder, **hashes}), hashes
 
 
 def judge_all(trajectories: list[Trajectory], cards: dict[str, AnswerCard], bank: MemoryBank, backend,
@@ -200,18 +200,14 @@ def judge_all(trajectories: list[Trajectory], cards: dict[str, AnswerCard], bank
     return out
 
 
-def write(path: str | Path, run: JudgeRun, *, expectations_dir=None) -> dict[str, int]:
-    frames = run.frames()
-    run_frame = run.run_frame()
-    expectations.validate_stage("judge", {"judge_runs": run_frame, **frames}, where=expectations_dir)
-    with warehouse.transaction(path) as con:
-        con.register("_judge_run_frame", run_frame)
-        try:
-            con.execute("insert or replace into judge_runs by name select *, now() as written_at from _judge_run_frame")
-        finally:
-            con.unregister("_judge_run_frame")
-        warehouse.replace_run_rows(con, run.run_id, frames)
-    return {t: len(f) for t, f in frames.items()}
+def write(path: str | Path, run: JudgeRun, *, expectations_dir=None, publish: bool = True) -> dict[str, int]:
+    """Record the judge run through the run ledger: an attempt, every frame and the judge_runs row
+    validated together, written in one transaction, and (``publish``) the run in the snapshot."""
+    with ledger.run(path, kind="judge", run_id=run.run_id, table="judge_runs", stage_tables=TABLES,
+                    publish=publish) as recorded:
+        written = recorded.write_stage("judge", run.frames(), run_row=run.run_frame(),
+                                       expectations_dir=expectations_dir)
+    return written.rows
 
 
 def summary_lines(run: JudgeRun, *, show_exemplars: bool = True) -> list[str]:

@@ -11,7 +11,6 @@ inputs and seed replaces its rows with identical ones.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -19,8 +18,9 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from acceptgate import __version__, expectations, warehouse
+from acceptgate import __version__, warehouse
 from acceptgate.errors import InvalidInput
+from acceptgate.pipelines import ledger
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, PairedData, PairedEffect, paired_effects
 from acceptgate.stats.stability import RunStability, run_stability
 
@@ -174,10 +174,9 @@ def gate_inputs(path: str | Path, gate_run: str | None = None, *, baseline: str 
 # -- computation ------------------------------------------------------------------------------------
 
 def stats_run_id(kind: str, source_run_id: str, input_sha256: str, settings: Settings, also: str = "") -> str:
-    key = json.dumps({"kind": kind, "source": source_run_id, "inputs": input_sha256, "seed": settings.seed,
-                      "resamples": settings.resamples, "confidence": settings.confidence, "also": also},
-                     sort_keys=True)
-    return "stats-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+    return ledger.derive_run_id("stats", {"kind": kind, "source": source_run_id, "inputs": input_sha256,
+                                          "seed": settings.seed, "resamples": settings.resamples,
+                                          "confidence": settings.confidence, "also": also})
 
 
 def compute(kind: str, source_run_id: str, measured: Sequence[Measured], settings: Settings, *,
@@ -197,26 +196,17 @@ def compute(kind: str, source_run_id: str, measured: Sequence[Measured], setting
     return result
 
 
-# -- warehouse --------------------------------------------------------------------------------------
+# -- warehouse (through the run ledger) -------------------------------------------------------------
 
-_UPSERT_RUN = """
-insert or replace into stats_runs by name select *, now() as written_at from _stats_run_frame
-"""
-
-
-def write(path: str | Path, result: StatsResult, *, conditions: str, expectations_dir=None) -> dict[str, int]:
-    """Validate every frame, then replace the stats run's rows in one transaction."""
-    frames = result.frames()
-    run = result.run_frame(conditions, result.effects)
-    expectations.validate_stage("stats", {"stats_runs": run, **frames}, where=expectations_dir)
-    with warehouse.transaction(path) as con:
-        con.register("_stats_run_frame", run)
-        try:
-            con.execute(_UPSERT_RUN)
-        finally:
-            con.unregister("_stats_run_frame")
-        warehouse.replace_run_rows(con, result.run_id, frames)
-    return {t: len(f) for t, f in frames.items()}
+def write(path: str | Path, result: StatsResult, *, conditions: str, expectations_dir=None,
+          publish: bool = True) -> dict[str, int]:
+    """Record the stats run: an attempt, every frame and the stats_runs row validated together, then
+    written in one transaction, and (``publish``) the run in the analysts' snapshot."""
+    with ledger.run(path, kind="stats", run_id=result.run_id, table="stats_runs", stage_tables=TABLES,
+                    publish=publish) as run:
+        written = run.write_stage("stats", result.frames(), run_row=result.run_frame(conditions, result.effects),
+                                  expectations_dir=expectations_dir)
+    return written.rows
 
 
 # -- report -----------------------------------------------------------------------------------------

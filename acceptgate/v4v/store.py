@@ -1,8 +1,9 @@
 """A certification as warehouse rows: the run, stage 'pools' and stage 'certification'.
 
-Each stage validates its frames against ``expectations/<table>.json`` before any write, then replaces
-its rows for the run id in one transaction: a failed expectation writes nothing, and a re-run of the
-same run id leaves the same rows. The run id is derived from the inputs' and settings' hashes unless
+Each stage validates its frames against ``expectations/<table>.json`` before any write (a failure is
+quarantined), then replaces its rows for the run id in one transaction, through the run ledger
+(``acceptgate.pipelines.ledger``): a failed expectation writes nothing, and a re-run of the same run
+id leaves the same rows. The run id is derived from the inputs' and settings' hashes unless
 the user names one.
 """
 
@@ -10,20 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
 
-from acceptgate import __version__, expectations, warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate import __version__
+from acceptgate.pipelines import ledger
 from acceptgate.v4v.certify import Certification, inputs_sha256
 from acceptgate.v4v.verifiers import sha256_text
 
 PIPELINE = "certify/1"
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 STAGE_TABLES = {"pools": ("v4v_candidates", "v4v_label_checks", "v4v_executions"),
                 "certification": ("v4v_decisions", "v4v_mutants", "v4v_gates", "v4v_task_metrics",
                                   "v4v_verifier_summary")}
@@ -62,11 +61,8 @@ def make_run(materials, settings, *, suites_from: str, dataset_from: str, sample
     if run_id is None:
         run_id = "certify-" + hashlib.sha256(f"{PIPELINE} {digest} {text} {backend}".encode()).hexdigest()[:16]
         origin = "derived"
-    elif not RUN_ID.match(run_id):
-        raise InvalidInput("a run id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-                           record=repr(run_id), field="--run-id")
     else:
-        origin = "user"
+        run_id, origin = ledger.check_run_id(run_id), "user"
     return CertifyRun(run_id, origin, suites_from, dataset_from, samples_from, digest, text, len(materials),
                       tuple(settings.verifiers), settings.k, backend)
 
@@ -180,33 +176,19 @@ SUMMARY_COLUMNS = ["run_id", "verifier", "family", "tasks", "gates_passed", "gat
                    "fails", "errors_crash", "errors_timeout", "errors_malformed", "fails_by_exception", "diagnosis"]
 
 
-# -- writes -----------------------------------------------------------------------------------------------
+# -- writes (through the run ledger) ------------------------------------------------------------------
 
-_UPSERT_RUN = """
-insert into v4v_runs by name
-select *, 'running' as status, now() as started_at
-from _v4v_run_frame
-on conflict (run_id) do update set
-    run_id_origin = excluded.run_id_origin, pipeline = excluded.pipeline,
-    acceptgate_version = excluded.acceptgate_version, suites_from = excluded.suites_from,
-    dataset_from = excluded.dataset_from, samples_from = excluded.samples_from,
-    inputs_sha256 = excluded.inputs_sha256, settings = excluded.settings, task_count = excluded.task_count,
-    verifiers = excluded.verifiers, k = excluded.k, backend = excluded.backend, status = 'running',
-    started_at = excluded.started_at, finished_at = null, wall_seconds = null
-"""
+RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
 
 
-def start_run(path: str | Path, run: CertifyRun, *, expectations_dir: str | Path | None = None) -> None:
-    frame = run.frame()
-    expectations.validate("v4v_runs", frame, stage="certify", where=expectations_dir)
-    with warehouse.transaction(path) as con:
-        con.register("_v4v_run_frame", frame)
-        try:
-            con.execute(_UPSERT_RUN)
-        finally:
-            con.unregister("_v4v_run_frame")
-        tables = [t for ts in STAGE_TABLES.values() for t in ts] + ["run_stages"]
-        warehouse.delete_run_rows(con, run.run_id, tables)
+def ledger_run(path: str | Path, run: CertifyRun) -> ledger.Run:
+    return ledger.attach(path, kind="certify", run_id=run.run_id, table="v4v_runs", stage_tables=RESULT_TABLES)
+
+
+def start_run(path: str | Path, run: CertifyRun, *, expectations_dir: str | Path | None = None) -> ledger.Run:
+    """The attempt, then the validated v4v_runs row; the run's rows of an earlier attempt go."""
+    return ledger.start(path, kind="certify", run_id=run.run_id, table="v4v_runs", row=run.frame(),
+                        stage_tables=RESULT_TABLES, stage="certify", expectations_dir=expectations_dir)
 
 
 def write_stage(path: str | Path, run: CertifyRun, stage: str, frames: Mapping[str, pd.DataFrame], *,
@@ -214,15 +196,15 @@ def write_stage(path: str | Path, run: CertifyRun, stage: str, frames: Mapping[s
                 expectations_dir: str | Path | None = None) -> dict[str, int]:
     if set(frames) != set(STAGE_TABLES[stage]):
         raise ValueError(f"stage {stage} writes {sorted(STAGE_TABLES[stage])}, got {sorted(frames)}")
-    checked = expectations.validate_stage(stage, frames, related=related, where=expectations_dir)
-    with warehouse.transaction(path) as con:
-        written = warehouse.replace_run_rows(con, run.run_id, frames)
-        con.execute("insert or replace into run_stages values (?, ?, ?, ?, now())",
-                    [run.run_id, f"v4v-{stage}", written, checked])
-    return {t: len(f) for t, f in frames.items()}
+    return ledger_run(path, run).write_stage(stage, frames, related=related, expectations_dir=expectations_dir).rows
 
 
-def finish_run(path: str | Path, run: CertifyRun, status: str, wall_seconds: float) -> None:
-    with warehouse.transaction(path) as con:
-        con.execute("update v4v_runs set status = ?, finished_at = now(), wall_seconds = ? where run_id = ?",
-                    [status, round(wall_seconds, 3), run.run_id])
+def finish_run(path: str | Path, run: CertifyRun, status: str, wall_seconds: float,
+               failure: BaseException | str | None = None) -> Path | None:
+    """'ok': the run's row ok and its rows published (the snapshot's path returned); otherwise the
+    attempt and the row end failed (or interrupted, for a stop request)."""
+    handle = ledger_run(path, run)
+    if status == "ok":
+        return handle.finish(wall_seconds=wall_seconds)
+    handle.fail(failure or status)
+    return None
