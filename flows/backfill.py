@@ -30,5 +30,6 @@ def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, wa
                                history=tuple(history or ()), warehouse_runs=include_warehouse)
     path = t.prepare_warehouse(warehouse)
     materials = t.hidden_material(suites_dir, humanevalplus, backend)
-    result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records, quote(progress))
+    result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records, quote(progress),
+                    kind="leak-backfill")
     return t.publish(path, quote(result))

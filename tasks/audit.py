@@ -17,12 +17,9 @@ from prefect.cache_policies import NO_CACHE
 
 from acceptgate import audit
 
+from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
+
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
-
-
-@task(name="prepare-warehouse", **_STAGE)
-def prepare_warehouse(warehouse: str | None) -> Path:
-    return audit.prepare_warehouse(warehouse)
 
 
 @task(name="import", **_STAGE)

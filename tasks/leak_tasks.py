@@ -14,16 +14,12 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import warehouse
 from acceptgate.leak import audit
 from acceptgate.leak.material import TaskMaterial
 
+from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
+
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
-
-
-@task(name="prepare-warehouse", **_STAGE)
-def prepare_warehouse(path: str | None) -> Path:
-    return audit.prepare_warehouse(path)
 
 
 @task(name="hidden-material", **_STAGE)
@@ -34,13 +30,11 @@ def hidden_material(suites_dir: str | None, humanevalplus: str | None, backend: 
 
 @task(name="scan", **_STAGE)
 def scan(path: Path, materials: dict[str, TaskMaterial], selection: audit.Selection, matcher: str, rescan: bool,
-         batch_records: int, progress) -> audit.AuditResult:
+         batch_records: int, progress, kind: str = "leak-audit") -> audit.AuditResult:
     return audit.run_audit(path, materials, selection, matcher=matcher, rescan=rescan, progress=progress,
-                           batch_records=batch_records, publish=False)
+                           batch_records=batch_records, publish=False, kind=kind)
 
 
 @task(name="publish", **_STAGE)
 def publish(path: Path, result: audit.AuditResult) -> audit.AuditResult:
-    scanned = sorted({s["run_id"] for s in result.scans})
-    result.snapshot = str(warehouse.publish(path, scanned))  # the scanned runs' leak rows
-    return result
+    return audit.publish_result(path, result)  # the leak audit's run and the scanned runs' leak rows

@@ -1,6 +1,6 @@
 """Prefect tasks that end a scheduled flow: publish the analysts' snapshot, attach the summary.
 
-Each stage's flow publishes its own complete runs (``warehouse.publish``); the chain's last publish adds
+Each stage's flow publishes its own complete runs (through the run ledger); the chain's last publish adds
 no run (run-less tables only) and returns the snapshot the summary reads; the
 summary is a markdown artifact on the flow run, built from that snapshot by ``acceptgate.report``.
 """
@@ -15,20 +15,19 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from acceptgate import warehouse
+from acceptgate.pipelines import ledger
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 
 
 @task(name="prepare-warehouse", **_STAGE)
 def prepare_warehouse(path: str | None) -> Path:
-    resolved = warehouse.check_path(warehouse.resolve_path(path))
-    warehouse.migrate(resolved)
-    return resolved
+    return ledger.prepare(path)  # check the path, apply pending migrations
 
 
 @task(name="publish-snapshot", **_STAGE)
 def publish_snapshot(path: Path) -> Path:
-    return warehouse.publish(path, [])
+    return ledger.publish(path)  # no run: the run-less tables, and the snapshot the summary reads
 
 
 @task(name="summary-artifact", **_STAGE)

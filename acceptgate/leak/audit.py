@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable
 
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
+from acceptgate.pipelines import ledger
 from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records as records_mod
 from acceptgate.leak import store
@@ -160,6 +161,8 @@ class AuditResult:
     seconds: dict[str, float] = field(default_factory=dict)
     warehouse: str = ""
     snapshot: str | None = None
+    run_id: str = ""  # the leak audit's own run id in run_attempts (its rows carry the scanned runs' ids)
+    kind: str = "leak-audit"
 
     def lines(self) -> list[str]:
         out = [f"leak audit ({self.matcher} matcher): {self.records} records selected, {self.scanned} scanned now, "
@@ -193,11 +196,22 @@ def _table(title: str, key: str, rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def leak_run_id(kind: str, matcher: str, todo: Plan) -> str:
+    """From the inputs' hashes: every selected record's key and inputs hash, the matcher, the scanner."""
+    lines = sorted(f"{key}\t{digest}" for key, digest in todo.inputs.items())
+    return ledger.derive_run_id("leak", {"kind": kind, "matcher": matcher, "scanner": SCANNER_VERSION,
+                                         "records": hashlib.sha256("\n".join(lines).encode()).hexdigest()})
+
+
 def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: Selection, *,
               matcher: str = matchers.DEFAULT, rescan: bool = False, progress: Progress | None = None,
               batch_records: int = BATCH_RECORDS, publish: bool = True,
-              expectations_dir: str | Path | None = None) -> AuditResult:
-    """Scan the selection into the warehouse (already migrated) and return the summary."""
+              expectations_dir: str | Path | None = None, kind: str = "leak-audit") -> AuditResult:
+    """Scan the selection into the warehouse (already migrated) and return the summary.
+
+    The scan is a run of the run ledger (``kind``: leak-audit or leak-backfill; run id from the
+    selected records' inputs hashes): its attempt is recorded before the first write, each batch is a
+    stage write, and ``publish`` (else ``publish_result`` later) publishes it with the scanned runs."""
     matchers.check_name(matcher)
     seconds: dict[str, float] = {}
     t0 = time.monotonic()
@@ -205,9 +219,28 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
     seconds["load"] = time.monotonic() - t0
     todo = plan(path, records, materials, matcher, rescan=rescan)
     scanners = ScannerCache(materials, matcher)
-    result = AuditResult(matcher, len(records), todo.to_scan, sum(todo.skipped.values()), warehouse=str(path))
+    result = AuditResult(matcher, len(records), todo.to_scan, sum(todo.skipped.values()), warehouse=str(path),
+                         run_id=leak_run_id(kind, matcher, todo), kind=kind)
+    recorded = ledger.start(path, kind=kind, run_id=result.run_id)
+    with recorded.guard(store.STAGE):
+        _scan_all(recorded, todo, scanners, result, seconds, progress, batch_records, expectations_dir)
+        run_ids = sorted({r.run_id for r in records})
+        with warehouse.connect(path, read_only=True) as con:
+            rows = store.summary_rows(con, run_ids)
+        result.per_run, result.per_arm = rows["runs"], rows["arms"]
+    if publish:
+        p0 = time.monotonic()
+        publish_result(path, result, run_ids)  # the scanned runs' leak rows
+        seconds["publish"] = time.monotonic() - p0
+    seconds["total"] = time.monotonic() - t0
+    result.seconds = seconds
+    return result
+
+
+def _scan_all(recorded: ledger.Run, todo: Plan, scanners: ScannerCache, result: AuditResult,
+              seconds: dict[str, float], progress: Progress | None, batch_records: int,
+              expectations_dir: str | Path | None) -> None:
     done, batch, in_batch = 0, [], 0
-    t1 = time.monotonic()
     scan_seconds = write_seconds = 0.0
     for run_id in sorted(set(todo.runs) | set(todo.skipped)):
         run_records = todo.runs.get(run_id, [])
@@ -229,31 +262,28 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
                      + (f"; {todo.skipped.get(run_id, 0)} unchanged" if todo.skipped.get(run_id) else ""))
         if in_batch >= batch_records:
             w0 = time.monotonic()
-            store.write(path, batch, expectations_dir=expectations_dir)
+            store.write(recorded, batch, expectations_dir=expectations_dir)
             write_seconds += time.monotonic() - w0
             batch, in_batch = [], 0
     if batch:
         w0 = time.monotonic()
-        store.write(path, batch, expectations_dir=expectations_dir)
+        store.write(recorded, batch, expectations_dir=expectations_dir)
         write_seconds += time.monotonic() - w0
     seconds["scan"], seconds["write"] = scan_seconds, write_seconds
-    run_ids = sorted({r.run_id for r in records})
-    with warehouse.connect(path, read_only=True) as con:
-        rows = store.summary_rows(con, run_ids)
-    result.per_run, result.per_arm = rows["runs"], rows["arms"]
-    if publish:
-        p0 = time.monotonic()
-        result.snapshot = str(warehouse.publish(path, run_ids))  # the scanned runs' leak rows
-        seconds["publish"] = time.monotonic() - p0
-    seconds["total"] = time.monotonic() - t0
-    result.seconds = seconds
+
+
+def publish_result(path: str | Path, result: AuditResult, run_ids: Iterable[str] | None = None) -> AuditResult:
+    """End the leak audit's run and publish it with the runs whose leak rows it wrote (default: the
+    runs it scanned now)."""
+    if run_ids is None:
+        run_ids = sorted({s["run_id"] for s in result.scans})
+    recorded = ledger.attach(path, kind=result.kind, run_id=result.run_id)
+    result.snapshot = str(recorded.finish(also_publish=list(run_ids)))
     return result
 
 
 def prepare_warehouse(path: str | Path | None) -> Path:
-    resolved = warehouse.check_path(warehouse.resolve_path(path))
-    warehouse.migrate(resolved)
-    return resolved
+    return ledger.prepare(path)
 
 
 def load_tasks(*, suites_dir: str | None = None, humanevalplus: str | None = None, backend: str = "local",

@@ -2,7 +2,7 @@
 
 A batch holds whole scans (every record of a run scanned together). It is validated (Great
 Expectations + the suites' rules) before anything is written, then, in one transaction, each record's
-old verdict and hits are replaced. So an interrupted backfill leaves complete scans only, and the
+old verdict and hits are replaced (the run ledger's stage write, ``acceptgate.pipelines.ledger``). So an interrupted backfill leaves complete scans only, and the
 next one skips what is already there with the same inputs hash.
 """
 
@@ -15,7 +15,6 @@ from typing import Any
 
 import pandas as pd
 
-from acceptgate import expectations, warehouse
 from acceptgate.leak.controls import ControlResult
 from acceptgate.leak.verdicts import RecordVerdict
 
@@ -115,23 +114,27 @@ where t.run_id = k.run_id and t.arm = k.arm and t.block = k.block and t.task_id 
 """
 
 
-def write(path: str | Path, scans: list[Scan], *, expectations_dir: str | Path | None = None) -> dict[str, int]:
-    """Validate the batch, then replace its records' verdicts and hits in one transaction."""
-    batch = frames(scans)
-    expectations.validate_stage(STAGE, batch, where=expectations_dir)
+def write(run, scans: list[Scan], *, expectations_dir: str | Path | None = None) -> dict[str, int]:
+    """Write a batch of scans through the run ledger (``run``, an ``acceptgate.pipelines.ledger.Run``):
+    validated whole (quarantined on failure), then its records' verdicts and hits replaced in one
+    transaction."""
+    return run.write_stage(STAGE, frames(scans), write=replace_records, expectations_dir=expectations_dir).rows
+
+
+def replace_records(con, batch: dict[str, pd.DataFrame]) -> int:
+    """Within the stage's transaction: replace each record's old verdict and hits with the batch's."""
     keys = batch["leak_verdicts"][["run_id", "arm", "block", "task_id"]]
-    with warehouse.transaction(path) as con:
-        con.register("_leak_keys", keys)
-        try:
-            for table in ("leak_hits", "leak_verdicts"):
-                con.execute(_DELETE_RECORDS.format(table=table))
-            # a scan none of whose verdicts is current any more is history nobody can join to: drop it
-            con.execute("delete from leak_scans where scan_id not in (select distinct scan_id from leak_verdicts)")
-            for table in ("leak_scans", "leak_verdicts", "leak_hits"):
-                _insert(con, table, batch[table])
-        finally:
-            con.unregister("_leak_keys")
-    return {t: len(f) for t, f in batch.items()}
+    con.register("_leak_keys", keys)
+    try:
+        for table in ("leak_hits", "leak_verdicts"):
+            con.execute(_DELETE_RECORDS.format(table=table))
+        # a scan none of whose verdicts is current any more is history nobody can join to: drop it
+        con.execute("delete from leak_scans where scan_id not in (select distinct scan_id from leak_verdicts)")
+        for table in ("leak_scans", "leak_verdicts", "leak_hits"):
+            _insert(con, table, batch[table])
+    finally:
+        con.unregister("_leak_keys")
+    return sum(len(f) for f in batch.values())
 
 
 def _insert(con, table: str, frame: pd.DataFrame) -> None:

@@ -22,6 +22,7 @@ import pandas as pd
 from acceptgate import expectations, suitespec, warehouse
 from acceptgate.delivery import DeliveryRow
 from acceptgate.gates import run as gate_run
+from acceptgate.pipelines import ledger
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import execute
@@ -54,7 +55,7 @@ class Publisher:
         self.last_error = ""
 
     def start(self) -> None:
-        warehouse.migrate(self.path)
+        ledger.prepare(self.path)
         self._thread = threading.Thread(target=self._loop, name="acceptgate-publisher", daemon=True)
         self._thread.start()
 
@@ -92,7 +93,7 @@ class Publisher:
             if written or calls:
                 # one snapshot copy for the whole batch; each decision's run attempt ends 'ok' with it
                 run_ids = [r["run_id"] for r in self.journal.runs_of(written)]
-                warehouse.publish(self.path, run_ids)
+                ledger.publish(self.path, run_ids)
             # "published" means analysts can see it: marked only once the snapshot has it (a crash
             # before this rewrites the same rows next time, which the per-run replace makes idempotent)
             self.journal.mark_published(written)
@@ -145,21 +146,9 @@ class Publisher:
         runs = pd.concat([p[1].frame() for p in prepared], ignore_index=True)
         runs["wall_seconds"] = [round(float(p[0]["latency_seconds"]), 3) for p in prepared]
         runs["started_at"] = [pd.Timestamp(p[0]["created_at"], unit="s", tz="UTC") for p in prepared]
-        run_ids = list(runs["run_id"])
-        marks = ",".join("?" * len(run_ids))
-        with warehouse.transaction(self.path) as con:
-            for run_id in run_ids:  # the attempt log shows the service's runs like any flow's
-                warehouse.begin_attempt(self.path, run_id, flow="serve-api", con=con)
-            for table in ("gate_runs", *COLUMNS, "deliveries", "run_stages"):
-                con.execute(f'delete from "{table}" where run_id in ({marks})', run_ids)
-            con.register("_api_runs", runs)
-            try:
-                con.execute("insert into gate_runs by name select *, 'ok' as status, now() as finished_at "
-                            "from _api_runs")
-            finally:
-                con.unregister("_api_runs")
-            for table, frame in {**gate, "deliveries": deliveries}.items():
-                warehouse._insert_frame(con, table, frame)
+        # the run ledger records each decision as a complete gate run (attempt, gate_runs row, stage rows)
+        ledger.write_runs(self.path, kind="serve-api", table="gate_runs", rows=runs,
+                          frames={**gate, "deliveries": deliveries})
 
     def _delivery(self, d: dict[str, Any], record: dict[str, Any]) -> DeliveryRow:
         task = self.journal.task(d["client"], d["task_id"])
