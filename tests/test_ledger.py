@@ -1,0 +1,276 @@
+"""The run ledger (acceptgate/pipelines/ledger.py): the one place that writes run rows, a failed
+expectation quarantines and fails a run with nothing of it written, a stop request (Ctrl-C, SIGTERM)
+marks the attempt 'interrupted' and leaves the published snapshot as it was, and the stats and judge
+commands' rows reach the analysts' snapshot."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import signal
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from acceptgate import warehouse
+from acceptgate.errors import Interrupted
+from acceptgate.expectations import EXPECTATIONS_DIR, ExpectationFailed
+from acceptgate.gates import run as gates
+from acceptgate.pipelines import ledger
+from acceptgate.stats import pipeline
+from acceptgate.stats.paired import PairedData
+
+REPO = Path(__file__).resolve().parents[1]
+CORE = REPO / "acceptgate"
+LEDGER = CORE / "pipelines" / "ledger.py"
+WRITERS = {"replace_run_rows", "_insert_frame", "delete_run_rows", "_insert", "register"}
+
+
+# -- (a) one place writes run rows -------------------------------------------------------------------
+
+def run_tables() -> set[str]:
+    """Every run family's table the migrations create: ``runs`` and each ``*_runs``."""
+    found = set()
+    for sql in (REPO / "sql").glob("*.sql"):
+        found |= set(re.findall(r"create table (?:if not exists )?(\w*runs)\s*\(", sql.read_text(), re.I))
+    return {t for t in found if t == "runs" or t.endswith("_runs")}
+
+
+def _write_sql(tables: set[str]) -> re.Pattern:
+    names = "|".join(sorted(tables))
+    return re.compile(rf'\b(?:insert\s+(?:or\s+replace\s+)?into|replace\s+into|update|delete\s+from)\s+"?(?:{names})"?\b',
+                      re.I)
+
+
+def run_row_writes(source: str, tables: set[str]) -> list[str]:
+    """What in this module's source writes a run table: an SQL write naming one (in any string or
+    f-string part), or a frame write (``replace_run_rows``, ``_insert_frame``, ...) given one by name."""
+    pattern = _write_sql(tables)
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and pattern.search(node.value):
+            found.append(f"line {node.lineno}: SQL {pattern.search(node.value).group(0)!r}")
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+            if name in WRITERS:
+                named = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and n.value in tables]
+                if named:
+                    found.append(f"line {node.lineno}: {name}(... {named[0]!r} ...)")
+    return found
+
+
+def test_the_detector_finds_the_ways_run_rows_used_to_be_written():
+    tables = run_tables()
+    assert {"runs", "gate_runs", "v4v_runs", "stats_runs", "judge_runs"} <= tables
+    # the statements of the five former copies of the life cycle, and frame writes
+    for source in ['SQL = """\ninsert into gate_runs by name\nselect * from f"""',
+                   'con.execute("update runs set status = \'ok\' where run_id = ?", [r])',
+                   'X = "insert or replace into stats_runs by name select *, now() as written_at from f"',
+                   'con.execute(f"update v4v_runs set status = ? where run_id = ?", [s, r])',
+                   'warehouse._insert_frame(con, "judge_runs", frame)',
+                   'warehouse.replace_run_rows(con, run_id, {"gate_runs": frame})']:
+        assert run_row_writes(source, tables), source
+    for source in ['con.execute("insert into _published_runs values (?)", [r])',  # a temp table, no run family
+                   'con.execute("select * from gate_runs where status = \'ok\'")',
+                   'warehouse.replace_run_rows(con, run_id, {"gate_decisions": frame})']:
+        assert not run_row_writes(source, tables), source
+
+
+def test_only_the_ledger_writes_run_rows():
+    tables = run_tables()
+    places = {}
+    for path in sorted(CORE.rglob("*.py")):
+        found = run_row_writes(path.read_text(encoding="utf-8"), tables)
+        if found:
+            places[str(path.relative_to(REPO))] = found
+    # the ledger writes a run's row through the table a pipeline names (ledger.start(table=...)), so
+    # it has no literal write; it is the place that writes them, and the only one
+    writers = {str(p.relative_to(REPO)) for p in CORE.rglob("*.py")
+               if re.search(r"def _upsert_run_row|def _set_run_status", p.read_text())}
+    assert places == {}, places
+    assert set(places) | writers == {"acceptgate/pipelines/ledger.py"}
+    # and no pipeline records attempts or publishes around it
+    others = [str(p.relative_to(REPO)) for p in CORE.rglob("*.py") if p not in (LEDGER, CORE / "warehouse.py")
+              and re.search(r"warehouse\.(begin_attempt|fail_attempt|end_attempt|publish|record_stage)\(", p.read_text())]
+    assert others == []
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+def _stats_result(seed: int = 0) -> pipeline.StatsResult:
+    rng = np.random.default_rng(7)
+    units = tuple(f"T/{i}" for i in range(12))
+    data = PairedData("conform", units, rng.integers(0, 2, 12), rng.integers(0, 2, 12), "conform", "off", "tasks")
+    return pipeline.compute("gate", "gate-demo", [pipeline.Measured("false_delivery", [data], "task")],
+                            pipeline.Settings(seed=seed, resamples=200))
+
+
+def _snapshot_rows(path: Path, table: str, run_id: str) -> list[tuple]:
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        return con.execute(f"select * exclude (written_at) from {table} where run_id = ? order by all"
+                           if table == "stats_runs" else f"select * from {table} where run_id = ? order by all",
+                           [run_id]).fetchall()
+
+
+def _attempts(path: Path, run_id: str) -> list[tuple]:
+    with warehouse.connect(path, read_only=True) as con:
+        return con.execute("select attempt, flow, status, failed_stage, failure, last_stage from run_attempts "
+                           "where run_id = ? order by attempt", [run_id]).fetchall()
+
+
+def _strict(tmp_path: Path, table: str, column: str, allowed: list) -> str:
+    where = tmp_path / "expectations"
+    shutil.copytree(EXPECTATIONS_DIR, where)
+    doc = json.loads((where / f"{table}.json").read_text())
+    doc["expectations"].append({"type": "expect_column_values_to_be_in_set",
+                                "kwargs": {"column": column, "value_set": allowed}})
+    (where / f"{table}.json").write_text(json.dumps(doc))
+    return str(where)
+
+
+# -- (b) a failed expectation ------------------------------------------------------------------------
+
+def test_a_failing_expectation_quarantines_and_fails_the_run_writing_nothing(tmp_path, monkeypatch):
+    path = ledger.prepare(tmp_path / "w.duckdb")
+    published = _stats_result(seed=1)
+    pipeline.write(path, published, conditions="arm,off")  # another run, published before
+    before = _snapshot_rows(path, "stats_effects", published.run_id)
+    assert before
+
+    result = _stats_result(seed=2)
+    monkeypatch.setenv("ACCEPTGATE_EXPECTATIONS", _strict(tmp_path, "stats_effects", "measure", ["nothing"]))
+    with pytest.raises(ExpectationFailed) as err:
+        pipeline.write(path, result, conditions="arm,off")
+    assert err.value.stage == "stats"
+    assert err.value.expectation == "stats_effects.expect_column_values_to_be_in_set(column='measure')"
+
+    with warehouse.connect(path, read_only=True) as con:
+        quarantined = con.execute("select attempt, stage, table_name, row_count from quarantine where run_id = ? "
+                                  "order by table_name", [result.run_id]).fetchall()
+        written = {t: con.execute(f"select count(*) from {t} where run_id = ?", [result.run_id]).fetchone()[0]
+                   for t in ("stats_runs", *pipeline.TABLES, "run_stages")}
+    frames = result.frames()
+    assert quarantined == sorted([(1, "stats", "stats_runs", 1)]
+                                 + [(1, "stats", t, len(f)) for t, f in frames.items()], key=lambda r: r[2])
+    assert written == {t: 0 for t in written}  # no stage row, not even the run's row
+    [(attempt, flow, status, stage, failure, last)] = _attempts(path, result.run_id)
+    assert (attempt, flow, status, stage, last) == (1, "stats", "failed", "stats", None)
+    assert "expect_column_values_to_be_in_set(column='measure')" in failure
+    # the snapshot has exactly what it had: the other run, and nothing of this one
+    assert _snapshot_rows(path, "stats_effects", published.run_id) == before
+    assert _snapshot_rows(path, "stats_effects", result.run_id) == []
+    assert _snapshot_rows(path, "stats_runs", result.run_id) == []
+
+
+# -- (c) a stop request ------------------------------------------------------------------------------
+
+def test_ctrl_c_inside_a_stage_marks_the_attempt_interrupted_and_keeps_the_snapshot(tmp_path):
+    path = ledger.prepare(tmp_path / "w.duckdb")
+    result = _stats_result()
+    pipeline.write(path, result, conditions="arm,off")
+    snapshot = warehouse.snapshot_path(path)
+    before = {t: _snapshot_rows(path, t, result.run_id) for t in ("stats_runs", "stats_effects")}
+    assert all(before.values())
+    stamp = snapshot.stat().st_mtime_ns
+
+    def interrupted_mid_write(con, frames):
+        warehouse.replace_run_rows(con, result.run_id, frames)  # rows in, not committed
+        raise KeyboardInterrupt
+
+    run = ledger.start(path, kind="stats", run_id=result.run_id, table="stats_runs", stage_tables=pipeline.TABLES)
+    with pytest.raises(KeyboardInterrupt):
+        with run.guard():
+            run.write_stage("stats", result.frames(), run_row=result.run_frame("arm,off", result.effects),
+                            write=interrupted_mid_write)
+    attempts = _attempts(path, result.run_id)
+    assert [a[:4] for a in attempts] == [(1, "stats", "ok", None), (2, "stats", "interrupted", "stats")]
+    assert "KeyboardInterrupt" in attempts[1][4]
+    with warehouse.connect(path, read_only=True) as con:  # the stage's rows were rolled back
+        assert con.execute("select count(*) from stats_effects where run_id = ?", [result.run_id]).fetchone() == (0,)
+    # the last published snapshot is intact: same file, same rows, the published attempt 'ok'
+    assert snapshot.stat().st_mtime_ns == stamp
+    assert {t: _snapshot_rows(path, t, result.run_id) for t in before} == before
+    with duckdb.connect(str(snapshot), read_only=True) as con:
+        assert con.execute("select attempt, status from run_attempts where run_id = ?",
+                           [result.run_id]).fetchall() == [(1, "ok")]
+
+    # the next attempt publishes again
+    pipeline.write(path, result, conditions="arm,off")
+    assert [a[2] for a in _attempts(path, result.run_id)] == ["ok", "interrupted", "ok"]
+    assert _snapshot_rows(path, "stats_effects", result.run_id) == before["stats_effects"]
+
+
+def _gate_run(run_id: str) -> gates.GateRun:
+    return gates.GateRun(run_id, "user", "codet:samples.jsonl", "a" * 64, "suites/", "b" * 64, 3,
+                         ("conform", "off"), 5, "local")
+
+
+@pytest.mark.parametrize("stop, status, said", [
+    (Interrupted(signal.SIGTERM), "interrupted", "interrupted by SIGTERM"),
+    (SystemExit(130), "interrupted", "exit 130"),
+    (RuntimeError("boom"), "failed", "RuntimeError: boom"),
+])
+def test_the_run_row_and_attempt_end_by_what_stopped_them(tmp_path, stop, status, said):
+    path = ledger.prepare(tmp_path / "w.duckdb")
+    gate_run = _gate_run("stop-test")
+    with pytest.raises(type(stop)):
+        with ledger.run(path, kind="gate", run_id=gate_run.run_id, table="gate_runs", row=gate_run.frame(),
+                        stage_tables=gates.RESULT_TABLES) as run:
+            with run.guard("deliveries"):
+                raise stop
+    [(attempt, flow, got, stage, failure, _)] = _attempts(path, gate_run.run_id)
+    assert (attempt, flow, got, stage) == (1, "gate", status, "deliveries") and said in failure
+    with warehouse.connect(path, read_only=True) as con:
+        assert con.execute("select status from gate_runs").fetchall() == [(status,)]
+    assert not warehouse.snapshot_path(path).exists()  # nothing published
+
+
+def test_the_run_row_keeps_its_first_start_and_counts_attempts(tmp_path):
+    from acceptgate import audit
+
+    path = ledger.prepare(tmp_path / "w.duckdb")
+    row = audit.Run("twice", "user", "humaneval", "HumanEval.jsonl.gz", "c" * 64, "local", 2).frame()
+    times = []
+    for _ in range(2):
+        with ledger.run(path, kind="audit", run_id="twice", table="runs", row=row):
+            pass
+        with warehouse.connect(path, read_only=True) as con:
+            times.append(con.execute("select first_started_at, started_at, attempts, status from runs").fetchone())
+    assert [a[2] for a in _attempts(path, "twice")] == ["ok", "ok"]
+    (first, started, attempts, status), (first2, started2, attempts2, status2) = times
+    assert (attempts, status, attempts2, status2) == (1, "ok", 2, "ok")
+    assert first2 == first and started2 > started
+
+
+# -- (d) stats and judge reach the snapshot through the commands --------------------------------------
+
+@pytest.mark.prefect
+def test_stats_and_judge_rows_are_in_the_snapshot_after_their_commands(prefect_harness, tmp_path, capsys):
+    from acceptgate.cli import main
+    from test_judge_core import INPUTS
+
+    wh = str(tmp_path / "wh.duckdb")
+    assert main(["judge", "--records", INPUTS.records, "--cards", INPUTS.cards, "--memory", INPUTS.memory,
+                 "--backend", "replay", "--replay", INPUTS.replay, "--human-labels", INPUTS.human_labels,
+                 "--embedder", "hashing", "--warehouse", wh]) == 0
+    judge_run = capsys.readouterr().out.splitlines()[0].split()[2].rstrip(":")
+    assert main(["stats", "--judge-run", judge_run, "--warehouse", wh, "--resamples", "1000"]) == 0
+    capsys.readouterr()
+
+    def sql(query: str) -> list[dict]:
+        assert main(["sql", "--warehouse", wh, "--format", "json", query]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    assert sql("select count(*) as n from judge_verdicts")[0]["n"] == 32
+    assert sql("select count(*) as n from stats_effects where source_run_id = "
+               f"'{judge_run}'")[0]["n"] == 2
+    assert sql("select count(*) as n from agent_resources where source = 'judge'")[0]["n"] > 0
+    attempts = sql("select flow, status, published_at is not null as published from run_attempts order by flow")
+    assert attempts == [{"flow": "judge", "status": "ok", "published": True},
+                        {"flow": "stats", "status": "ok", "published": True}]
+    assert {r["flow"] for r in sql("select flow from latest_runs")} == {"judge", "stats"}
