@@ -15,7 +15,7 @@ create table runs (
     source_sha256       varchar not null,
     backend             varchar not null,      -- sandbox backend: local | docker | ...
     task_limit          integer,               -- --limit; null = all tasks
-    status              varchar not null,      -- running | ok | failed
+    status              varchar not null,      -- running | ok | failed | interrupted
     failed_stage        varchar,
     failure             varchar,
     attempts            integer not null,

@@ -19,7 +19,7 @@ create table gate_runs (
     arms                varchar not null,      -- comma-separated, in run order
     per_task            integer not null,      -- CONFORM draw cap (5)
     backend             varchar not null,
-    status              varchar not null,      -- running | ok | failed
+    status              varchar not null,      -- running | ok | failed | interrupted
     started_at          timestamptz not null,
     finished_at         timestamptz,
     wall_seconds        double

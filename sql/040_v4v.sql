@@ -19,7 +19,7 @@ create table v4v_runs (
     verifiers           varchar not null,      -- comma-separated, in table order
     k                   integer not null,      -- runs from reset per re-run candidate (>= 3 to pass)
     backend             varchar not null,
-    status              varchar not null,      -- running | ok | failed
+    status              varchar not null,      -- running | ok | failed | interrupted
     started_at          timestamptz not null,
     finished_at         timestamptz,
     wall_seconds        double
