@@ -25,13 +25,14 @@ def audit(limit: int | None = None, warehouse: str | None = None, backend: str =
           run_id: str | None = None, dataset: str = "humaneval", data_path: str | None = None) -> core.Summary:
     started = time.monotonic()
     path = prepare_warehouse(warehouse)
-    imp = import_stage(path, backend, limit, run_id, dataset, data_path)
+    imp = import_stage(path, backend, limit, run_id, dataset, data_path)  # records the attempt
     # quote(): stage results hold thousands of nested dataclasses; without it Prefect walks every one
     # of them looking for futures before each task (tens of seconds on the full data set).
-    suites = suites_stage(path, quote(imp))
-    gauge = gauge_stage(path, quote(imp), quote(suites), backend)
-    executed = execute_stage(path, quote(imp), quote(suites), quote(gauge), backend)
-    summary = publish(path, quote(imp), quote(suites), quote(gauge), quote(executed), started)
+    with core.ledger_run(path, imp.run).guard():  # also between stages: an error or stop ends the attempt
+        suites = suites_stage(path, quote(imp))
+        gauge = gauge_stage(path, quote(imp), quote(suites), backend)
+        executed = execute_stage(path, quote(imp), quote(suites), quote(gauge), backend)
+        summary = publish(path, quote(imp), quote(suites), quote(gauge), quote(executed), started)
     summary_artifact(path, summary.lines())  # the report's summary, on this flow run in the Prefect UI
     return summary
 
