@@ -16,6 +16,6 @@ from tasks import judge_tasks as t
 def judge(inputs: Inputs, backend: str = "rules", embedder: str = "minilm", warehouse: str | None = None,
           strict: bool = False, chat_config=None) -> JudgeRun:
     path = t.prepare_warehouse(warehouse)
-    run = t.judge_trajectories(inputs, backend, embedder, strict, chat_config)
+    run = t.judge_trajectories(path, inputs, backend, embedder, strict, chat_config)  # records the attempt
     t.write_verdicts(path, run)
     return run

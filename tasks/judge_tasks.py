@@ -11,16 +11,18 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from acceptgate.judge import run as core
+from acceptgate.pipelines import judge as pipeline
 from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 
 
 @task(name="judge-trajectories", **_STAGE)
-def judge_trajectories(inputs: core.Inputs, backend: str, embedder: str, strict: bool, chat_config) -> core.JudgeRun:
-    return core.judge_inputs(inputs, backend=backend, embedder=embedder, strict=strict, chat_config=chat_config)
+def judge_trajectories(path: Path, inputs: core.Inputs, backend: str, embedder: str, strict: bool,
+                       chat_config) -> core.JudgeRun:
+    return pipeline.judge(path, inputs, backend=backend, embedder=embedder, strict=strict, chat_config=chat_config)
 
 
 @task(name="write-verdicts", **_STAGE)
 def write_verdicts(path: Path, run: core.JudgeRun) -> dict[str, int]:
-    return core.write(path, run)
+    return pipeline.record(path, run)[0]  # and publish

@@ -274,3 +274,21 @@ def test_stats_and_judge_rows_are_in_the_snapshot_after_their_commands(prefect_h
     assert attempts == [{"flow": "judge", "status": "ok", "published": True},
                         {"flow": "stats", "status": "ok", "published": True}]
     assert {r["flow"] for r in sql("select flow from latest_runs")} == {"judge", "stats"}
+
+
+def test_the_judge_records_its_attempt_before_judging_and_publishes(tmp_path):
+    from acceptgate.judge.run import Inputs
+    from acceptgate.pipelines import judge as judge_pipeline
+    from test_judge_core import INPUTS
+
+    path = ledger.prepare(tmp_path / "w.duckdb")
+    inputs = Inputs(INPUTS.records, INPUTS.cards, INPUTS.memory, INPUTS.replay)
+    run = judge_pipeline.judge(path, inputs, backend="replay", embedder="hashing")
+    assert [a[:4] for a in _attempts(path, run.run_id)] == [(1, "judge", "running", None)]
+    rows, snapshot = judge_pipeline.record(path, run)
+    assert rows["judge_verdicts"] == len(run.judged) > 0
+    assert [a[:4] for a in _attempts(path, run.run_id)] == [(1, "judge", "ok", None)]
+    with duckdb.connect(str(snapshot), read_only=True) as con:
+        assert con.execute("select count(*) from judge_verdicts where run_id = ?", [run.run_id]).fetchone() == (
+            len(run.judged),)
+        assert con.execute("select trajectories from judge_runs").fetchall() == [(len(run.judged),)]

@@ -13,6 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -230,8 +231,10 @@ def summary_lines(run: JudgeRun, *, show_exemplars: bool = True) -> list[str]:
 
 
 def judge_inputs(inputs: Inputs, *, backend: str = "rules", embedder: str = "minilm", strict: bool = False,
-                 chat_config=None) -> JudgeRun:
-    """Load, judge every valid trajectory, and return the run (nothing written yet)."""
+                 chat_config=None, on_run_id: Callable[[str], object] | None = None) -> JudgeRun:
+    """Load, judge every valid trajectory, and return the run (nothing written yet). ``on_run_id`` is
+    called with the run id once it is known, before any trajectory is judged (the pipeline records
+    its attempt there)."""
     from acceptgate.judge import backends, embed
 
     trajectories, cards, exemplars, labels, issues = prepare(inputs, strict=strict)
@@ -241,6 +244,8 @@ def judge_inputs(inputs: Inputs, *, backend: str = "rules", embedder: str = "min
         run_id, hashes = run_id_for(inputs, judge.name, encoder.name)
         run = JudgeRun(run_id, judge.name, encoder.name, hashes, issues=issues, labels=labels)
         run.issues += [("replay", e) for e in getattr(judge, "errors", [])]
+        if on_run_id is not None:
+            on_run_id(run_id)
         run.judged = judge_all(trajectories, cards, MemoryBank(exemplars, encoder), judge)
     finally:
         judge.close()
