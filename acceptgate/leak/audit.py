@@ -282,10 +282,6 @@ def publish_result(path: str | Path, result: AuditResult, run_ids: Iterable[str]
     return result
 
 
-def prepare_warehouse(path: str | Path | None) -> Path:
-    return ledger.prepare(path)
-
-
 def load_tasks(*, suites_dir: str | None = None, humanevalplus: str | None = None, backend: str = "local",
                limit: int | None = None) -> list:
     """The tasks whose hidden suites are the material: a suites directory, or HumanEval+ imported now."""
