@@ -63,7 +63,6 @@ from acceptgate.errors import InvalidInput, Interrupted
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 STOP_EXIT_CODES = (130, 143)  # 128 + SIGINT, 128 + SIGTERM
 STOP_TIMEOUT = 10.0  # seconds to wait for the live file when recording a stop: the user wants out
-ATTEMPT_STATES = ("running", "ok", "failed", "interrupted")
 
 Frames = Mapping[str, pd.DataFrame]
 Writer = Callable[[duckdb.DuckDBPyConnection, Frames], int]
