@@ -106,6 +106,7 @@ class Run:
         }]).astype({"task_limit": "Int64"})
 
 
+RUN_ID = ledger.RUN_ID  # one run id rule for every flow
 check_run_id = ledger.check_run_id
 
 
