@@ -43,7 +43,7 @@ def run_gate(arm: str, task: PublicTask, source: CandidateSource, backend: Backe
         raise TypeError(f"gates take a PublicTask, not {type(task).__name__}")
     check_arm(arm)
     if arm == "conform":
-        return run_conform(task, source, backend, limits=limits)
+        return run_conform(task, source, backend, max_draws=caps.calls, limits=limits)
     if arm == "hmix":
         return run_hmix(task, source, backend, caps=caps, limits=limits)
     if arm == LEAKY_ARM:

@@ -102,6 +102,7 @@ class CandidateSource(abc.ABC):
     """Produces the candidate for one attempt. Replays ignore the conversation; chat sources use it."""
 
     name: str = "?"
+    sends_messages: bool = False  # True: the gate's DrawContext.messages reach a model (and are logged as sent)
 
     @abc.abstractmethod
     def draw(self, task: PublicTask, attempt: int, context: DrawContext) -> Candidate:
