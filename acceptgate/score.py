@@ -27,6 +27,33 @@ from acceptgate.sources.replay import LineProblem, SampleFile
 from acceptgate.suitespec import SuiteSpec
 
 
+# -- inputs: the suites directory ----------------------------------------------------------------------
+
+def load_timing(directory: str, kind: str) -> dict[str, list[float]]:
+    """task_id -> the reference's time per case of the asked suite (the import's timing sidecars)."""
+    from acceptgate import suitefiles
+
+    return suitefiles.read_timing(directory, kind)
+
+
+def load_suites(directory: str, kind: str) -> tuple[dict, dict, dict]:
+    """From a suites directory: task_id -> SuiteSpec of the asked kind, task_id -> prompt, and
+    task_id -> why a task the import knows has no such suite (excluded, with the import's reason)."""
+    from acceptgate import suitefiles
+
+    sd = suitefiles.read_suites(directory)
+    suites = {tid: t.suites[kind] for tid, t in sd.tasks.items() if kind in t.suites}
+    prompts = {tid: t.prompt for tid, t in sd.tasks.items()}
+    excluded = {}
+    for issue in sd.issues:
+        if issue.excluded == "task" or (issue.excluded == "suite" and issue.suite == kind):
+            excluded.setdefault(issue.task_id, f"{issue.reason}: {issue.detail}"[:200])
+    for tid, t in sd.tasks.items():
+        if kind not in t.suites:
+            excluded.setdefault(tid, f"no {kind} suite")
+    return suites, prompts, excluded
+
+
 @dataclass(frozen=True)
 class ScoredSample:
     task_id: str

@@ -8,7 +8,6 @@ Each case that cannot become part of a SuiteSpec is recorded as an ``ImportIssue
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from acceptgate import dialects, literals, suitespec
 from acceptgate.errors import InvalidInput
+from acceptgate.hashing import sha256_file
 from acceptgate.gauge import gauge_plan
 from acceptgate.sandbox import answers
 from acceptgate.sandbox.backend import Backend, Limits
@@ -63,14 +63,6 @@ R = TypeVar("R")
 
 # ---------------------------------------------------------------------------------------------
 # input files
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def read_jsonl(path: str | Path, required: dict[str, type | tuple[type, ...]]) -> tuple[list[dict], str]:

@@ -8,7 +8,6 @@ or missing marker, a malformed frame, a non-literal result, an exit before answe
 
 from __future__ import annotations
 
-import hashlib
 import json
 import marshal
 import os
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from acceptgate import literals
+from acceptgate.hashing import sha256_text
 from acceptgate.render import NONLITERAL, Harness
 from acceptgate.sandbox import answers
 from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
@@ -96,10 +96,6 @@ class ExecutionResult:
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), ensure_ascii=False)
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _short(text: str) -> str:

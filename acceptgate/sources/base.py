@@ -9,10 +9,10 @@ a gate, cannot be handed it.
 from __future__ import annotations
 
 import abc
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceptgate.hashing import sha256_text
 from acceptgate.suitespec import SuiteSpec
 from acceptgate.task import VISIBLE, Task
 
@@ -67,10 +67,6 @@ class Usage:
     @property
     def total(self) -> int:
         return self.prompt_tokens + self.completion_tokens
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)

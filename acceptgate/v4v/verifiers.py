@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from acceptgate import literals
+from acceptgate.hashing import sha256_text  # noqa: F401  (re-exported: v4v modules import it from here)
 
 if TYPE_CHECKING:
     from acceptgate.v4v.pools import PoolCandidate, TaskMaterial
@@ -58,10 +58,6 @@ def error(kind: str, reason: str = "") -> Decision:
     if kind not in ERROR_KINDS:
         raise ValueError(f"unknown error kind {kind!r}; valid kinds: {', '.join(ERROR_KINDS)}")
     return Decision(ERROR, kind, reason)
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)
