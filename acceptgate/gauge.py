@@ -330,21 +330,11 @@ def require(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUI
     return GaugeCheck(records, computed)
 
 
-def require_dir(suites_dir: str | Path, backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,
+def require_dir(suite_dir: Any, backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,
                 task_ids: set[str] | None = None, references: dict[str, str] | None = None,
                 store: Path | None = None) -> GaugeCheck:
-    """``require`` for the tasks of a suite directory (``task_ids``: only these), with the verdicts its
-    import recorded and the references it holds (``references``: others, e.g. certify's gold)."""
-    from acceptgate import suitefiles
-
-    sd = suitefiles.read_suites(suites_dir)
-    tasks, recorded = [], {}
-    for tid, t in sd.tasks.items():
-        if task_ids is not None and tid not in task_ids:
-            continue
-        reference = (references or {}).get(tid, t.reference)
-        tasks.append(Task(task_id=tid, dataset=sd.dataset, entry_point=t.entry_point, prompt=t.prompt,
-                          reference=reference, suites=dict(t.suites)))
-        if reference == t.reference:  # the import's verdicts hold for the reference it ran
-            recorded.update(t.recorded_gauge())
+    """``require`` for the tasks of a read suite directory (``suitefiles.SuiteDir``; ``task_ids``: only
+    these), with the verdicts its import recorded and the references it holds (``references``: others,
+    e.g. certify's gold); computed records go to ``store``, by default ``records_dir()``."""
+    tasks, recorded = suite_dir.gauge_inputs(task_ids=task_ids, references=references)
     return require(tasks, backend, kinds=kinds, recorded=recorded, store=records_dir() if store is None else store)

@@ -31,7 +31,7 @@ from acceptgate.errors import InvalidInput
 from acceptgate.hashing import sha256_text
 from acceptgate.importers.report import summary
 from acceptgate.suitespec import SuiteSpec
-from acceptgate.task import SUITE_KINDS, ImportIssue, ImportResult
+from acceptgate.task import SUITE_KINDS, ImportIssue, ImportResult, Task
 
 FORMAT = "acceptgate-suites/1"
 MANIFEST = "manifest.json"
@@ -213,6 +213,21 @@ class SuiteDir:
     @property
     def source_sha256(self) -> str:
         return self.manifest["source_sha256"]
+
+    def gauge_inputs(self, *, task_ids: set[str] | None = None,
+                     references: dict[str, str] | None = None) -> tuple[list[Task], dict[tuple[str, str], dict]]:
+        """What ``gauge.require`` needs of these tasks (``task_ids``: only these): each as a Task with its
+        reference (``references`` overrides it, e.g. certify's gold), and the verdicts the import recorded."""
+        tasks, recorded = [], {}
+        for tid, t in self.tasks.items():
+            if task_ids is not None and tid not in task_ids:
+                continue
+            reference = (references or {}).get(tid, t.reference)
+            tasks.append(Task(task_id=tid, dataset=self.dataset, entry_point=t.entry_point, prompt=t.prompt,
+                              reference=reference, suites=dict(t.suites)))
+            if reference == t.reference:  # the import's verdicts hold for the reference it ran
+                recorded.update(t.recorded_gauge())
+        return tasks, recorded
 
 
 def read_suites(path: str | Path) -> SuiteDir:

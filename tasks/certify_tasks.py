@@ -14,7 +14,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import gauge, warehouse
+from acceptgate import gauge, suitefiles, warehouse
 from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as core
 from acceptgate.v4v import store
@@ -33,7 +33,7 @@ def load_materials(suites_dir: str, dataset: str, samples: str | None, limit: in
 def require_gauge(suites_dir: str, materials: list, backend: str) -> None:
     """Both suites of every task need a passing gauge record, with the gold as reference (exit 2 if not)."""
     with backends.create(backend) as sandbox:
-        gauge.require_dir(suites_dir, sandbox, task_ids={m.task_id for m in materials},
+        gauge.require_dir(suitefiles.read_suites(suites_dir), sandbox, task_ids={m.task_id for m in materials},
                           references={m.task_id: m.gold for m in materials})
 
 

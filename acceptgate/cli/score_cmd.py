@@ -73,9 +73,9 @@ def _require_gauge(args, sandbox, task_ids: set[str]) -> None:
     """The suite asked for, of every task a sample names, needs a passing gauge record (exit 2 otherwise)."""
     if args.no_gauge:
         return
-    from acceptgate import gauge
+    from acceptgate import gauge, suitefiles
 
-    check = gauge.require_dir(args.suites, sandbox, kinds=(args.suite,), task_ids=task_ids)
+    check = gauge.require_dir(suitefiles.read_suites(args.suites), sandbox, kinds=(args.suite,), task_ids=task_ids)
     print(check.line(), file=sys.stderr)
 
 
