@@ -284,7 +284,7 @@ def require(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUI
     """Every suite of ``kinds`` of every task needs a passing gauge record for its exact spec_hash:
     one ``recorded`` at import (a suite directory's manifest, ``(task_id, kind) -> {passed, reasons}``),
     one in ``store`` from an earlier check, or one computed now from the task's reference and wrong
-    samples (and then stored). A suite with no record and no reference, or whose record failed, is
+    samples (and then stored, if it passed). A suite with no record and no reference, or whose record failed, is
     InvalidInput naming the task (exit 2): nothing is run on a suite that cannot tell right from wrong."""
     records: list[GaugeRecord] = []
     todo: dict[str, tuple[Task, list[str]]] = {}
@@ -317,7 +317,8 @@ def require(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUI
         subset = [dataclasses.replace(t, suites={k: t.suites[k] for k in ks}) for t, ks in todo.values()]
         for result in check_many(subset, backend, progress=progress, limits=limits):
             for s in result.suites:
-                _write_record(store, keys[(s.task_id, s.suite)], s)
+                if s.passed:  # a failure is checked again next time: it may be a timeout under load
+                    _write_record(store, keys[(s.task_id, s.suite)], s)
                 records.append(GaugeRecord(s.task_id, s.suite, s.spec_hash, s.passed, tuple(s.reasons), "computed"))
                 computed += 1
     failed = [r for r in records if not r.passed]

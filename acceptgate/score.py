@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping
 
 from acceptgate.errors import InvalidInput
+from acceptgate.parallel import parallel_map
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate import profiles
@@ -225,16 +226,5 @@ def execute_jobs(jobs: list[tuple], backend: Backend, fail_fast: bool, workers: 
         limits = jobs[0][2] if jobs else Limits()
         return execute_many([(h, src) for h, src, _ in jobs], backend, limits=limits, fail_fast=fail_fast,
                             workers=workers, progress=progress)
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
-    results: list[ExecutionResult | None] = [None] * len(jobs)
-    done = 0
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(execute, h, src, backend, limits=lim, fail_fast=fail_fast): i
-                   for i, (h, src, lim) in enumerate(jobs)}
-        for fut in as_completed(futures):
-            results[futures[fut]] = fut.result()
-            done += 1
-            if progress:
-                progress(done, len(jobs))
-    return results  # type: ignore[return-value]
+    return parallel_map(lambda job: execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast), jobs,
+                        workers=workers, progress=progress)

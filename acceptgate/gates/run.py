@@ -356,6 +356,8 @@ class GateSummary:
                f"({invalid} invalid records), arms {', '.join(self.run.arms)}"]
         if self.coverage:
             out += self.coverage.lines()
+        out.append("gauge: every visible and hidden suite used has a passing gauge record" if self.run.gauge == GAUGE_CHECKED
+                   else "gauge: skipped (--no-gauge): suites used without the gauge check")
         out += format_summary(self.arms).splitlines()
         for arm in self.run.arms:
             if arm in self.seconds and self.seconds[arm] > 0:
