@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from acceptgate.errors import InvalidInput
+from acceptgate.parallel import parallel_map
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.task import HIDDEN, VISIBLE
