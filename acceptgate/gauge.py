@@ -6,6 +6,9 @@ known wrong samples are generic ones written from the task's signature: ``return
 constant returns (0, '', [], False, True) and "echo the first argument". A generic sample that returns
 the expected value of every case of some suite is not wrong *for that suite*, so it is left out and
 the reason recorded (``gauge_plan``).
+
+``require`` makes the check a precondition: gate, score and certify use a suite only with a passing
+record for its exact spec_hash (the import's, one kept from an earlier check, or one checked now).
 """
 
 from __future__ import annotations
@@ -19,11 +22,11 @@ from typing import Any, Callable
 
 from acceptgate import dialects, render, suitespec
 from acceptgate.errors import InvalidInput
+from acceptgate.hashing import sha256_text
 from acceptgate.importers.docstring import function_def
 from acceptgate.importers.signature import first_parameter, parameter_list
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import ExecutionResult, execute_many
-from acceptgate.hashing import sha256_text
 from acceptgate.suitespec import SuiteSpec
 from acceptgate.task import SUITE_KINDS, ImportIssue, Task, WrongSample
 
@@ -284,8 +287,9 @@ def require(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUI
     """Every suite of ``kinds`` of every task needs a passing gauge record for its exact spec_hash:
     one ``recorded`` at import (a suite directory's manifest, ``(task_id, kind) -> {passed, reasons}``),
     one in ``store`` from an earlier check, or one computed now from the task's reference and wrong
-    samples (and then stored, if it passed). A suite with no record and no reference, or whose record failed, is
-    InvalidInput naming the task (exit 2): nothing is run on a suite that cannot tell right from wrong."""
+    samples (and then stored, if it passed). A suite with no record and no reference, or whose record
+    failed, is InvalidInput naming the task (exit 2): nothing runs on a suite that cannot tell right
+    from wrong."""
     records: list[GaugeRecord] = []
     todo: dict[str, tuple[Task, list[str]]] = {}
     keys: dict[tuple[str, str], dict[str, Any]] = {}
