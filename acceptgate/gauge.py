@@ -319,7 +319,9 @@ def require(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUI
     if todo:
         # only the suites without a record are run
         subset = [dataclasses.replace(t, suites={k: t.suites[k] for k in ks}) for t, ks in todo.values()]
-        for result in check_many(subset, backend, progress=progress, limits=limits):
+        results = _retry_slow_references(subset, check_many(subset, backend, progress=progress, limits=limits),
+                                         backend)
+        for result in results:
             for s in result.suites:
                 if s.passed:  # a failure is checked again next time: it may be a timeout under load
                     _write_record(store, keys[(s.task_id, s.suite)], s)
@@ -333,6 +335,24 @@ def require(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUI
                            f"{'; '.join(first.reasons)}{more}. A suite is used only when its reference passes and "
                            f"every known wrong sample is blocked; {NO_GAUGE_HINT}", field="--no-gauge")
     return GaugeCheck(records, computed)
+
+
+# A reference that ran out of time or memory says nothing about whether the suite tells right from
+# wrong (a large suite on a loaded machine): it is run again, alone, with the importers' retry limits.
+SLOW_REFERENCE_LIMITS = Limits(wall_seconds=120.0, cpu_seconds=121, memory_bytes=2 * 1024 ** 3)
+
+
+def _retry_slow_references(tasks: list[Task], results: list[GaugeResult], backend: Backend) -> list[GaugeResult]:
+    by_id = {t.task_id: t for t in tasks}
+    for result in results:
+        task = by_id[result.task_id]
+        for i, s in enumerate(result.suites):
+            if s.reference.verdict not in ("timeout", "memory"):
+                continue
+            harness = render.harness_for(task.suites[s.suite])
+            (ref,) = execute_many([(harness, task.reference)], backend, limits=SLOW_REFERENCE_LIMITS)
+            result.suites[i] = _judge(task, s.suite, task.suites[s.suite], harness, ref, s.wrong)
+    return results
 
 
 def require_dir(suite_dir: Any, backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,

@@ -194,3 +194,17 @@ def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_har
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
         assert con.execute("select gauge from gate_runs").fetchall() == [("skipped",)]
+
+
+def test_a_reference_out_of_time_is_run_again_with_the_slow_reference_limits(local_backend):
+    """A large suite on a loaded machine: the reference's timeout is no verdict on the suite."""
+    from acceptgate.sandbox.backend import Limits
+
+    task = is_even_task(visible=[((2,), {}, True), ((3,), {}, False)], hidden=[((4,), {}, True)])
+    slow = dataclasses.replace(task, reference=task.reference.replace(
+        "    return n % 2 == 0\n", "    import time\n    time.sleep(1.2)\n    return n % 2 == 0\n"),
+        suites={VISIBLE: task.suites[VISIBLE]})
+    check = gauge.require([slow], local_backend, store=None, limits=Limits(wall_seconds=1.0, cpu_seconds=2))
+    assert [(r.suite, r.passed, r.origin) for r in check.records] == [(VISIBLE, True, "computed")]
+    first = gauge.check_many([slow], local_backend, limits=Limits(wall_seconds=1.0, cpu_seconds=2))[0].suites[0]
+    assert first.reference.verdict == "timeout" and not first.passed  # what the retry turned around
