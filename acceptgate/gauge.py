@@ -6,15 +6,23 @@ known wrong samples are generic ones written from the task's signature: ``return
 constant returns (0, '', [], False, True) and "echo the first argument". A generic sample that returns
 the expected value of every case of some suite is not wrong *for that suite*, so it is left out and
 the reason recorded (``gauge_plan``).
+
+``require`` makes the check a precondition: gate, score and certify use a suite only with a passing
+record for its exact spec_hash (the import's, one kept from an earlier check, or one checked now).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from acceptgate import dialects, render, suitespec
+from acceptgate.errors import InvalidInput
+from acceptgate.hashing import sha256_text
 from acceptgate.importers.docstring import function_def
 from acceptgate.importers.signature import first_parameter, parameter_list
 from acceptgate.sandbox.backend import Backend, Limits
@@ -192,3 +200,166 @@ def _failure_text(result: ExecutionResult) -> str:
     if bad.error_type:
         parts.append(f" {bad.error_type}: {bad.message or ''}")
     return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# the precondition: a suite is used only with a passing gauge record for its exact spec_hash
+
+RECORD_FORMAT = "acceptgate-gauge-record/1"
+NO_GAUGE_HINT = "--no-gauge uses suites without this check"
+
+
+@dataclass(frozen=True)
+class GaugeRecord:
+    task_id: str
+    suite: str
+    spec_hash: str
+    passed: bool
+    reasons: tuple[str, ...]
+    origin: str  # manifest (import --gauge) | stored (an earlier check) | computed (now)
+
+
+@dataclass
+class GaugeCheck:
+    """What ``require`` found: one passing record per suite used, and how many it had to compute."""
+
+    records: list[GaugeRecord]
+    computed: int = 0
+
+    def line(self) -> str:
+        by = {o: sum(1 for r in self.records if r.origin == o) for o in ("manifest", "stored", "computed")}
+        return (f"gauge: {len(self.records)} suites usable ({by['manifest']} recorded at import, "
+                f"{by['stored']} from earlier checks, {by['computed']} checked now)")
+
+
+def records_dir() -> Path:
+    """Where computed gauge records are kept: ``gauge/`` in the import cache's directory."""
+    from acceptgate import importcache  # importcache -> importers -> gauge: import when used
+
+    return importcache.default_dir() / "gauge"
+
+
+def _record_key(task: Task, kind: str, wrong: list[WrongSample], limits: Limits) -> dict[str, Any]:
+    """Everything a record's verdict depends on: the suite (spec_hash), the reference, the wrong
+    samples, the sandbox limits and the code that renders and runs them."""
+    from acceptgate import importcache
+
+    return {"format": RECORD_FORMAT, "spec_hash": task.suites[kind].spec_hash,
+            "reference_sha256": sha256_text(task.reference),
+            "wrong_sha256": sha256_text("\0".join(f"{w.label}\0{w.source}" for w in wrong)),
+            "limits": [limits.wall_seconds, limits.cpu_seconds, limits.memory_bytes],
+            "code_sha256": importcache.code_sha256()}
+
+
+def _record_path(store: Path, key: dict[str, Any]) -> Path:
+    return store / f"{sha256_text(json.dumps(key, sort_keys=True))}.json"
+
+
+def _read_record(store: Path | None, key: dict[str, Any], task_id: str, kind: str) -> GaugeRecord | None:
+    if store is None:
+        return None
+    try:
+        doc = json.loads(_record_path(store, key).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("passed"), bool):
+        return None
+    return GaugeRecord(task_id, kind, key["spec_hash"], doc["passed"], tuple(doc.get("reasons") or ()), "stored")
+
+
+def _write_record(store: Path | None, key: dict[str, Any], s: SuiteGauge) -> None:
+    if store is None:
+        return
+    from acceptgate import outputs
+
+    doc = {"key": key, "task_id": s.task_id, "suite": s.suite, "passed": s.passed, "reasons": s.reasons,
+           "render_hash": s.render_hash, "reference_verdict": s.reference.verdict,
+           "wrong_total": len(s.wrong), "wrong_blocked": sum(1 for _, r in s.wrong if r.verdict != "pass")}
+    try:
+        outputs.write_atomic(_record_path(store, key), json.dumps(doc, sort_keys=True) + "\n")
+    except OSError:
+        pass  # a store that cannot be written only costs a re-check next time
+
+
+def require(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,
+            recorded: dict[tuple[str, str], dict] | None = None, store: Path | None = None,
+            limits: Limits = Limits(), progress: Callable[[int, int], None] | None = None) -> GaugeCheck:
+    """Every suite of ``kinds`` of every task needs a passing gauge record for its exact spec_hash:
+    one ``recorded`` at import (a suite directory's manifest, ``(task_id, kind) -> {passed, reasons}``),
+    one in ``store`` from an earlier check, or one computed now from the task's reference and wrong
+    samples (and then stored, if it passed). A suite with no record and no reference, or whose record
+    failed, is InvalidInput naming the task (exit 2): nothing runs on a suite that cannot tell right
+    from wrong."""
+    records: list[GaugeRecord] = []
+    todo: dict[str, tuple[Task, list[str]]] = {}
+    keys: dict[tuple[str, str], dict[str, Any]] = {}
+    for task in tasks:
+        for kind in kinds:
+            spec = task.suites.get(kind)
+            if spec is None:
+                continue
+            mark = (recorded or {}).get((task.task_id, kind))
+            if isinstance(mark, dict) and isinstance(mark.get("passed"), bool):
+                records.append(GaugeRecord(task.task_id, kind, spec.spec_hash, mark["passed"],
+                                           tuple(mark.get("reasons") or ()), "manifest"))
+                continue
+            if not task.reference:
+                raise InvalidInput(f"task {task.task_id}: its {kind} suite (spec_hash {spec.spec_hash[:16]}) has no "
+                                   "gauge record and no reference to gauge it with; re-import the suites "
+                                   f"('acceptgate import' keeps the reference, '--gauge' records the check), or "
+                                   f"{NO_GAUGE_HINT}", field="--no-gauge")
+            wrong = task.wrong_samples or generic_wrong_samples(task)
+            key = keys[(task.task_id, kind)] = _record_key(task, kind, wrong, limits)
+            found = _read_record(store, key, task.task_id, kind)
+            if found is not None:
+                records.append(found)
+            else:
+                todo.setdefault(task.task_id, (dataclasses.replace(task, wrong_samples=wrong), []))[1].append(kind)
+    computed = 0
+    if todo:
+        # only the suites without a record are run
+        subset = [dataclasses.replace(t, suites={k: t.suites[k] for k in ks}) for t, ks in todo.values()]
+        results = _retry_slow_references(subset, check_many(subset, backend, progress=progress, limits=limits),
+                                         backend)
+        for result in results:
+            for s in result.suites:
+                if s.passed:  # a failure is checked again next time: it may be a timeout under load
+                    _write_record(store, keys[(s.task_id, s.suite)], s)
+                records.append(GaugeRecord(s.task_id, s.suite, s.spec_hash, s.passed, tuple(s.reasons), "computed"))
+                computed += 1
+    failed = [r for r in records if not r.passed]
+    if failed:
+        first = failed[0]
+        more = f" (and {len(failed) - 1} more failed suites)" if len(failed) > 1 else ""
+        raise InvalidInput(f"task {first.task_id}: its {first.suite} suite failed the gauge check: "
+                           f"{'; '.join(first.reasons)}{more}. A suite is used only when its reference passes and "
+                           f"every known wrong sample is blocked; {NO_GAUGE_HINT}", field="--no-gauge")
+    return GaugeCheck(records, computed)
+
+
+# A reference that ran out of time or memory says nothing about whether the suite tells right from
+# wrong (a large suite on a loaded machine): it is run again, alone, with the importers' retry limits.
+SLOW_REFERENCE_LIMITS = Limits(wall_seconds=120.0, cpu_seconds=121, memory_bytes=2 * 1024 ** 3)
+
+
+def _retry_slow_references(tasks: list[Task], results: list[GaugeResult], backend: Backend) -> list[GaugeResult]:
+    by_id = {t.task_id: t for t in tasks}
+    for result in results:
+        task = by_id[result.task_id]
+        for i, s in enumerate(result.suites):
+            if s.reference.verdict not in ("timeout", "memory"):
+                continue
+            harness = render.harness_for(task.suites[s.suite])
+            (ref,) = execute_many([(harness, task.reference)], backend, limits=SLOW_REFERENCE_LIMITS)
+            result.suites[i] = _judge(task, s.suite, task.suites[s.suite], harness, ref, s.wrong)
+    return results
+
+
+def require_dir(suite_dir: Any, backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,
+                task_ids: set[str] | None = None, references: dict[str, str] | None = None,
+                store: Path | None = None) -> GaugeCheck:
+    """``require`` for the tasks of a read suite directory (``suitefiles.SuiteDir``; ``task_ids``: only
+    these), with the verdicts its import recorded and the references it holds (``references``: others,
+    e.g. certify's gold); computed records go to ``store``, by default ``records_dir()``."""
+    tasks, recorded = suite_dir.gauge_inputs(task_ids=task_ids, references=references)
+    return require(tasks, backend, kinds=kinds, recorded=recorded, store=records_dir() if store is None else store)

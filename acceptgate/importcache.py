@@ -32,7 +32,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Callable
 
-from acceptgate.importers.common import sha256_file
+from acceptgate.hashing import sha256_file
 from acceptgate.task import ImportResult
 
 FORMAT = "acceptgate-import-cache/1"

@@ -307,8 +307,3 @@ def canonical(value: Any, _depth: int = 0) -> str:
             f"{canonical(k, _depth + 1)}: {canonical(v, _depth + 1)}" for k, v in value.items()
         ) + "}"
     raise LiteralError(f"non-literal value of type {t.__module__}.{t.__qualname__}")
-
-
-def parse_canonical(text: str) -> str:
-    """Parse then re-spell: the canonical text of a literal expression."""
-    return canonical(parse(text))

@@ -54,3 +54,20 @@ def check_dir(path: str | os.PathLike, field: str) -> Path:
         raise InvalidInput("exists and is not a directory", source=str(path), field=field)
     _test_write(_parent(path, field), path, field)
     return path
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes, *, mode: int = 0o644) -> Path:
+    """Write a whole file or nothing: a temporary file beside ``path`` (its directories created),
+    then renamed over it. ``mode``: the file's permissions (e.g. 0o600 for a secret)."""
+    path = Path(path)
+    path.absolute().parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.absolute().parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -9,12 +9,12 @@ locale, platform or the order sets were written in.
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Callable
 
 from acceptgate import dialects
+from acceptgate.hashing import sha256_text
 from acceptgate.suitespec import SuiteSpec
 
 RENDERER_VERSION = "acceptgate-harness/1"
@@ -53,7 +53,7 @@ def render(spec: SuiteSpec) -> str:
 
 
 def render_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_text(text)
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,40 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping
 
 from acceptgate.errors import InvalidInput
+from acceptgate.parallel import parallel_map
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate import profiles
 from acceptgate.sandbox.executor import ExecutionResult, execute, execute_many
 from acceptgate.sources.replay import LineProblem, SampleFile
 from acceptgate.suitespec import SuiteSpec
+
+
+# -- inputs: the suites directory ----------------------------------------------------------------------
+
+def load_timing(directory: str, kind: str) -> dict[str, list[float]]:
+    """task_id -> the reference's time per case of the asked suite (the import's timing sidecars)."""
+    from acceptgate import suitefiles
+
+    return suitefiles.read_timing(directory, kind)
+
+
+def load_suites(directory: str, kind: str) -> tuple[dict, dict, dict]:
+    """From a suites directory: task_id -> SuiteSpec of the asked kind, task_id -> prompt, and
+    task_id -> why a task the import knows has no such suite (excluded, with the import's reason)."""
+    from acceptgate import suitefiles
+
+    sd = suitefiles.read_suites(directory)
+    suites = {tid: t.suites[kind] for tid, t in sd.tasks.items() if kind in t.suites}
+    prompts = {tid: t.prompt for tid, t in sd.tasks.items()}
+    excluded = {}
+    for issue in sd.issues:
+        if issue.excluded == "task" or (issue.excluded == "suite" and issue.suite == kind):
+            excluded.setdefault(issue.task_id, f"{issue.reason}: {issue.detail}"[:200])
+    for tid, t in sd.tasks.items():
+        if kind not in t.suites:
+            excluded.setdefault(tid, f"no {kind} suite")
+    return suites, prompts, excluded
 
 
 @dataclass(frozen=True)
@@ -198,16 +226,5 @@ def execute_jobs(jobs: list[tuple], backend: Backend, fail_fast: bool, workers: 
         limits = jobs[0][2] if jobs else Limits()
         return execute_many([(h, src) for h, src, _ in jobs], backend, limits=limits, fail_fast=fail_fast,
                             workers=workers, progress=progress)
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
-    results: list[ExecutionResult | None] = [None] * len(jobs)
-    done = 0
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(execute, h, src, backend, limits=lim, fail_fast=fail_fast): i
-                   for i, (h, src, lim) in enumerate(jobs)}
-        for fut in as_completed(futures):
-            results[futures[fut]] = fut.result()
-            done += 1
-            if progress:
-                progress(done, len(jobs))
-    return results  # type: ignore[return-value]
+    return parallel_map(lambda job: execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast), jobs,
+                        workers=workers, progress=progress)

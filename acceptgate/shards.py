@@ -18,7 +18,7 @@ from acceptgate import profiles, score
 from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
-from acceptgate.sources.replay import Sample, SampleFile
+from acceptgate.sources.replay import Sample, SampleFile, read_samples
 from acceptgate.suitespec import SuiteSpec
 
 DEFAULT_SHARD_SIZE = 400  # samples; a few seconds of work per shard on the local fork server
@@ -68,11 +68,9 @@ def load_inputs(suites_dir: str, samples: str, suite: str, *, limit: int | None 
                 per_task: int | None = None, profile: str = profiles.DEFAULT) -> Inputs:
     """Read the suites directory and the samples file as ``acceptgate score`` does; optionally only the
     first ``limit`` tasks of the suites and the first ``per_task`` samples of each task."""
-    from acceptgate.cli.score_cmd import load_suites, load_timing, read_samples
-
     sample_file = read_samples(samples)
-    suites, prompts, excluded = load_suites(suites_dir, suite)
-    timing = load_timing(suites_dir, suite) if profiles.check(profile) == profiles.EVALPLUS else {}
+    suites, prompts, excluded = score.load_suites(suites_dir, suite)
+    timing = score.load_timing(suites_dir, suite) if profiles.check(profile) == profiles.EVALPLUS else {}
     if timing and (missing := sorted(set(suites) - set(timing))):
         raise InvalidInput(f"the evalplus profile needs the reference's time per case, and {len(missing)} suites "
                            f"have no timing sidecar (e.g. {missing[0]}); re-import them", source=suites_dir,

@@ -5,10 +5,11 @@ Layout::
     DIR/manifest.json
     DIR/<task id with / replaced by _>/visible.json
     DIR/<task id with / replaced by _>/hidden.json
+    DIR/<task id with / replaced by _>/reference.py   (the reference program, for the gauge check)
 
 The manifest records the dataset, the source file and its sha256, per task the entry point, the public
 prompt (a completion is appended to it when scoring) and, per suite, the file, dialect, case count,
-``spec_hash`` and ``render_hash``; and every ImportIssue (what was excluded, and why). Writing is
+``spec_hash`` and ``render_hash`` (and its gauge verdict, with ``import --gauge``); and every ImportIssue (what was excluded, and why). Writing is
 atomic: everything is built in a temporary directory next to DIR and renamed into place, so a failure
 leaves DIR as it was. Reading validates every spec and checks both hashes against the manifest.
 """
@@ -27,9 +28,10 @@ from typing import Any
 
 from acceptgate import render, suitespec
 from acceptgate.errors import InvalidInput
+from acceptgate.hashing import sha256_text
 from acceptgate.importers.report import summary
 from acceptgate.suitespec import SuiteSpec
-from acceptgate.task import SUITE_KINDS, ImportIssue, ImportResult
+from acceptgate.task import SUITE_KINDS, ImportIssue, ImportResult, Task
 
 FORMAT = "acceptgate-suites/1"
 MANIFEST = "manifest.json"
@@ -46,6 +48,9 @@ def task_dir_name(task_id: str) -> str:
 
 def suite_file_name(kind: str) -> str:
     return f"{kind}.json"
+
+
+REFERENCE_FILE = "reference.py"
 
 
 def timing_file_name(kind: str) -> str:
@@ -131,9 +136,13 @@ def _write_tree(result: ImportResult, root: Path, gauge: list | None) -> None:
                 timing = {"spec_hash": spec.spec_hash, "reference_seconds": seconds}
                 (root / name / timing_file_name(kind)).write_text(json.dumps(timing) + "\n", encoding="utf-8")
                 suites[kind]["timing"] = timing_file_name(kind)
-        entries.append({"task_id": task.task_id, "dir": name, "entry_point": task.entry_point,
-                        "prompt": task.prompt, "prompt_sha256": task.prompt_sha256,
-                        "reference_sha256": task.reference_sha256, "suites": suites})
+        entry = {"task_id": task.task_id, "dir": name, "entry_point": task.entry_point,
+                 "prompt": task.prompt, "prompt_sha256": task.prompt_sha256,
+                 "reference_sha256": task.reference_sha256, "suites": suites}
+        if task.reference:  # what a later gauge check runs (gate, score, certify)
+            (root / name / REFERENCE_FILE).write_text(task.reference, encoding="utf-8")
+            entry["reference"] = REFERENCE_FILE
+        entries.append(entry)
     manifest = {
         "format": FORMAT,
         "dataset": result.dataset,
@@ -183,6 +192,11 @@ class SuiteTask:
     suites: dict[str, SuiteSpec]
     gauge: dict[str, dict] = field(default_factory=dict)  # kind -> {"passed", "reasons"} when recorded
     reference_seconds: dict[str, list[float]] = field(default_factory=dict)  # kind -> per case, when recorded
+    reference: str = ""  # the reference program, when the directory holds it
+
+    def recorded_gauge(self) -> dict[tuple[str, str], dict]:
+        """(task_id, kind) -> the import's gauge verdict, for ``gauge.require``."""
+        return {(self.task_id, kind): g for kind, g in self.gauge.items()}
 
 
 @dataclass
@@ -199,6 +213,21 @@ class SuiteDir:
     @property
     def source_sha256(self) -> str:
         return self.manifest["source_sha256"]
+
+    def gauge_inputs(self, *, task_ids: set[str] | None = None,
+                     references: dict[str, str] | None = None) -> tuple[list[Task], dict[tuple[str, str], dict]]:
+        """What ``gauge.require`` needs of these tasks (``task_ids``: only these): each as a Task with its
+        reference (``references`` overrides it, e.g. certify's gold), and the verdicts the import recorded."""
+        tasks, recorded = [], {}
+        for tid, t in self.tasks.items():
+            if task_ids is not None and tid not in task_ids:
+                continue
+            reference = (references or {}).get(tid, t.reference)
+            tasks.append(Task(task_id=tid, dataset=self.dataset, entry_point=t.entry_point, prompt=t.prompt,
+                              reference=reference, suites=dict(t.suites)))
+            if reference == t.reference:  # the import's verdicts hold for the reference it ran
+                recorded.update(t.recorded_gauge())
+        return tasks, recorded
 
 
 def read_suites(path: str | Path) -> SuiteDir:
@@ -261,7 +290,21 @@ def _read_task(root: Path, manifest_path: Path, i: int, entry: Any) -> SuiteTask
             gauge[kind] = meta["gauge"]
         if meta.get("timing") == timing_file_name(kind):
             timing[kind] = _read_timing(root / entry["dir"] / timing_file_name(kind), suites[kind])
-    return SuiteTask(entry["task_id"], entry["entry_point"], entry["prompt"], suites, gauge, timing)
+    reference = ""
+    if entry.get("reference") == REFERENCE_FILE:
+        reference = _read_reference(root / entry["dir"] / REFERENCE_FILE, entry.get("reference_sha256"))
+    return SuiteTask(entry["task_id"], entry["entry_point"], entry["prompt"], suites, gauge, timing, reference)
+
+
+def _read_reference(path: Path, want: Any) -> str:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"unreadable reference: {exc}", source=str(path)) from None
+    if sha256_text(text) != want:
+        raise InvalidInput("the reference does not match the manifest's reference_sha256", source=str(path),
+                           field="reference_sha256")
+    return text
 
 
 def read_timing(path: str | Path, kind: str) -> dict[str, list[float]]:

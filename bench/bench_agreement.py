@@ -48,7 +48,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from acceptgate import suitefiles  # noqa: E402
-from acceptgate.cli.score_cmd import load_suites, load_timing  # noqa: E402
+from acceptgate.score import load_suites, load_timing  # noqa: E402
 from acceptgate.sandbox import backend as backends  # noqa: E402
 from acceptgate.sandbox.backend import Limits  # noqa: E402
 from acceptgate.score import score_samples  # noqa: E402

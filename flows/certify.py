@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
+import dataclasses
+import json
 import time
+
 from prefect import flow
 from prefect.utilities.annotations import quote
 
@@ -54,15 +57,22 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
             backend: str = "local", run_id: str | None = None, limit: int | None = None,
             task_ids: list[str] | None = None, settings: core.Settings = core.Settings(),
             verifier_commands: list[str] | None = None, verifier_mounts: list[str] | None = None,
-            evalplus_venv: str | None = None) -> CertifySummary:
+            evalplus_venv: str | None = None, gauge: bool = True) -> CertifySummary:
     """``verifier_commands``, ``verifier_mounts`` and ``evalplus_venv``: external verifiers to certify
-    besides ``settings.verifiers`` (plain parameters, for deployments; the CLI puts them in settings)."""
+    besides ``settings.verifiers`` (plain parameters, for deployments; the CLI puts them in settings).
+    ``gauge``: certify only on suites with a passing gauge record (a failing one is exit 2); False
+    (``--no-gauge``) skips the check, recorded in v4v_runs.settings."""
     started = time.monotonic()
     settings = core.with_external(settings, verifier_commands or [], verifier_mounts or [], evalplus_venv, dataset)
-    path = t.prepare_warehouse(warehouse)
+    # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
     materials = t.load_materials(suites_dir, dataset, samples, limit, task_ids)
+    if gauge:
+        t.require_gauge(suites_dir, quote(materials), backend)
+    path = t.prepare_warehouse(warehouse)
     run = store.make_run(materials, settings, suites_from=suites_dir, dataset_from=dataset, samples_from=samples,
                          backend=backend, run_id=run_id)
+    run = dataclasses.replace(run, settings=json.dumps({**json.loads(run.settings),
+                                                        "gauge": "checked" if gauge else "skipped"}, sort_keys=True))
     ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
     # quote(): materials hold ~10^5 nested cases and runs every output; Prefect must not walk them
     with ledger_run.guard():

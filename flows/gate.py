@@ -24,16 +24,20 @@ from tasks import gate_tasks as t
 def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_dir: str | None = None,
          warehouse: str | None = None, backend: str = "local", run_id: str | None = None, per_task: int = 5,
          limit: int | None = None, workers: int = 2, chat_config=None,
-         limits: Limits = Limits(), strict: bool = False, profile: str = "default") -> core.GateSummary:
+         limits: Limits = Limits(), strict: bool = False, profile: str = "default",
+         gauge: bool = True) -> core.GateSummary:
+    """``gauge``: use only suites with a passing gauge record (computed and stored when missing; a
+    failing one refuses the run, exit 2); False (``--no-gauge``) skips the check, stored in gate_runs."""
     started = time.monotonic()
     arms = core.check_arms(arms)
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
     tasks, tasks_from, coverage = t.load_tasks(backend, humanevalplus, suites_dir, limit, source, per_task,
-                                               chat_config, strict)
+                                               chat_config, strict, gauge)
     core.check_profile(profile, tasks)  # GT's scoring profile: refused here, before any gate runs
     path = t.prepare_warehouse(warehouse)
     run = core.make_run(source=source, tasks=tasks, tasks_from=tasks_from, arms=arms, per_task=per_task,
-                        backend=backend, run_id=run_id)
+                        backend=backend, run_id=run_id,
+                        gauge=core.GAUGE_CHECKED if gauge else core.GAUGE_SKIPPED)
     ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
     outcomes, seconds = [], {}
     # quote(): tasks hold ~10^5 nested cases and outcomes every message; without it Prefect walks each one

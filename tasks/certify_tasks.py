@@ -14,6 +14,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from acceptgate import gauge, suitefiles
 from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as core
 from acceptgate.v4v import store
@@ -26,6 +27,14 @@ _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 def load_materials(suites_dir: str, dataset: str, samples: str | None, limit: int | None,
                    task_ids: list[str] | None) -> list:
     return core.load_materials(suites_dir, dataset, samples, limit=limit, task_ids=task_ids)
+
+
+@task(name="gauge", **_STAGE)
+def require_gauge(suites_dir: str, materials: list, backend: str) -> None:
+    """Both suites of every task need a passing gauge record, with the gold as reference (exit 2 if not)."""
+    with backends.create(backend) as sandbox:
+        gauge.require_dir(suitefiles.read_suites(suites_dir), sandbox, task_ids={m.task_id for m in materials},
+                          references={m.task_id: m.gold for m in materials})
 
 
 @task(name="start-run", **_STAGE)

@@ -16,6 +16,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from acceptgate import delivery
+from acceptgate import gauge as gauges
 from acceptgate.gates import HmixCaps, arm_tasks, run_arm
 from acceptgate.gates import run as core
 from acceptgate.gates.records import GateOutcome
@@ -30,14 +31,19 @@ _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 
 @task(name="load-tasks", **_STAGE)
 def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None, limit: int | None,
-               source: str, per_task: int, chat_config, strict: bool) -> tuple[list[Task], str, core.SourceCoverage]:
-    """The tasks to gate: those the source has candidates for (the others are named, not refused)."""
+               source: str, per_task: int, chat_config, strict: bool,
+               gauge: bool = True) -> tuple[list[Task], str, core.SourceCoverage]:
+    """The tasks to gate: those the source has candidates for (the others are named, not refused),
+    each suite with a passing gauge record unless ``gauge`` is off (a failing one is exit 2)."""
     with backends.create(backend) as sandbox:
         loaded = core.load_task_set(backend=sandbox, humanevalplus=humanevalplus, suites_dir=suites_dir,
                                     limit=limit)
-    with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src:
-        coverage = core.source_coverage(src, source, loaded.tasks, loaded.known, strict=strict)
-    return core.covered(loaded.tasks, coverage), loaded.tasks_from, coverage
+        with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src:
+            coverage = core.source_coverage(src, source, loaded.tasks, loaded.known, strict=strict)
+        tasks = core.covered(loaded.tasks, coverage)
+        if gauge:
+            gauges.require(tasks, sandbox, recorded=loaded.recorded_gauge, store=gauges.records_dir())
+    return tasks, loaded.tasks_from, coverage
 
 
 @task(name="start-run", **_STAGE)

@@ -467,7 +467,8 @@ def test_gate_names_unknown_task_ids_and_tasks_without_samples(tmp_path, prefect
     from acceptgate.task import HIDDEN, VISIBLE, ImportResult, Task
 
     spec = suitespec.build("python-call/1", "double", [((2,), {}, 4)])
-    tasks = [Task(f"T/{i}", "test", "double", PROMPT, "", suites={VISIBLE: spec, HIDDEN: spec}) for i in range(2)]
+    tasks = [Task(f"T/{i}", "test", "double", PROMPT, PROMPT + "    return 2 * x\n", suites={VISIBLE: spec, HIDDEN: spec})
+             for i in range(2)]
     suites = suitefiles.write_suites(ImportResult("test", "mem", "0" * 64, tasks, []), tmp_path / "suites")
     samples = tmp_path / "s.jsonl"
     samples.write_text(json.dumps({"task_id": "T/0", "completion": "    return 2 * x\n"}) + "\n"

@@ -208,3 +208,44 @@ def test_gate_expectations_catch_inconsistent_rows(local_backend, tmp_path):
     lie.loc[lie.arm == "off", "false_delivery"] = False  # OFF delivered `return 2`, which fails GT
     with pytest.raises(expectations.ExpectationFailed, match="false_delivery"):
         expectations.validate_stage("deliveries", {"deliveries": lie}, related=gate)
+
+
+def test_gate_cli_every_arm_with_a_live_model(prefect_harness, tmp_path, suites_14, monkeypatch, capsys):
+    """`gate --arm conform --arm hmix --arm off --source openai --base-url ...` against a scripted model on
+    127.0.0.1 whose first reply to a conversation is wrong and every later one right: CONFORM and H-MIX
+    deliver the right program on the second draw, OFF the reply it got (right: CONFORM's message came first)."""
+    from test_openai_chat import ChatServer
+
+    head = "```python\nfrom typing import List\n\ndef has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
+    wrong = head + "    return False\n```"
+    right = head + "    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[i + 1:])\n```"
+    seen: dict[str, int] = {}
+
+    def reply(body):
+        first = body["messages"][0]["content"]
+        seen[first] = seen.get(first, 0) + 1
+        return {"content": wrong if seen[first] == 1 else right}
+
+    path = tmp_path / "w.duckdb"
+    monkeypatch.setenv("TEST_CHAT_KEY", "sk-test")
+    with ChatServer(reply) as server:
+        code = main(["gate", "--arm", "conform", "--arm", "hmix", "--arm", "off", "--source", "openai",
+                     "--base-url", server.base_url, "--model", "scripted-1", "--api-key-env", "TEST_CHAT_KEY",
+                     "--suites", str(suites_14), "--limit", "1", "--workers", "1", "--warehouse", str(path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert len(server.requests) == 5  # CONFORM 2, H-MIX 2, OFF 1
+    with warehouse.connect(path, read_only=True) as con:
+        decisions = con.execute("select arm, decision, attempts_used, delivered_attempt from gate_decisions "
+                                "order by arm").fetchall()
+        verdicts = dict(con.execute("select arm, list(v_verdict order by attempt) from gate_attempts "
+                                    "group by arm").fetchall())
+        gt = dict(con.execute("select arm, gt_verdict from deliveries").fetchall())
+        sent = con.execute("select count(*) from gate_messages where arm = 'conform' and role = 'user' "
+                           "and author = 'task'").fetchone()[0]
+        run = con.execute("select source, gauge from gate_runs").fetchone()
+    assert decisions == [("conform", "delivered", 2, 2), ("hmix", "delivered", 2, 2), ("off", "delivered", 1, 1)]
+    assert verdicts["conform"] == ["fail", "pass"] and verdicts["hmix"] == ["fail", "pass"]
+    assert gt == {"conform": "pass", "hmix": "pass", "off": "pass"}
+    assert sent == 2  # each CONFORM draw recorded as sent, the task's text by its author
+    assert run == ("openai", "checked")

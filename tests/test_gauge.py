@@ -100,3 +100,111 @@ def test_a_wrong_sample_that_passes_makes_the_suite_unusable(local_backend):
     assert not by_kind[VISIBLE].passed
     assert by_kind[VISIBLE].reasons == ["wrong sample constant-false passes the visible suite"]
     assert by_kind[HIDDEN].passed and result.usable_suites == [HIDDEN]
+
+
+# --- the precondition: a suite is used only with a passing gauge record ---------------------------------
+
+def test_require_computes_stores_then_reuses_records_by_spec_hash(local_backend, tmp_path):
+    task = is_even_task(visible=[((2,), {}, True), ((3,), {}, False)], hidden=[((10,), {}, True), ((7,), {}, False)])
+    first = gauge.require([task], local_backend, store=tmp_path)
+    assert first.computed == 2 and {(r.suite, r.origin, r.passed) for r in first.records} == {
+        (VISIBLE, "computed", True), (HIDDEN, "computed", True)}
+    assert len(list(tmp_path.glob("*.json"))) == 2
+    again = gauge.require([task], local_backend, store=tmp_path)
+    assert again.computed == 0 and {r.origin for r in again.records} == {"stored"}
+    # another hidden suite is another spec_hash: only that suite is checked now
+    other = dataclasses.replace(task, suites={**task.suites, HIDDEN: suitespec.build(
+        "python-call/1", "is_even", [((4,), {}, True), ((9,), {}, False)])})
+    third = gauge.require([other], local_backend, store=tmp_path)
+    assert third.computed == 1 and {(r.suite, r.origin) for r in third.records} == {(VISIBLE, "stored"), (HIDDEN, "computed")}
+    # the import's recorded verdict is used as it is, without running anything
+    marked = gauge.require([task], local_backend, store=None,
+                           recorded={(task.task_id, k): {"passed": True, "reasons": []} for k in (VISIBLE, HIDDEN)})
+    assert marked.computed == 0 and {r.origin for r in marked.records} == {"manifest"}
+
+
+def test_require_refuses_a_failing_suite_or_one_it_cannot_check_naming_the_task(local_backend, tmp_path):
+    from acceptgate.errors import InvalidInput
+
+    # "return n > 0" is wrong, yet every case of this visible suite agrees with it: the suite cannot tell
+    lax = is_even_task(visible=[((2,), {}, True)], hidden=[((2,), {}, True), ((3,), {}, False)],
+                       wrong=[WrongSample("positive", "def is_even(n):\n    return n > 0\n")])
+    with pytest.raises(InvalidInput, match=r"task demo/is_even: its visible suite failed the gauge check: "
+                                           r"wrong sample positive passes the visible suite"):
+        gauge.require([lax], local_backend, store=tmp_path)
+    # a failure is not stored (it could be a timeout under load), only the hidden suite's pass: the
+    # visible suite is checked, and refused, again
+    assert [json.loads(p.read_text())["suite"] for p in tmp_path.glob("*.json")] == [HIDDEN]
+    with pytest.raises(InvalidInput, match="wrong sample positive passes"):
+        gauge.require([lax], local_backend, store=tmp_path)
+    bare = dataclasses.replace(lax, reference="")
+    with pytest.raises(InvalidInput, match="task demo/is_even: its visible suite .* no gauge record and no reference"):
+        gauge.require([bare], local_backend, store=tmp_path)
+    # --no-gauge's suites are never asked about; a suite kind not asked for is not checked
+    assert gauge.require([lax], local_backend, kinds=(HIDDEN,), store=tmp_path).records[0].passed
+
+
+def _broken_suites(humanevalplus_path: Path, out: Path) -> Path:
+    """HumanEval/0 with its canonical solution as reference and a hidden suite whose second expected
+    value is wrong: the reference fails it, so the gauge must refuse the suite."""
+    from acceptgate import suitefiles
+    from acceptgate.task import ImportResult
+
+    with gzip.open(humanevalplus_path, "rt", encoding="utf-8") as f:
+        row = next(r for r in map(json.loads, f) if r["task_id"] == "HumanEval/0")
+    entry = "has_close_elements"
+    visible = suitespec.build("python-call/1", entry, [(([1.0, 2.0, 3.0], 0.5), {}, False),
+                                                       (([1.0, 2.8, 3.0, 4.0, 5.0, 2.0], 0.3), {}, True)])
+    hidden = suitespec.build("python-call/1", entry, [(([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3), {}, True),
+                                                      (([1.0, 2.0, 5.9, 4.0, 5.0], 0.95), {}, False)])  # truly True
+    task = Task(task_id="HumanEval/0", dataset="humanevalplus", entry_point=entry, prompt=row["prompt"],
+                reference=row["prompt"] + row["canonical_solution"], suites={VISIBLE: visible, HIDDEN: hidden})
+    return suitefiles.write_suites(ImportResult("humanevalplus", str(humanevalplus_path), "0" * 64, [task], []), out)
+
+
+@pytest.mark.prefect
+def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_harness, humanevalplus_path, tmp_path,
+                                                                     capsys):
+    from acceptgate.cli import main
+
+    suites = _broken_suites(humanevalplus_path, tmp_path / "suites")
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(json.dumps({"task_id": "HumanEval/0", "solution": "def has_close_elements(n, t):\n"
+                                   "    return False\n"}) + "\n")
+    warehouse = tmp_path / "w.duckdb"
+    runs = {
+        "gate": ["gate", "--arm", "off", "--source", f"evalplus:{samples}", "--suites", str(suites),
+                 "--warehouse", str(warehouse)],
+        "score": ["score", "--suites", str(suites), "--samples", str(samples), "--suite", "hidden",
+                  "--out", str(tmp_path / "scores.jsonl")],
+        "certify": ["certify", "--suites", str(suites), "--dataset", str(humanevalplus_path), "--k", "1",
+                    "--warehouse", str(warehouse)],
+    }
+    for name, argv in runs.items():
+        capsys.readouterr()
+        assert main(argv) == 2, name
+        err = capsys.readouterr().err
+        assert "task HumanEval/0: its hidden suite failed the gauge check: reference does not pass the hidden " \
+               "suite" in err, (name, err)
+        assert not warehouse.exists() and not (tmp_path / "scores.jsonl").exists(), name
+    # --no-gauge: the user takes the suite as it is, and the gate run says so
+    assert main(runs["score"] + ["--no-gauge"]) == 0
+    assert main(runs["gate"] + ["--no-gauge"]) == 0
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert con.execute("select gauge from gate_runs").fetchall() == [("skipped",)]
+
+
+def test_a_reference_out_of_time_is_run_again_with_the_slow_reference_limits(local_backend):
+    """A large suite on a loaded machine: the reference's timeout is no verdict on the suite."""
+    from acceptgate.sandbox.backend import Limits
+
+    task = is_even_task(visible=[((2,), {}, True), ((3,), {}, False)], hidden=[((4,), {}, True)])
+    slow = dataclasses.replace(task, reference=task.reference.replace(
+        "    return n % 2 == 0\n", "    import time\n    time.sleep(1.2)\n    return n % 2 == 0\n"),
+        suites={VISIBLE: task.suites[VISIBLE]})
+    check = gauge.require([slow], local_backend, store=None, limits=Limits(wall_seconds=1.0, cpu_seconds=2))
+    assert [(r.suite, r.passed, r.origin) for r in check.records] == [(VISIBLE, True, "computed")]
+    first = gauge.check_many([slow], local_backend, limits=Limits(wall_seconds=1.0, cpu_seconds=2))[0].suites[0]
+    assert first.reference.verdict == "timeout" and not first.passed  # what the retry turned around

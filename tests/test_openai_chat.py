@@ -269,3 +269,41 @@ def test_hmix_wall_cap_bounds_the_call_timeout(monkeypatch, local_backend):
             out = run_gate("hmix", task, src, local_backend, caps=HmixCaps(wall_seconds=0.5))
     assert time.monotonic() - started < 3.0
     assert out.decision == "refused" and out.stop_reason.startswith("generator failed")
+
+
+# --- CONFORM and OFF through the endpoint ---------------------------------------------------------
+
+def test_conform_resamples_the_generation_message_and_off_delivers_the_first(monkeypatch, local_backend):
+    """First reply wrong, then right: CONFORM delivers draw 2, each draw the same one-message request
+    (task text + allowed imports, no check-by-hand line); OFF delivers the first reply unchecked."""
+    task = task_with_secret_hidden()
+    public = PublicTask.from_task(task)
+    with ChatServer([{"content": WRONG}, {"content": RIGHT}, {"content": WRONG}]) as server:
+        with source_for(server, monkeypatch) as src:
+            conform = run_gate("conform", public, src, local_backend)
+            off = run_gate("off", public, src, local_backend)
+    assert (conform.decision, conform.attempts_used, conform.delivered_attempt) == ("delivered", 2, 2)
+    assert [a.v_verdict for a in conform.attempts] == ["fail", "pass"]
+    assert conform.tokens_used == 2 * 120
+    assert (off.decision, off.attempts_used) == ("delivered", 1)
+    assert "return a - b" in off.delivered.program and off.attempts[0].v_verdict == "not-run"
+    expected = [{"role": "user", "content": PROMPT.rstrip("\n") + "\n\n" + imports_line()}]
+    assert [r["body"]["messages"] for r in server.requests] == [expected] * 3
+    # The stored messages rebuild what was sent, with the task's and the harness's parts apart.
+    for out, requests in ((conform, server.requests[:2]), (off, server.requests[2:])):
+        for n, req in enumerate(requests, start=1):
+            assert [{"role": r, "content": c} for r, c in content_of(out.messages, n)] == req["body"]["messages"]
+        assert [(m.author, m.role) for m in out.messages if m.request == 1] == [("task", "user"), ("harness", "user")]
+    for req in server.requests:
+        for secret in hidden_material(task):
+            assert secret not in req["raw"]
+
+
+def test_conform_and_off_refuse_when_the_endpoint_fails(monkeypatch, local_backend):
+    public = PublicTask.from_task(task_with_secret_hidden())
+    with ChatServer([{"status": 400}] * 2) as server:
+        with source_for(server, monkeypatch) as src:
+            outs = [run_gate(arm, public, src, local_backend) for arm in ("conform", "off")]
+    for out in outs:
+        assert (out.decision, out.attempts_used) == ("refused", 0)
+        assert out.stop_reason.startswith("generator failed:") and "HTTP 400" in out.stop_reason

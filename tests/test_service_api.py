@@ -230,10 +230,21 @@ def test_rate_limiter_refuses_past_the_burst_and_refills():
     rl.take("a")
 
 
+def wrong_then_right():
+    """A scripted model: the first reply to a conversation (known by its first message) is wrong, every
+    later one right. CONFORM resends the same message, H-MIX keeps it first: both get wrong, then right."""
+    seen: dict[str, int] = {}
+
+    def script(body):
+        first = body["messages"][0]["content"]
+        seen[first] = seen.get(first, 0) + 1
+        return {"content": f"```python\n{WRONG if seen[first] == 1 else RIGHT}```"}
+    return script
+
+
 @pytest.fixture(scope="module")
 def limited_model_service(tmp_path_factory):
-    script = lambda body: {"content": "```python\ndef add(a, b):\n    return a + b\n```"}  # noqa: E731
-    with ChatServer(script) as model:
+    with ChatServer(wrong_then_right()) as model:
         svc = LiveService(tmp_path_factory.mktemp("service2"), extra=(
             "--rate-per-minute", "1", "--burst", "4", "--model-url", model.base_url, "--model", "scripted-1",
             "--model-key-env", "NO_SUCH_KEY_VAR")).start()
@@ -245,14 +256,18 @@ def limited_model_service(tmp_path_factory):
 def test_gated_generation_through_a_loopback_model_and_the_rate_limit(limited_model_service):
     svc = limited_model_service
     assert call(svc, "alice", "POST", "/v1/tasks", json=TASK).status_code == 201
-    r = call(svc, "alice", "POST", "/v1/tasks/add-1/generations", json={"arm": "hmix"})
-    assert r.status_code == 200, r.text
-    d = r.json()
-    assert d["kind"] == "generation" and d["arm"] == "hmix" and d["decision"] == "deliver"
+    for arm in ("conform", "hmix"):  # wrong, then right: delivered on the second draw
+        r = call(svc, "alice", "POST", "/v1/tasks/add-1/generations", json={"arm": arm})
+        assert r.status_code == 200, r.text
+        d = r.json()
+        assert d["kind"] == "generation" and d["arm"] == arm and d["decision"] == "deliver"
+        assert [a["verdict"] for a in d["attempts"]] == ["fail", "pass"], d
+        assert d["delivered_program"].endswith(RIGHT)
+    assert len(svc.model.requests) == 4
     sent = json.dumps([req["body"] for req in svc.model.requests])
     assert "add(1, 2)" in sent and not any(lit in sent for lit in HIDDEN_LITERALS)
     codes = [call(svc, "alice", "GET", "/v1/tasks").status_code for _ in range(4)]
-    assert 429 in codes  # burst 4, two calls used above
+    assert 429 in codes  # burst 4, three calls used above
     refused = call(svc, "alice", "GET", "/v1/tasks")
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
     assert call(svc, "bob", "GET", "/v1/tasks").status_code == 200  # bob has his own budget

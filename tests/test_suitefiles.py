@@ -34,8 +34,9 @@ def test_round_trip(result, tmp_path):
     names = sorted(p.name for p in out.iterdir())
     assert names == ["HumanEval_0", "HumanEval_32", "HumanEval_41", "HumanEval_95", "manifest.json"]
     assert sorted(p.name for p in (out / "HumanEval_0").iterdir()) == [
-        "hidden.json", "hidden.timing.json", "visible.json", "visible.timing.json"]
-    assert sorted(p.name for p in (out / "HumanEval_41").iterdir()) == ["hidden.json", "hidden.timing.json"]
+        "hidden.json", "hidden.timing.json", "reference.py", "visible.json", "visible.timing.json"]
+    assert sorted(p.name for p in (out / "HumanEval_41").iterdir()) == ["hidden.json", "hidden.timing.json",
+                                                                         "reference.py"]
     loaded = suitefiles.read_suites(out)
     assert list(loaded.tasks) == [t.task_id for t in result.tasks]
     for task in result.tasks:
@@ -43,6 +44,8 @@ def test_round_trip(result, tmp_path):
         assert got.entry_point == task.entry_point and got.prompt == task.prompt
         assert {k: s.spec_hash for k, s in got.suites.items()} == {k: s.spec_hash for k, s in task.suites.items()}
         assert got.suites[HIDDEN].cases == task.suites[HIDDEN].cases
+        # the reference travels too, for the gauge check of the commands that use the suites
+        assert got.reference == task.reference and got.reference
         # the reference's time per case travels beside the spec (a sidecar), never in it
         assert got.reference_seconds[HIDDEN] == task.reference_seconds[HIDDEN]
         assert len(got.reference_seconds[HIDDEN]) == len(task.suites[HIDDEN].cases)
@@ -126,3 +129,11 @@ def test_rewrite_replaces_a_previous_import(result, tmp_path):
     suitefiles.write_suites(smaller, out)
     assert list(suitefiles.read_suites(out).tasks) == ["HumanEval/0"]
     assert not (out / "HumanEval_95").exists()
+
+
+def test_a_reference_that_does_not_match_the_manifest_is_refused(result, tmp_path):
+    out = suitefiles.write_suites(result, tmp_path / "suites")
+    ref = out / "HumanEval_0" / suitefiles.REFERENCE_FILE
+    ref.write_text(ref.read_text() + "\nCHEAT = 1\n")
+    with pytest.raises(InvalidInput, match="reference does not match the manifest's reference_sha256"):
+        suitefiles.read_suites(out)

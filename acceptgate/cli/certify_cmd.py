@@ -60,6 +60,10 @@ def add_parser(sub) -> None:
                    help="per task and suite, re-run the gold, every attack and N seeded others; -1 = all (default 3)")
     p.add_argument("--samples-per-task", type=int, default=PoolSettings().samples_per_task, metavar="N",
                    help="model samples tried per task (default %(default)s)")
+    p.add_argument("--no-gauge", action="store_true",
+                   help="certify on suites without the gauge check (by default both suites of every task need a "
+                        "passing gauge record, the gold as reference, computed and kept when missing; a failing "
+                        "one refuses the run, exit 2). Recorded in v4v_runs.settings")
     p.add_argument("--warehouse", metavar="PATH", help="DuckDB file (default data/warehouse.duckdb or $ACCEPTGATE_WAREHOUSE)")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
     p.add_argument("--run-id", metavar="ID", help="name the run (default: derived from the inputs and settings)")
@@ -149,6 +153,7 @@ def run(args) -> int:
     with BarProgress() as bar:
         summary = certify_flow.run(bar, suites_dir=args.suites, dataset=args.dataset, samples=args.samples,
                                    warehouse=str(path), backend=args.backend, run_id=args.run_id,
-                                   limit=args.limit, task_ids=args.task, settings=settings)
+                                   limit=args.limit, task_ids=args.task, settings=settings,
+                                   gauge=not args.no_gauge)
     print("\n".join(summary.lines()))
     return 0

@@ -54,6 +54,11 @@ def add_parser(sub) -> None:
                    help="how delivered programs are scored on GT: 'default' (10 s / 128 MiB per execution) or "
                         "'evalplus' (EvalPlus 0.3.1's per-input limits and float rule; needs the timing an "
                         "import records). Stored in every deliveries row (gt_profile)")
+    p.add_argument("--no-gauge", action="store_true",
+                   help="use suites without the gauge check (by default every visible and hidden suite needs a "
+                        "passing gauge record -- its reference passes, every known wrong sample is blocked -- "
+                        "computed and kept when missing; a failing one refuses the run, exit 2). Stored in "
+                        "gate_runs.gauge")
     chat = p.add_argument_group("openai source")
     chat.add_argument("--base-url", help="OpenAI-compatible API base URL, e.g. https://api.openai.com/v1")
     chat.add_argument("--model", help="model name sent in each request")
@@ -124,7 +129,7 @@ def run(args) -> int:
                              run_id=args.run_id, per_task=args.per_task, limit=args.limit,
                              workers=args.workers, chat_config=chat_config,
                              limits=Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1),
-                             strict=args.strict, profile=args.profile)
+                             strict=args.strict, profile=args.profile, gauge=not args.no_gauge)
     for record in summary.coverage.invalid if summary.coverage else ():
         print(f"acceptgate gate: invalid record: {record}", file=sys.stderr)
     print("\n".join(summary.lines()))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from acceptgate import outputs
@@ -19,7 +18,7 @@ from acceptgate.errors import InvalidInput
 from acceptgate.profiles import DEFAULT, EVALPLUS, PROFILES
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
-from acceptgate.score import score_samples
+from acceptgate.score import load_suites, load_timing, score_samples
 from acceptgate.sources.replay import read_samples
 from acceptgate.task import SUITE_KINDS
 
@@ -46,6 +45,10 @@ def add_parser(sub) -> None:
     p.add_argument("--strict", action="store_true",
                    help="refuse the whole samples file (exit 2, nothing written) if any record is invalid; by "
                         "default each invalid record is reported and written with verdict 'invalid'")
+    p.add_argument("--no-gauge", action="store_true",
+                   help="score against suites without the gauge check (by default each suite used needs a passing "
+                        "gauge record -- its reference passes, every known wrong sample is blocked -- computed and "
+                        "kept when missing; a failing one refuses the run, exit 2)")
     p.add_argument("--dask", metavar="N|ADDRESS",
                    help="score in shards on Dask (Prefect's DaskTaskRunner): N = a LocalCluster of N worker "
                         "processes, or a scheduler address such as tcp://host:8786 (README: Scale-out on Dask)")
@@ -58,48 +61,22 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def load_timing(directory: str, kind: str) -> dict[str, list[float]]:
-    """task_id -> the reference's time per case of the asked suite (the import's timing sidecars)."""
-    from acceptgate import suitefiles
-
-    return suitefiles.read_timing(directory, kind)
-
-
-def load_suites(directory: str, kind: str) -> tuple[dict, dict, dict]:
-    """From a suites directory: task_id -> SuiteSpec of the asked kind, task_id -> prompt, and
-    task_id -> why a task the import knows has no such suite (excluded, with the import's reason)."""
-    from acceptgate import suitefiles
-
-    sd = suitefiles.read_suites(directory)
-    suites = {tid: t.suites[kind] for tid, t in sd.tasks.items() if kind in t.suites}
-    prompts = {tid: t.prompt for tid, t in sd.tasks.items()}
-    excluded = {}
-    for issue in sd.issues:
-        if issue.excluded == "task" or (issue.excluded == "suite" and issue.suite == kind):
-            excluded.setdefault(issue.task_id, f"{issue.reason}: {issue.detail}"[:200])
-    for tid, t in sd.tasks.items():
-        if kind not in t.suites:
-            excluded.setdefault(tid, f"no {kind} suite")
-    return suites, prompts, excluded
-
-
 def _write_atomically(path: str, lines: list[str]) -> None:
-    """All lines or nothing: a temp file next to the target, renamed into place."""
-    target = Path(path)
-    if target.is_dir():
-        raise InvalidInput("is a directory", source=path, field="--out")
+    """All lines or nothing (the path was checked before any sample ran)."""
     try:
-        target.absolute().parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.absolute().parent)
+        outputs.write_atomic(path, "".join(line + "\n" for line in lines))
     except OSError as exc:
         raise InvalidInput(f"cannot write: {exc.strerror}", source=path, field="--out") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.writelines(line + "\n" for line in lines)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+
+
+def _require_gauge(args, sandbox, task_ids: set[str]) -> None:
+    """The suite asked for, of every task a sample names, needs a passing gauge record (exit 2 otherwise)."""
+    if args.no_gauge:
+        return
+    from acceptgate import gauge, suitefiles
+
+    check = gauge.require_dir(suitefiles.read_suites(args.suites), sandbox, kinds=(args.suite,), task_ids=task_ids)
+    print(check.line(), file=sys.stderr)
 
 
 def run(args) -> int:
@@ -125,6 +102,7 @@ def run(args) -> int:
     except ValueError as exc:
         raise InvalidInput(str(exc), field="--backend") from None
     with sandbox:
+        _require_gauge(args, sandbox, {s.task_id for s in sample_file.samples})
         report = score_samples(sample_file, suites, prompts, sandbox, suite=args.suite, excluded=excluded,
                                fail_fast=not args.all_cases, workers=args.workers, strict=args.strict,
                                limits=Limits(wall_seconds=args.wall_seconds,
@@ -150,6 +128,13 @@ def _run_dask(args) -> int:
     workers, address = (int(args.dask), None) if args.dask.isdigit() else (None, args.dask)
     if workers is not None and workers < 1:
         raise InvalidInput("must be at least 1 worker or a scheduler address", field="--dask")
+    if not args.no_gauge:
+        try:
+            sandbox = backends.create(args.backend)
+        except ValueError as exc:
+            raise InvalidInput(str(exc), field="--backend") from None
+        with sandbox:
+            _require_gauge(args, sandbox, {s.task_id for s in read_samples(args.samples).samples})
     from flows import score_sharded
 
     limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1,

@@ -8,7 +8,6 @@ committed copy is ``acceptgate/service/openapi.json``; a test keeps them equal).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -130,10 +129,7 @@ def run_openapi(args) -> int:
         outputs.check_file(args.out, "--out")
     text = json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n"
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(args.out).with_name(Path(args.out).name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, args.out)
+        outputs.write_atomic(args.out, text)
     else:
         sys.stdout.write(text)
     return 0

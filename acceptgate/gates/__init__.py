@@ -6,7 +6,6 @@ suite has no way in. ``public_tasks`` is where a Task's hidden suite is dropped.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
 
 from acceptgate.gates.conform import run_conform
@@ -15,6 +14,7 @@ from acceptgate.gates.leaky import ARM as LEAKY_ARM
 from acceptgate.gates.leaky import leaky_public_task
 from acceptgate.gates.off import run_off
 from acceptgate.gates.records import GateOutcome
+from acceptgate.parallel import parallel_map
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sources.base import CandidateSource, PublicTask
 from acceptgate.task import Task
@@ -43,7 +43,7 @@ def run_gate(arm: str, task: PublicTask, source: CandidateSource, backend: Backe
         raise TypeError(f"gates take a PublicTask, not {type(task).__name__}")
     check_arm(arm)
     if arm == "conform":
-        return run_conform(task, source, backend, limits=limits)
+        return run_conform(task, source, backend, max_draws=caps.calls, limits=limits)
     if arm == "hmix":
         return run_hmix(task, source, backend, caps=caps, limits=limits)
     if arm == LEAKY_ARM:
@@ -58,14 +58,5 @@ def run_arm(arm: str, tasks: list[PublicTask], source: CandidateSource, backend:
             progress: Callable[[int, int], None] | None = None) -> list[GateOutcome]:
     """One arm over many tasks (threads: the work is in sandbox processes or HTTP); task order kept."""
     check_arm(arm)
-    results: list[GateOutcome | None] = [None] * len(tasks)
-    done = 0
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(run_gate, arm, t, source, backend, limits=limits, caps=caps): i
-                   for i, t in enumerate(tasks)}
-        for fut in futures:
-            results[futures[fut]] = fut.result()
-            done += 1
-            if progress:
-                progress(done, len(tasks))
-    return results  # type: ignore[return-value]
+    return parallel_map(lambda t: run_gate(arm, t, source, backend, limits=limits, caps=caps), tasks,
+                        workers=workers, progress=progress)

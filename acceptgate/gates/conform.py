@@ -1,18 +1,21 @@
 """CONFORM: draw candidates in sequence, run the visible suite on each, deliver the first that passes.
 
-At most ``max_draws`` (5) draws; none passing -> refuse. A source that runs out of samples earlier
-ends the run as a refusal too, with that reason.
+At most ``max_draws`` (5) draws; none passing -> refuse. A source that runs out of samples earlier,
+or a model endpoint that fails after its retries, ends the task as a refusal too, with that reason.
+Each draw sends the same generation message (``gates.generation``): CONFORM resamples, it does not
+converse.
 """
 
 from __future__ import annotations
 
 import time
 
+from acceptgate.gates import generation
 from acceptgate.gates.feedback import from_execution
 from acceptgate.gates.records import AttemptRecord, GateOutcome, MessageLog
 from acceptgate.gates.visible import run_visible
 from acceptgate.sandbox.backend import Backend, Limits
-from acceptgate.sources.base import CandidateSource, DrawContext, PublicTask, SourceExhausted
+from acceptgate.sources.base import CandidateSource, PublicTask, SourceError, SourceExhausted
 
 ARM = "conform"
 MAX_DRAWS = 5
@@ -23,15 +26,15 @@ def run_conform(task: PublicTask, source: CandidateSource, backend: Backend, *,
     started = time.monotonic()
     out = GateOutcome(task.task_id, ARM, source.name, task.visible.spec_hash)
     log = MessageLog()
-    context = DrawContext(arm=ARM)
     for attempt in range(1, max_draws + 1):
         try:
-            cand = source.draw(task, attempt, context)
+            cand = generation.draw(log, source, task, attempt, ARM)
         except SourceExhausted:
             out.stop_reason = f"source exhausted after {attempt - 1} draws"
             break
-        log.add(attempt, "task", "generation", cand.generation_prompt(task.prompt))
-        log.add(attempt, "model", "generation", cand.raw or cand.program)
+        except SourceError as exc:
+            out.stop_reason = f"generator failed: {exc}"
+            break
         result = run_visible(task, cand.program, backend, limits)
         rec = AttemptRecord(attempt, cand, v_verdict=result.verdict, v_cases_passed=result.cases_passed,
                             v_cases_total=result.cases_total,

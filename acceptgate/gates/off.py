@@ -1,11 +1,12 @@
-"""OFF: no gate. The first candidate is delivered without running anything."""
+"""OFF: no gate. The first candidate (drawn with the generation message) is delivered without running anything."""
 
 from __future__ import annotations
 
 import time
 
+from acceptgate.gates import generation
 from acceptgate.gates.records import AttemptRecord, GateOutcome, MessageLog
-from acceptgate.sources.base import CandidateSource, DrawContext, PublicTask, SourceExhausted
+from acceptgate.sources.base import CandidateSource, PublicTask, SourceError, SourceExhausted
 
 ARM = "off"
 
@@ -15,12 +16,12 @@ def run_off(task: PublicTask, source: CandidateSource) -> GateOutcome:
     out = GateOutcome(task.task_id, ARM, source.name, task.visible.spec_hash)
     log = MessageLog()
     try:
-        cand = source.draw(task, 1, DrawContext(arm=ARM))
+        cand = generation.draw(log, source, task, 1, ARM)
     except SourceExhausted:
         out.stop_reason = "source has no candidate"
+    except SourceError as exc:
+        out.stop_reason = f"generator failed: {exc}"
     else:
-        log.add(1, "task", "generation", cand.generation_prompt(task.prompt))
-        log.add(1, "model", "generation", cand.raw or cand.program)
         out.attempts.append(AttemptRecord(1, cand, outcome="delivered"))
         out.tokens_used = cand.usage.total
         out.decision = "delivered"

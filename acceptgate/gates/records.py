@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from acceptgate.sources.base import Candidate, sha256_text
+from acceptgate.hashing import sha256_text
+from acceptgate.sources.base import Candidate
 
 AUTHORS = ("task", "harness", "model")
 PURPOSES = ("generation", "selection", "revision_feedback", "stop_decision")

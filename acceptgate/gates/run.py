@@ -10,7 +10,6 @@ the same rows. The warehouse side (attempt, gate_runs row, stage writes, publish
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -20,6 +19,7 @@ import pandas as pd
 from acceptgate import __version__, profiles
 from acceptgate.delivery import ArmSummary, DeliveryRow, format_summary, summarize
 from acceptgate.errors import InvalidInput
+from acceptgate.hashing import sha256_file, sha256_text
 from acceptgate.gates import ARMS
 from acceptgate.gates.records import GateOutcome
 from acceptgate.pipelines import ledger
@@ -41,7 +41,8 @@ DELIVERY_COLUMNS = ["run_id", "arm", "task_id", "delivered", "refused", "attempt
                     "candidate_sha256", "hidden_spec_hash", "gt_verdict", "gt_first_failure", "gt_cases_total",
                     "false_delivery", "gt_seconds", "gt_profile"]
 RUN_COLUMNS = ["run_id", "run_id_origin", "pipeline", "acceptgate_version", "source", "source_sha256",
-               "tasks_from", "tasks_sha256", "task_count", "arms", "per_task", "backend"]
+               "tasks_from", "tasks_sha256", "task_count", "arms", "per_task", "backend", "gauge"]
+GAUGE_CHECKED, GAUGE_SKIPPED = "checked", "skipped"  # gate_runs.gauge: every suite gauged, or --no-gauge
 
 
 def check_arms(arms: list[str]) -> list[str]:
@@ -62,15 +63,7 @@ check_run_id = ledger.check_run_id
 def tasks_sha256(tasks: list[Task]) -> str:
     """One hash over every task's visible and hidden spec hashes (which tasks, which suites)."""
     lines = sorted(f"{t.task_id} {t.suites[VISIBLE].spec_hash} {t.suites[HIDDEN].spec_hash}" for t in tasks)
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return sha256_text("\n".join(lines))
 
 
 def source_sha256(source_spec: str) -> str | None:
@@ -78,7 +71,7 @@ def source_sha256(source_spec: str) -> str | None:
     kind, _, arg = source_spec.partition(":")
     if kind in ("codet", "evalplus") and arg:
         try:
-            return file_sha256(arg)
+            return sha256_file(arg)
         except OSError as exc:
             raise InvalidInput(f"cannot read samples: {exc.strerror}", source=arg, field="--source") from None
     return None
@@ -98,6 +91,7 @@ class TaskSet:
     tasks: list[Task]  # gradeable tasks (both suites), after --limit
     tasks_from: str
     known: frozenset[str]  # every task id the input names, excluded ones included, before --limit
+    recorded_gauge: dict[tuple[str, str], dict] = field(default_factory=dict)  # import --gauge verdicts
 
 
 def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str | None = None,
@@ -120,13 +114,14 @@ def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str 
 
     sd = suitefiles.read_suites(suites_dir)
     tasks = [Task(task_id=t.task_id, dataset=sd.dataset, entry_point=t.entry_point, prompt=t.prompt,
-                  reference="", suites=dict(t.suites), reference_seconds=dict(t.reference_seconds))
+                  reference=t.reference, suites=dict(t.suites), reference_seconds=dict(t.reference_seconds))
              for t in sd.tasks.values()]
+    recorded = {k: v for t in sd.tasks.values() for k, v in t.recorded_gauge().items()}
     known = set(sd.tasks) | {i.task_id for i in sd.issues}
     if limit is not None:
         tasks = tasks[:limit]
     return TaskSet(gradeable(tasks), f"{suites_dir} ({sd.dataset}, source sha256 {sd.source_sha256})",
-                   frozenset(known))
+                   frozenset(known), recorded)
 
 
 def _jsonl_task_ids(path: str) -> set[str]:
@@ -205,27 +200,31 @@ class GateRun:
     arms: tuple[str, ...]
     per_task: int
     backend: str
+    gauge: str = GAUGE_CHECKED
 
     def frame(self) -> pd.DataFrame:
         row = {"run_id": self.run_id, "run_id_origin": self.run_id_origin, "pipeline": PIPELINE,
                "acceptgate_version": __version__, "source": self.source, "source_sha256": self.source_sha256,
                "tasks_from": self.tasks_from, "tasks_sha256": self.tasks_sha256, "task_count": self.task_count,
-               "arms": ",".join(self.arms), "per_task": self.per_task, "backend": self.backend}
+               "arms": ",".join(self.arms), "per_task": self.per_task, "backend": self.backend,
+               "gauge": self.gauge}
         return pd.DataFrame([row], columns=RUN_COLUMNS)
 
 
 def make_run(*, source: str, tasks: list[Task], tasks_from: str, arms: list[str], per_task: int,
-             backend: str, run_id: str | None = None) -> GateRun:
+             backend: str, run_id: str | None = None, gauge: str = GAUGE_CHECKED) -> GateRun:
     digest = tasks_sha256(tasks)
     src_hash = source_sha256(source)
     if run_id is None:
-        run_id = ledger.derive_run_id("gate", {"source": src_hash or source, "tasks": digest, "arms": arms,
-                                               "per_task": per_task, "backend": backend, "pipeline": PIPELINE})
-        origin = "derived"
+        inputs = {"source": src_hash or source, "tasks": digest, "arms": arms, "per_task": per_task,
+                  "backend": backend, "pipeline": PIPELINE}
+        if gauge != GAUGE_CHECKED:  # a run without the gauge check is another run (gauged ids unchanged)
+            inputs["gauge"] = gauge
+        run_id, origin = ledger.derive_run_id("gate", inputs), "derived"
     else:
         run_id, origin = check_run_id(run_id), "user"
     return GateRun(run_id, origin, source, src_hash, tasks_from, digest, len(tasks), tuple(arms), per_task,
-                   backend)
+                   backend, gauge)
 
 
 # -- frames -----------------------------------------------------------------------------------------
@@ -319,6 +318,8 @@ class GateSummary:
                f"({invalid} invalid records), arms {', '.join(self.run.arms)}"]
         if self.coverage:
             out += self.coverage.lines()
+        out.append("gauge: every visible and hidden suite used has a passing gauge record" if self.run.gauge == GAUGE_CHECKED
+                   else "gauge: skipped (--no-gauge): suites used without the gauge check")
         out += format_summary(self.arms).splitlines()
         for arm in self.run.arms:
             if arm in self.seconds and self.seconds[arm] > 0:

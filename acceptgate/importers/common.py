@@ -8,19 +8,18 @@ Each case that cannot become part of a SuiteSpec is recorded as an ``ImportIssue
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
-import os
 import re
 import zlib
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable
 
 from acceptgate import dialects, literals, suitespec
 from acceptgate.errors import InvalidInput
+from acceptgate.hashing import sha256_file
+from acceptgate.parallel import parallel_map  # noqa: F401  (the importers take it from here)
 from acceptgate.gauge import gauge_plan
 from acceptgate.sandbox import answers
 from acceptgate.sandbox.backend import Backend, Limits
@@ -57,20 +56,10 @@ class ReferenceTimeout(RuntimeError):
     """The reference gave no answer for an input even with RETRY_LIMITS: the import cannot be complete."""
 
 Progress = Callable[[int, int], None] | None
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 # ---------------------------------------------------------------------------------------------
 # input files
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def read_jsonl(path: str | Path, required: dict[str, type | tuple[type, ...]]) -> tuple[list[dict], str]:
@@ -506,17 +495,3 @@ def assemble(task_id: str, dataset: str, prompt: str, entry_point: str, referenc
 # parallelism
 
 
-def parallel_map(fn: Callable[[T], R], items: Iterable[T], progress: Progress = None) -> list[R]:
-    """fn over items on a thread pool (each call's work happens in sandbox processes), in order."""
-    items = list(items)
-    results: list[R | None] = [None] * len(items)
-    workers = max(1, os.cpu_count() or 1)
-    done = 0
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
-        for fut in as_completed(futures):
-            results[futures[fut]] = fut.result()
-            done += 1
-            if progress:
-                progress(done, len(items))
-    return results  # type: ignore[return-value]

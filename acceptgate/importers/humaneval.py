@@ -50,7 +50,7 @@ def load(backend: Backend, *, limit: int | None = None, path: str | None = None,
     if limit is not None:
         rows = rows[: max(0, limit)]
     plans = [plan_task(row) for row in rows]
-    built = parallel_map(lambda p: finish_task(p, backend), plans, progress)
+    built = parallel_map(lambda p: finish_task(p, backend), plans, progress=progress)
     tasks = [t for t, _ in built if t is not None]
     issues = [i for _, task_issues in built for i in task_issues]
     recorded = [p.task_id for p in plans if p.recorded]

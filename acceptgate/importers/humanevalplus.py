@@ -52,7 +52,7 @@ def load(path: str | Path, backend: Backend, *, limit: int | None = None,
     originals, dataset_issues = _originals()
     # each task planned on its worker: the first references run while later tasks are still planned
     built = parallel_map(lambda row: finish_task(plan_task(row, originals.get(row["task_id"])), backend), rows,
-                         progress)
+                         progress=progress)
     tasks = [t for t, _ in built if t is not None]
     issues = dataset_issues + [i for _, task_issues in built for i in task_issues]
     source_cases = sum(len(r["base_input"]) + len(r["plus_input"]) for r in rows)

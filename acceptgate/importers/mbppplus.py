@@ -52,7 +52,7 @@ def load(path: str | Path, backend: Backend, *, limit: int | None = None,
                 raise InvalidInput("expected a list of inputs, got a non-empty object", source=str(path),
                                    record=f"record {i}", field="plus_input")
             row["plus_input"] = []
-    built = parallel_map(lambda row: build_task(row, backend), rows, progress)
+    built = parallel_map(lambda row: build_task(row, backend), rows, progress=progress)
     tasks = [t for t, _ in built if t is not None]
     issues = [i for _, task_issues in built for i in task_issues]
     source_cases = sum(len(r["base_input"]) + len(r["plus_input"]) for r in rows)

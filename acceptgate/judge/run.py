@@ -9,7 +9,6 @@ rows with status 'invalid' and the reason; they are never coerced into a label.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ import pandas as pd
 
 from acceptgate import __version__
 from acceptgate.errors import InvalidInput
+from acceptgate.hashing import sha256_file, sha256_text
 from acceptgate.judge import sensor
 from acceptgate.judge.prompt import assemble
 from acceptgate.judge.records import (
@@ -89,7 +89,7 @@ class JudgeRun:
                    "pair_id": t.pair_id, "config": t.config, "run": t.run, "condition": t.condition,
                    "disposition": j.card.disposition, "status": "valid" if j.valid else "invalid",
                    "invalid_reason": j.reason or None, "raw_output": j.raw, "prompt_sha256": j.prompt_sha256,
-                   "record_sha256": _sha(t.model_dump_json()), "oracle_passed": t.oracle.passed,
+                   "record_sha256": sha256_text(t.model_dump_json()), "oracle_passed": t.oracle.passed,
                    "tokens_in": t.resources.tokens_in, "tokens_out": t.resources.tokens_out,
                    "runtime_seconds": t.resources.runtime_seconds, "judge_tokens_in": j.judge_tokens[0],
                    "judge_tokens_out": j.judge_tokens[1], "constructed": t.constructed}
@@ -130,15 +130,11 @@ class JudgeRun:
                               "acceptgate_version": __version__}], columns=RUN_COLUMNS)
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _file_sha(path: str | None) -> str | None:
     if path is None:
         return None
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return sha256_file(path)
     except OSError as exc:
         raise InvalidInput(f"cannot read: {exc.strerror}", source=path) from None
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import html
 import io
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
+from acceptgate import outputs
 from acceptgate.report.data import ReportData, false_delivery_display, Section
 
 CSS = """
@@ -101,13 +100,4 @@ def page(data: ReportData) -> str:
 
 def write(text: str, out: Path) -> Path:
     """Atomically: a temporary file beside ``out``, then rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return out
+    return outputs.write_atomic(out, text)

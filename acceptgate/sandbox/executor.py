@@ -8,7 +8,6 @@ or missing marker, a malformed frame, a non-literal result, an exit before answe
 
 from __future__ import annotations
 
-import hashlib
 import json
 import marshal
 import os
@@ -17,11 +16,12 @@ import signal
 import threading
 import time
 from collections import Counter, OrderedDict, deque
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from acceptgate import literals
+from acceptgate.hashing import sha256_text
+from acceptgate.parallel import parallel_map
 from acceptgate.render import NONLITERAL, Harness
 from acceptgate.sandbox import answers
 from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
@@ -96,10 +96,6 @@ class ExecutionResult:
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), ensure_ascii=False)
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _short(text: str) -> str:
@@ -373,18 +369,8 @@ def execute_many(jobs: list[tuple[Harness, str]], backend: Backend, *, limits: L
 
     Threads are enough: each execution's work happens in its own process.
     """
-    workers = workers or os.cpu_count() or 1
-    results: list[ExecutionResult | None] = [None] * len(jobs)
-    done = 0
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(execute, h, src, backend, limits=limits, fail_fast=fail_fast): i
-                   for i, (h, src) in enumerate(jobs)}
-        for fut in as_completed(futures):
-            results[futures[fut]] = fut.result()
-            done += 1
-            if progress:
-                progress(done, len(jobs))
-    return results  # type: ignore[return-value]
+    return parallel_map(lambda job: execute(job[0], job[1], backend, limits=limits, fail_fast=fail_fast), jobs,
+                        workers=workers, progress=progress)
 
 
 def execute(

@@ -9,12 +9,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import secrets
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from acceptgate import outputs
 from acceptgate.errors import InvalidInput
 
 CLIENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$"
@@ -118,10 +118,5 @@ def new_key(path: str | Path, client: str) -> str:
     key = "ag_" + secrets.token_urlsafe(32)
     others = [c for c in keys.clients if c.id != client]
     keys = KeysFile(clients=others + [ClientKey(id=client, key_sha256=key_sha256(key))])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(keys.model_dump_json(indent=2) + "\n")
-    os.replace(tmp, path)
+    outputs.write_atomic(path, keys.model_dump_json(indent=2) + "\n", mode=0o600)  # key hashes: owner only
     return key

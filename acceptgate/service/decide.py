@@ -97,7 +97,8 @@ def decide(st: ServiceTask, kind: str, arm: str, source: CandidateSource, backen
     decision_id = new_decision_id()
     run = gate_run.make_run(source=source.name, tasks=[st.task], tasks_from=f"api:{st.client}", arms=[arm],
                             per_task=max(1, outcome.attempts_used), backend=backend_name,
-                            run_id=f"api-{st.client}-{decision_id}")
+                            run_id=f"api-{st.client}-{decision_id}",
+                            gauge=gate_run.GAUGE_SKIPPED)  # a registered task carries no reference to gauge
     frames = gate_run.gate_frames(run, [outcome])
     last = outcome.attempts[-1] if outcome.attempts else None
     return {

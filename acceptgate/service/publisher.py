@@ -40,7 +40,7 @@ def _run_of(row: dict[str, Any]) -> gate_run.GateRun:
                             source_sha256=row["source_sha256"], tasks_from=row["tasks_from"],
                             tasks_sha256=row["tasks_sha256"], task_count=int(row["task_count"]),
                             arms=tuple(row["arms"].split(",")), per_task=int(row["per_task"]),
-                            backend=row["backend"])
+                            backend=row["backend"], gauge=row.get("gauge", gate_run.GAUGE_SKIPPED))
 
 
 class Publisher:

@@ -9,10 +9,10 @@ a gate, cannot be handed it.
 from __future__ import annotations
 
 import abc
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceptgate.hashing import sha256_text
 from acceptgate.suitespec import SuiteSpec
 from acceptgate.task import VISIBLE, Task
 
@@ -69,10 +69,6 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
 
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 @dataclass(frozen=True)
 class Candidate:
     """A program with its provenance: who produced it, for which task, attempt and arm."""
@@ -102,6 +98,7 @@ class CandidateSource(abc.ABC):
     """Produces the candidate for one attempt. Replays ignore the conversation; chat sources use it."""
 
     name: str = "?"
+    sends_messages: bool = False  # True: the gate's DrawContext.messages reach a model (and are logged as sent)
 
     @abc.abstractmethod
     def draw(self, task: PublicTask, attempt: int, context: DrawContext) -> Candidate:

@@ -50,6 +50,8 @@ class CallRecord:
 
 
 class ChatSource(CandidateSource):
+    sends_messages = True
+
     def __init__(self, config: ChatConfig, *, transport: httpx.BaseTransport | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         if not config.base_url.startswith(("http://", "https://")):

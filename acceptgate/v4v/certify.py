@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from acceptgate.errors import InvalidInput
+from acceptgate.parallel import parallel_map
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.task import HIDDEN, VISIBLE
@@ -202,10 +203,7 @@ def decide_task(m: TaskMaterial, pool: list[PoolCandidate], v: Verifier, all_run
                 continue  # not in the repeat sample
             jobs.append((c, r, run))
     if v.family == "external" and workers > 1 and len(jobs) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(workers) as ex:
-            decisions = list(ex.map(lambda job: v.decide(job[0], m, job[2]), jobs))
+        decisions = parallel_map(lambda job: v.decide(job[0], m, job[2]), jobs, workers=workers)
     else:
         decisions = [v.decide(c, m, run) for c, _, run in jobs]
     return [_record(m, v, c, r, d, run) for (c, r, run), d in zip(jobs, decisions)]

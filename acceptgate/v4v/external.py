@@ -316,7 +316,9 @@ def _minor_of(python: str) -> str:
 
 
 def make(name: str, options: ExternalOptions) -> Verifier | None:
-    """The external verifier ``name`` stands for (cmd:..., evalplus), or None for any other name."""
+    """The external verifier ``name`` stands for (ext:FILE.py, cmd:..., evalplus), or None for any other name."""
+    if name.startswith("ext:"):
+        return ExternalVerifier.from_path(name[4:])
     if name.startswith("cmd:"):
         return CommandVerifier(name[4:], options)
     if name == "evalplus":

@@ -20,71 +20,21 @@ from __future__ import annotations
 import ast
 import copy
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from acceptgate import literals
-from acceptgate.render import Harness
-from acceptgate.suitespec import SuiteSpec
 from acceptgate.v4v import mutation
-from acceptgate.v4v.verifiers import FAIL, PASS, Decision, normalise, sha256_text
+from acceptgate.v4v.candidates import (  # noqa: F401  (re-exported: pools are where they are made)
+    ILLEGAL, KIND_CLASS, LEGAL, PoolCandidate, TaskMaterial, make, normalise, sha256_text,
+)
+from acceptgate.v4v.verifiers import FAIL, PASS, Decision
 
-LEGAL, ILLEGAL = "legal", "illegal"
-KIND_CLASS = {"gold": "gold", "surface": "legal-variant", "different-impl": "legal-variant",
-              "no-op": "ordinary-wrong", "near-miss": "ordinary-wrong", "regression": "ordinary-wrong",
-              "model-wrong": "ordinary-wrong", "attack": "attack"}
 KINDS = tuple(KIND_CLASS)
 CLASSES = ("gold", "legal-variant", "ordinary-wrong", "attack")
 SURFACE_RECIPES = ("rename", "reformat", "reorder", "default-arg")
 ATTACK_RECIPES = ("special-case-visible", "fake-success-output", "fake-success-exit", "always-equal",
                   "exception-swallowing", "stateful")
-
-
-@dataclass(frozen=True)
-class PoolCandidate:
-    task_id: str
-    kind: str
-    recipe: str
-    label: str  # legal | illegal
-    source: str
-    sha256: str = ""
-    origin: str = ""  # where it came from: "construction", or the samples file and index
-
-    @property
-    def candidate_id(self) -> str:
-        return f"{self.task_id}:{self.kind}:{self.recipe}"
-
-    @property
-    def cls(self) -> str:
-        return KIND_CLASS[self.kind]
-
-
-def make(task_id: str, kind: str, recipe: str, label: str, source: str, origin: str = "construction") -> PoolCandidate:
-    return PoolCandidate(task_id, kind, recipe, label, source, sha256_text(source), origin)
-
-
-@dataclass
-class TaskMaterial:
-    """What a pool is built from and what the verifiers of one task see."""
-
-    task_id: str
-    entry_point: str
-    prompt: str
-    gold: str
-    suites: dict[str, SuiteSpec]
-    harnesses: dict[str, Harness]
-    samples: list[tuple[str, str]] = field(default_factory=list)  # (origin, full program)
-
-    @property
-    def gold_sha256(self) -> str:
-        return sha256_text(self.gold)
-
-    @property
-    def gold_normalised(self) -> str:
-        cached = self.__dict__.get("_gold_norm")
-        if cached is None:
-            cached = self.__dict__["_gold_norm"] = normalise(self.gold)
-        return cached
 
 
 @dataclass(frozen=True)

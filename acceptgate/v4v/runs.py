@@ -10,14 +10,12 @@ fresh sandbox process each time).
 from __future__ import annotations
 
 import json
-import os
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from acceptgate import literals
+from acceptgate.parallel import parallel_map
 from acceptgate.render import Harness
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import run_calls
@@ -91,18 +89,6 @@ class RunJob:
 def collect_many(jobs: list[RunJob], backend: Backend, *, limits: Limits = Limits(), workers: int | None = None,
                  progress: Callable[[int, int], None] | None = None) -> dict[Any, SuiteRun]:
     """Run jobs in parallel (threads: the work is in the sandbox processes); results by key."""
-    workers = workers or os.cpu_count() or 1
-    results: dict[Any, SuiteRun] = {}
-    lock = threading.Lock()
-    done = 0
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(collect, j.harness, j.source, j.candidate_sha256, backend, limits=limits,
-                               round=j.round): j.key for j in jobs}
-        for fut in as_completed(futures):
-            run = fut.result()
-            with lock:
-                results[futures[fut]] = run
-                done += 1
-            if progress:
-                progress(done, len(jobs))
-    return results
+    runs = parallel_map(lambda j: collect(j.harness, j.source, j.candidate_sha256, backend, limits=limits,
+                                          round=j.round), jobs, workers=workers, progress=progress)
+    return {j.key: run for j, run in zip(jobs, runs)}

@@ -19,17 +19,17 @@ crash -> ERROR); ``tests/test_v4v_runs.py`` checks the derived decision against 
 
 from __future__ import annotations
 
-import ast
-import functools
-import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from acceptgate import literals
+from acceptgate.hashing import sha256_text  # noqa: F401  (re-exported: v4v modules import it from here)
+
+from acceptgate.v4v.candidates import normalise  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
-    from acceptgate.v4v.pools import PoolCandidate, TaskMaterial
+    from acceptgate.v4v.candidates import PoolCandidate, TaskMaterial
     from acceptgate.v4v.runs import SuiteRun
 
 PASS, FAIL, ERROR = "PASS", "FAIL", "ERROR"
@@ -58,10 +58,6 @@ def error(kind: str, reason: str = "") -> Decision:
     if kind not in ERROR_KINDS:
         raise ValueError(f"unknown error kind {kind!r}; valid kinds: {', '.join(ERROR_KINDS)}")
     return Decision(ERROR, kind, reason)
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -214,25 +210,6 @@ class AlwaysReject(Verifier):
         return Decision(FAIL, reason="rejects everything")
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def normalise(source: str) -> str:
-    """The program's canonical text: parsed and unparsed, docstrings and comments gone.
-
-    Text that does not parse is only stripped of surrounding whitespace.
-    """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return source.strip()
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body \
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            node.body = body[1:] or [ast.Pass()]
-    return ast.unparse(tree)
-
-
 class GoldExactMatch(Verifier):
     """Accepts only a candidate whose normalised text equals the gold's."""
 
@@ -264,16 +241,8 @@ def register(name: str, factory: Callable[[], Verifier]) -> None:
 
 
 def get(name: str) -> Verifier:
-    """A verifier by name; ``ext:<file.py>`` is an external verifier program and ``cmd:<command>`` an
-    external command (see ``external``); ``evalplus`` needs options, see ``external.EvalPlusVerifier``."""
-    if name.startswith("ext:"):
-        from acceptgate.v4v.external import ExternalVerifier
-
-        return ExternalVerifier.from_path(name[4:])
-    if name.startswith("cmd:"):
-        from acceptgate.v4v.external import CommandVerifier
-
-        return CommandVerifier(name[4:])
+    """A built-in verifier by name; the external ones (``ext:<file.py>``, ``cmd:<command>``, ``evalplus``)
+    come from ``external.make``."""
     try:
         return _REGISTRY[name]()
     except KeyError:
