@@ -166,7 +166,10 @@ class DockerBackend(Backend):
         self.pool = Pool(self.client, size=pool_size or os.cpu_count() or 1, max_uses=max_uses, reuse=reuse)
         self._engine = engine.describe(self.client)
         self.layers = self._layer_dirs()
-        self._resident()  # before the first container
+        # Before the first container: pinned in memory while the backend lives, or else read in and
+        # re-checked (residency.py).
+        self.pinned = residency.Pinned.try_pin(self.layers) if self.layers else None
+        self._resident()
 
     def _layer_dirs(self) -> tuple[str, ...]:
         """The image's overlay layer directories on this host, when the harness can read them (root,
@@ -183,7 +186,7 @@ class DockerBackend(Backend):
 
     def _resident(self) -> None:
         """Every page of the image's files resident (residency.py); a no-op when checked recently."""
-        if self.layers:
+        if self.layers and self.pinned is None:
             residency.ensure(self.layers)
 
     def _local_image(self, python: str | None) -> str:
@@ -240,7 +243,12 @@ class DockerBackend(Backend):
             iso.enforced.append(seccomp.describe() + " (acceptgate's profile, in place of the engine's default)")
         else:
             iso.not_enforced.append("seccomp (the engine reports no seccomp support)")
-        if self.layers:
+        if self.pinned is not None:
+            iso.enforced.append(
+                f"page cache of the image's files: all {self.pinned.bytes // mib} MiB of its layers mapped and "
+                "locked in memory by the harness before the first container, for as long as the backend lives, "
+                "so no execution can load a page another one could see, nor anyone evict one")
+        elif self.layers:
             iso.enforced.append(
                 "page cache of the image's files: every file of its layers read in by the harness before the "
                 f"first container and re-checked every {residency.REFRESH_SECONDS:g} s, so no execution can "
@@ -266,6 +274,8 @@ class DockerBackend(Backend):
 
     def close(self) -> None:
         self.pool.close()
+        if self.pinned is not None:
+            self.pinned.close()
         try:
             self.client.close()
         except Exception:  # noqa: BLE001

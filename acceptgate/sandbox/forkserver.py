@@ -28,7 +28,6 @@ reused on doubt.
 from __future__ import annotations
 
 import array
-import fcntl
 import os
 import select
 import signal

@@ -13,7 +13,10 @@ every page resident, whatever ran before it.
 
 What stays: pages the *host* evicts later under its own memory pressure (not any candidate's doing)
 could be loaded again by a candidate and seen by a later one; ``ensure`` is called before executions
-and re-checks the view at most every REFRESH_SECONDS.
+and re-checks the view at most every REFRESH_SECONDS. A view small enough (PIN_MAX_BYTES, e.g. the
+Docker image's ~50 MB) is also *pinned*: ``Pinned`` keeps every file mapped and mlock'ed while the
+backend lives, so no eviction at all reaches it (needs CAP_IPC_LOCK or a large RLIMIT_MEMLOCK; where
+mlock is refused the view is only re-checked).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 
 REFRESH_SECONDS = 300.0
 CHUNK = 1 << 20
+PIN_MAX_BYTES = 256 * 1024 * 1024
 
 
 @dataclass
@@ -51,6 +55,8 @@ def _c():
                               ctypes.c_long]
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        libc.mlock.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        libc.munlock.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         _libc = libc
     return _libc
 
@@ -137,3 +143,55 @@ def ensure(roots: tuple[str, ...], hidden: tuple[str, ...] = (), *, force: bool 
         done = touch(files(roots, hidden))
         _last[key] = time.monotonic()
         return done
+
+
+class Pinned:
+    """Every page of the files under roots mapped and locked in memory until ``close``.
+
+    ``Pinned.try_pin`` returns None (and keeps nothing) when the view is over ``max_bytes`` or the
+    kernel refuses to lock it; the caller then relies on ``ensure``.
+    """
+
+    def __init__(self, spans: list[tuple[int, int]], size: int) -> None:
+        self._spans = spans
+        self.bytes = size
+
+    @classmethod
+    def try_pin(cls, roots: tuple[str, ...], hidden: tuple[str, ...] = (), *,
+                max_bytes: int = PIN_MAX_BYTES) -> "Pinned | None":
+        paths = files(roots, hidden)
+        sizes = []
+        for path in paths:
+            try:
+                st = os.stat(path, follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_mode & 0o170000 == 0o100000 and st.st_size:
+                sizes.append((path, st.st_size))
+        if sum(size for _, size in sizes) > max_bytes:
+            return None
+        libc = _c()
+        spans: list[tuple[int, int]] = []
+        pinned = cls(spans, sum(size for _, size in sizes))
+        for path, size in sizes:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            try:
+                addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+            finally:
+                os.close(fd)  # the mapping keeps the file
+            if addr in (None, ctypes.c_void_p(-1).value):
+                continue
+            spans.append((addr, size))
+            if libc.mlock(ctypes.c_void_p(addr), size) != 0:  # reads in and locks every page
+                pinned.close()
+                return None
+        return pinned
+
+    def close(self) -> None:
+        libc = _c()
+        spans, self._spans = self._spans, []
+        for addr, size in spans:
+            libc.munmap(ctypes.c_void_p(addr), size)  # unlocks too

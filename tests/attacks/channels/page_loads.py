@@ -56,12 +56,15 @@ def look():
     token = 0
     for bit in range(BITS):
         page = bit * SPACING
-        addr = _map(libc, fd, page, 2)
-        ctypes.string_at(addr + PAGE, 1)  # touch p+1; p is mapped around it only if resident
-        if _rss_kb(addr) < 2 * PAGE // 1024:
-            token |= 1 << bit  # p was NOT resident
-        libc.munmap(ctypes.c_void_p(addr), 2 * PAGE)
-    return token ^ ((1 << BITS) - 1)  # the pages that were resident
+        for _ in range(3):  # fault-around skips a page that is busy (locked) at that instant: ask again
+            addr = _map(libc, fd, page, 2)
+            ctypes.string_at(addr + PAGE, 1)  # touch p+1; p is mapped around it only if resident
+            seen = _rss_kb(addr) >= 2 * PAGE // 1024
+            libc.munmap(ctypes.c_void_p(addr), 2 * PAGE)
+            if seen:
+                token |= 1 << bit  # p was resident
+                break
+    return token
 
 
 def f(phase, token):
