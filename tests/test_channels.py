@@ -176,7 +176,11 @@ from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import run_calls
 source, token = sys.stdin.read(), secrets.randbelow(1 << 16)
 with backends.create(sys.argv[1]) as b:
-    look = lambda: run_calls("f", [(("look", 0), {})], source, b)[0][0].value
+    def look():  # three looks OR'ed: fault-around never maps an absent page, but may skip a busy one
+        seen = 0
+        for _ in range(3):
+            seen |= run_calls("f", [(("look", 0), {})], source, b)[0][0].value
+        return seen
     before = look()
     loaded = run_calls("f", [(("load", token), {})], source, b)[0][0].value
     print(json.dumps({"token": token, "before": before, "loaded": loaded, "after": look(),
@@ -253,4 +257,7 @@ def test_the_docker_image_stays_resident_whatever_the_host_evicts(open_backend):
     assert not _evict("docker", open_backend), "a pinned page was evicted"
     token = 1 + secrets.randbelow((1 << 16) - 2)
     assert answer(backend, "page_loads", "load", token) == "loaded"
-    assert answer(backend, "page_loads", "look", 0) == (1 << 16) - 1
+    seen = 0
+    for _ in range(3):  # OR'ed, as in LOADS
+        seen |= answer(backend, "page_loads", "look", 0)
+    assert seen == (1 << 16) - 1, f"token {token}, resident {seen}"

@@ -97,11 +97,32 @@ def resident(fd: int, size: int) -> bytes | None:
         libc.munmap(ctypes.c_void_p(addr), size)
 
 
+SYS_CACHESTAT = 451  # the same number on every architecture (Linux 6.5+)
+_cachestat = [True]  # False once the kernel said it has no cachestat
+
+
+class _Range(ctypes.Structure):
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Stat(ctypes.Structure):
+    _fields_ = [("nr_cache", ctypes.c_uint64), ("nr_dirty", ctypes.c_uint64), ("nr_writeback", ctypes.c_uint64),
+                ("nr_evicted", ctypes.c_uint64), ("nr_recently_evicted", ctypes.c_uint64)]
+
+
 def _missing_pages(fd: int, size: int) -> int:
-    """Pages of the open file not resident now (all of them when mincore cannot tell)."""
+    """Pages of the open file not resident now (all of them when neither cachestat nor mincore can
+    tell). cachestat is one call and no mapping: several times faster over a 1 GB view."""
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    if _cachestat[0]:
+        stat = _Stat()
+        if _c().syscall(SYS_CACHESTAT, fd, ctypes.byref(_Range(0, 0)), ctypes.byref(stat), 0) == 0:
+            return max(0, pages - stat.nr_cache)
+        if ctypes.get_errno() == 38:  # ENOSYS
+            _cachestat[0] = False
     found = resident(fd, size)
     if found is None:
-        return (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+        return pages
     return found.count(0)
 
 
