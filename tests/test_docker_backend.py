@@ -106,27 +106,21 @@ def test_stdlib_extension_modules_load(docker):
 
 # -- containment ----------------------------------------------------------------------------------
 def test_network_is_none(docker):
+    """No socket at all (the syscall filter denies socket()); and were one made, nothing to reach."""
     src = ("import socket\n"
            "def f(x):\n"
-           "    s = socket.socket(); s.settimeout(2)\n"
            "    try:\n"
-           "        s.connect(('127.0.0.1', 22))\n"
-           "    except ConnectionRefusedError:\n"
-           "        pass\n"
-           "    else:\n"
-           "        return 'loopback connected'\n"
-           "    s = socket.socket(); s.settimeout(2)\n"
-           "    try:\n"
-           "        s.connect(('1.1.1.1', 53))\n"
-           "    except OSError as e:\n"
-           "        return x if e.errno == 101 else 'errno %s' % e.errno\n"  # ENETUNREACH: no route
-           "    return 'outside connected'\n")
+           "        socket.socket()\n"
+           "    except PermissionError:\n"
+           "        return x\n"
+           "    return 'a socket was made'\n")
     r = run(docker, src)
     assert r.verdict == "pass", r.cases
 
 
 def test_network_interfaces_are_loopback_only(docker):
-    src = "import socket\ndef f(x):\n    return sorted(n for _, n in socket.if_nameindex())\n"
+    src = ("def f(x):\n"
+           "    return sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:])\n")
     r = run(docker, src)
     assert r.first_failure.got == "['lo']"
 

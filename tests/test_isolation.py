@@ -153,7 +153,8 @@ def f(x):
         "cwd": os.getcwd(),
         "env": dict(os.environ),
         "hostname": socket.gethostname(),
-        "ifaces": sorted(name for _, name in socket.if_nameindex()),
+        # (socket.if_nameindex needs a netlink socket, which the syscall filter denies)
+        "ifaces": sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").read().splitlines()[2:]),
         "writable": writable,
         "usr_local": os.path.exists("/usr/local"),
         "nested_userns": __import__("ctypes").CDLL(None).unshare(0x10000000) == 0,

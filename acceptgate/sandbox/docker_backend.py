@@ -21,7 +21,7 @@ import os
 import signal
 import time
 
-from acceptgate.sandbox import seccomp
+from acceptgate.sandbox import residency, seccomp
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, SandboxProcess, register,
 )
@@ -165,6 +165,29 @@ class DockerBackend(Backend):
         self.fork_server = fork_server
         self.pool = Pool(self.client, size=pool_size or os.cpu_count() or 1, max_uses=max_uses, reuse=reuse)
         self._engine = engine.describe(self.client)
+        self.layers = self._layer_dirs()
+        # Before the first container: pinned in memory while the backend lives, or else read in and
+        # re-checked (residency.py).
+        self.pinned = residency.Pinned.try_pin(self.layers) if self.layers else None
+        self._resident()
+
+    def _layer_dirs(self) -> tuple[str, ...]:
+        """The image's overlay layer directories on this host, when the harness can read them (root,
+        engine on this machine): the files every container of the image reads, and shares the page
+        cache of."""
+        try:
+            data = self.client.api.inspect_image(self.image).get("GraphDriver", {}).get("Data", {}) or {}
+        except Exception:  # noqa: BLE001 -- an engine that does not say: not made resident
+            return ()
+        dirs = [d for key in ("UpperDir", "LowerDir") for d in (data.get(key) or "").split(":") if d]
+        if not dirs or not all(os.path.isdir(d) and os.access(d, os.R_OK | os.X_OK) for d in dirs):
+            return ()
+        return tuple(dirs)
+
+    def _resident(self) -> None:
+        """Every page of the image's files resident (residency.py); a no-op when checked recently."""
+        if self.layers and self.pinned is None:
+            residency.ensure(self.layers)
 
     def _local_image(self, python: str | None) -> str:
         try:
@@ -179,6 +202,7 @@ class DockerBackend(Backend):
         return tag
 
     def spawn(self, limits: Limits) -> SandboxProcess:
+        self._resident()
         config = ContainerConfig.for_limits(self.image, limits, self.fork_server)
         try:
             return ContainerProcess(self.pool, self.pool.acquire(config))
@@ -219,6 +243,20 @@ class DockerBackend(Backend):
             iso.enforced.append(seccomp.describe() + " (acceptgate's profile, in place of the engine's default)")
         else:
             iso.not_enforced.append("seccomp (the engine reports no seccomp support)")
+        if self.pinned is not None:
+            iso.enforced.append(
+                f"page cache of the image's files: all {self.pinned.bytes // mib} MiB of its layers mapped and "
+                "locked in memory by the harness before the first container, for as long as the backend lives, "
+                "so no execution can load a page another one could see, nor anyone evict one")
+        elif self.layers:
+            iso.enforced.append(
+                "page cache of the image's files: every file of its layers read in by the harness before the "
+                f"first container and re-checked every {residency.REFRESH_SECONDS:g} s, so no execution can "
+                "load a page another one could see, nor evict one (the evicting and probing calls are denied)")
+        else:
+            iso.not_enforced.append(
+                "page cache residency of the image's files (the harness cannot read the engine's layer "
+                "directories: a read by one execution can load pages whose read time a later one measures)")
         if self.reuse:
             iso.notes.append(f"warm containers reused up to {self.pool.max_uses} executions when the "
                              "keeper proves them clean; a container that hit a limit is replaced")
@@ -236,6 +274,8 @@ class DockerBackend(Backend):
 
     def close(self) -> None:
         self.pool.close()
+        if self.pinned is not None:
+            self.pinned.close()
         try:
             self.client.close()
         except Exception:  # noqa: BLE001

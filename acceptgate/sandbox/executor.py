@@ -15,7 +15,7 @@ import secrets
 import signal
 import threading
 import time
-from collections import Counter, OrderedDict, deque
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -115,7 +115,6 @@ class _Channel:
         self.case_seconds = case_seconds
         self.case_limit = case_seconds if not isinstance(case_seconds, (tuple, list)) else None
         self.buf = bytearray()
-        self.unanswered = 0  # calls sent ahead and not answered yet
         self.ok_limit = MAX_FRAME  # results beyond this are dropped unread (see recv)
         self.ok_limits: tuple[int, ...] | None = None  # or one such bound per case
         self.skipped = 0
@@ -134,39 +133,20 @@ class _Channel:
     def answers(self, calls: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
         """(kind, payload) of each call's answer, in order; the caller may stop early.
 
-        Calls go out ahead of their answers when the process declares ``pipeline_bytes``: the bytes
-        of calls sent and not yet answered stay within it, which its transport must be able to hold
-        (so a write never waits on a runner that waits on us). Otherwise one call at a time.
-        ``calls``: the marshalled (args, kwargs) of each call.
+        One call at a time: call k+1 is written only after call k's answer has been read, so the
+        runner's input never holds more than the call it is answering (a candidate that fails case k,
+        or reads its input pipe ahead, learns nothing of the later cases). ``calls``: the marshalled
+        (args, kwargs) of each call.
         """
-        window = getattr(self.proc, "pipeline_bytes", 0)
-        in_flight: deque[int] = deque()  # sizes of the calls sent and not yet answered
-        held = 0
-        sent = 0
-        answered = 0
-        while sent < len(calls) or in_flight:
+        for answered, call in enumerate(calls):
             if self.case_seconds is not None:  # this case's clock starts with the previous answer
                 if isinstance(self.case_seconds, (tuple, list)):
                     self.case_limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)]
                 self.deadline = min(self.wall_deadline, time.monotonic() + self.case_limit)
-            if sent < len(calls) and (not in_flight or held <= window // 2):
-                batch = []
-                while sent < len(calls):
-                    data = self.frame(b"call", calls[sent])
-                    if (in_flight or batch) and held + len(data) > window:
-                        break
-                    batch.append(data)
-                    in_flight.append(len(data))
-                    held += len(data)
-                    sent += 1
-                self.proc.write(b"".join(batch), self.deadline)
-            self.unanswered = len(in_flight) - 1
+            self.proc.write(self.frame(b"call", call), self.deadline)
             if self.ok_limits is not None:
                 self.ok_limit = self.ok_limits[min(answered, len(self.ok_limits) - 1)]
-            answer = self.recv()
-            held -= in_flight.popleft()
-            answered += 1
-            yield answer
+            yield self.recv()
 
     def _fill(self) -> None:
         chunk = self.proc.read(self.deadline)
@@ -431,13 +411,8 @@ def execute(
             if case.status != "pass" and fail_fast:
                 break
         current = None
-        if chan.unanswered:
-            # fail_fast with calls still queued: their answers do not matter, nor does a clean exit
-            proc.kill()
-            result.exit = proc.wait(timeout=2.0).describe() + " (stopped at the first failing case)"
-        else:
-            chan.send(b"end", b"")
-            result.exit = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic()))).describe()
+        chan.send(b"end", b"")
+        result.exit = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic()))).describe()
     except TimeoutError:
         result.verdict, result.detail, status = _clock_ran_out(proc, chan, limits)
         result.exit = status.describe()

@@ -28,7 +28,6 @@ reused on doubt.
 from __future__ import annotations
 
 import array
-import fcntl
 import os
 import select
 import signal
@@ -89,15 +88,6 @@ def _close(*fds: int) -> None:
             os.close(fd)
         except OSError:
             pass
-
-
-def pipeline_window(fd: int) -> int:
-    """Bytes of calls the harness may send ahead of their answers into this pipe: a quarter of its
-    capacity, so that writing them never waits for the runner (see executor._Channel.answers)."""
-    try:
-        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) // 4
-    except (OSError, AttributeError):
-        return 0
 
 
 def _readable(fd: int, timeout: float) -> bool:
@@ -307,7 +297,6 @@ class ForkServerProcess(SandboxProcess):
         self._release: Callable[[Slot, bool], None] | None = None
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
-        self.pipeline_bytes = pipeline_window(self._in)
 
     def write(self, data: bytes, deadline: float) -> None:
         view = memoryview(data)

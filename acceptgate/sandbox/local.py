@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, seccomp
+from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, seccomp
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, SandboxProcess, register, runner_source,
 )
@@ -64,7 +64,6 @@ class PipeProcess(SandboxProcess):
         self._out = popen.stdout.fileno()
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
-        self.pipeline_bytes = forkserver.pipeline_window(self._in)
         self._closed = False
 
     def write(self, data: bytes, deadline: float) -> None:
@@ -279,6 +278,7 @@ class LocalBackend(Backend):
             drop_privileges = os.geteuid() == 0
         self.uid = NOBODY if drop_privileges else None
         self.plan = _resolve(caps, namespaces, process_cap, self.uid is not None)
+        self._resident()  # before any sandbox starts, the trial slot included
         self.forkserver_problem = ""
         self.pool = self._fork_server_pool(forkserver)
         self._described: dict[Limits, Isolation] = {}
@@ -328,7 +328,13 @@ class LocalBackend(Backend):
             return ["/bin/sh", "-c", script + 'exec "$0" "$@"'] + inner
         return inner
 
+    def _resident(self) -> None:
+        """The read-only view's pages all resident (residency.py); a no-op when checked recently."""
+        if self.plan.namespaces:
+            residency.ensure(self.caps.bwrap.ro_binds, self.caps.bwrap.hidden)
+
     def spawn(self, limits: Limits) -> SandboxProcess:
+        self._resident()
         if self.pool is not None:
             return self.pool.spawn(limits)
         uid = self._slots.acquire() if self._slots else self.uid
@@ -406,6 +412,11 @@ def _resolve(caps: hostprobe.HostCaps, namespaces: bool | str, process_cap: str,
     return Plan(namespaces=bool(namespaces), process_cap=process_cap)
 
 
+PAGE_CACHE = ("page cache of the read-only view: every file read in by the harness before any candidate "
+              f"runs and re-checked every {residency.REFRESH_SECONDS:g} s, so no page is left for an execution "
+              "to load, and none it can evict (the evicting and probing calls are denied)")
+
+
 def describe(backend: LocalBackend, limits: Limits) -> Isolation:
     if backend.pool is not None:
         return describe_fork_server(backend, limits)
@@ -417,6 +428,7 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
                    str(backend.uid) if backend.uid is not None else "the harness's uid")
         iso.enforced += bwrap.describe(caps.bwrap, outside_uid=outside)
         iso.enforced.append(seccomp.describe() + " (loaded by bubblewrap before the runner starts)")
+        iso.enforced.append(PAGE_CACHE)
         iso.notes += list(caps.bwrap.notes)
         iso.notes.append(f"a new sandbox and interpreter per execution (fork server: {backend.forkserver_problem})")
     else:
@@ -452,11 +464,15 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
         reason = caps.bwrap_problem or "not requested"
         iso.not_enforced += [
             f"namespaces ({reason})",
-            "network (no network namespace: sockets can connect)",
+            "network namespace (none: the host's network is only kept out by the syscall filter, which "
+            "denies socket())",
             "filesystem (no mount namespace: world-readable files outside the temp dir are visible, "
             "world-writable ones can be changed, files left in world-writable dirs may survive the "
             "execution)",
             "process visibility (no pid namespace: other processes' /proc entries are visible)",
+            "page cache residency of host files (every host file is readable: a read by one execution can "
+            "load pages whose read time a later one measures; the syscall filter denies every call that "
+            "evicts or probes them)",
         ]
     return iso
 
@@ -501,6 +517,7 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
     ]
     iso.enforced.append(seccomp.describe() + " (loaded by each execution's init after its namespaces are "
                         "built, before the runner is forked)")
+    iso.enforced.append(PAGE_CACHE)
     if backend.pool.config.uid_pool is None:
         iso.not_enforced.append("a host uid per slot (not root: every slot runs as the harness's uid, so "
                                 "concurrent executions share its per-user kernel quotas)")

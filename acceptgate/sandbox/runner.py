@@ -35,7 +35,8 @@ def _main():
     containers = (tuple, list, set, dict)
     _counter, _dict, _dict_items = collections.Counter, dict, dict.items
 
-    # Input is buffered: the harness may send several frames ahead (one read takes them all).
+    # Input is buffered (a frame may arrive in pieces); the harness sends a call only after the
+    # previous answer, so the buffer never holds more than the call being answered.
     buf = bytearray()
 
     def fill():

@@ -7,6 +7,21 @@ and namespaces, kexec and modules, the clocks, and a few more. A denied call fai
 with ENOSYS, so that the C library falls back to clone, where namespace flags are checked); nothing is
 killed, so a candidate that merely probes gets an error it can handle.
 
+Shared kernel state that outlives or spans executions is closed by name and by argument (ARG_RULES):
+- sockets: socket() for every family (the protocol is two pipes; AF_VSOCK's port space is the whole
+  machine's, outside any network namespace, and so is the host's loopback and abstract unix namespace
+  where there is no network namespace); socketpair() except AF_UNIX (anonymous, asyncio and
+  multiprocessing use it);
+- locks and watches on the files every execution shares read-only: fcntl's byte-range, OFD, lease and
+  notify commands, flock(), inotify and fanotify;
+- the page cache of those files: fadvise, readahead, mincore, cachestat, process_madvise, madvise
+  advice that loads, evicts, probes or merges pages (WILLNEED, REMOVE, MERGEABLE, COLD, PAGEOUT,
+  POPULATE_*, COLLAPSE, HWPOISON, SOFT_OFFLINE; DONTNEED and FREE stay: they free the caller's own
+  mappings, which every allocator needs, and evict nothing from the page cache), preadv2/pwritev2
+  with any flag (RWF_NOWAIT tells a cached page from one that is not), Linux AIO (RWF_NOWAIT again),
+  prctl(PR_SET_MEMORY_MERGE);
+- System V IPC and POSIX message queues (the host's, where there is no IPC namespace).
+
 The filter is built with pyseccomp over the system's libseccomp (architecture checks included) and
 exported as BPF once per process. Where it goes:
 
@@ -38,6 +53,33 @@ DENIED = (
     "swapon", "swapoff", "acct", "quotactl", "syslog", "vhangup", "iopl", "ioperm",
     "clock_settime", "clock_adjtime", "adjtimex", "settimeofday",
     "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "uselib", "fanotify_init",
+    # sockets of every family (socketpair of AF_UNIX is allowed below, by argument)
+    "socket",
+    # locks and watches on shared files (fcntl's lock commands are denied by argument below)
+    "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_mark",
+    # the page cache: controlling or probing what is resident
+    "fadvise64", "readahead", "mincore", "cachestat", "process_madvise",
+    "io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy",
+    # System V IPC and POSIX message queues
+    "shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop", "semctl",
+    "msgget", "msgsnd", "msgrcv", "msgctl",
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+)
+AF_UNIX = 1
+# fcntl commands: F_GETLK, F_SETLK, F_SETLKW (and their 32-bit *64 numbers), F_OFD_GETLK, F_OFD_SETLK,
+# F_OFD_SETLKW, F_SETLEASE, F_GETLEASE, F_NOTIFY
+FCNTL_DENIED = (5, 6, 7, 12, 13, 14, 36, 37, 38, 1024, 1025, 1026)
+# madvise advice: WILLNEED, REMOVE, MERGEABLE, COLD, PAGEOUT, POPULATE_READ, POPULATE_WRITE, COLLAPSE,
+# HWPOISON, SOFT_OFFLINE
+MADVISE_DENIED = (3, 9, 12, 20, 21, 22, 23, 25, 100, 101)
+PR_SET_MEMORY_MERGE = 67
+# (syscall, [(argument index, operator, value)]): denied (EPERM) when every comparison holds.
+ARG_RULES = (
+    [("socketpair", [(0, "NE", AF_UNIX)])]
+    + [("fcntl", [(1, "EQ", cmd)]) for cmd in FCNTL_DENIED]
+    + [("madvise", [(2, "EQ", advice)]) for advice in MADVISE_DENIED]
+    + [("preadv2", [(5, "NE", 0)]), ("pwritev2", [(5, "NE", 0)])]
+    + [("prctl", [(0, "EQ", PR_SET_MEMORY_MERGE)])]
 )
 # clone flags that make namespaces: clone() with any of them is denied (fork and threads are not).
 NAMESPACE_FLAGS = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
@@ -81,6 +123,9 @@ def bpf() -> bytes:
         flt.add_rule(sc.ERRNO(ENOSYS), "clone3")
     for flag in NAMESPACE_FLAGS.values():
         flt.add_rule(sc.ERRNO(EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    for name, comparisons in ARG_RULES:
+        if _resolvable(sc, name):
+            flt.add_rule(sc.ERRNO(EPERM), name, *(sc.Arg(i, getattr(sc, op), v) for i, op, v in comparisons))
     with tempfile.TemporaryFile() as f:
         flt.export_bpf(f)
         f.seek(0)
@@ -96,6 +141,9 @@ def docker_profile() -> str:
     for flag in NAMESPACE_FLAGS.values():
         syscalls.append({"names": ["clone"], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM,
                          "args": [{"index": 0, "value": flag, "valueTwo": flag, "op": "SCMP_CMP_MASKED_EQ"}]})
+    for name, comparisons in ARG_RULES:
+        syscalls.append({"names": [name], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM,
+                         "args": [{"index": i, "value": v, "op": "SCMP_CMP_" + op} for i, op, v in comparisons]})
     return json.dumps({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": syscalls}, sort_keys=True)
 
 
@@ -118,4 +166,6 @@ def memfd() -> int:
 
 def describe() -> str:
     return ("seccomp: denied (EPERM) " + ", ".join(DENIED) + "; clone with namespace flags; clone3 "
-            "(ENOSYS, so clone is used)")
+            "(ENOSYS, so clone is used); socketpair except AF_UNIX; fcntl lock, lease and notify commands; "
+            "madvise advice that loads, evicts, probes or merges pages; preadv2/pwritev2 with flags; "
+            "prctl(PR_SET_MEMORY_MERGE)")

@@ -25,14 +25,49 @@ What the harness guarantees whatever the answer:
   details 2,000.
 
 What the sandbox guarantees between executions: nothing of one execution (files, processes, IPC,
-sockets, keyrings, per-user kernel quotas, memory) reaches the next one or one running beside it. Each
-execution gets fresh namespaces or a fresh container process whose leftovers are killed and emptied;
-every backend loads one seccomp deny list (sandbox/seccomp.py: keyrings, io_uring, userfaultfd, bpf,
-perf events, process_vm_readv/writev, ptrace, mount and namespace calls, kexec, modules, clocks);
-as root, each fork-server slot, Docker container and local-rlimits execution runs as a host uid of its
-own, so executions running at once share no per-user quota (pipe buffers, keys). A backend that
-lacks a layer on this host (local-rlimits: no namespaces) names it in isolation.not_enforced, which
-every result carries.
+sockets, keyrings, per-user kernel quotas, memory, locks, page-cache state, inputs it was not yet
+given) reaches the next one or one running beside it. Each execution gets fresh namespaces or a fresh
+container process whose leftovers are killed and emptied; every backend loads one seccomp deny list
+(sandbox/seccomp.py); as root, each fork-server slot, Docker container and local-rlimits execution runs
+as a host uid of its own, so executions running at once share no per-user quota (pipe buffers, keys).
+A backend that lacks a layer on this host (local-rlimits: no namespaces) names it in
+isolation.not_enforced, which every result carries. Each shared resource, and how it is closed
+(tests/test_channels.py runs an attack per class on local, local-bwrap, local-rlimits and docker):
+- Inputs: one call at a time on every backend. Case k+1's arguments are written only after case k's
+  answer has been read, so a candidate that fails case k (fail-fast stops there) or reads its input
+  pipe or the runner's buffer ahead holds no later case's input.
+- Sockets: socket() is denied for every family, socketpair() for all but AF_UNIX (anonymous). AF_VSOCK
+  ports are the whole machine's, outside any network namespace; without a network namespace
+  (local-rlimits) so are the host's loopback and abstract unix names; a reused container can keep TCP
+  TIME_WAIT entries. The protocol is two pipes and needs no socket.
+- Locks and watches on the files every execution reads: fcntl's POSIX and OFD byte-range lock, lease
+  and notify commands, flock(), inotify and fanotify are denied.
+- System V IPC and POSIX message queues: denied (the host's own where there is no IPC namespace, and a
+  reused container's otherwise).
+- Keyrings (per host uid, outside every namespace): denied.
+- Page cache of the files every execution reads (the interpreter's view, bound read-only from the
+  host, or the image's layers): the calls that evict or probe pages are denied (fadvise, readahead,
+  mincore, cachestat, process_madvise, madvise WILLNEED/REMOVE/MERGEABLE/COLD/PAGEOUT/POPULATE_*/
+  COLLAPSE, preadv2/pwritev2 with any flag such as RWF_NOWAIT, Linux AIO, io_uring, KSM merging).
+  What no filter can deny -- a read that loads a page, and telling a resident page from an absent one
+  by the pages a fault maps around it (/proc/self/smaps) or by a read's time -- is closed by
+  construction: the harness reads in every page of the view before the first candidate (sandbox/
+  residency.py), so there is no page left to load, and those pages are not charged to any execution's
+  memory cgroup, so none can push them out by filling its own cap. Docker's image (about 50 MB) is
+  moreover pinned: the harness keeps its layer files mapped and locked in memory (mlock) while the
+  backend lives, so not even the host can evict a page of it.
+- Residual risks, not closed: (1) on the local backends (a view of about 1 GB, read in but not
+  pinned), pages the host itself evicts under its own memory pressure after the harness's check
+  (re-done every 300 s) can be loaded again by one execution and seen by a later one;
+  (2) local-rlimits can read every host file, which no harness can keep resident: its page-cache
+  residency is named in isolation.not_enforced (the evicting and probing calls are denied there too);
+  on docker, when the harness cannot read the engine's layer directories (not root, or a remote
+  engine), the same is named there; (3) timing through other shared kernel caches of the host's
+  read-only filesystem (a name looked up and absent leaves a negative dentry; an ext4 or overlayfs
+  lookup of a cached one is faster); (4) executions running at the same time share the CPUs and the
+  machine's memory, and global counters (/proc/meminfo, /proc/loadavg, /proc/sys/fs/dentry-state)
+  show their load to each other: a noisy covert channel between two executions of one batch, which
+  needs a receiver running at the same moment and carries nothing to a later execution.
 
 Verdict categories are what the harness observed, except where noted:
 - pass / fail: the harness's own comparison of a parsed answer. Only pass matters for delivery, gates

@@ -1,0 +1,64 @@
+# Look for other cases' inputs while answering one: in the runner's frames (its input buffer), in the
+# bytes still waiting on any pipe it holds, and in its whole writable memory. Answers the call tokens
+# ("AGCALL<n>-<hex>") found other than its own argument, sorted.
+import os
+import re
+import select
+import sys
+
+TOKEN = re.compile(rb"AGCALL[0-9]+-[0-9a-f]{16}")
+
+
+def _frames():
+    found = set()
+    frame = sys._getframe(1)
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, (bytes, bytearray)):
+                found.update(TOKEN.findall(bytes(value)))
+        frame = frame.f_back
+    return found
+
+
+def _pipes():
+    found = set()
+    for fd in range(3, 64):
+        try:
+            ready, _, _ = select.select([fd], [], [], 0)
+        except (OSError, ValueError):
+            continue
+        if ready:
+            try:
+                found.update(TOKEN.findall(os.read(fd, 1 << 20)))  # what is there; never waits
+            except OSError:
+                pass
+    return found
+
+
+def _memory():
+    found = set()
+    try:
+        maps = open("/proc/self/maps").read().splitlines()
+        mem = open("/proc/self/mem", "rb", buffering=0)
+    except OSError:
+        return found
+    for line in maps:
+        span, perms = line.split()[:2]
+        if not perms.startswith("rw"):
+            continue
+        start, end = (int(x, 16) for x in span.split("-"))
+        try:
+            mem.seek(start)
+            found.update(TOKEN.findall(mem.read(end - start)))
+        except (OSError, OverflowError, ValueError):
+            pass
+    return found
+
+
+def _index(token):
+    return int(token[len("AGCALL"):].split("-")[0])
+
+
+def f(token):
+    seen = _frames() | _memory() | _pipes()
+    return sorted(t.decode() for t in seen if _index(t.decode()) > _index(token))
