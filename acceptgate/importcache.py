@@ -32,6 +32,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Callable
 
+from acceptgate import boundedjson
 from acceptgate.importers.common import sha256_file
 from acceptgate.task import ImportResult
 
@@ -89,7 +90,7 @@ def _entry_name(k: dict) -> str:
 
 def _stored_key(entry: Path) -> dict | None:
     try:
-        return json.loads((entry / KEY_FILE).read_text(encoding="utf-8"))
+        return boundedjson.load_path(entry / KEY_FILE)
     except (OSError, ValueError):
         return None
 
