@@ -25,11 +25,10 @@ import sys
 import time
 from typing import Any
 
-from acceptgate.literals import LiteralError
+from acceptgate.literals import MAX_SAME_HASH, LiteralError, hash_guard
 
 MAX_DEPTH = 100  # as the runner's own check
 MAX_DECIMAL_DIGITS = sys.int_info.default_max_str_digits  # 4300: the longest decimal repr writes
-MAX_SAME_HASH = 16  # elements of one set/dict with one hash value
 DEADLINE_EVERY = 4096  # tokens between two looks at the clock...
 DEADLINE_CHARS = 64 * 1024  # ...or characters (a token can be a 4,000-digit int, slow to convert)
 
@@ -91,21 +90,6 @@ def _int(token: str) -> int:
 
 def _hexint(token: str) -> int:
     return int(token, 16)  # linear for a power-of-two base, whatever the length
-
-
-def hash_guard(keys: list[Any], what: str) -> None:
-    """Refuse elements that would make a set or dict quadratic to build (or are unhashable)."""
-    counts: dict[int, int] = {}
-    for key in keys:
-        try:
-            h = hash(key)
-        except TypeError as exc:
-            raise LiteralError(f"unhashable {what} element", str(exc)[:100]) from None
-        seen = counts.get(h, 0) + 1
-        if seen > MAX_SAME_HASH:
-            raise LiteralError(f"{what} with colliding hashes",
-                               f"more than {MAX_SAME_HASH} elements with one hash value")
-        counts[h] = seen
 
 
 def _close(frame: _Frame) -> Any:
