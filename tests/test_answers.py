@@ -100,3 +100,14 @@ def test_the_deadline_is_honoured_between_slow_tokens():
     with pytest.raises(TimeoutError):
         answers.parse(text, deadline=time.monotonic() + 0.01)
     assert time.monotonic() - started < 1.0
+
+
+def test_the_deadline_can_be_a_cpu_time_budget():
+    """The executor's budget is the judging thread's CPU time: a sleep (or a loaded machine) spends
+    none of it, a long parse does."""
+    text = "[" + ",".join(["[]"] * 300_000) + "]"
+    budget = time.thread_time() + 0.05
+    time.sleep(0.2)  # wall time passes, CPU time does not
+    assert answers.parse("[" + "[]," * 100 + "[]]", deadline=budget, clock=time.thread_time) == [[]] * 101
+    with pytest.raises(TimeoutError):
+        answers.parse(text, deadline=time.thread_time() + 0.01, clock=time.thread_time)
