@@ -79,11 +79,11 @@ def test_refuses_what_repr_never_writes(text):
 
 def test_colliding_hashes_are_refused_at_once():
     same = [str(k * (2 ** 61 - 1)) for k in range(40_000)]  # all hash to 0: quadratic to build
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: the machine's load does not count (5.3 s of wall at load 20)
     for text in ("{" + ", ".join(same) + "}", "{" + ", ".join(f"{s}: 0" for s in same) + "}"):
         with pytest.raises(LiteralError, match="colliding hashes"):
             answers.parse(text)
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
     assert answers.parse("{" + ", ".join(same[:16]) + "}") == {int(s) for s in same[:16]}
 
 
