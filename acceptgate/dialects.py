@@ -16,7 +16,8 @@ exception while judging is a failed case, never a crash of the harness):
 
 - ``python-call+poly-root=<atol>/1``: HumanEval/32 ``find_zero``: ``|poly(xs, got)| <= atol`` with
   EvalPlus's ``_poly`` (any root is right; ``want`` is the reference's root, shown only);
-- ``python-call+set-eq/1``: ``set(got) == set(want)`` (MBPP+ tasks whose output order is free);
+- ``python-call+set-eq/1``: ``set(got) == set(want)`` (MBPP+ tasks whose output order is free),
+  decided by sorting the elements' equality forms, never by hashing them (``SET_FORMS_SOURCE``);
 - ``python-call+not-none/1``: ``want`` is whether the reference returned something other than None;
   a bool result must equal it, any other result must be non-None exactly when ``want`` is True; a
   non-literal result (a ``re.Match``) counts as a non-None value here, as in EvalPlus;
@@ -217,14 +218,17 @@ _ACCEPTGATE_FLAT = {str, bytes, int, float, bool, type(None)}
 
 class _AcceptgateForms(dict):
     """The forms of scalars (of the _ACCEPTGATE_FLAT types only), memoised: a table of millions of rows
-    of the same few strings is spelled at C speed. Values equal under == have one form (1, 1.0 and
-    True are all i1;), so keying by value is sound. Small forms only, and never more than 65,536."""
+    of the same few strings is spelled at C speed. Only str and bytes are kept: their hashes are
+    seeded per process, while a number's hash is known to a hostile answer, which could make every
+    key collide (k * (2**61 - 1) all hash to 0) and each insertion cost the whole table. Others are
+    looked up (a probe among unpredictable hashes) and spelled each time. Small forms only, and
+    never more than 65,536."""
 
     def __missing__(self, value):
         out = []
         _acceptgate_equality_form(value, out.append, 0)
         form = b"".join(out)
-        if len(form) <= 256:
+        if len(form) <= 256 and (type(value) is str or type(value) is bytes):
             if len(self) >= 65536:
                 self.clear()
             self[value] = form
@@ -299,6 +303,76 @@ def _acceptgate_equality_form(value, put, depth):
         raise TypeError("not a literal: " + t.__name__)
 '''
 
+SET_EQ = "python-call+set-eq/1"
+
+# ``set(got) == set(want)`` without hashing the candidate's values: a set of hostile elements that all
+# hash alike (k * (2**61 - 1) are all 0) costs quadratic time to build. Each element is spelled in
+# an equality form (as EQUALITY_DIGEST_SOURCE's, plus complex numbers; one byte string per class of
+# values == makes equal, prefix-free), and the forms are sorted and deduplicated: a total order, so
+# O(n log n) whatever the values. Same verdicts as the sets: an unhashable element (a list, dict or
+# set inside) raises TypeError as set() does, and an element holding a NaN makes the sets unequal
+# (a NaN equals only the very same object, and the candidate's values are never the harness's).
+SET_FORMS_SOURCE = '''
+def acceptgate_set_forms(value):
+    # The sorted distinct forms of set(value)'s elements, or None when one holds a NaN.
+    if not isinstance(value, (str, bytes, list, tuple, set, dict)):
+        raise TypeError("not iterable: " + type(value).__name__)
+    forms = []
+    for item in value:
+        out = []
+        if not _acceptgate_set_form(item, out.append, 0):
+            return None
+        forms.append(b"".join(out))
+    forms.sort()
+    return [f for i, f in enumerate(forms) if i == 0 or f != forms[i - 1]]
+
+
+_ACCEPTGATE_SET_BIG = 1 << 13000
+
+
+def _acceptgate_set_form(value, put, depth):
+    # False when value holds a NaN; TypeError for what set() cannot hold.
+    if depth > 100:
+        raise ValueError("nesting too deep")
+    t = type(value)
+    if value is None:
+        put(b"N")
+    elif t is int or t is bool:
+        x = int(value)
+        put(b"i" + (str(x) if -_ACCEPTGATE_SET_BIG < x < _ACCEPTGATE_SET_BIG else hex(x)).encode("ascii") + b";")
+    elif t is float:
+        if value != value:
+            return False
+        if value == float("inf") or value == -float("inf"):
+            put(b"finf;" if value > 0 else b"f-inf;")
+        elif value.is_integer():
+            put(b"i" + str(int(value)).encode("ascii") + b";")
+        else:
+            put(b"f" + repr(value).encode("ascii") + b";")
+    elif t is complex:
+        if value.imag == 0:  # equal to its real part (hash too): 1+0j == 1.0 == 1
+            return _acceptgate_set_form(value.real, put, depth + 1)
+        put(b"c")
+        return _acceptgate_set_form(value.real, put, depth + 1) and _acceptgate_set_form(value.imag, put, depth + 1)
+    elif t is str:
+        data = value.encode("utf-8", "surrogatepass")
+        put(b"s" + str(len(data)).encode("ascii") + b":")
+        put(data)
+    elif t is bytes:
+        put(b"b" + str(len(value)).encode("ascii") + b":")
+        put(value)
+    elif t is tuple:
+        put(b"(")
+        for v in value:
+            if not _acceptgate_set_form(v, put, depth + 1):
+                return False
+        put(b")")
+    else:
+        raise TypeError("unhashable type: " + t.__name__)
+    return True
+'''
+
+
 DIGEST = "python-call+digest/1"
 
 
@@ -351,7 +425,10 @@ def _digest_namespace() -> dict:
 _FIXED: dict[str, Dialect] = {d.name: d for d in (
     _EXACT,
     _DIGEST,
-    _check("python-call+set-eq/1", "ok = set(got) == set(want)"),
+    _check(SET_EQ, """
+mine = acceptgate_set_forms(got)
+ok = mine is not None and mine == acceptgate_set_forms(want)
+""", imports=SET_FORMS_SOURCE.strip("\n")),
     _check("python-call+not-none/1", """
 if type(got) is bool:
     ok = got == want

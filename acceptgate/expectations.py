@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from acceptgate import boundedjson
 from acceptgate.errors import InvalidInput
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,11 +97,11 @@ def load_suite(table: str, where: str | os.PathLike | None = None) -> Suite:
     """Read and check ``<dir>/<table>.json``; a malformed file is InvalidInput naming file and field."""
     path = directory(where) / f"{table}.json"
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = boundedjson.load_path(path)
     except OSError as exc:
         raise InvalidInput(f"no expectation suite for table {table!r}: {exc.strerror}", source=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"not JSON: {exc.msg} at line {exc.lineno}", source=str(path)) from None
+    except boundedjson.JSONInputError as exc:
+        raise InvalidInput(str(exc), source=str(path)) from None
     if not isinstance(doc, dict) or doc.get("name") != table:
         raise InvalidInput(f"the suite's name must be the table's name {table!r}", source=str(path), field="name")
     unknown = set(doc) - {"name", "expectations", "rules", "meta", "notes"}
@@ -129,13 +130,13 @@ def load_parameters(where: str | os.PathLike | None = None) -> dict[str, Any]:
     """The shared allowed-value sets that suites reference with ``{"$PARAMETER": "<name>"}``."""
     path = directory(where) / PARAMETERS_FILE
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = boundedjson.load_path(path)
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise InvalidInput(f"cannot read: {exc.strerror}", source=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"not JSON: {exc.msg} at line {exc.lineno}", source=str(path)) from None
+    except boundedjson.JSONInputError as exc:
+        raise InvalidInput(str(exc), source=str(path)) from None
     if not isinstance(doc, dict):
         raise InvalidInput("must be an object of named parameters", source=str(path))
     return {k: v for k, v in doc.items() if not k.startswith("_")}  # "_comment" keys are notes

@@ -15,7 +15,11 @@ audit, the nightly chain): ``load_import`` keeps their ``ImportResult`` -- refer
 parsed suites included -- as a pickle beside the suite entries, so a nightly run re-imports a data set it
 has seen in about a second. The pickle is read by an unpickler that builds only literal values and the
 six classes of an import result (``_RESULT_CLASSES``): an entry that names anything else is refused
-as a miss and imported again, never run. ``ACCEPTGATE_IMPORT_CACHE=off`` turns this cache off.
+as a miss and imported again, never run. What it builds is then rebuilt field by field and type by
+type, every SuiteSpec re-derived through the spec grammar (``checked_result``), so that an entry made
+only of allowed classes cannot carry code into a rendered harness either (a case text that is not
+its value's canonical spelling, an entry point that is no identifier, a dialect not in the registry
+are refused the same way). ``ACCEPTGATE_IMPORT_CACHE=off`` turns this cache off.
 """
 
 from __future__ import annotations
@@ -32,8 +36,10 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Callable
 
+from acceptgate import boundedjson, literals, suitespec
 from acceptgate.hashing import sha256_file
-from acceptgate.task import ImportResult
+from acceptgate.suitespec import Case, SuiteSpec
+from acceptgate.task import SUITE_KINDS, ImportIssue, ImportResult, Task, WrongSample
 
 FORMAT = "acceptgate-import-cache/1"
 KEY_FILE = "cache-key.json"
@@ -89,7 +95,7 @@ def _entry_name(k: dict) -> str:
 
 def _stored_key(entry: Path) -> dict | None:
     try:
-        return json.loads((entry / KEY_FILE).read_text(encoding="utf-8"))
+        return boundedjson.load_path(entry / KEY_FILE)
     except (OSError, ValueError):
         return None
 
@@ -183,4 +189,79 @@ def _read_result(entry: Path, k: dict) -> ImportResult | None:
     except (OSError, ValueError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, IndexError,
             KeyError, RecursionError, MemoryError):
         return None
-    return result if isinstance(result, ImportResult) else None
+    try:
+        return checked_result(result)
+    except (TypeError, ValueError, AttributeError, KeyError, RecursionError):  # SpecError, LiteralError too
+        return None
+
+
+def _typed(value, kind, what: str):
+    if type(value) is not kind:
+        raise TypeError(f"{what}: {type(value).__name__}, not {kind.__name__}")
+    return value
+
+
+def _optional(value, kind, what: str):
+    return None if value is None else _typed(value, kind, what)
+
+
+def _spec(spec) -> SuiteSpec:
+    """The spec re-derived from its values through the spec grammar (``case_of``/``from_cases``: the
+    dialect from the registry, the entry point an identifier, every value a literal, every text its
+    canonical spelling); a text that is not what its value spells refuses the entry."""
+    _typed(spec, SuiteSpec, "suite")
+    cases = _typed(spec.cases, tuple, "cases")
+    fresh = suitespec.from_cases(_typed(spec.dialect, str, "dialect"), _typed(spec.entry_point, str, "entry point"),
+                                 [suitespec.case_of(_typed(c, Case, "case").args, c.kwargs, c.expected)
+                                  for c in cases])
+    for old, new in zip(cases, fresh.cases):
+        if (old.args_text, old.kwargs_text, old.expected_text) != (new.args_text, new.kwargs_text, new.expected_text):
+            raise ValueError("a case's text is not its value's canonical spelling")
+    state = vars(spec)
+    if not set(state) <= {"dialect", "entry_point", "cases", "spec_hash"} or \
+            state.get("spec_hash", fresh.spec_hash) != fresh.spec_hash:
+        raise ValueError("a suite's stored state is not what its cases derive")
+    return fresh
+
+
+def checked_result(result) -> ImportResult:
+    """An unpickled import result rebuilt from its fields, each checked: nothing it holds is trusted
+    as is (its objects may carry any state the allowed classes admit, e.g. a cached ``spec_hash``).
+    Every SuiteSpec is re-derived through the spec grammar (``_spec``) before anything renders it.
+    Raises TypeError/ValueError (a refused entry)."""
+    _typed(result, ImportResult, "result")
+    tasks = []
+    for t in _typed(result.tasks, list, "tasks"):
+        _typed(t, Task, "task")
+        entry_point = _typed(t.entry_point, str, "entry point")
+        suitespec._SpecModel._identifier(entry_point)
+        suites = {}
+        for kind, spec in _typed(t.suites, dict, "suites").items():
+            if kind not in SUITE_KINDS:
+                raise ValueError(f"suite kind {kind!r}")
+            suites[kind] = _spec(spec)
+        seconds = {}
+        for kind, values in _typed(t.reference_seconds, dict, "reference seconds").items():
+            if kind not in SUITE_KINDS or not all(type(x) in (int, float) for x in _typed(values, list, "seconds")):
+                raise ValueError("reference seconds")
+            seconds[kind] = list(values)
+        tasks.append(Task(
+            task_id=_typed(t.task_id, str, "task id"), dataset=_typed(t.dataset, str, "dataset"),
+            entry_point=entry_point, prompt=_typed(t.prompt, str, "prompt"),
+            reference=_typed(t.reference, str, "reference"), suites=suites,
+            wrong_samples=[WrongSample(_typed(_typed(w, WrongSample, "wrong sample").label, str, "label"),
+                                       _typed(w.source, str, "source"))
+                           for w in _typed(t.wrong_samples, list, "wrong samples")],
+            contract=_typed(t.contract, str, "contract"), reference_seconds=seconds))
+    issues = [ImportIssue(task_id=_typed(i.task_id, str, "task id"), reason=_typed(i.reason, str, "reason"),
+                          detail=_typed(i.detail, str, "detail"), suite=_optional(i.suite, str, "suite"),
+                          case_index=_optional(i.case_index, int, "case index"),
+                          excluded=_typed(i.excluded, str, "excluded"))
+              for i in (_typed(x, ImportIssue, "issue") for x in _typed(result.issues, list, "issues"))]
+    notes = _typed(result.notes, dict, "notes")
+    literals.canonical(notes)  # literals only
+    return ImportResult(dataset=_typed(result.dataset, str, "dataset"), source=_typed(result.source, str, "source"),
+                        source_sha256=_typed(result.source_sha256, str, "source sha256"), tasks=tasks,
+                        issues=issues,
+                        source_hidden_cases=_optional(result.source_hidden_cases, int, "hidden cases"),
+                        notes=dict(notes))

@@ -118,6 +118,25 @@ def _complex_node(node: ast.AST) -> complex | None:
     return None
 
 
+MAX_SAME_HASH = 16  # elements of one set/dict with one hash value
+
+
+def hash_guard(keys: list[Any], what: str) -> None:
+    """Refuse elements that would make a set or dict quadratic to build (or are unhashable): ints
+    ``k * (2**61 - 1)`` all hash to 0, and each insertion would compare with every earlier one."""
+    counts: dict[int, int] = {}
+    for key in keys:
+        try:
+            h = hash(key)
+        except TypeError as exc:
+            raise LiteralError(f"unhashable {what} element", str(exc)[:100]) from None
+        seen = counts.get(h, 0) + 1
+        if seen > MAX_SAME_HASH:
+            raise LiteralError(f"{what} with colliding hashes",
+                               f"more than {MAX_SAME_HASH} elements with one hash value")
+        counts[h] = seen
+
+
 def _convert(node: ast.AST, depth: int, limits: _Limits) -> Any:
     if depth > limits.max_depth:
         raise LiteralError("nesting too deep", f"more than {limits.max_depth} levels")
@@ -155,16 +174,15 @@ def _convert(node: ast.AST, depth: int, limits: _Limits) -> Any:
             return tuple(items)
         if isinstance(node, ast.List):
             return items
-        try:
-            return set(items)
-        except TypeError as exc:
-            raise LiteralError("unhashable set element", str(exc)) from None
+        hash_guard(items, "set")  # before building it: colliding elements make that quadratic
+        return set(items)
     if isinstance(node, ast.Dict):
         out: dict[Any, Any] = {}
-        for k, v in zip(node.keys, node.values):
-            if k is None:
-                raise LiteralError("dict unpacking", _describe(v))
-            key = _convert(k, depth + 1, limits)
+        if any(k is None for k in node.keys):
+            raise LiteralError("dict unpacking", _describe(node.values[node.keys.index(None)]))
+        keys = [_convert(k, depth + 1, limits) for k in node.keys]
+        hash_guard(keys, "dict key")
+        for key, v in zip(keys, node.values):
             try:
                 out[key] = _convert(v, depth + 1, limits)
             except TypeError as exc:

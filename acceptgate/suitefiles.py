@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acceptgate import boundedjson
 from acceptgate import render, suitespec
 from acceptgate.errors import InvalidInput
 from acceptgate.hashing import sha256_text
@@ -250,12 +251,12 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     if not path.parent.is_dir():
         raise InvalidInput("no such directory", source=str(path.parent))
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
+        doc = boundedjson.loads(path.read_bytes())
     except FileNotFoundError:
         raise InvalidInput("not a suite directory: no manifest.json", source=str(path.parent)) from None
     except OSError as exc:
         raise InvalidInput(f"cannot read: {exc.strerror}", source=str(path)) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except boundedjson.JSONInputError as exc:
         raise InvalidInput(f"not a JSON manifest: {exc}", source=str(path)) from None
     if not isinstance(doc, dict):
         raise InvalidInput("the manifest must be a JSON object", source=str(path))
@@ -328,7 +329,7 @@ def _read_timing(path: Path, spec: SuiteSpec) -> list[float]:
 
 def _timing(path: Path, spec_hash: str | None, cases: int | None) -> list[float]:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = boundedjson.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
         raise InvalidInput(f"unreadable timing sidecar: {exc}", source=str(path)) from None
     seconds = doc.get("reference_seconds") if isinstance(doc, dict) else None

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from acceptgate import boundedjson
 from acceptgate import dialects, literals
 from acceptgate.errors import InvalidInput
 
@@ -181,12 +182,10 @@ def loads(data: bytes | str, *, source: str | None = None) -> SuiteSpec:
             raise SpecError(f"not UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r})",
                             source=source, construct="non-UTF-8 bytes") from None
     try:
-        doc = json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+        doc = boundedjson.loads(data)
+    except boundedjson.JSONInputError as exc:
+        raise SpecError(str(exc) if exc.message.startswith("not JSON") else f"not JSON: {exc}",
                         source=source, construct="json") from None
-    except RecursionError:
-        raise SpecError("JSON nested too deeply", source=source, construct="json") from None
     return from_dict(doc, source=source)
 
 

@@ -270,3 +270,15 @@ def test_texts_from_the_candidate_are_always_encodable(local_backend):
                      limits=SHORT)
     assert result.verdict == "error" and "\\udc80" in result.cases[0].message
     result.to_json().encode("utf-8")  # a writer of results never fails on a lone surrogate
+
+
+def test_an_answer_too_costly_to_judge_is_a_failed_case_not_the_candidates_timeout(local_backend, monkeypatch):
+    """The harness reads answers on its own CPU budget (not the candidate's wall clock): past it, the
+    answer is a failed case saying so, and the next case is still judged."""
+    from acceptgate.sandbox import executor
+
+    monkeypatch.setattr(executor, "JUDGE_CPU_SECONDS", 0.0)
+    harness = render.harness_for(suitespec.build("python-call/1", "f", [((0,), {}, [1]), ((1,), {}, 1)]))
+    result = execute(harness, "def f(x):\n    return [[]] * 100_000 if x == 0 else 1\n", local_backend)
+    assert [c.status for c in result.cases] == ["fail", "pass"], result.as_dict()
+    assert "too costly to judge" in result.cases[0].got and result.verdict == "fail"

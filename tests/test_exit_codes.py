@@ -440,6 +440,19 @@ def test_a_json_list_as_spec_is_named_plainly(tmp_path):
     assert "_SpecModel" not in done.stderr
 
 
+@pytest.mark.parametrize("bomb, said", [
+    ('"x": ' + "1" * 5000, "an integer of 5000 digits, limit 4300 at line 1"),
+    ('"x": ' + "[" * 100_000 + "]" * 100_000, "nested 100001 levels deep, limit 100"),
+], ids=["5000-digit-int", "100000-deep"])
+def test_a_json_bomb_as_spec_is_exit_2_naming_what_broke(bomb, said, tmp_path):
+    spec = tmp_path / "bomb.json"
+    spec.write_text('{"dialect": "python-call/1", "entry_point": "f", "cases": [], ' + bomb + "}")
+    done = subprocess.run([sys.executable, "-m", "acceptgate", "spec", "check", str(spec)], capture_output=True,
+                          text=True, env=environment(), timeout=120)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert str(spec) in done.stderr and said in done.stderr and "Traceback" not in done.stderr
+
+
 def test_sandbox_info_shows_every_backend_and_exits_0_without_docker():
     from acceptgate.sandbox import backend as backends
     from acceptgate.sandbox.threat import THREAT_MODEL

@@ -175,6 +175,98 @@ def test_a_cache_entry_that_names_other_code_is_refused_never_run(tmp_path, priv
     assert not importcache.load_import("humanevalplus", data, lambda: result)[1]
 
 
+def _planted(result, plant):
+    """A pickled copy of ``result`` with one planted change (made of the allowed classes only)."""
+    import copy
+    import pickle
+
+    bad = copy.deepcopy(result)
+    plant(bad)
+    return pickle.dumps(bad)
+
+
+def _replace_case(spec, **texts):
+    from dataclasses import replace
+
+    from acceptgate.suitespec import SuiteSpec
+
+    return SuiteSpec(spec.dialect, spec.entry_point, (replace(spec.cases[0], **texts), *spec.cases[1:]))
+
+
+def _plant_entry_point(r):
+    from acceptgate.suitespec import SuiteSpec
+    from acceptgate.task import HIDDEN
+
+    spec = r.tasks[0].suites[HIDDEN]
+    object.__setattr__(spec, "entry_point", "f(); import os; os.system('touch x')#")
+    r.tasks[0].suites[HIDDEN] = SuiteSpec(spec.dialect, spec.entry_point, spec.cases)
+
+
+def _plant_expected_text(r):
+    from acceptgate.task import HIDDEN
+
+    r.tasks[0].suites[HIDDEN] = _replace_case(r.tasks[0].suites[HIDDEN], expected_text="__import__('os').getpid()")
+
+
+def _plant_spec_hash(r):
+    from acceptgate.task import HIDDEN
+
+    spec = r.tasks[0].suites[HIDDEN]
+    spec.__dict__["spec_hash"] = "x\nimport os; os.system('touch x')"  # a cached_property's slot, pre-filled
+
+
+def _plant_value(r):
+    from acceptgate.task import HIDDEN
+
+    spec = r.tasks[0].suites[HIDDEN]
+    r.tasks[0].suites[HIDDEN] = _replace_case(spec, expected=frozenset({1}))  # no literal: canonical refuses it
+
+
+def _plant_dialect(r):
+    from dataclasses import replace
+
+    from acceptgate.task import HIDDEN
+
+    spec = r.tasks[0].suites[HIDDEN]
+    r.tasks[0].suites[HIDDEN] = replace(spec, dialect="python-call/1\nimport os")
+
+
+@pytest.mark.parametrize("plant", [_plant_entry_point, _plant_expected_text, _plant_spec_hash, _plant_value,
+                                   _plant_dialect], ids=lambda f: f.__name__[len("_plant_"):])
+def test_a_cache_entry_carrying_code_in_a_spec_field_is_refused_and_the_import_reruns(
+        plant, tmp_path, private_cache, humanevalplus_path, local_backend):
+    """Built only from the classes the unpickler allows, a planted entry puts code where the renderer
+    pastes text (an entry point, a case text, a pre-filled spec_hash, a dialect name) or a value that is
+    no literal: it is refused (a miss) and the import runs again; the fresh result renders cleanly."""
+    from acceptgate import importcache, render
+    from acceptgate.importers import humanevalplus
+    from acceptgate.task import HIDDEN
+
+    data = _two_tasks(tmp_path, humanevalplus_path)
+    good, hit = importcache.load_import("humanevalplus", data, lambda: humanevalplus.load(data, local_backend))
+    assert not hit
+    entry = private_cache / importcache._entry_name(importcache.result_key("humanevalplus", data, limit=None))
+    (entry / importcache.RESULT_FILE).write_bytes(_planted(good, plant))
+    calls = []
+
+    def load():
+        calls.append(1)
+        return humanevalplus.load(data, local_backend)
+
+    result, hit = importcache.load_import("humanevalplus", data, load)
+    assert not hit and calls == [1]
+
+    def hashes(r):
+        return [(t.task_id, k, s.spec_hash) for t in r.tasks for k, s in sorted(t.suites.items())]
+
+    assert hashes(result) == hashes(good)  # the same suites (timings are measured again)
+    harness = render.render(result.tasks[0].suites[HIDDEN])
+    assert "import os" not in harness and "getpid" not in harness
+    # the entry written again is a clean hit
+    again, hit = importcache.load_import("humanevalplus", data, lambda: pytest.fail("not a hit"))
+    assert hit and again == result
+
+
 def test_the_flows_import_without_a_usable_cache(tmp_path, monkeypatch, humanevalplus_path, local_backend):
     from acceptgate import importcache
     from acceptgate.importers import humanevalplus

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
+import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,6 +116,65 @@ def test_oracle_dialects_judge_like_evalplus():
     area = _harness("python-call+pyramid-area=0.0/1", [((3, 4), {}, 33)])
     assert area.judge(33, 33, (3, 4), {}) and area.judge(round(9 + 2 * 3 * (1.5 ** 2 + 16) ** 0.5), 0, (3, 4), {})
     assert not area.judge(34, 33, (3, 4), {})
+
+
+# Values whose set semantics are subtle: equal across types (1, 1.0, True, 1+0j), NaN (equal only to the
+# very same object), signed zeros, ints beyond a float, unhashable members, nesting.
+_SET_VALUES = [None, True, False, 0, 1, -1, -2, 2, 1.0, 0.5, -0.0, math.inf, -math.inf, math.nan, 1 + 0j,
+               2j, complex(0.5, 0), complex(math.nan, 0), "a", "b", "", b"a", b"", 2 ** 61 - 1,
+               2 * (2 ** 61 - 1), 2 ** 70, float(2 ** 70), (1, "a"), (1.0, "a"), ((2j,),), (math.nan,), [1], {1: 2}]
+
+
+def test_set_equality_decides_as_python_sets_do():
+    """The sorted-forms rule against ``set(got) == set(want)`` itself, on pairs of containers of tricky
+    values (the candidate's side parsed from its repr, as the harness receives it)."""
+    from acceptgate.sandbox import answers
+
+    set_eq = _harness("python-call+set-eq/1", [(((1, 2),), {}, (4, 5))])
+    rng = random.Random(5)
+
+    def python(got, want):
+        try:
+            return set(got) == set(want)
+        except TypeError:
+            return False
+
+    def container():
+        kind = rng.choice([list, tuple, set, dict, str])
+        if kind is str:
+            return rng.choice(["ab", "ba", "aab", ""])
+        items = [rng.choice(_SET_VALUES) for _ in range(rng.randint(0, 4))]
+        if kind in (set, dict):
+            items = [v for v in items if type(v) not in (list, dict)]
+            return set(items) if kind is set else dict.fromkeys(items, 0)
+        return kind(items)
+
+    agreed = {True: 0, False: 0}
+    for _ in range(20_000):
+        want = container()
+        got = rng.choice([want, container(), list(want) if type(want) is not str else want])
+        got = answers.parse(repr(got))  # as the runner spells it
+        expected = python(got, want)
+        assert set_eq.judge(got, want, (), {}) is expected, (got, want)
+        agreed[expected] += 1
+    assert min(agreed.values()) > 1000, agreed  # both verdicts well exercised
+
+
+def test_set_equality_of_hash_colliding_elements_is_linear():
+    """A 1 MiB answer of ints that all hash alike: set() takes tens of seconds of CPU on it (quadratic);
+    the rule sorts forms instead. CPU time, not wall clock: the machine's load does not count."""
+    from acceptgate.sandbox import answers
+
+    colliding = [k * (2 ** 61 - 1) for k in range(1, 40_001)]
+    assert len({hash(v) for v in colliding}) == 1
+    text = repr(colliding)
+    assert len(text) < render.RESULT_FLOOR  # within the answer bound of a small expected value
+    set_eq = _harness("python-call+set-eq/1", [((1,), {}, [1])])
+    got = answers.parse(text)
+    started = time.process_time()
+    assert not set_eq.judge(got, [1], (1,), {})
+    assert set_eq.judge(got + got[::-1], got, (1,), {})  # duplicates and order do not matter
+    assert time.process_time() - started < 5.0
     digits = _harness("python-call+digit-distance/1", [((1, 2), {}, 1)])
     assert digits.judge(1, 1, (1, 2), {}) and digits.judge(4, 9, (123, 321), {}) and not digits.judge(5, 9, (123, 321), {})
     assert _harness("python-call+any-result/1", [((1,), {}, True)]).judge("anything", True, (), {})

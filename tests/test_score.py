@@ -162,3 +162,42 @@ def test_cli_case_seconds_limits_each_case(suites_dir, tmp_path, capsys):
     assert main(["score", "--suites", str(suites_dir), "--samples", str(samples), "--suite", "hidden",
                  "--out", str(out)]) == 0
     assert json.loads(out.read_text())["verdict"] == "pass"
+
+
+def _json_bombs() -> list[str]:
+    """Records that once ended the whole batch with a traceback: nested 100,000 deep, a 5,000-digit
+    number, and a line beyond the reader's bound."""
+    from acceptgate.sources.replay import MAX_LINE_CHARS
+
+    return ['{"task_id": "T/double", "solution": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            '{"task_id": "T/double", "solution": "x", "n": ' + "9" * 5000 + "}",
+            '{"task_id": "T/double", "solution": "' + "x" * (MAX_LINE_CHARS + 10) + '"}']
+
+
+def test_json_bombs_are_invalid_records_and_cost_no_other_sample_its_result(suites_dir, tmp_path, capsys):
+    from acceptgate.cli import main
+
+    samples = samples_file(tmp_path, [{"task_id": "T/double", "completion": "    return 2 * x\n"}, *_json_bombs(),
+                                      {"task_id": "T/double", "solution": "def double(x):\n    return x * x\n"}])
+    out = tmp_path / "scores.jsonl"
+    assert main(["score", "--suites", str(suites_dir), "--samples", str(samples), "--suite", "hidden",
+                 "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["line"], r["verdict"]) for r in rows] == [(1, "pass"), (2, "invalid"), (3, "invalid"), (4, "invalid"),
+                                                      (5, "fail")]
+    assert "nested 100001 levels deep" in rows[1]["detail"]
+    assert "integer of 5000 digits" in rows[2]["detail"]
+    assert "longer than" in rows[3]["detail"]
+
+
+@pytest.mark.parametrize("bomb", [0, 1, 2])
+def test_strict_refuses_a_json_bomb_with_exit_2_naming_file_and_line(bomb, suites_dir, tmp_path, capsys):
+    from acceptgate.cli import main
+
+    samples = samples_file(tmp_path, [{"task_id": "T/double", "completion": "    return 2 * x\n"}, _json_bombs()[bomb]])
+    out = tmp_path / "scores.jsonl"
+    assert main(["score", "--suites", str(suites_dir), "--samples", str(samples), "--suite", "hidden",
+                 "--strict", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{samples}, line 2" in err and "Traceback" not in err
+    assert not out.exists()

@@ -311,3 +311,43 @@ def test_serve_api_refuses_bad_keys_and_paths_before_listening(tmp_path):
     assert run("new-key", "--client", "alice", "--keys", str(good)).returncode == 0
     out = run("--keys", str(good), "--journal", str(tmp_path / "file" / "j.sqlite"), "--no-warehouse")
     assert out.returncode == 2 and "--journal" in out.stderr and not (tmp_path / "file").is_dir()
+
+
+def test_a_chunked_body_over_the_limit_is_413(service):
+    """No Content-Length: the body streams in chunks; the service counts as it reads, stops buffering at
+    the limit and answers 413 (it used to be a 400 from the body parser)."""
+    def chunks():
+        for _ in range(12):  # 12 MiB offered against the 8 MiB limit
+            yield b"x" * (1 << 20)
+
+    with service.client("alice") as http:
+        r = http.post("/v1/tasks/add-1/submissions", content=chunks(), headers={"Content-Type": "application/json"})
+    assert r.request.headers.get("transfer-encoding") == "chunked" and "content-length" not in r.request.headers
+    assert r.status_code == 413 and "over" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("body, said", [
+    (b'{"program": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested 100001 levels deep"),
+    (b'{"program": ' + b"7" * 5000 + b"}", "an integer of 5000 digits"),
+], ids=["deep", "long-int"])
+def test_a_json_bomb_body_is_400_naming_the_bound(service, body, said):
+    r = call(service, "alice", "POST", "/v1/tasks/add-1/submissions", content=body,
+             headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and said in r.json()["detail"]
+
+
+def test_calls_without_a_key_are_rate_limited_per_address_and_not_journalled(tmp_path):
+    import sqlite3
+
+    svc = LiveService(tmp_path, extra=("--rate-per-minute", "1", "--burst", "3")).start()
+    try:
+        codes = [call(svc, None, "GET", "/v1/tasks").status_code for _ in range(6)]
+        assert codes[:3] == [401] * 3 and codes[3:] == [429] * 3, codes
+        r = call(svc, None, "GET", "/v1/tasks")
+        assert int(r.headers["Retry-After"]) >= 1
+        assert call(svc, "alice", "GET", "/v1/tasks").status_code == 200  # a keyed client has its own bucket
+        with sqlite3.connect(svc.journal) as con:
+            rows = con.execute("select client, route from calls").fetchall()
+        assert rows == [("alice", "/v1/tasks")], rows  # 7 anonymous calls, no row
+    finally:
+        assert svc.stop() in GRACEFUL

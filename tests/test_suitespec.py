@@ -74,6 +74,22 @@ def test_smuggled_code_is_rejected_naming_case_field_and_construct(text, constru
     assert "suite.json" in str(e) and "case 1" in str(e)
 
 
+@pytest.mark.parametrize("item", ["%d", "%d: 0"], ids=["set", "dict"])
+def test_hash_colliding_elements_are_refused_before_building(item):
+    """40,000 ints that all hash to 0 in a set or dict literal: building it would compare each with
+    every earlier one (tens of seconds); the spec is refused at once, naming the construct."""
+    import time
+
+    text = "{" + ", ".join(item % (k * (2 ** 61 - 1)) for k in range(1, 40_001)) + "}"
+    started = time.process_time()
+    with pytest.raises(SpecError) as err:
+        suitespec.from_dict(spec_doc(dict(case(), expected=text)), source="suite.json")
+    assert "colliding hashes" in str(err.value) and err.value.field == "expected"
+    assert time.process_time() - started < 5.0  # CPU time: the machine's load does not count
+    few = "{" + ", ".join(item % k for k in (1, 2, -1, -2)) + "}"  # -1 and -2 share a hash: fine
+    assert len(suitespec.from_dict(spec_doc(dict(case(), expected=few))).cases[0].expected) == 4
+
+
 def test_huge_nesting_is_rejected_without_crashing():
     for depth in (150, 1000, 100_000):
         text = "[" * depth + "]" * depth

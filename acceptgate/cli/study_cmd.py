@@ -9,10 +9,10 @@ field and counted; --strict refuses the file with exit 2).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from acceptgate import boundedjson
 from acceptgate import outputs, warehouse
 from acceptgate.errors import InvalidInput
 
@@ -78,7 +78,7 @@ def run_ratings(args) -> int:
             raise InvalidInput("no such file", source=name, field=flag)
     for n, line in enumerate(Path(args.key).read_text(encoding="utf-8").splitlines(), start=1):
         try:
-            doc = json.loads(line)
+            doc = boundedjson.loads(line)
             doc.pop("seed", None)
             assignments[doc["item_id"]] = human.Assignment(**doc)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:

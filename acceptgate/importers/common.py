@@ -8,7 +8,6 @@ Each case that cannot become part of a SuiteSpec is recorded as an ``ImportIssue
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import zlib
 from collections import Counter
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from acceptgate import boundedjson
 from acceptgate import dialects, literals, suitespec
 from acceptgate.errors import InvalidInput
 from acceptgate.hashing import sha256_file
@@ -94,12 +94,10 @@ def read_jsonl(path: str | Path, required: dict[str, type | tuple[type, ...]]) -
 def _row(raw: bytes, lineno: int, path: Path, required: dict[str, Any]) -> dict:
     record = f"line {lineno}"
     try:
-        row = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InvalidInput("not UTF-8", source=str(path), record=record) from None
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"not JSON: {exc.msg} at column {exc.colno}", source=str(path),
-                           record=record) from None
+        row = boundedjson.loads(raw)
+    except boundedjson.JSONInputError as exc:
+        raise InvalidInput(str(exc) if exc.message.startswith(("not JSON", "not UTF-8")) else f"not JSON: {exc}",
+                           source=str(path), record=record) from None
     if not isinstance(row, dict):
         raise InvalidInput("a record must be a JSON object", source=str(path), record=record)
     for name, kind in required.items():

@@ -14,13 +14,13 @@ the file (``--strict``) or go on with the valid records and count the invalid on
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from acceptgate import boundedjson
 from acceptgate.errors import InvalidInput
 
 DISPOSITIONS = ("avoid", "transfer", "mitigate", "accept")
@@ -166,9 +166,10 @@ def load_jsonl(path: str | Path, model: type[M], *, key: str | None = None) -> L
         if not line.strip():
             continue
         try:
-            doc = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.append(RecordError(str(path), number, "(line)", f"not JSON: {exc.msg}"))
+            doc = boundedjson.loads(line)
+        except boundedjson.JSONInputError as exc:
+            errors.append(RecordError(str(path), number, "(line)", str(exc) if exc.message.startswith("not JSON")
+                                      else f"not JSON: {exc}"))
             continue
         try:
             record = model.model_validate(doc)

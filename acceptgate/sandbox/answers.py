@@ -23,13 +23,12 @@ from __future__ import annotations
 import re
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
-from acceptgate.literals import LiteralError
+from acceptgate.literals import MAX_SAME_HASH, LiteralError, hash_guard
 
 MAX_DEPTH = 100  # as the runner's own check
 MAX_DECIMAL_DIGITS = sys.int_info.default_max_str_digits  # 4300: the longest decimal repr writes
-MAX_SAME_HASH = 16  # elements of one set/dict with one hash value
 DEADLINE_EVERY = 4096  # tokens between two looks at the clock...
 DEADLINE_CHARS = 64 * 1024  # ...or characters (a token can be a 4,000-digit int, slow to convert)
 
@@ -93,21 +92,6 @@ def _hexint(token: str) -> int:
     return int(token, 16)  # linear for a power-of-two base, whatever the length
 
 
-def hash_guard(keys: list[Any], what: str) -> None:
-    """Refuse elements that would make a set or dict quadratic to build (or are unhashable)."""
-    counts: dict[int, int] = {}
-    for key in keys:
-        try:
-            h = hash(key)
-        except TypeError as exc:
-            raise LiteralError(f"unhashable {what} element", str(exc)[:100]) from None
-        seen = counts.get(h, 0) + 1
-        if seen > MAX_SAME_HASH:
-            raise LiteralError(f"{what} with colliding hashes",
-                               f"more than {MAX_SAME_HASH} elements with one hash value")
-        counts[h] = seen
-
-
 def _close(frame: _Frame) -> Any:
     items = frame.items
     if frame.opener == "[":
@@ -136,7 +120,7 @@ FLAT_MIN_CHARS = 3
 _FLAT_CHUNK = 1 << 20
 
 
-def _flat_numbers(text: str, deadline: float | None) -> list | None:
+def _flat_numbers(text: str, deadline: float | None, clock: Callable[[], float] = time.monotonic) -> list | None:
     if len(text) < FLAT_MIN_CHARS or not text.startswith("[") or _FLAT_NUMBERS.fullmatch(text) is None:
         return None
     out: list = []
@@ -152,7 +136,7 @@ def _flat_numbers(text: str, deadline: float | None) -> list | None:
             else:
                 out.append(float(token))
         pos = cut + 2
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and clock() > deadline:
             raise TimeoutError("deadline passed while parsing an answer")
     return out
 
@@ -175,21 +159,25 @@ def _scalar(text: str) -> Any:
     return _NO_SCALAR
 
 
-def parse(text: str, *, deadline: float | None = None, max_depth: int = MAX_DEPTH) -> Any:
+def parse(text: str, *, deadline: float | None = None, max_depth: int = MAX_DEPTH,
+          clock: Callable[[], float] = time.monotonic) -> Any:
     """The value ``text`` spells in repr's literal grammar.
 
-    Raises LiteralError for anything else, TimeoutError once ``deadline`` (time.monotonic) has passed.
-    Cost: linear in ``len(text)`` in time and memory, whatever the text.
+    Raises LiteralError for anything else, TimeoutError once ``clock()`` has passed ``deadline``
+    (``time.monotonic`` by default; the executor passes ``time.thread_time``, a CPU-time budget that
+    the machine's load does not use up). Cost: linear in ``len(text)`` in time and memory, whatever
+    the text.
     """
     if len(text) <= _SCALAR_CHARS and (scalar := _scalar(text)) is not _NO_SCALAR:
         return scalar
-    flat = _flat_numbers(text, deadline)
+    flat = _flat_numbers(text, deadline, clock)
     if flat is not None:
         return flat
-    return parse_tokens(text, deadline=deadline, max_depth=max_depth)
+    return parse_tokens(text, deadline=deadline, max_depth=max_depth, clock=clock)
 
 
-def parse_tokens(text: str, *, deadline: float | None = None, max_depth: int = MAX_DEPTH) -> Any:
+def parse_tokens(text: str, *, deadline: float | None = None, max_depth: int = MAX_DEPTH,
+                 clock: Callable[[], float] = time.monotonic) -> Any:
     """``parse`` without its fast paths: the token loop, which decides every text alone."""
     stack: list[_Frame] = []
     pos, end = 0, len(text)
@@ -209,7 +197,7 @@ def parse_tokens(text: str, *, deadline: float | None = None, max_depth: int = M
         tokens += 1
         if deadline is not None and (tokens % DEADLINE_EVERY == 0 or pos - checked > DEADLINE_CHARS):
             checked = pos
-            if time.monotonic() > deadline:
+            if clock() > deadline:
                 raise TimeoutError("deadline passed while parsing an answer")
         kind = m.lastgroup
         token = m.group(kind)

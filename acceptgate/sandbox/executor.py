@@ -34,6 +34,9 @@ SHOW_CHARS = 1000  # args/got/want/messages kept per failing case
 TYPE_CHARS = 200  # exception type names kept
 DETAIL_CHARS = 2000  # an execution's detail
 CANONICAL_SHOWN = 64 * 1024  # results up to this size are shown canonically, longer ones as sent
+# CPU seconds the harness spends reading the answers of one execution (their parse is linear in their
+# size, which the per-case bounds cap): beyond it, an answer is a failed case, too costly to judge.
+JUDGE_CPU_SECONDS = 10.0
 
 
 class ProtocolViolation(Exception):
@@ -118,6 +121,15 @@ class _Channel:
         self.ok_limit = MAX_FRAME  # results beyond this are dropped unread (see recv)
         self.ok_limits: tuple[int, ...] | None = None  # or one such bound per case
         self.skipped = 0
+        # The harness's own budget for reading and judging this execution's answers: CPU time of the
+        # judging thread (time.thread_time), which the machine's load does not use up.
+        self.judge_cpu_deadline = time.thread_time() + JUDGE_CPU_SECONDS
+
+    def pause(self, seconds: float) -> None:
+        """Stop the candidate's clocks for ``seconds``: the time the harness spent judging an answer is
+        not the program's (on a loaded machine it can be several times its CPU cost)."""
+        self.deadline += seconds
+        self.wall_deadline += seconds
 
     def timeout_detail(self, limits: Limits) -> str:
         if self.deadline < self.wall_deadline:
@@ -401,11 +413,13 @@ def execute(
         chan.ok_limits = _ok_limits(harness)
         current = 0
         for index, (kind, payload) in enumerate(chan.answers(prepared.calls)):
+            judging = time.monotonic()
             if kind == b"ok" and payload == prepared.expected_text[index] and prepared.text_passes[index]:
                 case = CaseResult(index=index, status="pass")  # the text's verdict, computed once
             else:
                 args, kwargs, want = cases[index]
                 case = _judge_case(harness, index, args, kwargs, want, kind, payload, chan)
+            chan.pause(time.monotonic() - judging)
             result.cases.append(case)
             current = index + 1
             if case.status != "pass" and fail_fast:
@@ -526,11 +540,15 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
             return failing("fail", got=f"<a result of {chan.skipped} bytes: larger than the expected value allows>")
         try:
             text = payload.decode("utf-8", "surrogatepass")
-            # Parsing is the harness's time, not the candidate's (EvalPlus times only the call): it is
-            # bounded by the answer's size limit and the execution's wall clock, not the case's limit.
-            got = answer_value(kind, answers.parse(text, deadline=chan.wall_deadline))
+            # Parsing is the harness's time, not the candidate's (EvalPlus times only the call): the
+            # candidate's clocks stop meanwhile (execute), and it is bounded by the answer's size limit
+            # and the harness's CPU budget for the execution, never by the machine's load.
+            got = answer_value(kind, answers.parse(text, deadline=chan.judge_cpu_deadline, clock=time.thread_time))
         except (literals.LiteralError, UnicodeDecodeError) as exc:
             raise ProtocolViolation(_clip(f"case {index}: result is not a literal ({exc})", DETAIL_CHARS)) from None
+        except TimeoutError:
+            return failing("fail", got=f"<a result of {len(payload)} bytes: too costly to judge within the harness's "
+                                       f"{JUDGE_CPU_SECONDS:g} s CPU budget>")
         try:
             same = bool(harness.judge(got, want, args, kwargs))
         except Exception as exc:  # any comparison is total: an exception on this answer is its failure

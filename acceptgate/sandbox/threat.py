@@ -15,9 +15,15 @@ What the harness guarantees whatever the answer:
 - Every frame is bounded on its header before its payload is read: a result (ok) at most 16 MiB and
   dropped unread beyond what any expected value could need; an error report or any other frame at most
   64 KiB. Answers are parsed by a repr-only literal parser (sandbox/answers.py) that is linear in time
-  and memory, checks the wall clock while it parses, and refuses sets and dicts whose elements share
-  one hash value (quadratic to build). Peak memory stays under 1 GiB and wall time under the
-  execution's limit + 5 s (tests/attacks: huge_error_frame, huge_result_frames, colliding_set, ...).
+  and memory, checks a CPU-time budget of the harness while it parses, and refuses sets and dicts whose
+  elements share one hash value (quadratic to build). The time the harness spends judging an answer
+  stops the candidate's clocks, so a loaded machine cannot turn the harness's work into the
+  candidate's timeout. Peak memory stays under 1 GiB and the harness's CPU time under the execution's
+  limit + 5 s (tests/attacks: huge_error_frame, huge_result_frames, colliding_set, ...).
+- Every comparison and digest rule is linear in the answer, hash-colliding elements included: set
+  equality sorts the elements' equality forms instead of hashing them, and the digest's memo keeps only
+  strings (whose hashes are seeded per process) (tests/attacks: colliding_list_set_eq,
+  colliding_list_digest: 1 MiB of ints that all hash to 0).
 - Every comparison is total: an exception while comparing (e.g. OverflowError from 10**400 against a
   float in a tolerance dialect) is that case's fail, and any other failure of the harness on one answer
   is that execution's protocol: a batch (score, gate, audit) never loses other samples' results.

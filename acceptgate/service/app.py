@@ -20,7 +20,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from acceptgate import __version__, suitespec
+from acceptgate import __version__, boundedjson, suitespec
 from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits as SandboxLimits
@@ -195,8 +195,11 @@ def latency_summary(calls: list[dict[str, Any]]) -> list[RouteLatency]:
 
 
 class _BodyLimit:
-    """Refuses a request body over ``limit`` bytes (declared or streamed) with 413, before any parsing,
-    and records every call's route, status and latency in the journal."""
+    """Reads a request's body first, as it streams in (declared length or chunked alike), and refuses it
+    with 413 as soon as it passes ``limit`` bytes; a JSON body beyond ``boundedjson``'s bounds (depth,
+    a 4,300-digit number) is a 400 naming the bound. Only then does the app see it, replayed. Records
+    each authenticated call's route, status and latency in the journal (a call without a valid key
+    adds no row: an anonymous client must not be able to grow the journal)."""
 
     def __init__(self, app, limit: int, journal: Journal) -> None:
         self.app, self.limit, self.journal = app, limit, journal
@@ -212,36 +215,57 @@ class _BodyLimit:
                 status["code"] = message["status"]
             await send(message)
 
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        too_big = declared is not None and (not declared.isdigit() or int(declared) > self.limit)
-        if too_big:
-            await JSONResponse({"detail": f"request body over {self.limit} bytes"}, status_code=413)(
-                scope, receive, send_status)
+        body, problem = await self._read(scope, receive)
+        if body is None:
+            if problem:
+                await JSONResponse({"detail": problem}, status_code=413)(scope, receive, send_status)
+            return  # the client left
+        if problem:
+            await JSONResponse({"detail": problem}, status_code=400)(scope, receive, send_status)
         else:
-            seen = 0
+            replayed = False
 
-            async def limited_receive():
-                nonlocal seen
-                message = await receive()
-                if message["type"] == "http.request":
-                    seen += len(message.get("body", b""))
-                    if seen > self.limit:
-                        raise _TooLarge()
-                return message
+            async def replay():
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()  # after the body: wait for the disconnect, as the server would
 
-            try:
-                await self.app(scope, limited_receive, send_status)
-            except _TooLarge:
-                await JSONResponse({"detail": f"request body over {self.limit} bytes"}, status_code=413)(
-                    scope, receive, send_status)
-        route = scope.get("route")
-        path = getattr(route, "path", None) or "(unrouted)"
+            await self.app(scope, replay, send_status)
         client = (scope.get("state") or {}).get("client")
-        self.journal.add_call(client, path, scope.get("method", "GET"), status["code"], time.monotonic() - started)
+        if client is not None:
+            path = getattr(scope.get("route"), "path", None) or "(unrouted)"
+            self.journal.add_call(client, path, scope.get("method", "GET"), status["code"],
+                                  time.monotonic() - started)
 
-
-class _TooLarge(Exception):
-    pass
+    async def _read(self, scope, receive) -> tuple[bytes | None, str]:
+        """(body, "") read in full; (None, why) past the limit; (None, "") if the client left; (body,
+        why) for a JSON body beyond the reader's bounds."""
+        too_big = f"request body over {self.limit} bytes"
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            return None, too_big
+        chunks, seen = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None, ""
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:  # stop reading here: the rest is never buffered
+                return None, too_big
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        kind = dict(scope.get("headers") or []).get(b"content-type", b"").split(b";")[0].strip().lower()
+        if body and (not kind or kind == b"application/json" or kind.endswith(b"+json")):  # what FastAPI parses
+            try:
+                boundedjson.loads(body, max_chars=self.limit)
+            except boundedjson.JSONInputError as exc:
+                return body, f"request body: {exc}"
+        return body, ""
 
 
 class _LazyBackend(backends.Backend):
@@ -326,9 +350,13 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
         return JSONResponse({"detail": exc.reason}, status_code=code,
                             headers={"Retry-After": str(max(1, round(exc.retry_after)))})
 
+    # Calls without a valid key: limited per client address (they add no journal row; see _BodyLimit).
+    anonymous = RateLimiter(config.limits.rate_per_minute, config.limits.burst)
+
     def client(request: Request, creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> str:
         who = client_for(config.clients, creds.credentials if creds else None)
         if who is None:
+            anonymous.take("address:" + (request.client.host if request.client else "unknown"))
             raise HTTPException(401, "a valid API key is required (Authorization: Bearer <key>)",
                                 headers={"WWW-Authenticate": "Bearer"})
         request.state.client = who

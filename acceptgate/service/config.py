@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import secrets
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from acceptgate import outputs
+from acceptgate import boundedjson, outputs
 from acceptgate.errors import InvalidInput
 
 CLIENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$"
@@ -77,11 +76,11 @@ def client_for(clients: dict[str, str], key: str | None) -> str | None:
 def load_keys(path: str | Path) -> dict[str, str]:
     path = Path(path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = boundedjson.load_path(path)
     except FileNotFoundError:
         raise InvalidInput("no such keys file (make one with `acceptgate serve-api new-key`)",
                            source=str(path)) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, boundedjson.JSONInputError) as exc:
         raise InvalidInput(f"cannot read keys file: {exc}", source=str(path)) from None
     try:
         keys = KeysFile.model_validate(doc)

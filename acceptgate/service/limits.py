@@ -60,15 +60,26 @@ class ExecutionSlots:
 class RateLimiter:
     """A token bucket per client: ``burst`` calls at once, refilled at ``per_minute``."""
 
-    def __init__(self, per_minute: float, burst: int) -> None:
+    def __init__(self, per_minute: float, burst: int, max_clients: int = 10_000) -> None:
         self.rate = per_minute / 60.0
         self.burst = float(burst)
+        self.max_clients = max_clients  # buckets kept (anonymous callers are one per address)
         self._buckets: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
+
+    def _prune(self, now: float) -> None:
+        """Forget full buckets (a new one starts full: nothing changes), then the oldest ones."""
+        self._buckets = {c: (t, last) for c, (t, last) in self._buckets.items()
+                         if t + (now - last) * self.rate < self.burst}
+        if len(self._buckets) >= self.max_clients:
+            keep = sorted(self._buckets.items(), key=lambda item: item[1][1])[-(self.max_clients // 2):]
+            self._buckets = dict(keep)
 
     def take(self, client: str) -> None:
         now = time.monotonic()
         with self._lock:
+            if client not in self._buckets and len(self._buckets) >= self.max_clients:
+                self._prune(now)
             tokens, last = self._buckets.get(client, (self.burst, now))
             tokens = min(self.burst, tokens + (now - last) * self.rate)
             if tokens < 1.0:

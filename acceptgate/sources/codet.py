@@ -10,10 +10,10 @@ sample is a function body to append to the *original* HumanEval prompt, which is
 from __future__ import annotations
 
 import gzip
-import json
 import re
 from pathlib import Path
 
+from acceptgate import boundedjson
 from acceptgate.errors import InvalidInput
 from acceptgate.sources.base import Candidate, CandidateSource, DrawContext, PublicTask, SourceExhausted
 from acceptgate.sources.replay import LineProblem
@@ -49,9 +49,9 @@ def _rows(path: Path, problems: list[LineProblem] | None = None) -> list[dict]:
                 if not raw.strip():
                     continue
                 try:
-                    doc = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    bad(lineno, f"not JSON ({exc.msg})")
+                    doc = boundedjson.loads(raw)
+                except boundedjson.JSONInputError as exc:
+                    bad(lineno, f"not JSON ({exc})")
                     continue
                 if not isinstance(doc, dict):
                     bad(lineno, "expected a JSON object")

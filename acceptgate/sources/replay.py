@@ -8,10 +8,10 @@ order: attempt N replays the task's N-th sample. ``.jsonl.gz`` is read transpare
 from __future__ import annotations
 
 import gzip
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from acceptgate import boundedjson
 from acceptgate.errors import InvalidInput
 from acceptgate.sources.base import Candidate, CandidateSource, DrawContext, PublicTask, SourceExhausted
 
@@ -52,6 +52,28 @@ class SampleFile:
         return out
 
 
+# A record is a program and a task id: bounded so that one hostile line costs a bounded read and is
+# one invalid record, never the batch.
+MAX_LINE_CHARS = 16 * 1024 * 1024
+MAX_RECORD_DEPTH = 20
+
+
+def _lines(fh):
+    """(line number, text) of each line, a line longer than MAX_LINE_CHARS as None (read past)."""
+    lineno = 0
+    while True:
+        raw = fh.readline(MAX_LINE_CHARS + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > MAX_LINE_CHARS and not raw.endswith("\n"):
+            while raw and not raw.endswith("\n"):
+                raw = fh.readline(MAX_LINE_CHARS)
+            yield lineno, None
+            continue
+        yield lineno, raw
+
+
 def _open_text(path: Path):
     if path.suffix == ".gz":
         return gzip.open(path, "rt", encoding="utf-8", newline="")
@@ -60,9 +82,10 @@ def _open_text(path: Path):
 
 def _parse_line(raw: str, lineno: int) -> tuple[str, str, str] | LineProblem:
     try:
-        doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return LineProblem(lineno, None, f"not JSON ({exc.msg} at column {exc.colno})")
+        doc = boundedjson.loads(raw, max_depth=MAX_RECORD_DEPTH)
+    except boundedjson.JSONInputError as exc:
+        return LineProblem(lineno, None, f"not JSON ({exc.message}" +
+                           (f" at column {exc.column})" if exc.column is not None else ")"))
     if not isinstance(doc, dict):
         return LineProblem(lineno, None, f"expected a JSON object, got {type(doc).__name__}")
     task_id = doc.get("task_id")
@@ -88,7 +111,10 @@ def read_samples(path: str | Path) -> SampleFile:
     counts: dict[str, int] = {}
     try:
         with _open_text(path) as fh:
-            for lineno, raw in enumerate(fh, start=1):
+            for lineno, raw in _lines(fh):
+                if raw is None:
+                    problems.append(LineProblem(lineno, None, f"longer than {MAX_LINE_CHARS} characters"))
+                    continue
                 if not raw.strip():
                     continue
                 parsed = _parse_line(raw, lineno)

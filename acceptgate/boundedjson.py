@@ -1,0 +1,104 @@
+"""The one reader of JSON from outside: spec and suite files, samples, configs, service bodies.
+
+``json.loads`` alone ends a command with a traceback on hostile input: a number of more than 4,300
+digits raises a bare ValueError (CPython's int-str limit), a document nested 100,000 deep a
+RecursionError, and a huge text is read whole. Here every failure is one ``JSONInputError`` naming the
+line and column, with three bounds checked before anything is built:
+
+- size: at most ``max_chars`` characters (callers pass theirs; ``MAX_CHARS`` by default);
+- depth: at most ``max_depth`` nested arrays/objects (``MAX_DEPTH``), found by a linear scan of the
+  brackets outside strings;
+- numbers: an integer of at most ``MAX_INT_DIGITS`` digits (CPython's own limit, said as such).
+
+Cost: linear in the text, in time and memory, whatever it holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+MAX_CHARS = 256 * 1024 * 1024
+MAX_DEPTH = 100
+MAX_INT_DIGITS = sys.int_info.default_max_str_digits  # 4300
+
+# A string, or an unterminated one up to the end: every match attempt at a quote succeeds, so the
+# scan never restarts inside a long string (which would make it quadratic).
+_STRINGS = re.compile(r'"(?:[^"\\]++|\\.|\\\Z)*+(?:"|\Z)', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]++")
+_DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+class JSONInputError(ValueError):
+    """JSON that is invalid or beyond a bound; ``line`` and ``column`` are 1-based, when known."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        self.message = message
+        self.line = line
+        self.column = column
+        where = f" at line {line} column {column}" if line is not None else ""
+        super().__init__(message + where)
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def nesting_depth(text: str) -> int:
+    """The deepest nesting of [ ] and { } outside JSON strings (C-speed scans; an invalid text gets
+    an approximate figure, and ``json`` then says what is wrong with it)."""
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
+    if not brackets:
+        return 0
+    return max(itertools.accumulate(map(_DEPTH_STEP.__getitem__, brackets.encode("ascii"))))
+
+
+def loads(data: str | bytes, *, max_chars: int = MAX_CHARS, max_depth: int = MAX_DEPTH) -> Any:
+    """The value of one JSON text, within the bounds above; JSONInputError for anything else."""
+    if isinstance(data, (bytes, bytearray)):
+        if len(data) > 4 * max_chars:
+            raise JSONInputError(f"{len(data)} bytes, limit {max_chars} characters")
+        try:
+            data = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JSONInputError(f"not UTF-8 (byte {exc.start})") from None
+    if len(data) > max_chars:
+        raise JSONInputError(f"{len(data)} characters, limit {max_chars}")
+    if "[" in data or "{" in data:
+        depth = nesting_depth(data)
+        if depth > max_depth:
+            raise JSONInputError(f"nested {depth} levels deep, limit {max_depth}")
+    long_int: list[str] = []
+
+    def bounded_int(token: str) -> int:
+        if len(token.lstrip("-")) > MAX_INT_DIGITS:
+            long_int.append(token)
+            raise ValueError("integer too long")
+        return int(token)
+
+    try:
+        return json.loads(data, parse_int=bounded_int)
+    except json.JSONDecodeError as exc:
+        raise JSONInputError(f"not JSON: {exc.msg}", exc.lineno, exc.colno) from None
+    except RecursionError:  # below max_depth but deeper than this thread's stack allows
+        raise JSONInputError("nested too deeply for this reader") from None
+    except ValueError:
+        if long_int:
+            line, column = _position(data, max(0, data.find(long_int[0])))
+            raise JSONInputError(f"an integer of {len(long_int[0].lstrip('-'))} digits, limit {MAX_INT_DIGITS}",
+                                 line, column) from None
+        raise
+
+
+def load_path(path: str | Path, *, max_chars: int = MAX_CHARS, max_depth: int = MAX_DEPTH) -> Any:
+    """``loads`` of a file's text; OSError as raised, a file over the bound is refused unread."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > 4 * max_chars:
+        raise JSONInputError(f"{size} bytes, limit {max_chars} characters")
+    return loads(path.read_bytes(), max_chars=max_chars, max_depth=max_depth)

@@ -1,0 +1,57 @@
+"""The bounded JSON reader: every bound is an error naming where, never a traceback, in linear time."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from acceptgate import boundedjson
+from acceptgate.boundedjson import JSONInputError
+
+
+def test_reads_what_json_reads():
+    for doc in ({"a": [1, 2.5, None, True, 'x"y'], "b": {"c": []}}, [], "s", 10 ** 4000, -1.5e300):
+        assert boundedjson.loads(json.dumps(doc)) == doc
+    assert boundedjson.loads(json.dumps({"k": "v"}).encode()) == {"k": "v"}
+
+
+@pytest.mark.parametrize("text, said", [
+    ("[" * 100_000 + "]" * 100_000, "nested 100000 levels deep, limit 100"),
+    ('{"n": ' + "9" * 5000 + "}", "an integer of 5000 digits, limit 4300 at line 1 column 7"),
+    ("[1,\n -" + "9" * 4301 + "]", "an integer of 4301 digits, limit 4300 at line 2 column 2"),
+    ("[1, 2", "not JSON: Expecting ',' delimiter at line 1 column 6"),
+    (b"[\"\xff\"]", "not UTF-8 (byte 2)"),
+], ids=["deep", "long-int", "long-negative-int", "invalid", "not-utf8"])
+def test_every_bound_is_one_error_naming_where(text, said):
+    with pytest.raises(JSONInputError) as err:
+        boundedjson.loads(text)
+    assert said in str(err.value)
+
+
+def test_brackets_inside_strings_are_not_nesting():
+    deep_text = json.dumps(["[" * 1000, {"k": "{" * 1000}])
+    assert boundedjson.loads(deep_text)[0] == "[" * 1000
+    assert boundedjson.nesting_depth(deep_text) == 2
+    with pytest.raises(JSONInputError, match="nested 4 levels deep, limit 3"):
+        boundedjson.loads("[[[[]]]]", max_depth=3)
+
+
+def test_size_bound_and_hostile_strings_are_linear():
+    with pytest.raises(JSONInputError, match="23 characters, limit 10"):
+        boundedjson.loads("[" + "1," * 10 + "1]", max_chars=10)
+    # unterminated strings full of escaped quotes: a scan that restarted at each quote would be quadratic
+    for text in ('"' + '\\"' * 2_000_000, '"' + '\\"' * 2_000_000 + "\\", "[" + '"\\"' * 1_000_000):
+        started = time.process_time()
+        with pytest.raises(JSONInputError):
+            boundedjson.loads(text)
+        assert time.process_time() - started < 5.0  # CPU time: linear takes ~0.05 s here
+
+
+def test_load_path_refuses_a_file_beyond_the_bound_unread(tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text("[" + "0," * 1000 + "0]")
+    with pytest.raises(JSONInputError, match="bytes, limit 100 characters"):
+        boundedjson.load_path(path, max_chars=100)
+    assert len(boundedjson.load_path(path)) == 1001
