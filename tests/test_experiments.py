@@ -1,0 +1,71 @@
+"""Seed experiments: the R532 golden case and a gate run's arithmetic, printed and stored."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from acceptgate import delivery, warehouse
+from acceptgate.cli import main
+from acceptgate.experiments import r532
+
+
+def test_r532_golden_case_reproduces_the_seed():
+    assert delivery.SEED_R532["off_delivered"] == 625  # the seed's table: OFF accepted 625
+    cut = delivery.seed_r532_cut()
+    assert round(100 * cut.gated.false_rate_over_all_tasks, 1) == 14.4
+    assert round(100 * cut.gated.false_rate_over_delivered, 1) == 14.8
+    assert round(100 * cut.baseline.false_rate_over_all_tasks, 1) == 25.2
+    assert cut.relative_cut == pytest.approx(1 - 120 / 211)
+    assert round(100 * cut.relative_cut) == 43 and not cut.halved
+    assert cut.verdict() == "about 43% relative, not halved"
+    res = r532.golden()
+    assert [r.measured_text for r in res.rows] == [
+        "14.4% (120/836)", "14.8% (120/811)", "25.2% (211/836)", "about 43% relative, not halved"]
+
+
+def test_gate_cut_refuses_two_denominators():
+    a = delivery.ArmSummary("conform", 10, 9, 1, 2)
+    b = delivery.ArmSummary("off", 12, 12, 0, 4)
+    with pytest.raises(ValueError, match="different task counts"):
+        delivery.gate_cut({"conform": a, "off": b})
+    with pytest.raises(KeyError, match="no arm 'hmix'"):
+        delivery.gate_cut({"conform": a, "off": b}, "hmix")
+
+
+def _gate_run(path, run_id="G1"):
+    warehouse.migrate(path)
+    # 10 tasks: conform delivers 8 (2 false), off delivers 10 (5 false)
+    rows = [(run_id, "conform", f"t{i}", i < 8, i >= 8, 1, 0 if i < 8 else None, None, "h", None, None, 3, i < 2, 0.0)
+            for i in range(10)]
+    rows += [(run_id, "off", f"t{i}", True, False, 1, 0, None, "h", None, None, 3, i < 5, 0.0) for i in range(10)]
+    with warehouse.transaction(path) as con:
+        con.executemany("insert into deliveries (run_id, arm, task_id, delivered, refused, attempts_used, "
+                        "delivered_attempt, candidate_sha256, hidden_spec_hash, gt_verdict, gt_first_failure, "
+                        "gt_cases_total, false_delivery, gt_seconds) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        rows)
+
+
+def test_experiment_r532_from_a_gate_run_prints_and_stores(tmp_path, capsys):
+    path = tmp_path / "w.duckdb"
+    _gate_run(path)
+    assert main(["experiment", "r532", "--gate-run", "G1", "--warehouse", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "20.0% (2/10)" in out and "25.0% (2/8)" in out and "50.0% (5/10)" in out
+    assert "about 60% relative, halved" in out  # 1 - 0.2/0.5
+    assert "14.4% (120/836)" in out  # the golden case follows
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        got = dict(con.execute("select row_key, measured from experiment_rows").fetchall())
+        assert got["cut"] == pytest.approx(0.6) and got["golden/cut"] == pytest.approx(1 - 120 / 211)
+        assert con.execute("select source from experiment_runs").fetchone()[0] == "G1"
+    # a re-run replaces its rows
+    assert main(["experiment", "r532", "--gate-run", "G1", "--warehouse", str(path)]) == 0
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        assert con.execute("select count(*) from experiment_rows").fetchone()[0] == 8
+
+
+def test_experiment_r532_unknown_gate_run_is_invalid_input(tmp_path, capsys):
+    path = tmp_path / "w.duckdb"
+    _gate_run(path)
+    assert main(["experiment", "r532", "--gate-run", "nope", "--warehouse", str(path)]) == 2
+    assert "no deliveries for gate run 'nope'" in capsys.readouterr().err
