@@ -154,6 +154,29 @@ def test_trivial_baselines_fail_without_a_legal_variant_or_for_a_baseline():
     assert r.status == "fail" and "decides exactly like always-accept" in r.reason
 
 
+def test_an_erroring_verifier_fails_trivial_baselines_and_is_diagnosed():
+    """ERROR is never evidence of discrimination (issue 22): a verifier that answers ERROR on everything
+    used to 'differ' from every baseline."""
+    gold_norm = normalise(GOLD)
+    base = {"always-accept": _decisions(PASS, PASS, PASS, PASS), "always-reject": _decisions(FAIL, FAIL, FAIL, FAIL),
+            "gold-exact-match": _decisions(PASS, FAIL, FAIL, FAIL)}
+    crash = error("crash", "bwrap: Can't find source path")
+    all_error = _decisions(crash, crash, crash, crash)
+    r = gates.trivial_baselines("T/1", "v", POOL, all_error, base, gold_norm)
+    assert r.status == "fail" and "mostly ERROR: 4 of 4" in r.reason
+    # one valid PASS on the gold, the rest ERROR: still mostly errors
+    r = gates.trivial_baselines("T/1", "v", POOL, _decisions(PASS, crash, crash, crash), base, gold_norm)
+    assert r.status == "fail" and "mostly ERROR: 3 of 4" in r.reason
+    # half errors: only valid decisions may differ; PASS on the two legal ones equals always-accept there,
+    # and the ERRORs on the illegal ones do not count as rejecting them
+    r = gates.trivial_baselines("T/1", "v", POOL, _decisions(PASS, PASS, crash, crash), base, gold_norm)
+    assert r.status == "fail" and "always-accept" in r.reason and json.loads(r.receipt)["errors"] == 2
+    per_task = [metrics.task_metrics("T/1", "v", 0, POOL, all_error, gold_norm)]
+    assert metrics.summarize("v", {0: per_task}).diagnosis == "mostly-error"
+    ok = [metrics.task_metrics("T/1", "v", 0, POOL, _decisions(PASS, PASS, crash, FAIL), gold_norm)]
+    assert metrics.summarize("v", {0: ok}).diagnosis == "-"
+
+
 def test_mutation_detection_ignores_crashes_and_needs_every_operator():
     original = _decisions(PASS, PASS, FAIL, FAIL)
     crash_only = _decisions(PASS, PASS, error("crash"), FAIL)

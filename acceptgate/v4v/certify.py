@@ -67,6 +67,9 @@ def with_external(settings: Settings, commands: list[str], mounts: list[str], ev
     ext = dataclasses.replace(settings.external, mounts=tuple(dict.fromkeys(list(settings.external.mounts) + mounts)),
                               evalplus_venv=evalplus_venv or settings.external.evalplus_venv,
                               dataset=settings.external.dataset or dataset)
+    for name in names:  # before any execution: an unreadable file or a missing mount is refused here
+        if name.startswith("cmd:"):
+            external.CommandVerifier(name[4:], ext)
     return dataclasses.replace(settings, verifiers=tuple(dict.fromkeys(names)), external=ext)
 
 

@@ -17,7 +17,7 @@ from typing import Iterable
 from acceptgate.v4v.pools import LEGAL, PoolCandidate
 from acceptgate.v4v.verifiers import FAIL, PASS, Decision, normalise
 
-DIAGNOSES = ("all-reject", "all-accept", "gold-only")
+DIAGNOSES = ("all-reject", "all-accept", "gold-only", "mostly-error")
 
 
 @dataclass
@@ -121,7 +121,7 @@ def aggregate(verifier: str, per_task: list[TaskMetrics]) -> tuple[float | None,
 
 def diagnose(per_task: list[TaskMetrics]) -> str:
     """Names that hold on every task where they can be told (gold-only: where the pool has a legal
-    candidate unlike the gold)."""
+    candidate unlike the gold); mostly-error: more than half of all its decisions are ERROR."""
     found = []
     if per_task and all(t.all_reject for t in per_task):
         found.append("all-reject")
@@ -130,6 +130,9 @@ def diagnose(per_task: list[TaskMetrics]) -> str:
     told = [t for t in per_task if t.gold_only is not None]
     if told and all(t.gold_only for t in told):
         found.append("gold-only")
+    decisions = sum(t.passes + t.fails + sum(t.errors.values()) for t in per_task)
+    if decisions and 2 * sum(sum(t.errors.values()) for t in per_task) > decisions:
+        found.append("mostly-error")
     return ",".join(found) or "-"
 
 
