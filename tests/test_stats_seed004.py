@@ -194,5 +194,15 @@ def test_table3_from_a_judge_stats_run(tmp_path):
         assert row.rate_e_plus == pytest.approx(e.rate_a) and row.rate_e_minus == pytest.approx(e.rate_b)
         assert row.rate_e_plus_ci_low <= row.rate_e_plus <= row.rate_e_plus_ci_high
         assert row.delta == pytest.approx(row.rate_e_minus - row.rate_e_plus)
-    if measured[0].data[0].runs >= 2:
-        assert len(overall) == 1 and 0 <= overall.p[0] <= 1
+    assert measured[0].data[0].runs == 2  # the demo has two runs: M.2's overall test is there
+    assert len(overall) == 1 and 0 <= overall.p[0] <= 1 and overall.configs[0] == len(eff)
+    # the report shows each table in its own section
+    from acceptgate.report import data as report_data
+
+    warehouse.publish(path, [run.run_id, result.run_id])
+    sections = {s.key: s for s in report_data.collect(warehouse.snapshot_path(path)).sections}
+    for key in ("seed004-table2", "seed004-table3", "seed004-table5", "seed004-per-run", "seed004-families",
+                "seed004-m2"):
+        assert sections[key].ran, key
+    shown = next(iter(sections["seed004-table3"].tables.values()))
+    assert shown["E+ rate [CI]"].str.match(r"^\d+\.\d \[\d+\.\d, \d+\.\d\]$").all()
