@@ -69,3 +69,62 @@ def test_experiment_r532_unknown_gate_run_is_invalid_input(tmp_path, capsys):
     _gate_run(path)
     assert main(["experiment", "r532", "--gate-run", "nope", "--warehouse", str(path)]) == 2
     assert "no deliveries for gate run 'nope'" in capsys.readouterr().err
+
+
+# -- seed 000 layer 4 ------------------------------------------------------------------------------------
+
+def _outcome(tid, **kw):
+    from acceptgate.experiments.layer4 import TaskOutcome
+
+    code = {"plain": [True, True, False], "smuggled_wrong": True, "honest_wrong": False, "gauge_reference": True,
+            "gauge_wrong": False, "stateful": [False, False, False]}
+    given = kw.pop("code", {})
+    code = None if given is None else {**code, **given}
+    base = dict(code=code, data_smuggled=0, data_attempts=5, gt_first=[True, True, False],
+                gt_second=[True, True, False], v_samples=[True, True], gt_samples=[True, False],
+                weak_samples=[True, True], generic_gauge_ok=True)
+    base.update(kw)
+    return TaskOutcome(tid, **base)
+
+
+def test_layer4_rows_from_constructed_outcomes():
+    from acceptgate.experiments.layer4 import summarize
+
+    outcomes = [_outcome("a"),
+                _outcome("b", code={"smuggled_wrong": False}, v_samples=[False, False], weak_samples=[True, False]),
+                _outcome("c", code=None, code_error="timeout after 120 s", gt_second=[True, False, False],
+                         weak_samples=[])]
+    res = summarize(outcomes, {"dataset": "constructed"})
+    rows = {r.key: r for r in res.rows}
+    assert (rows["exec_smuggling/code"].numerator, rows["exec_smuggling/code"].denominator) == (1, 2)
+    assert rows["exec_smuggling/data"].measured_text == "0 / 3" and rows["exec_smuggling/data"].seed_figure == "0 / 371"
+    # held-out wrong sample (index 1) accepted by V on task a only: generic 2 wrong, 1 accepted; task-specific
+    # gauge set (index 0) holds no wrong sample, so the same tasks pass it: residual 0
+    assert rows["generic_gauged"].measured == pytest.approx(0.0)
+    # delivered by V: a's two samples (b delivers none); a's second passes the weak oracle and fails GT
+    assert (rows["weak_oracle"].numerator, rows["weak_oracle"].denominator) == (1, 2)
+    assert rows["weak_oracle"].measured == pytest.approx(0.5)
+    # stateful: honest 2 + 2 delivered of 6, stateful 0: -66.67 pp with the gauge ok on both tasks
+    assert rows["stateful/code"].measured == pytest.approx(-4 / 6)
+    assert "gauge ok on 2/2 tasks" in rows["stateful/code"].measured_text
+    assert rows["stateful/data"].measured == pytest.approx(-1 / 9)  # c's second delivery differs
+    assert rows["exec_smuggling/code"].detail["harness_failed"] == {"c": "timeout after 120 s"}
+
+
+def test_every_smuggling_attempt_is_refused_by_suitespec():
+    from acceptgate.experiments.layer4 import data_smuggling, smuggling_attempts
+
+    assert len(smuggling_attempts("f")) == 5
+    assert data_smuggling("f") == (0, 5)
+
+
+def test_experiment_seed000_layer4_on_humanevalplus(tmp_path, capsys, humanevalplus_path, codet_samples_path):
+    path = tmp_path / "w.duckdb"
+    assert main(["experiment", "seed000-layer4", "--dataset", str(humanevalplus_path), "--samples",
+                 str(codet_samples_path), "--limit", "3", "--per-task", "4", "--warehouse", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "368 / 371" in out and "3 / 3" in out and "0 / 3" in out and "−75.20 pp, gauge ok" in out
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        got = dict(con.execute("select row_key, measured from experiment_rows").fetchall())
+    assert got["exec_smuggling/code"] == 1.0 and got["exec_smuggling/data"] == 0.0
+    assert got["stateful/data"] == 0.0 and got["stateful/code"] < 0
