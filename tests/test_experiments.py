@@ -128,3 +128,24 @@ def test_experiment_seed000_layer4_on_humanevalplus(tmp_path, capsys, humanevalp
         got = dict(con.execute("select row_key, measured from experiment_rows").fetchall())
     assert got["exec_smuggling/code"] == 1.0 and got["exec_smuggling/data"] == 0.0
     assert got["stateful/data"] == 0.0 and got["stateful/code"] < 0
+
+
+# -- seed 002 -------------------------------------------------------------------------------------------
+
+def test_experiment_seed002_prints_the_table_with_the_all_reject_share(tmp_path, capsys, humanevalplus_path,
+                                                                      local_backend):
+    from acceptgate import suitefiles
+    from acceptgate.importers import humanevalplus
+
+    suites = suitefiles.write_suites(humanevalplus.load(humanevalplus_path, local_backend, limit=2), tmp_path / "s")
+    path = tmp_path / "w.duckdb"
+    assert main(["experiment", "seed002", "--suites", str(suites), "--dataset", str(humanevalplus_path),
+                 "--warehouse", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "always-reject (baseline)" in out and "TPR 0, TNR 100, BA_norm 0 (all-reject)" in out
+    assert "TPR 0.0, TNR 100.0, BA_norm 0.0" in out and "87.9% – 96.0%" in out
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        share = con.execute("select measured, numerator, denominator from experiment_rows "
+                            "where row_key = 'all_reject_share'").fetchone()
+    # always-reject rejects every legal candidate (all false rejections on all-reject pairs); GT none
+    assert share[1] <= share[2] and 0 < share[0] <= 1
