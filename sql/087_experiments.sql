@@ -17,9 +17,9 @@ create table experiment_rows (
     row_key             varchar not null,      -- stable id of the row, e.g. 'exec_smuggling/data'
     label               varchar not null,      -- the row as the seed names it
     seed_figure         varchar,               -- the seed's figure as printed; null when the seed gives none
-    measured            double,                -- share in [0, 1], or percentage points / 100 (unit says which)
+    measured            double,                -- share in [0, 1], ratio (a relative change), or percentage points / 100
     measured_text       varchar not null,      -- the measured figure as printed
-    unit                varchar not null,      -- share | pp | count | flag
+    unit                varchar not null,      -- share | ratio | pp | count | flag
     numerator           bigint,
     denominator         bigint,
     detail              varchar not null,      -- JSON: what the figure was computed from

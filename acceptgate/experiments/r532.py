@@ -31,7 +31,7 @@ def rows(cut: GateCut, *, seeded: bool) -> list[Row]:
             b.false_rate_over_all_tasks, f"{pct(b.false_rate_over_all_tasks)} ({b.false_deliveries}/{b.tasks})",
             "share", b.false_deliveries, b.tasks, b.as_row()),
         Row("cut", f"relative cut, {g.arm.upper()} vs {b.arm.upper()}, same denominator", seed.get("cut"),
-            cut.relative_cut, cut.verdict(), "share" if 0 <= cut.relative_cut <= 1 else "pp", None, None,
+            cut.relative_cut, cut.verdict(), "ratio", None, None,
             {"halved": cut.halved}),
     ]
 

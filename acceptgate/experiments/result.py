@@ -17,7 +17,7 @@ class Row:
     seed_figure: str | None  # the seed's figure as printed ('368 / 371'); None when the seed gives none
     measured: float | None   # the value (a share in [0, 1], or percentage points as a fraction)
     measured_text: str       # the measured figure as printed
-    unit: str                # share | pp | count | flag
+    unit: str                # share | ratio | pp | count | flag
     numerator: int | None = None
     denominator: int | None = None
     detail: dict = field(default_factory=dict)
