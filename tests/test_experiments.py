@@ -149,3 +149,18 @@ def test_experiment_seed002_prints_the_table_with_the_all_reject_share(tmp_path,
                             "where row_key = 'all_reject_share'").fetchone()
     # always-reject rejects every legal candidate (all false rejections on all-reject pairs); GT none
     assert share[1] <= share[2] and 0 < share[0] <= 1
+
+
+def test_experiment_rows_expectations_allow_a_missing_share_and_refuse_one_above_1():
+    from acceptgate import expectations
+    from acceptgate.experiments.result import ExperimentResult, Row
+
+    res = ExperimentResult("seed002", "constructed", {})
+    res.rows = [Row("a", "a", None, None, "n/a", "share"), Row("b", "b", None, 0.5, "1/2", "share"),
+                Row("c", "c", None, -0.3, "-30 pp", "pp")]
+    frames = res.frames()
+    assert expectations.failures("experiment_rows", frames["experiment_rows"], related=frames) == []
+    res.rows.append(Row("d", "d", None, 1.5, "3/2", "share"))
+    frames = res.frames()
+    (failed,) = expectations.failures("experiment_rows", frames["experiment_rows"], related=frames)
+    assert "1 of 2 rows break it" in failed[1]
