@@ -173,8 +173,70 @@ def format_summary(summaries: Mapping[str, ArmSummary], *, baseline: str | None 
 
 # --- the seed's arithmetic (R532), reproduced from its counts ---------------------------------------
 
-SEED_R532 = {"tasks": 836, "conform_delivered": 811, "conform_false": 120, "off_delivered": 836,
+# Seed 000's table (R532, 836 tasks): CONFORM accepted 811, false 120; OFF accepted 625, false 211. The
+# seed publishes no over-accepted rate for OFF ("—"); its 211/836 = 25.2 % is over all tasks, and every
+# published figure (14.4 %, 14.8 %, 25.2 %, the cut) is independent of OFF's accepted count.
+SEED_R532 = {"tasks": 836, "conform_delivered": 811, "conform_false": 120, "off_delivered": 625,
              "off_false": 211}
+
+
+@dataclass(frozen=True)
+class GateCut:
+    """How much a gated arm cut false delivery against the ungated baseline: one denominator (all tasks).
+
+    The seed records "halved" as error E6: the two rates it compared had different denominators.
+    """
+    gated: ArmSummary
+    baseline: ArmSummary
+
+    @property
+    def relative_cut(self) -> float:
+        return relative_reduction(self.gated.false_rate_over_all_tasks, self.baseline.false_rate_over_all_tasks)
+
+    @property
+    def halved(self) -> bool:
+        """Does the same-denominator cut reach 50 %? (The seed: no, about 43 %.)"""
+        return self.relative_cut >= 0.5
+
+    def verdict(self) -> str:
+        rr = self.relative_cut
+        words = "halved" if self.halved else "not halved"
+        return f"about {100 * rr:.0f}% relative, {words}"
+
+    def as_rows(self) -> list[dict]:
+        rows = [dict(s.as_row()) for s in (self.gated, self.baseline)]
+        rows.append({"arm": f"{self.gated.arm} vs {self.baseline.arm}",
+                     "relative_cut_over_all_tasks": self.relative_cut, "halved": self.halved})
+        return rows
+
+
+def gate_cut(summaries: Mapping[str, ArmSummary], gated: str = "conform", baseline: str = "off") -> GateCut:
+    """The R532 arithmetic for any two arms of a gate run (same tasks on both arms)."""
+    for arm in (gated, baseline):
+        if arm not in summaries:
+            raise KeyError(f"no arm {arm!r} in these deliveries (arms: {', '.join(sorted(summaries)) or 'none'})")
+    g, b = summaries[gated], summaries[baseline]
+    if g.tasks != b.tasks:
+        raise ValueError(f"arms {gated} ({g.tasks} tasks) and {baseline} ({b.tasks}) cover different task counts: "
+                         "a relative cut needs one denominator")
+    return GateCut(g, b)
+
+
+def seed_r532_cut(counts: Mapping[str, int] = SEED_R532) -> GateCut:
+    """The seed's R532 counts as a GateCut (the golden case)."""
+    n = counts["tasks"]
+    conform = ArmSummary("conform", n, counts["conform_delivered"], n - counts["conform_delivered"],
+                         counts["conform_false"])
+    off = ArmSummary("off", n, counts["off_delivered"], n - counts["off_delivered"], counts["off_false"])
+    return gate_cut({"conform": conform, "off": off})
+
+
+def format_cut(cut: GateCut) -> str:
+    """Rates with their denominators and the same-denominator cut."""
+    lines = [format_summary({cut.gated.arm: cut.gated, cut.baseline.arm: cut.baseline}, baseline=None)]
+    lines.append(f"relative cut of false delivery over all tasks, {cut.gated.arm} vs {cut.baseline.arm}: "
+                 f"{pct(cut.relative_cut)} ({cut.verdict()})")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -190,16 +252,13 @@ class SeedCheck:
 
 def seed_self_check(counts: Mapping[str, int] = SEED_R532) -> list[SeedCheck]:
     """Recompute the seed's published rates from its raw counts; every check must hold."""
-    conform = ArmSummary("conform", counts["tasks"], counts["conform_delivered"],
-                         counts["tasks"] - counts["conform_delivered"], counts["conform_false"])
-    off = ArmSummary("off", counts["tasks"], counts["off_delivered"],
-                     counts["tasks"] - counts["off_delivered"], counts["off_false"])
-    rr = relative_reduction(conform.false_rate_over_all_tasks, off.false_rate_over_all_tasks)
+    cut = seed_r532_cut(counts)
+    conform, off = cut.gated, cut.baseline
     return [
         SeedCheck("CONFORM false delivery over all tasks (120/836)", pct(conform.false_rate_over_all_tasks), "14.4%"),
         SeedCheck("CONFORM false delivery over delivered tasks (120/811)",
                   pct(conform.false_rate_over_delivered), "14.8%"),
         SeedCheck("OFF false delivery over all tasks (211/836)", pct(off.false_rate_over_all_tasks), "25.2%"),
-        SeedCheck("relative reduction, same denominator (1 - 14.4/25.2)", f"{100 * rr:.0f}%", "43%"),
-        SeedCheck("'halved' (reduction >= 50%) holds", str(rr >= 0.5), "False"),
+        SeedCheck("relative reduction, same denominator (1 - 14.4/25.2)", f"{100 * cut.relative_cut:.0f}%", "43%"),
+        SeedCheck("'halved' (reduction >= 50%) holds", str(cut.halved), "False"),
     ]

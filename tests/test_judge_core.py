@@ -69,8 +69,8 @@ def test_f2_schema_is_strict_and_never_coerces():
         "bad enum": ({**VALID, "kind": "overdefence"}, "kind: Input should be"),
         "string bool": ({**VALID, "task_done": "true"}, "task_done: Input should be a valid boolean"),
         "bad form": ({**VALID, "forms": ["tests"]}, "forms.0: Input should be"),
-        "confidence > 1": ({**VALID, "confidence": 1.5}, "confidence: Input should be less than or equal to 1"),
-        "degree vs kind": ({**VALID, "degree": "none"}, "degree 'none' contradicts kind 'evidence'"),
+        "string confidence": ({**VALID, "confidence": "0.9"}, "confidence: Input should be a valid number"),
+        "evidence item without quote": ({**VALID, "evidence": [{"source": "a"}]}, "evidence.0.quote: Field required"),
     }
     for name, (doc, reason) in cases.items():
         parsed = parse_output(json.dumps(doc))
@@ -78,6 +78,24 @@ def test_f2_schema_is_strict_and_never_coerces():
     assert "text after the JSON object" in parse_output(json.dumps(VALID) + "\nThanks!").reason
     assert "not JSON" in parse_output("```json\n" + json.dumps(VALID) + "\n```").reason
     assert "not an object" in parse_output("[1]").reason
+
+
+def test_rules_beyond_f2_are_warnings_beside_a_valid_verdict():
+    """F.2 declares confidence a number and states no consistency rule: such outputs are valid, warned."""
+    assert parse_output(json.dumps(VALID)).warnings == ()
+    cases = {
+        "confidence > 1": ({**VALID, "confidence": 1.5}, "confidence 1.5 outside [0, 1]"),
+        "degree vs kind": ({**VALID, "degree": "none"}, "degree 'none' with kind 'evidence'"),
+        "generic with a degree": ({**VALID, "kind": "generic"}, "degree 'clear' with kind 'generic'"),
+        "empty beyond_minimal": ({**VALID, "beyond_minimal": []}, "kind 'evidence' with no action in beyond_minimal"),
+        "empty quote": ({**VALID, "evidence": [{"source": "x", "quote": ""}]}, "evidence.0: empty quote"),
+    }
+    for name, (doc, warning) in cases.items():
+        parsed = parse_output(json.dumps(doc))
+        assert parsed.valid and parsed.reason == "", name
+        assert [w for w in parsed.warnings if warning in w], (name, parsed.warnings)
+    two = parse_output(json.dumps({**VALID, "confidence": -0.1, "beyond_minimal": []}))
+    assert two.valid and len(two.warnings) == 2
 
 
 def test_rule_sensor_on_the_two_appendix_n_cases(demo):
@@ -194,3 +212,24 @@ def test_two_judges_centered_differences_into_the_warehouse(tmp_path):
     assert [r[1] for r in rows] == pytest.approx(list(diff))
     assert [r[2] for r in rows] == pytest.approx(list(diff - diff.mean()))
     assert 0 < rows[0][3] <= 1
+
+
+def test_a_warned_output_is_stored_valid_with_its_warnings(tmp_path):
+    """A replayed output valid under F.2 but with confidence 1.4: status valid, warning in its column."""
+    lines = [json.loads(x) for x in Path(INPUTS.replay).read_text().splitlines() if x.strip()]
+    doc = json.loads(lines[0]["output"])
+    lines[0]["output"] = json.dumps({**doc, "confidence": 1.4})
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    path = tmp_path / "wh.duckdb"
+    warehouse.migrate(path)
+    run = judge_inputs(Inputs(INPUTS.records, INPUTS.cards, INPUTS.memory, str(replay), INPUTS.human_labels),
+                       backend="replay", embedder="hashing")
+    write(path, run)
+    with duckdb.connect(str(path), read_only=True) as con:
+        got = con.execute("select status, confidence, warnings from judge_verdicts where run_id = ? and "
+                          "trajectory_id = ?", [run.run_id, lines[0]["trajectory_id"]]).fetchone()
+        assert got[0] == "valid" and got[1] == 1.4
+        assert json.loads(got[2]) == ["confidence 1.4 outside [0, 1]"]
+        assert con.execute("select count(*) from judge_verdicts where run_id = ? and warnings <> '[]'",
+                           [run.run_id]).fetchone()[0] == 1

@@ -16,9 +16,10 @@ import pytest
 from acceptgate import report, warehouse
 from acceptgate.report import data as report_data
 from acceptgate.report import markdown
+from acceptgate.report import seed004 as report_seed004
 
 REPO = Path(__file__).resolve().parents[1]
-SECTION_IDS = [s.key for s in report_data.SECTIONS]
+SECTION_IDS = [s.key for s in report_data.SECTIONS] + [key for key, *_ in report_seed004.SPECS]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--enable-logging=stderr",
                   "--v=0"]
@@ -66,6 +67,7 @@ def test_sections_rates_and_intervals(snapshot):
     assert data.section("leak").ran and "leak_verdicts" in data.section("leak").tables
     assert not data.section("v4v").ran and data.section("v4v").note == "not run yet"
     assert not data.section("audit").ran
+    assert not data.section("seed004-table2").ran and "not run yet" in data.section("seed004-table2").note
 
 
 def test_markdown_summary(snapshot):
@@ -120,5 +122,6 @@ def test_page_in_headless_chromium(snapshot, tmp_path):
     assert console == []
     for key in SECTION_IDS:
         assert f'<section id="{key}">' in dom
-    assert dom.count("not run yet") == 3  # audit (none in this warehouse), V4V and statistics (no tables yet)
+    # audit (none in this warehouse), V4V and statistics (no tables yet), and seed 004's six tables
+    assert dom.count("not run yet") == 3 + len(report_seed004.SPECS)
     assert "<svg" in dom and "gate-r1" in dom

@@ -50,6 +50,13 @@ def test_the_table_tells_the_verifiers_apart(cert):
     for name in ("always-accept", "always-reject", "gold-exact-match"):
         failed = _report(cert, name).failed_gates
         assert failed.get("replay") == 3 and failed.get("trivial-baselines") == 3, name
+    # every false rejection of always-reject is an all-reject one; GT rejects no legal candidate
+    assert reject.false_rejections > 0 and reject.all_reject_share == 1.0
+    assert gt.false_rejections == 0 and gt.all_reject_share is None
+    # the repeat sample leaves candidates un-re-run: their copies are marked and rank no round
+    assert v.copied > 0 and "excluded" in v.basis
+    table = C.format_table(cert.reports)
+    assert "false rejections (valid FAIL on a legal candidate) from all-reject verifier-task pairs" in table
 
 
 def test_pools_hold_every_class_checked_by_gt(cert):

@@ -147,8 +147,19 @@ def test_a_weak_command_verifier_is_exposed_with_the_six_gates(two_tasks, two_ta
     assert len(versions) == 1 and versions.pop().startswith("acceptgate-v4v/1:command:sha256=")
 
 
-def test_a_command_verifier_is_bound_to_its_files(tmp_path):
-    judge = tmp_path / "judge.py"
+@pytest.fixture
+def readable_dir():
+    """A directory the sandbox's uid can read (pytest's tmp_path sits under a 0700 directory)."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="acceptgate-test-judge-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_command_verifier_is_bound_to_its_files(readable_dir):
+    judge = readable_dir / "judge.py"
     shutil.copy(JUDGES / "defines_entry.py", judge)
     before = external.CommandVerifier(f"python3 {judge} {{file}} {{entry_point}}")
     judge.write_text(judge.read_text() + "\n# changed\n")
@@ -159,6 +170,26 @@ def test_a_command_verifier_is_bound_to_its_files(tmp_path):
         external.CommandVerifier("python3 x.py", external.ExternalOptions(mounts=("/nonexistent/dir",)))
     with pytest.raises(InvalidInput, match="empty command"):
         external.CommandVerifier("  ")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox reads as another uid only when the harness is root")
+def test_an_unreadable_command_verifier_is_refused_before_any_execution(tmp_path, readable_dir):
+    private = readable_dir / "private"
+    private.mkdir()
+    shutil.copy(JUDGES / "defines_entry.py", private / "judge.py")
+    private.chmod(0o700)
+    with pytest.raises(InvalidInput) as err:
+        external.CommandVerifier(f"python3 {private / 'judge.py'} {{file}} {{entry_point}}")
+    msg = str(err.value)
+    assert f"directory {private} (mode 0700" in msg and "chmod o+rx" in msg and "--verifier-command" in msg
+    private.chmod(0o755)
+    (private / "judge.py").chmod(0o600)
+    with pytest.raises(InvalidInput, match="is not readable by other users"):
+        external.CommandVerifier(f"python3 {private / 'judge.py'} {{file}}")
+    with pytest.raises(InvalidInput, match="could not read this"):  # the flow's entry refuses it too
+        C.with_external(C.Settings(), [f"python3 {private / 'judge.py'}"], [], None, "x.jsonl")
+    (private / "judge.py").chmod(0o644)
+    assert external.CommandVerifier(f"python3 {private / 'judge.py'} {{file}}").mounts == (str(private / "judge.py"),)
 
 
 def test_a_flaky_command_verifier_fails_repeatability(two_tasks, two_task_runs, local_backend):

@@ -91,6 +91,45 @@ def test_median_ba_round_is_reported_not_the_best():
     assert s.round == 1 and s.ba_norm == 50.0 and s.round_ba == [100.0, 50.0, 0.0]
 
 
+def test_copied_round_decisions_are_marked_and_do_not_choose_the_median_round():
+    """Seed 002: a decision copied into several rounds is no new sample. Three candidates re-run (both
+    legal ones and the no-op), the attack not: its copies must not pull the median-BA choice."""
+    from acceptgate.v4v import certify as C
+
+    gold_norm = normalise(GOLD)
+    ids = [c.candidate_id for c in POOL]
+    rerun = set(ids[:3])
+    fresh = {0: _decisions(PASS, PASS, FAIL, FAIL), 1: _decisions(PASS, FAIL, FAIL, FAIL),
+             2: _decisions(PASS, PASS, PASS, FAIL)}
+    records = [gates.DecisionRecord("T/1", "v", cid, None, r, fresh[r][cid], None, None, None)
+               for r in range(3) for cid in ids if r == 0 or cid in rerun]
+    m = type("M", (), {"task_id": "T/1", "gold_normalised": gold_norm, "suites": {}, "harnesses": {}})()
+    v = get("always-accept")
+    v.name = "v"
+    tv = C.judge_task(m, POOL, v, records, {}, {}, C.Settings(k=3), "sampled")
+    assert [tv.metrics[r].copied for r in range(3)] == [0, 1, 1]
+    assert sorted(tv.ranking) == [0, 1, 2] and all(t.legal + t.illegal == 3 for t in tv.ranking.values())
+    # on the re-run three: BA 100 / 50 / 0 -> median round 1
+    rep = C.report("v", "suite", [tv])
+    assert rep.summary.round == 1 and rep.summary.round_ba == [100.0, 50.0, 0.0]
+    assert rep.summary.copied == 1 and "copied round-0 decisions excluded" in rep.summary.basis
+    # counting the copied attack rejection as a sample in every round: 100 / 50 / 50 -> round 2 instead
+    naive = metrics.summarize("v", {r: [tv.metrics[r]] for r in range(3)})
+    assert naive.round_ba == [100.0, 50.0, 50.0] and naive.round == 2 and naive.basis == "every candidate"
+
+
+def test_all_reject_share_of_false_rejections():
+    gold_norm = normalise(GOLD)
+    reject = metrics.task_metrics("T/1", "r", 0, POOL, _decisions(FAIL, FAIL, FAIL, FAIL), gold_norm)
+    picky = metrics.task_metrics("T/2", "r", 0, POOL, _decisions(PASS, FAIL, FAIL, FAIL), gold_norm)
+    crash = metrics.task_metrics("T/3", "r", 0, POOL, _decisions(error("crash"), PASS, FAIL, FAIL), gold_norm)
+    assert (reject.legal_rejected, picky.legal_rejected, crash.legal_rejected) == (2, 1, 0)  # an ERROR is none
+    s = metrics.summarize("r", {0: [reject, picky, crash]})
+    assert (s.false_rejections, s.all_reject_false_rejections) == (3, 2) and s.all_reject_share == 2 / 3
+    other = metrics.summarize("o", {0: [picky]})
+    assert metrics.all_reject_share([s, other]) == (2, 4, 0.5)
+
+
 def test_replay_fails_on_a_decision_against_its_label():
     ok = gates.replay("T/1", "v", POOL, _decisions(PASS, PASS, FAIL, FAIL))
     bad = gates.replay("T/1", "v", POOL, _decisions(PASS, PASS, FAIL, PASS))
@@ -152,6 +191,29 @@ def test_trivial_baselines_fail_without_a_legal_variant_or_for_a_baseline():
     assert r.status == "fail" and "always-reject (no legal candidate)" in r.reason
     r = gates.trivial_baselines("T/1", "always-accept", POOL, base["always-accept"], base, gold_norm)
     assert r.status == "fail" and "decides exactly like always-accept" in r.reason
+
+
+def test_an_erroring_verifier_fails_trivial_baselines_and_is_diagnosed():
+    """ERROR is never evidence of discrimination (issue 22): a verifier that answers ERROR on everything
+    used to 'differ' from every baseline."""
+    gold_norm = normalise(GOLD)
+    base = {"always-accept": _decisions(PASS, PASS, PASS, PASS), "always-reject": _decisions(FAIL, FAIL, FAIL, FAIL),
+            "gold-exact-match": _decisions(PASS, FAIL, FAIL, FAIL)}
+    crash = error("crash", "bwrap: Can't find source path")
+    all_error = _decisions(crash, crash, crash, crash)
+    r = gates.trivial_baselines("T/1", "v", POOL, all_error, base, gold_norm)
+    assert r.status == "fail" and "mostly ERROR: 4 of 4" in r.reason
+    # one valid PASS on the gold, the rest ERROR: still mostly errors
+    r = gates.trivial_baselines("T/1", "v", POOL, _decisions(PASS, crash, crash, crash), base, gold_norm)
+    assert r.status == "fail" and "mostly ERROR: 3 of 4" in r.reason
+    # half errors: only valid decisions may differ; PASS on the two legal ones equals always-accept there,
+    # and the ERRORs on the illegal ones do not count as rejecting them
+    r = gates.trivial_baselines("T/1", "v", POOL, _decisions(PASS, PASS, crash, crash), base, gold_norm)
+    assert r.status == "fail" and "always-accept" in r.reason and json.loads(r.receipt)["errors"] == 2
+    per_task = [metrics.task_metrics("T/1", "v", 0, POOL, all_error, gold_norm)]
+    assert metrics.summarize("v", {0: per_task}).diagnosis == "mostly-error"
+    ok = [metrics.task_metrics("T/1", "v", 0, POOL, _decisions(PASS, PASS, crash, FAIL), gold_norm)]
+    assert metrics.summarize("v", {0: ok}).diagnosis == "-"
 
 
 def test_mutation_detection_ignores_crashes_and_needs_every_operator():

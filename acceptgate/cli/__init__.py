@@ -40,6 +40,7 @@ COMMAND_MODULES = [
     "acceptgate.cli.certify_cmd",
     "acceptgate.cli.serve_cmd",
     "acceptgate.cli.report_cmd",
+    "acceptgate.cli.experiment_cmd",
 ]
 
 

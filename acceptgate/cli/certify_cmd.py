@@ -57,7 +57,11 @@ def add_parser(sub) -> None:
     p.add_argument("--task", action="append", metavar="ID", help="only these tasks (repeat)")
     p.add_argument("--k", type=int, default=3, help="runs from reset per re-run candidate (default 3; the gate needs >= 3)")
     p.add_argument("--repeat-sample", type=int, default=3, metavar="N",
-                   help="per task and suite, re-run the gold, every attack and N seeded others; -1 = all (default 3)")
+                   help="per task and suite, re-run the gold, every attack and N seeded others; -1 = all (default 3). "
+                        "Candidates not re-run keep their round-0 decision, marked as copied and left out of the "
+                        "median-BA round choice")
+    p.add_argument("--repeat-all", action="store_true",
+                   help="full repeatability: re-run every candidate k times from reset (= --repeat-sample -1)")
     p.add_argument("--samples-per-task", type=int, default=PoolSettings().samples_per_task, metavar="N",
                    help="model samples tried per task (default %(default)s)")
     p.add_argument("--no-gauge", action="store_true",
@@ -128,7 +132,7 @@ def _settings(args) -> Settings:
                 raise
             raise InvalidInput(str(exc), field="--verifier") from None
     limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1)
-    return Settings(verifiers=names, k=args.k, repeat_sample=args.repeat_sample,
+    return Settings(verifiers=names, k=args.k, repeat_sample=-1 if args.repeat_all else args.repeat_sample,
                     pool=PoolSettings(samples_per_task=args.samples_per_task), workers=args.workers, limits=limits,
                     external=options)
 

@@ -42,6 +42,9 @@ def add_parser(sub) -> None:
     p.add_argument("--warehouse", metavar="PATH",
                    help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH})")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
+    p.add_argument("--verifier", metavar="NAME",
+                   help="decide with this verifier only if it holds a passing V4V certification for its version and "
+                        "these suites' hashes (acceptgate certify); V is the visible suite. Needs --suites")
     p.add_argument("--run-id", metavar="ID", help="name the run (default: derived from the inputs' hashes)")
     p.add_argument("--strict", action="store_true",
                    help="refuse the whole samples file (exit 2, nothing written) if any record is invalid; "
@@ -107,6 +110,23 @@ def _check(args) -> None:
         core.check_run_id(args.run_id)
 
 
+def _certified(args, path) -> str:
+    from acceptgate import suitefiles
+    from acceptgate.v4v import certified
+
+    if not args.suites:
+        raise InvalidInput("a certification is checked against a suites directory: import the tasks with "
+                           "'acceptgate import' and pass --suites", field="--verifier")
+    kind = certified.GATE_VERIFIERS.get(args.verifier, (None,))[0]
+    tasks = suitefiles.read_suites(args.suites).tasks
+    hashes = {tid: t.suites[kind].spec_hash for tid, t in sorted(tasks.items()) if kind in t.suites}
+    if args.limit is not None:
+        hashes = dict(list(hashes.items())[: args.limit])
+    got = certified.require(path, args.verifier, hashes)
+    return (f"{got.verifier} is certified for these {got.tasks} suites by certification run {got.run_id} "
+            f"({got.version})")
+
+
 def run(args) -> int:
     arms = _arms(args.arm)
     _check(args)
@@ -120,6 +140,8 @@ def run(args) -> int:
         pass
     checks.backend_ready(args.backend)
     path = checks.warehouse_ready(args.warehouse)  # last: it may wait for another process's lock
+    if args.verifier:  # a verifier gates only with a passing certification for these suites (issue 22)
+        print(f"acceptgate gate: {_certified(args, path)}")
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     from flows import gate as gate_flow  # Prefect is imported here, and only here
 

@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
     p.add_argument("--replay", metavar="FILE", help="recorded judge outputs (jsonl) for --backend replay")
     p.add_argument("--human-labels", metavar="FILE", help="human consensus labels (jsonl), for judge-vs-human")
     p.add_argument("--embedder", default="minilm", choices=EMBEDDERS,
-                   help="minilm: the real all-MiniLM-L6-v2 (extra '.[embed]'); hashing: a labelled non-neural "
+                   help="minilm: the real all-MiniLM-L6-v2 (installed with acceptgate); hashing: a labelled non-neural "
                         "fallback, used only when named here")
     p.add_argument("--strict", action="store_true", help="refuse an input file with any invalid record (exit 2)")
     p.add_argument("--quiet", action="store_true", help="do not list the retrieved exemplars")

@@ -1,6 +1,9 @@
 """acceptgate study sample --records FILE --raters A,B[,..] --out DIR [--judge-run ID] [--per-disposition 100]
                          [--seed N] [--warehouse PATH]
 acceptgate study ratings --records FILE --key DIR/key.jsonl RATINGS.jsonl [--strict]
+acceptgate study memory-select --out FILE [--judge-run ID] [--config NAME] [--run N] [--validation FILE] [--seed N]
+acceptgate study memory-freeze --memory LABELLED.jsonl --out FILE --validation FILE [--selection FILE]
+acceptgate study audit-subset --out FILE [--judge-run ID] [--per-config 400] [--seed N]
 
 Human-study support (seed 004, appendix H): a stratified, blinded rating sheet from a judge run's
 verdicts, and the validated import of the ratings (each invalid line reported with file, line and
@@ -36,6 +39,33 @@ def add_parser(sub) -> None:
     r.add_argument("--records", required=True, metavar="FILE")
     r.add_argument("--strict", action="store_true")
     r.set_defaults(func=run_ratings)
+    m = study.add_parser("memory-select", help="seed 004 G.3: 2 tasks per disposition and prediction pattern of a "
+                                               "judge run without memory (32 tasks, 64 trajectories), seeded")
+    m.add_argument("--out", required=True, metavar="FILE", help="the selection (jsonl) the experts label")
+    m.add_argument("--judge-run", metavar="ID", help="the memory-less judge run (default: the latest)")
+    m.add_argument("--config", help="the agent configuration whose trajectories are used (default: first by name)")
+    m.add_argument("--run", type=int, default=1, help="the agent run (default 1)")
+    m.add_argument("--validation", metavar="FILE", help="human labels of the validation split: their tasks are "
+                                                        "never selected")
+    m.add_argument("--records", metavar="FILE", help="trajectory records (to map --validation to tasks)")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--warehouse", metavar="PATH")
+    m.set_defaults(func=run_memory_select)
+    f = study.add_parser("memory-freeze", help="freeze the labelled memory bank (canonical file + sha256); refuses "
+                                               "a task shared with validation")
+    f.add_argument("--memory", required=True, metavar="FILE", help="the experts' consensus records (Exemplar jsonl)")
+    f.add_argument("--out", required=True, metavar="FILE")
+    f.add_argument("--validation", required=True, metavar="FILE", help="human labels of the validation split")
+    f.add_argument("--records", required=True, metavar="FILE", help="trajectory records (maps labels to tasks)")
+    f.add_argument("--selection", metavar="FILE", help="the memory-select output the records must cover exactly")
+    f.set_defaults(func=run_memory_freeze)
+    a = study.add_parser("audit-subset", help="seed 004 K: E+ trajectories for the audit judge, 400 per configuration")
+    a.add_argument("--out", required=True, metavar="FILE", help="trajectory ids (jsonl)")
+    a.add_argument("--judge-run", metavar="ID")
+    a.add_argument("--per-config", type=int, default=400)
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--warehouse", metavar="PATH")
+    a.set_defaults(func=run_audit_subset)
 
 
 def _trajectories(path: str) -> dict:
@@ -101,4 +131,99 @@ def run_ratings(args) -> int:
             sat = sum(r.satisfaction for r in rs) / len(rs)
             acc = sum(r.accept_as_is for r in rs) / len(rs)
             print(f"judge V_p={v_p}: mean satisfaction {sat:.2f} (1-5), accepted as is {100 * acc:.1f}% of {len(rs)}")
+    for row in human.by_degree(assignments, loaded.valid).to_dict("records"):
+        print(f"degree {row['degree']}: {row['ratings']} ratings, mean satisfaction {row['satisfaction']:.2f}, "
+              f"accepted as is {100 * row['accept_as_is']:.1f}%, unnecessary steps marked "
+              f"{row['unnecessary_steps']:.2f} per record ({100 * row['any_unnecessary']:.1f}% with any)")
+    return 0
+
+
+def _write_jsonl(path: str, rows: list[dict]) -> Path:
+    out = Path(path)
+    outputs.check_file(out, "--out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows), encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def _verdicts(args):
+    from acceptgate.judge import metrics
+
+    path = warehouse.resolve_path(args.warehouse)
+    if not path.exists():
+        raise InvalidInput("no warehouse here", source=str(path), field="--warehouse")
+    return metrics.read_verdicts(path, args.judge_run)
+
+
+def _validation_tasks(labels_path: str | None, records_path: str | None) -> set[str]:
+    from acceptgate.judge.records import HumanLabel, load_jsonl, strict
+
+    if not labels_path:
+        return set()
+    for name, flag in ((labels_path, "--validation"), (records_path, "--records")):
+        if not name or not Path(name).is_file():
+            raise InvalidInput("no such file", source=str(name), field=flag)
+    labels = load_jsonl(labels_path, HumanLabel)
+    strict(labels)
+    trajs = _trajectories(records_path)
+    unknown = sorted(h.trajectory_id for h in labels.valid if h.trajectory_id not in trajs)
+    if unknown:
+        raise InvalidInput(f"{len(unknown)} labelled trajectories are not in the records, e.g. {unknown[0]}",
+                           source=labels_path, field="--validation")
+    return {trajs[h.trajectory_id].task_id for h in labels.valid}
+
+
+def run_memory_select(args) -> int:
+    from acceptgate.judge import memory
+
+    run_id, verdicts, _ = _verdicts(args)
+    exclude = _validation_tasks(args.validation, args.records)
+    patterns = memory.prediction_patterns(verdicts, config=args.config, run=args.run)
+    chosen, short = memory.select_tasks(patterns, seed=args.seed, exclude=exclude)
+    rows = [{"task_id": c.task_id, "disposition": c.disposition, "pattern": c.pattern,
+             "trajectory_plus": c.trajectories[0], "trajectory_minus": c.trajectories[1], "seed": args.seed,
+             "judge_run": run_id} for c in chosen]
+    out = _write_jsonl(args.out, rows)
+    print(f"judge run {run_id}: {len(chosen)} tasks, {2 * len(chosen)} trajectories selected for the memory bank "
+          f"(seed {args.seed}; {len(exclude)} validation tasks excluded) -> {out}")
+    for note in short:
+        print(f"  fewer than asked: {note}")
+    return 0
+
+
+def run_memory_freeze(args) -> int:
+    from acceptgate.judge import memory
+    from acceptgate.judge.records import Exemplar, load_jsonl, strict
+
+    if not Path(args.memory).is_file():
+        raise InvalidInput("no such file", source=args.memory, field="--memory")
+    loaded = load_jsonl(args.memory, Exemplar)
+    strict(loaded)
+    selection = None
+    if args.selection:
+        if not Path(args.selection).is_file():
+            raise InvalidInput("no such file", source=args.selection, field="--selection")
+        selection = [memory.Selected(d["task_id"], d["disposition"], d["pattern"],
+                                     (d["trajectory_plus"], d["trajectory_minus"]))
+                     for d in map(json.loads, Path(args.selection).read_text(encoding="utf-8").splitlines())]
+    outputs.check_file(Path(args.out), "--out")
+    path, digest = memory.freeze(loaded.valid, args.out, validation_tasks=_validation_tasks(args.validation,
+                                                                                             args.records),
+                                 selection=selection)
+    print(f"memory bank frozen: {len(loaded.valid)} records, sha256 {digest} -> {path} (+ {path.name}.sha256)")
+    return 0
+
+
+def run_audit_subset(args) -> int:
+    from acceptgate.judge import memory
+
+    if args.per_config < 1:
+        raise InvalidInput("must be at least 1", field="--per-config")
+    run_id, verdicts, _ = _verdicts(args)
+    subset = memory.audit_subset(verdicts, per_config=args.per_config, seed=args.seed)
+    out = _write_jsonl(args.out, subset.to_dict("records"))
+    counts = subset.groupby("config").size().to_dict()
+    print(f"judge run {run_id}: audit subset of {len(subset)} E+ trajectories ({counts}; seed {args.seed}) -> {out}")
     return 0

@@ -24,8 +24,8 @@ from acceptgate.sources.base import (
 )
 
 ARM = "hmix"
-CHECK_BY_HAND = ("Before you answer, check your function by hand against the examples in the "
-                 "docstring.")
+# Seed 001's wording (seed 000: 先用題目中的範例手動檢查你的函式): "in the task", not "in the docstring".
+CHECK_BY_HAND = "First check your function by hand against the examples in the task."
 
 
 @dataclass(frozen=True)

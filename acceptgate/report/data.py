@@ -166,4 +166,7 @@ def collect(snapshot: str | Path) -> ReportData:
             if not section.ran:
                 section.note = "not run yet"
             sections.append(section)
+        from acceptgate.report import seed004  # seed 004's tables, one section each (issue 22)
+
+        sections += seed004.sections(con, rels)
     return ReportData(snapshot, str(published) if published else "unknown", sections)

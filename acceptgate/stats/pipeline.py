@@ -22,9 +22,11 @@ from acceptgate import __version__, warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.pipelines import ledger
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, PairedData, PairedEffect, paired_effects
+from acceptgate.stats import seed004
 from acceptgate.stats.stability import RunStability, run_stability
 
-TABLES = ("stats_effects", "stats_stability", "stats_agreement", "stats_judge_comparison")
+TABLES = ("stats_effects", "stats_stability", "stats_agreement", "stats_judge_comparison", "stats_condition_rates",
+          "stats_overall_interaction")
 GATE_MEASURES = ("false_delivery", "delivered")
 
 EFFECT_COLUMNS = ["run_id", "measure", "config", "condition_a", "condition_b", "unit", "n_units", "runs", "rate_a",
@@ -80,6 +82,7 @@ class StatsResult:
     notes: list[str] = field(default_factory=list)
     units: dict[str, str] = field(default_factory=dict)  # measure -> resampling unit (task, task pair)
     comparison: list[dict] = field(default_factory=list)  # two judges, one row per configuration
+    extra: dict[str, list[dict]] = field(default_factory=dict)  # seed 004 Table 3 CIs, M.2 overall test (seed004)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         effects = [{"run_id": self.run_id, "measure": m, "condition_a": e.a_name, "condition_b": e.b_name,
@@ -101,7 +104,8 @@ class StatsResult:
         comparison = pd.DataFrame([{"run_id": self.run_id, "input_sha256": self.input_sha256, **c}
                                    for c in self.comparison], columns=COMPARISON_COLUMNS)
         return {"stats_effects": frame, "stats_stability": pd.DataFrame(stability, columns=STABILITY_COLUMNS),
-                "stats_agreement": agree, "stats_judge_comparison": comparison}
+                "stats_agreement": agree, "stats_judge_comparison": comparison,
+                **seed004.frames(self.extra, self.run_id, self.input_sha256)}
 
     def _effects_with_unit(self) -> dict[str, tuple[str, list[PairedEffect]]]:
         return {m: (self.units.get(m, "unit"), es) for m, es in self.effects.items()}
@@ -193,6 +197,7 @@ def compute(kind: str, source_run_id: str, measured: Sequence[Measured], setting
         multi = [d for d in m.data if d.runs >= 2]
         if multi:
             result.stability[m.measure] = run_stability(multi, **kw)
+        result.notes += seed004.add(result.extra, m.measure, m.data, **kw)
     return result
 
 

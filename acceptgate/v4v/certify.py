@@ -68,6 +68,9 @@ def with_external(settings: Settings, commands: list[str], mounts: list[str], ev
     ext = dataclasses.replace(settings.external, mounts=tuple(dict.fromkeys(list(settings.external.mounts) + mounts)),
                               evalplus_venv=evalplus_venv or settings.external.evalplus_venv,
                               dataset=settings.external.dataset or dataset)
+    for name in names:  # before any execution: an unreadable file or a missing mount is refused here
+        if name.startswith("cmd:"):
+            external.CommandVerifier(name[4:], ext)
     return dataclasses.replace(settings, verifiers=tuple(dict.fromkeys(names)), external=ext)
 
 
@@ -219,6 +222,9 @@ class TaskVerdict:
     gates: list[gates.GateResult]
     mutants: list[gates.MutantOutcome]
     metrics: dict[int, metrics.TaskMetrics]  # round -> metrics
+    # round -> metrics over only the candidates decided afresh in every round (the median-round ranking);
+    # empty when no decision was copied
+    ranking: dict[int, metrics.TaskMetrics] = field(default_factory=dict)
 
 
 def mutant_outcomes(m: TaskMaterial, pool: list[PoolCandidate], v: SuiteVerifier, original: dict[str, Decision],
@@ -254,11 +260,16 @@ def judge_task(m: TaskMaterial, pool: list[PoolCandidate], v: Verifier, records:
         gates.mutation(m.task_id, v.name, mutants, mutation.MUTATION_OPERATORS,
                        why_not=gates.EXTERNAL_NOT_MUTATED if v.family == "external" else None),
     ]
-    per_round = {}
+    per_round, ranking = {}, {}
+    fresh = [c for c in pool if all(c.candidate_id in rounds[r] for r in range(settings.k))]
     for r in range(settings.k):
-        decided = {cid: rounds[r].get(cid, original[cid]) for cid in original}  # not re-run: its round-0 decision
-        per_round[r] = metrics.task_metrics(m.task_id, v.name, r, pool, decided, m.gold_normalised)
-    return TaskVerdict(m.task_id, v.name, v.family, results, mutants or [], per_round)
+        # not re-run: its round-0 decision, copied and marked (no independent sample, seed 002)
+        copied = frozenset(cid for cid in original if cid not in rounds[r])
+        decided = {cid: rounds[r].get(cid, original[cid]) for cid in original}
+        per_round[r] = metrics.task_metrics(m.task_id, v.name, r, pool, decided, m.gold_normalised, copied)
+        if len(fresh) < len(pool):
+            ranking[r] = metrics.task_metrics(m.task_id, v.name, r, fresh, decided, m.gold_normalised)
+    return TaskVerdict(m.task_id, v.name, v.family, results, mutants or [], per_round, ranking)
 
 
 @dataclass
@@ -288,10 +299,15 @@ def report(name: str, family: str, verdicts: list[TaskVerdict]) -> VerifierRepor
     muts = [mo for v in verdicts for mo in v.mutants]
     score = sum(mo.detected for mo in muts) / len(muts) if muts else None
     rounds: dict[int, list[metrics.TaskMetrics]] = defaultdict(list)
+    ranking: dict[int, list[metrics.TaskMetrics]] = defaultdict(list)
     for v in verdicts:
         for r, tm in v.metrics.items():
             rounds[r].append(tm)
-    return VerifierReport(name, family, metrics.summarize(name, dict(rounds)), passed, applicable, failed, score)
+            ranking[r].append(v.ranking.get(r, tm))  # a task with no copies ranks on every candidate
+    fresh = sum(tm.legal + tm.illegal for tm in ranking[0]) if ranking else 0
+    basis = f"the {fresh} candidates decided afresh in every round (copied round-0 decisions excluded)"
+    summary = metrics.summarize(name, dict(rounds), dict(ranking), basis)
+    return VerifierReport(name, family, summary, passed, applicable, failed, score)
 
 
 @dataclass
@@ -433,7 +449,7 @@ def _pct(x: float | None) -> str:
 
 
 TABLE_COLUMNS = ("verifier", "tasks", "gates passed", "TPR", "TNR", "BA_norm", "FPR_attack", "mutation", "errors",
-                 "diagnosis", "failed gates (tasks)")
+                 "false rej. (all-reject)", "diagnosis", "failed gates (tasks)")
 
 
 def table_rows(reports: list[VerifierReport]) -> list[tuple[str, ...]]:
@@ -443,7 +459,7 @@ def table_rows(reports: list[VerifierReport]) -> list[tuple[str, ...]]:
         errors = sum(s.errors.values())
         rows.append((r.name, str(s.tasks), f"{r.gates_passed}/{r.gates_applicable}", _pct(s.tpr), _pct(s.tnr), _pct(s.ba_norm),
                      _pct(s.fpr_attack), "-" if r.mutation_score is None else f"{100 * r.mutation_score:.1f}%",
-                     str(errors), s.diagnosis,
+                     str(errors), f"{s.false_rejections} ({s.all_reject_false_rejections})", s.diagnosis,
                      ", ".join(f"{g}({n})" for g, n in r.failed_gates.items()) or "-"))
     return rows
 
@@ -453,6 +469,14 @@ def format_table(reports: list[VerifierReport]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    part, whole, share = metrics.all_reject_share(r.summary for r in reports if r.family != "baseline")
+    lines.append(f"false rejections (valid FAIL on a legal candidate) from all-reject verifier-task pairs, baselines "
+                 f"left out: {part} of {whole}" + ("" if share is None else f" ({100 * share:.1f}%)"))
+    copied = [r for r in reports if r.summary.copied]
+    if copied:
+        lines.append("median-BA round chosen on candidates decided afresh in every round (" +
+                     ", ".join(f"{r.name}: {r.summary.copied} copied round-0 decisions in the reported round"
+                               for r in copied) + "; --repeat-all re-runs every candidate)")
     return "\n".join(lines)
 
 

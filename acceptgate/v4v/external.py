@@ -118,6 +118,56 @@ def digest_paths(paths: list[str], *, field: str) -> str:
     return h.hexdigest()
 
 
+def _sandbox_may(st: os.stat_result, want: int) -> bool:
+    """Would the sandbox's uid get ``want`` (R_OK | X_OK bits, as 4/1) on a file with this stat? As root
+    the local backend runs commands as an unprivileged uid (``hostprobe.SANDBOX_UID`` or a slot uid that
+    owns nothing), so the owner's and the group's bits apply only to files that uid owns."""
+    from acceptgate.sandbox.hostprobe import SANDBOX_UID
+
+    shift = 6 if st.st_uid == SANDBOX_UID else 3 if st.st_gid == SANDBOX_UID else 0
+    return (st.st_mode >> shift) & want == want
+
+
+def sandbox_access_problem(path: str) -> str | None:
+    """Why the sandbox could not read ``path`` (a file, or a directory and what is in it); None when it
+    can. Checked before any execution: bwrap started as the sandbox uid cannot even bind a path it cannot
+    reach, and every decision would be ``ERROR crash: bwrap: Can't find source path``."""
+    real = os.path.realpath(path)
+    if os.geteuid() != 0:  # the sandbox runs as this uid (in a user namespace): its own rights apply
+        bad = [p for p in [real] if not os.access(p, os.R_OK)]
+        return f"{bad[0]} is not readable by this user" if bad else None
+    parts = Path(real).parts
+    for i in range(1, len(parts)):
+        d = os.path.join(*parts[:i])
+        st = os.stat(d)
+        if not _sandbox_may(st, 1):
+            return (f"directory {d} (mode {st.st_mode & 0o777:04o}, owner uid {st.st_uid}) does not let other "
+                    "users enter it")
+    tops = [real] if not os.path.isdir(real) else [real] + [os.path.join(dp, n) for dp, ds, fs in os.walk(real)
+                                                            for n in ds + fs]
+    for p in tops:
+        st = os.stat(p)
+        want = 5 if os.path.isdir(p) else 4
+        if not _sandbox_may(st, want):
+            return (f"{'directory' if want == 5 else 'file'} {p} (mode {st.st_mode & 0o777:04o}, owner uid "
+                    f"{st.st_uid}) is not readable by other users")
+    return None
+
+
+def check_sandbox_access(paths: list[str], *, field: str) -> None:
+    """InvalidInput naming the first path the sandbox could not read, and what to change."""
+    from acceptgate.sandbox.hostprobe import SANDBOX_UID
+
+    for path in paths:
+        why = sandbox_access_problem(path)
+        if why:
+            raise InvalidInput(
+                f"the sandbox runs command verifiers as an unprivileged uid ({SANDBOX_UID} or a slot uid), which "
+                f"could not read this: {why}. Put the verifier and the files it reads where every user can "
+                "read them (e.g. chmod o+rx on each directory above it and o+r on the files, or copy them under "
+                "a world-readable directory such as /opt), then run again", source=path, field=field)
+
+
 def interpret(result: "sandbox_command.CommandResult") -> Decision:
     """A command's run -> its decision. The verdict is the last non-empty line of stdout.
 
@@ -186,6 +236,7 @@ class CommandVerifier(Verifier):
                 raise InvalidInput("not found", source=m, field="--verifier-mount")
             binds.append(os.path.realpath(m))
         self.mounts = tuple(sorted(set(binds)))
+        check_sandbox_access(list(self.mounts), field="--verifier-command")  # before any execution
         self.files_sha256 = digest_paths(list(self.mounts), field="--verifier-mount")
         self.command_sha256 = sha256_text(self.command)
         self.version = f"{VERSION}:command:sha256={sha256_text(self.command_sha256 + self.files_sha256)}"

@@ -6,7 +6,7 @@
 | repeatability | k >= 3 runs from reset give the same decision for every re-run candidate |
 | provenance | every decision is bound to the candidate's sha256 (matching its text), the task, the spec and render hashes the run used, and the verifier version |
 | input-label-consistency | no two candidates with the same normalised text carry opposite labels, and no visible input appears with two different expected values |
-| trivial-baselines | the pool exposes always-accept (an illegal candidate), always-reject (a legal one) and gold-exact-match (a legal candidate unlike the gold), and the verifier's decisions differ from each baseline's somewhere |
+| trivial-baselines | the pool exposes always-accept (an illegal candidate), always-reject (a legal one) and gold-exact-match (a legal candidate unlike the gold), at most half the verifier's decisions are ERROR, and a *valid* decision of the verifier differs from each baseline's somewhere (an ERROR is never evidence of discrimination) |
 | mutation | each mutation operator (drop a case, perturb an expected value, weaken the comparison) has a mutant that some candidate gets a different valid decision from; crashes do not count. Only for suite verifiers (``n/a`` otherwise, with the reason in the receipt: an external verifier is a black box). The mutation score is detected / all mutants |
 
 A gate's receipt is plain JSON; its sha256 is stored beside it.
@@ -164,16 +164,18 @@ def input_label_consistency(task_id: str, verifier: str, pool: list[PoolCandidat
 
 def trivial_baselines(task_id: str, verifier: str, pool: list[PoolCandidate], decisions: dict[str, Decision],
                       baselines: dict[str, dict[str, Decision]], gold_normalised: str) -> GateResult:
-    """``baselines``: baseline name -> its decisions on this pool."""
+    """``baselines``: baseline name -> its decisions on this pool. Only the verifier's valid decisions
+    (PASS/FAIL) can tell it apart from a baseline: an ERROR decides nothing."""
     exposed = {
         "always-accept": any(c.label != LEGAL for c in pool),
         "always-reject": any(c.label == LEGAL for c in pool),
         "gold-exact-match": any(c.label == LEGAL and normalise(c.source) != gold_normalised for c in pool),
     }
-    differs = {name: next((c.candidate_id for c in pool
-                           if decisions[c.candidate_id].label != theirs[c.candidate_id].label), None)
+    differs = {name: next((c.candidate_id for c in pool if decisions[c.candidate_id].valid
+                           and decisions[c.candidate_id].label != theirs[c.candidate_id].label), None)
                for name, theirs in sorted(baselines.items())}
-    receipt = {"pool_exposes": exposed, "verifier_differs_from": differs,
+    errors = sum(not decisions[c.candidate_id].valid for c in pool)
+    receipt = {"pool_exposes": exposed, "verifier_differs_from": differs, "errors": errors,
                "pool": {"legal": sum(c.label == LEGAL for c in pool), "illegal": sum(c.label != LEGAL for c in pool)}}
     not_exposed = [name for name, ok in exposed.items() if not ok]
     if not_exposed:
@@ -181,6 +183,10 @@ def trivial_baselines(task_id: str, verifier: str, pool: list[PoolCandidate], de
                 "gold-exact-match": "no legal candidate unlike the gold"}
         return _result(task_id, verifier, "trivial-baselines", False,
                        "the pool cannot expose " + "; ".join(f"{n} ({what[n]})" for n in not_exposed), receipt)
+    if pool and 2 * errors > len(pool):
+        return _result(task_id, verifier, "trivial-baselines", False,
+                       f"mostly ERROR: {errors} of {len(pool)} decisions are errors, and an error is never evidence "
+                       "that the verifier differs from a baseline", receipt)
     same = [name for name, witness in differs.items() if witness is None]
     if same:
         return _result(task_id, verifier, "trivial-baselines", False,

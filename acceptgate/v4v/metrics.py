@@ -17,7 +17,7 @@ from typing import Iterable
 from acceptgate.v4v.pools import LEGAL, PoolCandidate
 from acceptgate.v4v.verifiers import FAIL, PASS, Decision, normalise
 
-DIAGNOSES = ("all-reject", "all-accept", "gold-only")
+DIAGNOSES = ("all-reject", "all-accept", "gold-only", "mostly-error")
 
 
 @dataclass
@@ -35,6 +35,8 @@ class TaskMetrics:
     fails: int
     errors: Counter = field(default_factory=Counter)  # error kind -> count
     fails_by_exception: int = 0
+    legal_rejected: int = 0  # false rejections: a valid FAIL on a legal candidate (an ERROR is none)
+    copied: int = 0  # decisions of this round copied from round 0 (the candidate was not re-run)
     all_reject: bool = False
     all_accept: bool = False
     gold_only: bool | None = None  # None when the pool has no legal candidate unlike the gold
@@ -57,8 +59,10 @@ class TaskMetrics:
 
 
 def task_metrics(task_id: str, verifier: str, round: int, pool: list[PoolCandidate],
-                 decisions: dict[str, Decision], gold_normalised: str) -> TaskMetrics:
+                 decisions: dict[str, Decision], gold_normalised: str, copied: frozenset[str] = frozenset()) -> TaskMetrics:
+    """``copied``: the candidates whose decision here is round 0's, copied (not an independent sample)."""
     m = TaskMetrics(task_id, verifier, round, 0, 0, 0, 0, 0, 0, 0, 0)
+    m.copied = sum(c.candidate_id in copied for c in pool)
     accepted_legal_unlike_gold, legal_unlike_gold, gold_accepted = 0, 0, False
     for c in pool:
         d = decisions[c.candidate_id]
@@ -72,6 +76,7 @@ def task_metrics(task_id: str, verifier: str, round: int, pool: list[PoolCandida
         if c.label == LEGAL:
             m.legal += 1
             m.legal_accepted += d.outcome == PASS
+            m.legal_rejected += d.outcome == FAIL
             unlike = normalise(c.source) != gold_normalised
             legal_unlike_gold += unlike
             accepted_legal_unlike_gold += unlike and d.outcome == PASS
@@ -110,6 +115,15 @@ class VerifierMetrics:
     errors: dict[str, int]
     fails_by_exception: int
     diagnosis: str
+    copied: int = 0  # decisions in the reported round copied from round 0
+    basis: str = "every candidate"  # what the median round was chosen on
+    false_rejections: int = 0  # valid FAILs on legal candidates, reported round
+    all_reject_false_rejections: int = 0  # of those, on tasks where this verifier rejects everything
+
+    @property
+    def all_reject_share(self) -> float | None:
+        """Share of false rejections that come from all-reject tasks (seed 002: 87.9-96.0 %)."""
+        return self.all_reject_false_rejections / self.false_rejections if self.false_rejections else None
 
 
 def aggregate(verifier: str, per_task: list[TaskMetrics]) -> tuple[float | None, float | None, float | None, float | None]:
@@ -121,7 +135,7 @@ def aggregate(verifier: str, per_task: list[TaskMetrics]) -> tuple[float | None,
 
 def diagnose(per_task: list[TaskMetrics]) -> str:
     """Names that hold on every task where they can be told (gold-only: where the pool has a legal
-    candidate unlike the gold)."""
+    candidate unlike the gold); mostly-error: more than half of all its decisions are ERROR."""
     found = []
     if per_task and all(t.all_reject for t in per_task):
         found.append("all-reject")
@@ -130,14 +144,25 @@ def diagnose(per_task: list[TaskMetrics]) -> str:
     told = [t for t in per_task if t.gold_only is not None]
     if told and all(t.gold_only for t in told):
         found.append("gold-only")
+    decisions = sum(t.passes + t.fails + sum(t.errors.values()) for t in per_task)
+    if decisions and 2 * sum(sum(t.errors.values()) for t in per_task) > decisions:
+        found.append("mostly-error")
     return ",".join(found) or "-"
 
 
-def summarize(verifier: str, rounds: dict[int, list[TaskMetrics]]) -> VerifierMetrics:
+def summarize(verifier: str, rounds: dict[int, list[TaskMetrics]],
+              ranking: dict[int, list[TaskMetrics]] | None = None, basis: str = "every candidate") -> VerifierMetrics:
     """The verifier's figures from the round with the median BA_norm (rounds ordered by BA_norm, then
     by round number; the lower middle one for an even count), as seed 002 prescribes: one whole round,
-    not the best round per class."""
-    bas = {r: aggregate(verifier, ts)[2] for r, ts in sorted(rounds.items())}
+    not the best round per class.
+
+    Decisions copied from round 0 into a later round (a candidate not re-run) are no independent sample
+    (seed 002), so when there are any the rounds are ranked by ``ranking``: the same metrics over only
+    the candidates decided afresh in every round (``basis`` says which). ``round_ba`` is that ranking."""
+    copies = sum(t.copied for ts in rounds.values() for t in ts)
+    if ranking is None or not copies:
+        ranking, basis = rounds, "every candidate"
+    bas = {r: aggregate(verifier, ts)[2] for r, ts in sorted(ranking.items())}
     order = sorted(bas, key=lambda r: (bas[r] if bas[r] is not None else float("-inf"), r))
     chosen = order[(len(order) - 1) // 2]
     per_task = rounds[chosen]
@@ -148,4 +173,14 @@ def summarize(verifier: str, rounds: dict[int, list[TaskMetrics]]) -> VerifierMe
     return VerifierMetrics(verifier, chosen, len(rounds), [bas[r] for r in sorted(bas)], len(per_task), tpr, tnr,
                            ba, fpr, sum(t.passes for t in per_task), sum(t.fails for t in per_task),
                            dict(sorted(errors.items())), sum(t.fails_by_exception for t in per_task),
-                           diagnose(per_task))
+                           diagnose(per_task), sum(t.copied for t in per_task), basis,
+                           sum(t.legal_rejected for t in per_task),
+                           sum(t.legal_rejected for t in per_task if t.all_reject))
+
+
+def all_reject_share(summaries: Iterable[VerifierMetrics]) -> tuple[int, int, float | None]:
+    """Over several verifiers: (false rejections on all-reject tasks, all false rejections, share)."""
+    summaries = list(summaries)
+    part = sum(s.all_reject_false_rejections for s in summaries)
+    whole = sum(s.false_rejections for s in summaries)
+    return part, whole, (part / whole if whole else None)

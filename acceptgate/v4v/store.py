@@ -139,7 +139,8 @@ def certification_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.D
                               "errors_crash": tm.errors["crash"], "errors_timeout": tm.errors["timeout"],
                               "errors_malformed": tm.errors["malformed"],
                               "fails_by_exception": tm.fails_by_exception, "all_reject": tm.all_reject,
-                              "all_accept": tm.all_accept, "gold_only": tm.gold_only})
+                              "all_accept": tm.all_accept, "gold_only": tm.gold_only,
+                              "legal_rejected": tm.legal_rejected, "copied_decisions": tm.copied})
     summary = []
     for rep in cert.reports:
         s = rep.summary
@@ -151,7 +152,11 @@ def certification_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.D
                         "passes": s.passes, "fails": s.fails, "errors_crash": s.errors.get("crash", 0),
                         "errors_timeout": s.errors.get("timeout", 0),
                         "errors_malformed": s.errors.get("malformed", 0),
-                        "fails_by_exception": s.fails_by_exception, "diagnosis": s.diagnosis})
+                        "fails_by_exception": s.fails_by_exception, "diagnosis": s.diagnosis,
+                        "copied_decisions": s.copied, "median_round_basis": s.basis,
+                        "false_rejections": s.false_rejections,
+                        "all_reject_false_rejections": s.all_reject_false_rejections,
+                        "all_reject_share": s.all_reject_share})
     return {
         "v4v_decisions": _frame(decisions, ["run_id", "task_id", "verifier", "candidate_id", "round", "decision",
                                             "error_kind", "reason", "by_exception", "candidate_sha256",
@@ -170,10 +175,12 @@ def certification_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.D
 TASK_METRIC_COLUMNS = ["run_id", "task_id", "verifier", "round", "legal", "illegal", "attacks", "legal_accepted",
                        "illegal_rejected", "attacks_accepted", "tpr", "tnr", "ba_norm", "fpr_attack", "errors_crash",
                        "errors_timeout", "errors_malformed", "fails_by_exception", "all_reject", "all_accept",
-                       "gold_only"]
+                       "gold_only", "legal_rejected", "copied_decisions"]
 SUMMARY_COLUMNS = ["run_id", "verifier", "family", "tasks", "gates_passed", "gates_applicable", "failed_gates", "tpr",
                    "tnr", "ba_norm", "fpr_attack", "mutation_score", "median_round", "rounds", "round_ba", "passes",
-                   "fails", "errors_crash", "errors_timeout", "errors_malformed", "fails_by_exception", "diagnosis"]
+                   "fails", "errors_crash", "errors_timeout", "errors_malformed", "fails_by_exception", "diagnosis",
+                   "copied_decisions", "median_round_basis", "false_rejections", "all_reject_false_rejections",
+                   "all_reject_share"]
 
 
 # -- writes (through the run ledger) ------------------------------------------------------------------

@@ -1,0 +1,71 @@
+"""A verifier gates only once certified (seed 002: "six gates first, then the agent").
+
+``require(path, verifier, spec_hashes)`` looks in the warehouse for a finished certification run in which
+``verifier`` passed every applicable V4V gate on every task, with decisions bound to the verifier version
+this code runs and to the very suites the gate will use (each task's spec hash). It returns that run's
+id, or raises InvalidInput saying what is missing and the command that certifies it. Nothing is decided
+by the verifier before this holds.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+from acceptgate import warehouse
+from acceptgate.errors import InvalidInput
+from acceptgate.v4v.verifiers import VERSION
+
+# The verifier a gate decides with, and the suite it reads, by name. V is the visible suite; the gates
+# run it directly (gates/visible.py), so its certified version is the suite verifier's.
+GATE_VERIFIERS = {"V": ("visible", VERSION + ":suite")}
+
+
+@dataclass(frozen=True)
+class Certified:
+    run_id: str
+    verifier: str
+    version: str
+    tasks: int
+
+
+def require(path: str | os.PathLike, verifier: str, spec_hashes: Mapping[str, str]) -> Certified:
+    """The certification run that covers every (task, spec hash) with a passing certificate, or InvalidInput."""
+    if verifier not in GATE_VERIFIERS:
+        raise InvalidInput(f"a gate can decide with {', '.join(GATE_VERIFIERS)} only, not {verifier!r}",
+                           field="--verifier")
+    _, version = GATE_VERIFIERS[verifier]
+    how = ("certify it first: acceptgate certify --suites DIR --dataset FILE --verifier "
+           f"{verifier} (on the same suites directory)")
+    if not os.path.exists(path):
+        raise InvalidInput(f"no warehouse, so no certification of {verifier}: {how}", source=str(path),
+                           field="--verifier")
+    with warehouse.connect(path, read_only=True) as con:
+        tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
+        if not {"v4v_runs", "v4v_verifier_summary", "v4v_decisions"} <= tables:
+            raise InvalidInput(f"no certification in this warehouse: {how}", source=str(path), field="--verifier")
+        runs = con.execute(
+            "select r.run_id from v4v_runs r join v4v_verifier_summary s using (run_id) "
+            "where r.status = 'ok' and s.verifier = ? and s.gates_passed = s.gates_applicable "
+            "order by r.finished_at desc", [verifier]).fetchall()
+        if not runs:
+            failed = con.execute("select run_id, failed_gates from v4v_verifier_summary where verifier = ? "
+                                 "and gates_passed < gates_applicable limit 1", [verifier]).fetchone()
+            why = f" (run {failed[0]} failed gates {failed[1]})" if failed else ""
+            raise InvalidInput(f"{verifier} has no passing certification{why}: {how}", field="--verifier")
+        best = None
+        for (run_id,) in runs:
+            bound = dict(con.execute(
+                "select task_id, any_value(spec_hash) from v4v_decisions where run_id = ? and verifier = ? "
+                "and verifier_version = ? group by task_id having count(distinct spec_hash) = 1",
+                [run_id, verifier, version]).fetchall())
+            missing = sorted(t for t, h in spec_hashes.items() if bound.get(t) != h)
+            if not missing:
+                return Certified(run_id, verifier, version, len(spec_hashes))
+            if best is None or len(missing) < len(best[1]):
+                best = (run_id, missing)
+    run_id, missing = best
+    raise InvalidInput(f"{verifier}'s passing certification (best: run {run_id}) does not cover {len(missing)} of "
+                       f"{len(spec_hashes)} tasks with these suites (e.g. {missing[0]}: not certified, or certified "
+                       f"on another spec hash or verifier version): {how}", field="--verifier")
