@@ -13,7 +13,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from acceptgate import expectations, warehouse
 from acceptgate.leak.controls import ControlResult
@@ -29,6 +31,38 @@ VERDICT_COLUMNS = ["run_id", "arm", "block", "task_id", "scan_id", "origin", "st
                    "items_v2", "inputs_sha256"]
 HIT_COLUMNS = ["run_id", "arm", "block", "task_id", "scanner", "hit_index", "seq", "author", "purpose", "start_char",
                "end_char", "needle", "kind", "case_index", "rule", "violation", "why_not"]
+
+
+# The column types, declared (they mirror sql/030_leak.sql): DuckDB never infers a type from a sample of
+# rows (a batch whose first rows all have empty ``reasons`` lists would otherwise be typed NULL[]).
+_TS = pa.timestamp("us", tz="UTC")
+SCHEMAS: dict[str, pa.Schema] = {
+    "leak_scans": pa.schema([
+        ("scan_id", pa.string()), ("run_id", pa.string()), ("origin", pa.string()),
+        ("scanner_version", pa.string()), ("matcher", pa.string()), ("records", pa.int32()),
+        ("control_passed", pa.bool_()), ("control_detail", pa.string()), ("negative_passed", pa.bool_()),
+        ("negative_detail", pa.string()), ("control_record", pa.string()), ("items_v1", pa.int64()),
+        ("items_v2", pa.int64()), ("wall_seconds", pa.float64()), ("scanned_at", _TS)]),
+    "leak_verdicts": pa.schema([
+        ("run_id", pa.string()), ("arm", pa.string()), ("block", pa.string()), ("task_id", pa.string()),
+        ("scan_id", pa.string()), ("origin", pa.string()), ("started_at", _TS), ("finished", pa.bool_()),
+        ("verdict", pa.string()), ("reasons", pa.list_(pa.string())), ("texts", pa.int32()),
+        ("v1_hits", pa.int32()), ("v1_flagged", pa.bool_()), ("v2_hits", pa.int32()),
+        ("v2_violations", pa.int32()), ("gt_as_visible", pa.bool_()), ("items_v1", pa.int64()),
+        ("items_v2", pa.int64()), ("inputs_sha256", pa.string())]),
+    "leak_hits": pa.schema([
+        ("run_id", pa.string()), ("arm", pa.string()), ("block", pa.string()), ("task_id", pa.string()),
+        ("scanner", pa.string()), ("hit_index", pa.int32()), ("seq", pa.int32()), ("author", pa.string()),
+        ("purpose", pa.string()), ("start_char", pa.int32()), ("end_char", pa.int32()), ("needle", pa.string()),
+        ("kind", pa.string()), ("case_index", pa.int32()), ("rule", pa.string()), ("violation", pa.bool_()),
+        ("why_not", pa.string())]),
+}
+_KEYS_SCHEMA = pa.schema([(c, pa.string()) for c in ("run_id", "arm", "block", "task_id")])
+
+
+def typed(table: str, frame: pd.DataFrame) -> pa.Table:
+    """The frame as an Arrow table of the declared column types (a wrong type is an error, not a guess)."""
+    return pa.Table.from_pandas(frame[SCHEMAS[table].names], schema=SCHEMAS[table], preserve_index=False)
 
 
 _HIT_ATTRS = [("seq", "seq"), ("author", "author"), ("purpose", "purpose"), ("start_char", "start"),
@@ -119,7 +153,9 @@ def write(path: str | Path, scans: list[Scan], *, expectations_dir: str | Path |
     """Validate the batch, then replace its records' verdicts and hits in one transaction."""
     batch = frames(scans)
     expectations.validate_stage(STAGE, batch, where=expectations_dir)
-    keys = batch["leak_verdicts"][["run_id", "arm", "block", "task_id"]]
+    keys = pa.Table.from_pandas(batch["leak_verdicts"][_KEYS_SCHEMA.names], schema=_KEYS_SCHEMA,
+                                preserve_index=False)
+    typed_batch = {table: typed(table, frame) for table, frame in batch.items()}
     with warehouse.transaction(path) as con:
         con.register("_leak_keys", keys)
         try:
@@ -128,20 +164,28 @@ def write(path: str | Path, scans: list[Scan], *, expectations_dir: str | Path |
             # a scan none of whose verdicts is current any more is history nobody can join to: drop it
             con.execute("delete from leak_scans where scan_id not in (select distinct scan_id from leak_verdicts)")
             for table in ("leak_scans", "leak_verdicts", "leak_hits"):
-                _insert(con, table, batch[table])
+                _insert(con, table, typed_batch[table])
         finally:
-            con.unregister("_leak_keys")
+            _unregister(con, "_leak_keys")
     return {t: len(f) for t, f in batch.items()}
 
 
-def _insert(con, table: str, frame: pd.DataFrame) -> None:
-    if len(frame) == 0:
+def _insert(con, table: str, frame: pa.Table) -> None:
+    if frame.num_rows == 0:
         return
     con.register("_leak_frame", frame)
     try:
         con.execute(f"insert or replace into {table} by name select * from _leak_frame")
     finally:
-        con.unregister("_leak_frame")
+        _unregister(con, "_leak_frame")
+
+
+def _unregister(con, name: str) -> None:
+    # after a failed statement the transaction is aborted and unregister fails too: the first error matters
+    try:
+        con.unregister(name)
+    except duckdb.Error:
+        pass
 
 
 def stored_inputs(con, keys: list[tuple[str, str, str, str]]) -> dict[tuple[str, str, str, str], str]:
@@ -149,12 +193,12 @@ def stored_inputs(con, keys: list[tuple[str, str, str, str]]) -> dict[tuple[str,
     if not keys:
         return {}
     frame = pd.DataFrame(keys, columns=["run_id", "arm", "block", "task_id"])
-    con.register("_leak_want", frame)
+    con.register("_leak_want", pa.Table.from_pandas(frame, schema=_KEYS_SCHEMA, preserve_index=False))
     try:
         rows = con.execute("select v.run_id, v.arm, v.block, v.task_id, v.inputs_sha256 from leak_verdicts v "
                            "join _leak_want w using (run_id, arm, block, task_id)").fetchall()
     finally:
-        con.unregister("_leak_want")
+        _unregister(con, "_leak_want")
     return {tuple(r[:4]): r[4] for r in rows}
 
 

@@ -1,0 +1,80 @@
+"""Leak-audit rows in the warehouse: typed frames (never a column type guessed from a sample of rows),
+the real error when a write fails, and batches of mostly clean records."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timezone
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from acceptgate import warehouse
+from acceptgate.leak import store
+from acceptgate.leak.controls import run_controls
+from acceptgate.leak.scanners import TaskScanner
+from acceptgate.leak.verdicts import judge
+from test_leak_scanners import MATERIAL, record
+
+
+def scan_of(records, scan_id: str) -> store.Scan:
+    scanner = TaskScanner(MATERIAL)
+    control = run_controls(records, lambda task_id: scanner)
+    verdicts = [judge(r, MATERIAL, scanner, control, "aho") for r in records]
+    return store.Scan(scan_id, records[0].run_id, "history:h.jsonl", "v", "aho", control, verdicts, 0.1,
+                      datetime.now(timezone.utc))
+
+
+def test_a_batch_of_clean_records_with_one_unverifiable_at_the_end_is_written(tmp_path):
+    # DuckDB samples a pandas object column to type it: 1,999 empty `reasons` lists typed it NULL[] and
+    # the one non-empty list failed to cast (exit 1 on mostly clean history).
+    clean = [dataclasses.replace(record(), block=f"b{i}") for i in range(1999)]
+    cut = dataclasses.replace(record(stop=False), block="last")
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    store.write(path, [scan_of(clean + [cut], "a" * 64)])
+    with warehouse.connect(path, read_only=True) as con:
+        rows = dict(con.execute("select verdict, count(*) from leak_verdicts group by all").fetchall())
+        (reasons,) = con.execute("select reasons from leak_verdicts where block = 'last'").fetchone()
+    assert rows == {"clean": 1999, "unverifiable": 1}
+    assert reasons and reasons[0].startswith("record truncated")
+
+
+def test_an_all_clean_batch_then_a_batch_with_a_leak_write_alike(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    clean = [dataclasses.replace(record(), block=f"b{i}") for i in range(50)]
+    written = store.write(path, [scan_of(clean, "b" * 64)])
+    assert written == {"leak_scans": 1, "leak_verdicts": 50, "leak_hits": written["leak_hits"]}
+    leak = record("AssertionError: args=('kiwi lime mango', 2) got='kiwi' want='kiwi lime'")
+    store.write(path, [scan_of([dataclasses.replace(leak, run_id="R2")], "c" * 64)])
+    with warehouse.connect(path, read_only=True) as con:
+        verdicts = dict(con.execute("select run_id, list(distinct verdict) from leak_verdicts group by all").fetchall())
+        types = dict(con.execute("select column_name, data_type from duckdb_columns() "
+                                 "where table_name = 'leak_verdicts'").fetchall())
+    assert verdicts == {"R1": ["clean"], "R2": ["violation"]}
+    assert types["reasons"] == "VARCHAR[]"
+
+
+def test_every_frame_is_typed_as_the_ddl_declares(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    frames = store.frames([scan_of([record("want='kiwi lime'")], "d" * 64)])
+    with warehouse.connect(path, read_only=True) as con:
+        for table, frame in frames.items():
+            typed = store.typed(table, frame)
+            con.register("_t", typed)
+            got = con.execute("select column_name, column_type from (describe _t)").fetchall()
+            want = con.execute(f"select column_name, column_type from (describe {table})").fetchall()
+            con.unregister("_t")
+            assert sorted(got) == sorted(want), table
+
+
+def test_a_failed_insert_reports_its_own_error_not_the_aborted_transaction(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    frame = pa.table({"x": pa.array([1], pa.int32())})
+    with pytest.raises(duckdb.CatalogException, match="no_such_table"):
+        with warehouse.transaction(path) as con:
+            store._insert(con, "no_such_table", frame)
