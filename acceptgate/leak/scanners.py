@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from acceptgate.leak import matcher as matchers
-from acceptgate.leak.material import Needle, TaskMaterial
+from acceptgate.leak.material import COMMON, Needle, TaskMaterial
 from acceptgate.leak.records import RecordMessage
 
 SCANNER_VERSION = "leak-scan/1"
@@ -30,6 +30,7 @@ SCANNERS = ("v1", "v2")
 V1_MIN_CHARS = 4
 CONTEXT_CHARS = 200
 _GOT = re.compile(r"got=(.*?) want=", re.DOTALL)
+_QUOTED = tuple("'\"[({") + ("b'", 'b"')
 RULES = ("keyword", "call-expression", "hidden-literal", "piece", "pair")
 
 
@@ -140,10 +141,17 @@ def _hit(m: RecordMessage, match: matchers.Match, n: Needle, rule: str, quoted: 
                not why, why)
 
 
+def _pairs(n: Needle) -> bool:
+    """Can this input-side needle be one half of a pair? The argument list; one argument alone only when
+    it is quoted or bracketed (``'ab'``, ``[3]``): a bare ``3`` next to ``5`` is any sentence with numbers."""
+    if n.kind == "args":
+        return True
+    return n.kind == "arg" and n.text not in COMMON and n.text.startswith(_QUOTED)
+
+
 def _closest_pair(matches: list[tuple[matchers.Match, Needle]]):
     """The input and output match of one case closest together (not overlapping), if within context."""
-    # The whole argument list, not one short argument: `3` next to `5` is any sentence with numbers.
-    inputs = [(mt, n) for mt, n in matches if n.kind == "args"]
+    inputs = [(mt, n) for mt, n in matches if _pairs(n)]
     outputs = [(mt, n) for mt, n in matches if n.side == "output"]
     best, best_gap = None, CONTEXT_CHARS + 1
     for a in inputs:
