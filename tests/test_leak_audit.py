@@ -17,7 +17,7 @@ from acceptgate.leak.records import write_jsonl
 
 ARMS = ["conform", "hmix", "off", "hmix-leaky-gt"]
 TASKS = 4
-TABLES = ["leak_scans", "leak_verdicts", "leak_hits"]
+TABLES = ["leak_scans", "leak_verdicts", "leak_hit_rules", "leak_hits"]
 
 
 @pytest.fixture(scope="module")

@@ -46,7 +46,8 @@ def test_an_all_clean_batch_then_a_batch_with_a_leak_write_alike(tmp_path):
     warehouse.migrate(path)
     clean = [dataclasses.replace(record(), block=f"b{i}") for i in range(50)]
     written = store.write(path, [scan_of(clean, "b" * 64)])
-    assert written == {"leak_scans": 1, "leak_verdicts": 50, "leak_hits": written["leak_hits"]}
+    # v1 finds the statement's own literals in every record: one summary row each, no hit rows
+    assert written == {"leak_scans": 1, "leak_verdicts": 50, "leak_hit_rules": 50, "leak_hits": 0}
     leak = record("AssertionError: args=('kiwi lime mango', 2) got='kiwi' want='kiwi lime'")
     store.write(path, [scan_of([dataclasses.replace(leak, run_id="R2")], "c" * 64)])
     with warehouse.connect(path, read_only=True) as con:
@@ -78,3 +79,31 @@ def test_a_failed_insert_reports_its_own_error_not_the_aborted_transaction(tmp_p
     with pytest.raises(duckdb.CatalogException, match="no_such_table"):
         with warehouse.transaction(path) as con:
             store._insert(con, "no_such_table", frame)
+
+
+def test_migration_091_summarises_stored_v1_hits_and_keeps_v2_hits(tmp_path):
+    """A warehouse written before 091 (one v1 row per match per hidden case) is summarised in place."""
+    import shutil
+
+    sql = tmp_path / "sql"
+    shutil.copytree(warehouse.SQL_DIR, sql)
+    (sql / "091_leak_hit_rules.sql").unlink()
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path, sql_dir=sql)
+    key = "'R1', 'hmix', '', 'T/1'"
+    rows = [f"({key}, 'v1', {i}, 3, 'harness', 'revision_feedback', {s}, {s + 4}, 'True', 'expected', {c}, "
+            f"'keyword', true, '')" for i, (s, c) in enumerate([(10, 0), (10, 1), (10, 2), (30, 0), (50, 5)])]
+    rows += [f"({key}, 'v2', 0, 4, 'harness', 'revision_feedback', 0, 12, 'f(\"secret\")', 'call', 7, "
+             "'call-expression', true, '')"]
+    with warehouse.transaction(path) as con:
+        con.execute("insert into leak_hits values " + ", ".join(rows))
+    warehouse.migrate(path)
+    with warehouse.connect(path, read_only=True) as con:
+        hits = con.execute("select scanner, count(*) from leak_hits group by all").fetchall()
+        v1 = con.execute("select hits, violations, messages, cases, first_offsets, needles, distinct_needles "
+                         "from leak_hit_rules where scanner = 'v1'").fetchone()
+        v2 = con.execute("select rule, hits, violations, cases from leak_hit_rules where scanner = 'v2'").fetchone()
+    assert hits == [("v2", 1)]
+    # three places (10-14 shared by three cases is one place), four distinct cases
+    assert v1 == (3, 0, 1, 4, [{"seq": 3, "start_char": s, "end_char": s + 4} for s in (10, 30, 50)], ["True"], 1)
+    assert v2 == ("call-expression", 1, 1, 1)

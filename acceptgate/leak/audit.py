@@ -1,22 +1,26 @@
 """A leak audit over a selection of runs: load records, skip what is unchanged, scan per run, write, sum up.
 
 ``flows/leak_audit.py`` and ``flows/backfill.py`` sequence these functions; the CLI commands call the
-flows. Each run's records are scanned together, with one positive and one negative control (a failed
-control makes every record of that scan unverifiable). A record whose inputs hash (its content, its
-task's hidden material, scanner and matcher versions) matches its stored verdict is skipped, so a
-re-run is a no-op and an interrupted backfill resumes where it stopped. Scans are written in batches
-of whole runs, each batch validated, then committed in one transaction.
+flows. History files are validated whole first (``records.read_history``: read once, bounded, spooled;
+a bad record is InvalidInput before anything is written), then every record -- the warehouse's gate
+records, then the spooled history -- goes through in batches of about ``BATCH_RECORDS``, so memory
+stays flat in the number of records. In a batch, each run's records are scanned together, with one
+positive and one negative control (a failed control makes every record of that scan unverifiable). A
+record whose inputs hash (its content, its task's hidden material, scanner and matcher versions)
+matches its stored verdict is skipped, so a re-run is a no-op and an interrupted backfill resumes where
+it stopped. Each batch is validated, then committed in one transaction.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from itertools import chain, groupby
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
@@ -30,7 +34,7 @@ from acceptgate.leak.scanners import SCANNER_VERSION, TaskScanner
 from acceptgate.leak.verdicts import VERDICTS, inputs_sha256, judge
 
 Progress = Callable[[str, int, int, str], None]  # (run_id, records done, records total, what happened)
-BATCH_RECORDS = 5000  # records written per transaction (whole runs)
+BATCH_RECORDS = 2000  # records read, scanned and written per transaction
 
 
 @dataclass(frozen=True)
@@ -63,26 +67,59 @@ def _aware(t: datetime) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
+def warehouse_records(path: str | Path | None, selection: Selection) -> list[LeakRecord]:
+    """The selected records of the gate runs stored in the warehouse (none if it does not exist yet)."""
+    if not selection.warehouse_runs or path is None or not Path(path).exists():
+        return []
+    with warehouse.connect(path, read_only=True) as con:
+        return records_mod.from_warehouse(con, run_ids=list(selection.run_ids) if selection.run_ids else None,
+                                          since=selection.since, until=selection.until,
+                                          arms=list(selection.arms) if selection.arms else None)
+
+
+def read_history(selection: Selection) -> records_mod.History | None:
+    """The selection's history files, validated whole and spooled (None when there are none)."""
+    return records_mod.read_history(selection.history) if selection.history else None
+
+
 def load_records(path: str | Path | None, selection: Selection) -> list[LeakRecord]:
-    """Every selected record; history files are validated first (InvalidInput before anything runs)."""
-    found: dict[tuple, LeakRecord] = {}
-    from_files: list[LeakRecord] = []
-    for file in selection.history:
-        from_files += [r for r in records_mod.read_jsonl(file) if selection.keeps(r)]
-    if selection.warehouse_runs and path is not None:
-        with warehouse.connect(path, read_only=True) as con:
-            for r in records_mod.from_warehouse(con, run_ids=list(selection.run_ids) if selection.run_ids else None,
-                                                since=selection.since, until=selection.until,
-                                                arms=list(selection.arms) if selection.arms else None):
-                found[r.key] = r
-    for r in from_files:
-        if r.key in found:
-            file, _, line = r.origin.rpartition(":")
-            other = found[r.key].origin
-            raise InvalidInput(f"record {r.key} is also in {'the warehouse' if other == 'warehouse' else other}",
-                               source=file, record=f"line {line}", field="run_id")
-        found[r.key] = r
-    return sorted(found.values(), key=lambda r: r.key)
+    """Every selected record in one list (small selections and tests; the audit itself streams)."""
+    history = read_history(selection)
+    try:
+        gate = warehouse_records(path, selection)
+        _check_distinct(gate, history)
+        found = list(gate)
+        if history is not None:
+            for batch in history.batches(BATCH_RECORDS):
+                found += [r for r in batch if selection.keeps(r)]
+    finally:
+        if history is not None:
+            history.close()
+    return sorted(found, key=lambda r: r.key)
+
+
+def _check_distinct(gate: list[LeakRecord], history: records_mod.History | None) -> None:
+    """A record both in the warehouse and in a history file is ambiguous: invalid input."""
+    if history is None:
+        return
+    for r in gate:
+        where = history.keys.get(records_mod.key_digest(r.key))
+        if where is not None:
+            file, _, line = where.rpartition(", line ")
+            raise InvalidInput(f"record {r.key} is also in the warehouse", source=file, record=f"line {line}",
+                               field="run_id")
+
+
+def _gate_batches(records: list[LeakRecord], size: int) -> Iterator[list[LeakRecord]]:
+    """The warehouse's records in batches of whole runs of about ``size`` records."""
+    batch: list[LeakRecord] = []
+    for _, run in groupby(sorted(records, key=lambda r: r.key), key=lambda r: r.run_id):
+        batch += run
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def load_materials(tasks: Iterable) -> dict[str, TaskMaterial]:
@@ -104,7 +141,7 @@ def plan(path: str | Path, records: list[LeakRecord], materials: dict[str, TaskM
          *, rescan: bool = False) -> Plan:
     inputs = {r.key: inputs_sha256(r, materials.get(r.task_id), matcher_name) for r in records}
     stored = {}
-    if not rescan:
+    if not rescan and Path(path).exists():
         with warehouse.connect(path, read_only=True) as con:
             stored = store.stored_inputs(con, list(inputs))
     runs: dict[str, list[LeakRecord]] = defaultdict(list)
@@ -132,6 +169,11 @@ class ScannerCache:
         if task_id not in self._built:
             self._built[task_id] = TaskScanner(material, self.matcher_name)
         return self._built[task_id]
+
+    def forget(self) -> None:
+        """Drop the texts matched so far (the scanners' caches hold one batch at most)."""
+        for scanner in self._built.values():
+            scanner.forget()
 
 
 def scan_run(run_id: str, records: list[LeakRecord], scanners: ScannerCache) -> store.Scan:
@@ -196,54 +238,84 @@ def _table(title: str, key: str, rows: list[dict[str, Any]]) -> list[str]:
 def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: Selection, *,
               matcher: str = matchers.DEFAULT, rescan: bool = False, progress: Progress | None = None,
               batch_records: int = BATCH_RECORDS, publish: bool = True,
-              expectations_dir: str | Path | None = None) -> AuditResult:
-    """Scan the selection into the warehouse (already migrated) and return the summary."""
+              expectations_dir: str | Path | None = None,
+              history: records_mod.History | None = None) -> AuditResult:
+    """Scan the selection into the warehouse (already migrated) and return the summary.
+
+    ``history``: the selection's history files already read (``read_history``, e.g. by the command's
+    input check), so they are read once; without it they are read here. Either way it is closed here.
+    """
     matchers.check_name(matcher)
     seconds: dict[str, float] = {}
     t0 = time.monotonic()
-    records = load_records(path, selection)
-    seconds["load"] = time.monotonic() - t0
-    todo = plan(path, records, materials, matcher, rescan=rescan)
+    try:
+        if history is None:
+            history = read_history(selection)
+        gate = warehouse_records(path, selection)
+        _check_distinct(gate, history)
+        seconds["load"] = time.monotonic() - t0
+        return _scan_all(path, materials, selection, gate, history, matcher=matcher, rescan=rescan,
+                         progress=progress, batch_records=batch_records, publish=publish,
+                         expectations_dir=expectations_dir, seconds=seconds, t0=t0)
+    finally:
+        if history is not None:
+            history.close()
+
+
+def _scan_all(path, materials, selection, gate, history, *, matcher, rescan, progress, batch_records, publish,
+              expectations_dir, seconds, t0) -> AuditResult:
     scanners = ScannerCache(materials, matcher)
-    result = AuditResult(matcher, len(records), todo.to_scan, sum(todo.skipped.values()), warehouse=str(path))
-    done, batch, in_batch = 0, [], 0
-    t1 = time.monotonic()
-    scan_seconds = write_seconds = 0.0
-    for run_id in sorted(set(todo.runs) | set(todo.skipped)):
-        run_records = todo.runs.get(run_id, [])
-        if not run_records:
-            if progress:
-                progress(run_id, done, todo.to_scan, f"{todo.skipped[run_id]} records unchanged, skipped")
+    result = AuditResult(matcher, 0, 0, 0, warehouse=str(path))
+    total = len(gate) + (history.records if history is not None else 0)  # before the selection's filter
+    batches = _gate_batches(gate, batch_records)
+    if history is not None:
+        batches = chain(batches, history.batches(batch_records))
+    run_ids: set[str] = set()
+    read = 0
+    plan_seconds = scan_seconds = write_seconds = 0.0
+    for batch in batches:
+        read += len(batch)
+        batch = [r for r in batch if selection.keeps(r)]
+        if not batch:
             continue
+        result.records += len(batch)
+        run_ids.update(r.run_id for r in batch)
+        p0 = time.monotonic()
+        todo = plan(path, batch, materials, matcher, rescan=rescan)
+        plan_seconds += time.monotonic() - p0
+        result.scanned += todo.to_scan
+        result.skipped += sum(todo.skipped.values())
+        scans = []
         s0 = time.monotonic()
-        scan = scan_run(run_id, run_records, scanners)
+        for run_id in sorted(set(todo.runs) | set(todo.skipped)):
+            run_records = todo.runs.get(run_id, [])
+            skipped = todo.skipped.get(run_id, 0)
+            if not run_records:
+                if progress:
+                    progress(run_id, read, total, f"{skipped} records unchanged, skipped")
+                continue
+            scan = scan_run(run_id, run_records, scanners)
+            scans.append(scan)
+            result.scans.append({"run_id": run_id, "valid": scan.control.valid, "reason": scan.control.reason,
+                                 "detail": scan.control.detail})
+            if progress:
+                counts = Counter(v.verdict for v in scan.verdicts)
+                progress(run_id, read, total, ", ".join(f"{k} {counts[k]}" for k in VERDICTS)
+                         + (f"; {skipped} unchanged" if skipped else ""))
+        scanners.forget()
         scan_seconds += time.monotonic() - s0
-        result.scans.append({"run_id": run_id, "valid": scan.control.valid, "reason": scan.control.reason,
-                             "detail": scan.control.detail})
-        batch.append(scan)
-        in_batch += len(run_records)
-        done += len(run_records)
-        if progress:
-            counts = {v: sum(1 for x in scan.verdicts if x.verdict == v) for v in VERDICTS}
-            progress(run_id, done, todo.to_scan, ", ".join(f"{k} {n}" for k, n in counts.items())
-                     + (f"; {todo.skipped.get(run_id, 0)} unchanged" if todo.skipped.get(run_id) else ""))
-        if in_batch >= batch_records:
+        if scans:
             w0 = time.monotonic()
-            store.write(path, batch, expectations_dir=expectations_dir)
+            store.write(path, scans, expectations_dir=expectations_dir)
             write_seconds += time.monotonic() - w0
-            batch, in_batch = [], 0
-    if batch:
-        w0 = time.monotonic()
-        store.write(path, batch, expectations_dir=expectations_dir)
-        write_seconds += time.monotonic() - w0
-    seconds["scan"], seconds["write"] = scan_seconds, write_seconds
-    run_ids = sorted({r.run_id for r in records})
+    seconds["plan"], seconds["scan"], seconds["write"] = plan_seconds, scan_seconds, write_seconds
+    run_ids_sorted = sorted(run_ids)
     with warehouse.connect(path, read_only=True) as con:
-        rows = store.summary_rows(con, run_ids)
+        rows = store.summary_rows(con, run_ids_sorted)
     result.per_run, result.per_arm = rows["runs"], rows["arms"]
     if publish:
         p0 = time.monotonic()
-        result.snapshot = str(warehouse.publish(path, run_ids))  # the scanned runs' leak rows
+        result.snapshot = str(warehouse.publish(path, run_ids_sorted))  # the scanned runs' leak rows
         seconds["publish"] = time.monotonic() - p0
     seconds["total"] = time.monotonic() - t0
     result.seconds = seconds

@@ -13,6 +13,12 @@ within ``CONTEXT_CHARS`` of each other in one text (rule ``pair``); lone short m
 comparison items but are not hits.
 
 Comparison items: (text, needle) pairs compared, i.e. texts scanned x needles of the task.
+
+What is kept (``RuleSummary``, per record, scanner and rule): the places matched (message, offsets,
+material; one per place however many hidden cases share the text), violations, messages, hidden
+cases, the first ``FIRST_OFFSETS`` places and the distinct material matched. v2 also keeps every hit
+(``Hit``, one per place and hidden case); v1's keyword flood (``True`` in every text, shared by
+hundreds of cases) is kept only as its summary.
 """
 
 from __future__ import annotations
@@ -50,15 +56,52 @@ class Hit:
     why_not: str = ""  # v2 hit that is no violation: task-written | model-written | author-unknown | model-output
 
 
+FIRST_OFFSETS = 5  # places kept per record and rule
+NEEDLES_KEPT = 50  # distinct material kept per record and rule (all are counted)
+
+
+@dataclass
+class RuleSummary:
+    """One record's matches of one rule."""
+
+    hits: int = 0  # places: (message, offsets, material)
+    violations: int = 0
+    messages: set[int] = field(default_factory=set)
+    cases: set[int] = field(default_factory=set)
+    first: list[tuple[int, int, int]] = field(default_factory=list)  # (seq, start, end), first places
+    needles: dict[str, None] = field(default_factory=dict)  # distinct material, in order of first match
+
+    def add_place(self, seq: int, start: int, end: int, needle: str) -> None:
+        self.hits += 1
+        self.messages.add(seq)
+        if len(self.first) < FIRST_OFFSETS:
+            self.first.append((seq, start, end))
+        self.needles.setdefault(needle, None)
+
+
 @dataclass
 class ScanResult:
-    hits: list[Hit] = field(default_factory=list)
+    hits: list[Hit] = field(default_factory=list)  # v2: every hit; v1: none (its summary only)
     items: int = 0
     texts: int = 0
+    rules: dict[str, RuleSummary] = field(default_factory=dict)
 
     @property
     def violations(self) -> list[Hit]:
         return [h for h in self.hits if h.violation]
+
+    @property
+    def count(self) -> int:
+        """Places matched (one per message, offsets and material)."""
+        return sum(r.hits for r in self.rules.values())
+
+
+@dataclass(frozen=True)
+class _TextMatches:
+    """v1's matches in one text (cached per text): places in text order and the hidden cases involved."""
+
+    places: tuple[tuple[int, int, str], ...]
+    cases: frozenset[int]
 
 
 class TaskScanner:
@@ -69,29 +112,53 @@ class TaskScanner:
         self.matcher_name = matcher_name
         self.v1_needles: list[Needle] = [n for n in material.needles if len(n.text) >= V1_MIN_CHARS]
         self.v2_needles: list[Needle] = material.hidden()
-        self._v1 = matchers.build(matcher_name, [n.text for n in self.v1_needles])
+        # v1 matches distinct texts: a literal shared by many hidden cases is one match, not one per case
+        cases: dict[str, set[int]] = {}
+        for n in self.v1_needles:
+            cases.setdefault(n.text, set()).add(n.case_index)
+        self._v1_texts = list(cases)
+        self._v1_cases = [frozenset(cases[t]) for t in self._v1_texts]
+        self._v1 = matchers.build(matcher_name, self._v1_texts)
         self._v2 = matchers.build(matcher_name, [n.text for n in self.v2_needles])
         # The same text recurs (the statement in every attempt, harness boilerplate): match it once.
-        self._seen: dict[tuple[int, str], list[matchers.Match]] = {}
+        # Bounded: the audit clears it between batches (``forget``).
+        self._seen1: dict[str, _TextMatches] = {}
+        self._seen2: dict[str, list[matchers.Match]] = {}
 
-    def _find(self, which: int, text: str) -> list[matchers.Match]:
-        key = (which, text)
-        found = self._seen.get(key)
+    def forget(self) -> None:
+        self._seen1.clear()
+        self._seen2.clear()
+
+    def _find1(self, text: str) -> _TextMatches:
+        found = self._seen1.get(text)
         if found is None:
-            found = self._seen[key] = (self._v1 if which == 1 else self._v2).find(text)
+            matches = sorted((m.start, m.end, m.needle) for m in self._v1.find(text))
+            found = _TextMatches(tuple((a, b, self._v1_texts[i]) for a, b, i in matches),
+                                 frozenset().union(*(self._v1_cases[i] for i in {i for _, _, i in matches})))
+            self._seen1[text] = found
+        return found
+
+    def _find2(self, text: str) -> list[matchers.Match]:
+        found = self._seen2.get(text)
+        if found is None:
+            found = self._seen2[text] = self._v2.find(text)
         return found
 
     def scan_v1(self, messages: Sequence[RecordMessage]) -> ScanResult:
         out = ScanResult()
+        summary = RuleSummary()
         for m in messages:
             if m.text is None:
                 continue
             out.texts += 1
             out.items += len(self.v1_needles)
-            for match in self._find(1, m.text):
-                n = self.v1_needles[match.needle]
-                out.hits.append(Hit("v1", m.seq, m.author, m.purpose, match.start, match.end, n.text, n.kind,
-                                    n.case_index, "keyword", True))
+            found = self._find1(m.text)
+            if found.places:
+                for start, end, needle in found.places:
+                    summary.add_place(m.seq, start, end, needle)
+                summary.cases |= found.cases
+        if summary.hits:
+            out.rules["keyword"] = summary
         return out
 
     def scan_v2(self, messages: Sequence[RecordMessage]) -> ScanResult:
@@ -101,9 +168,10 @@ class TaskScanner:
                 continue
             out.texts += 1
             out.items += len(self.v2_needles)
-            found = self._find(2, m.text)
+            found = self._find2(m.text)
             if found:
                 out.hits += self._judge(m, found)
+        out.rules = summarise(out.hits)
         return out
 
     def _judge(self, m: RecordMessage, found: list[matchers.Match]) -> list[Hit]:
@@ -122,6 +190,21 @@ class TaskScanner:
             if pair is not None:
                 hits += [_hit(m, match, n, "pair", quoted) for match, n in pair]
         return hits
+
+
+def summarise(hits: Sequence[Hit]) -> dict[str, RuleSummary]:
+    """Per rule: places (a place matched for several hidden cases is one), violations, the rest."""
+    out: dict[str, RuleSummary] = {}
+    places: set[tuple] = set()
+    for h in hits:
+        summary = out.setdefault(h.rule, RuleSummary())
+        place = (h.rule, h.seq, h.start, h.end, h.needle)
+        if place not in places:
+            places.add(place)
+            summary.add_place(h.seq, h.start, h.end, h.needle)
+            summary.violations += h.violation
+        summary.cases.add(h.case_index)
+    return out
 
 
 def _quoted_output(m: RecordMessage) -> list[tuple[int, int]]:

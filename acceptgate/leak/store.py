@@ -19,16 +19,19 @@ import pyarrow as pa
 
 from acceptgate import expectations, warehouse
 from acceptgate.leak.controls import ControlResult
+from acceptgate.leak.scanners import NEEDLES_KEPT
 from acceptgate.leak.verdicts import RecordVerdict
 
 STAGE = "leak"
-TABLES = ("leak_scans", "leak_verdicts", "leak_hits")
+TABLES = ("leak_scans", "leak_verdicts", "leak_hit_rules", "leak_hits")
 SCAN_COLUMNS = ["scan_id", "run_id", "origin", "scanner_version", "matcher", "records", "control_passed",
                 "control_detail", "negative_passed", "negative_detail", "control_record", "items_v1", "items_v2",
                 "wall_seconds", "scanned_at"]
 VERDICT_COLUMNS = ["run_id", "arm", "block", "task_id", "scan_id", "origin", "started_at", "finished", "verdict",
                    "reasons", "texts", "v1_hits", "v1_flagged", "v2_hits", "v2_violations", "gt_as_visible", "items_v1",
                    "items_v2", "inputs_sha256"]
+RULE_COLUMNS = ["run_id", "arm", "block", "task_id", "scanner", "rule", "hits", "violations", "messages", "cases",
+                "first_offsets", "needles", "distinct_needles"]
 HIT_COLUMNS = ["run_id", "arm", "block", "task_id", "scanner", "hit_index", "seq", "author", "purpose", "start_char",
                "end_char", "needle", "kind", "case_index", "rule", "violation", "why_not"]
 
@@ -50,6 +53,13 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("v1_hits", pa.int32()), ("v1_flagged", pa.bool_()), ("v2_hits", pa.int32()),
         ("v2_violations", pa.int32()), ("gt_as_visible", pa.bool_()), ("items_v1", pa.int64()),
         ("items_v2", pa.int64()), ("inputs_sha256", pa.string())]),
+    "leak_hit_rules": pa.schema([
+        ("run_id", pa.string()), ("arm", pa.string()), ("block", pa.string()), ("task_id", pa.string()),
+        ("scanner", pa.string()), ("rule", pa.string()), ("hits", pa.int64()), ("violations", pa.int64()),
+        ("messages", pa.int32()), ("cases", pa.int32()),
+        ("first_offsets", pa.list_(pa.struct([("seq", pa.int32()), ("start_char", pa.int32()),
+                                               ("end_char", pa.int32())]))),
+        ("needles", pa.list_(pa.string())), ("distinct_needles", pa.int32())]),
     "leak_hits": pa.schema([
         ("run_id", pa.string()), ("arm", pa.string()), ("block", pa.string()), ("task_id", pa.string()),
         ("scanner", pa.string()), ("hit_index", pa.int32()), ("seq", pa.int32()), ("author", pa.string()),
@@ -94,7 +104,7 @@ class Scan:
 
 
 def frames(scans: list[Scan]) -> dict[str, pd.DataFrame]:
-    scan_rows, verdict_rows = [], []
+    scan_rows, verdict_rows, rule_rows = [], [], []
     hit_cols: dict[str, list] = {c: [] for c in HIT_COLUMNS}
     for s in scans:
         c = s.control
@@ -109,12 +119,20 @@ def frames(scans: list[Scan]) -> dict[str, pd.DataFrame]:
             key = {"run_id": r.run_id, "arm": r.arm, "block": r.block, "task_id": r.task_id}
             verdict_rows.append({**key, "scan_id": s.scan_id, "origin": r.origin,
                                  "started_at": _utc(r.started_at), "finished": r.finished, "verdict": v.verdict,
-                                 "reasons": list(v.reasons), "texts": v.v2.texts, "v1_hits": len(v.v1.hits),
-                                 "v1_flagged": bool(v.v1.hits), "v2_hits": len(v.v2.hits),
+                                 "reasons": list(v.reasons), "texts": v.v2.texts, "v1_hits": v.v1.count,
+                                 "v1_flagged": v.v1.count > 0, "v2_hits": len(v.v2.hits),
                                  "v2_violations": len(v.v2.violations), "gt_as_visible": v.gt_as_visible,
                                  "items_v1": v.v1.items,
                                  "items_v2": v.v2.items, "inputs_sha256": v.inputs_sha256})
             for scanner, result in (("v1", v.v1), ("v2", v.v2)):
+                for rule, summary in result.rules.items():
+                    needles = list(summary.needles)
+                    rule_rows.append({**key, "scanner": scanner, "rule": rule, "hits": summary.hits,
+                                      "violations": summary.violations, "messages": len(summary.messages),
+                                      "cases": len(summary.cases),
+                                      "first_offsets": [{"seq": a, "start_char": b, "end_char": c}
+                                                        for a, b, c in summary.first],
+                                      "needles": needles[:NEEDLES_KEPT], "distinct_needles": len(needles)})
                 n = len(result.hits)
                 if not n:
                     continue
@@ -126,9 +144,11 @@ def frames(scans: list[Scan]) -> dict[str, pd.DataFrame]:
                     hit_cols[column] += [getattr(h, attr) for h in result.hits]
     ints = {"leak_scans": ("records", "items_v1", "items_v2"),
             "leak_verdicts": ("texts", "v1_hits", "v2_hits", "v2_violations", "items_v1", "items_v2"),
+            "leak_hit_rules": ("hits", "violations", "messages", "cases", "distinct_needles"),
             "leak_hits": ("hit_index", "seq", "start_char", "end_char", "case_index")}
     out = {"leak_scans": pd.DataFrame(scan_rows, columns=SCAN_COLUMNS),
            "leak_verdicts": pd.DataFrame(verdict_rows, columns=VERDICT_COLUMNS),
+           "leak_hit_rules": pd.DataFrame(rule_rows, columns=RULE_COLUMNS),
            "leak_hits": pd.DataFrame(hit_cols, columns=HIT_COLUMNS)}
     for table, cols in ints.items():
         out[table] = out[table].astype({c: "Int64" for c in cols})
@@ -159,11 +179,11 @@ def write(path: str | Path, scans: list[Scan], *, expectations_dir: str | Path |
     with warehouse.transaction(path) as con:
         con.register("_leak_keys", keys)
         try:
-            for table in ("leak_hits", "leak_verdicts"):
+            for table in ("leak_hits", "leak_hit_rules", "leak_verdicts"):
                 con.execute(_DELETE_RECORDS.format(table=table))
             # a scan none of whose verdicts is current any more is history nobody can join to: drop it
             con.execute("delete from leak_scans where scan_id not in (select distinct scan_id from leak_verdicts)")
-            for table in ("leak_scans", "leak_verdicts", "leak_hits"):
+            for table in TABLES:
                 _insert(con, table, typed_batch[table])
         finally:
             _unregister(con, "_leak_keys")
