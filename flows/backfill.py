@@ -33,7 +33,8 @@ def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, wa
     try:
         path = t.prepare_warehouse(warehouse)
         materials = t.hidden_material(suites_dir, humanevalplus, backend)
-        result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records, quote(progress), quote(spool))
+        result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records,
+                        quote(progress), quote(spool))
         return t.publish(path, quote(result))
     finally:
         if spool is not None:

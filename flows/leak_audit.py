@@ -30,7 +30,8 @@ def leak_audit(suites_dir: str | None = None, humanevalplus: str | None = None, 
         path = t.prepare_warehouse(warehouse)
         materials = t.hidden_material(suites_dir, humanevalplus, backend)
         # quote(): the material holds ~10^5 needles; without it Prefect walks each one looking for futures
-        result = t.scan(path, quote(materials), selection, matcher, rescan, core.BATCH_RECORDS, quote(progress), quote(spool))
+        result = t.scan(path, quote(materials), selection, matcher, rescan, core.BATCH_RECORDS,
+                        quote(progress), quote(spool))
         return t.publish(path, quote(result))
     finally:
         if spool is not None:

@@ -1,8 +1,9 @@
 """Recall of the leak audit on real hidden material: the first four HumanEval+ tasks (one two-argument
-task, three one-argument tasks) and a constructed one-argument task returning strings, their GT cases planted in harness text in every spelling the README
-names, in a generated jsonl history scanned end to end. Every planted record must be a v2 violation;
-honest records full of decoys (hidden material written by the model, quoted after ``got=``, the
-statement, V quoted in feedback, harness prose with numbers) must not be."""
+task, three one-argument tasks) and a constructed one-argument task returning strings, their GT cases
+planted in harness text in every spelling the README names, in a generated jsonl history scanned end
+to end. Every planted record must be a v2 violation; honest records full of decoys (hidden material
+written by the model, quoted after ``got=``, the statement, V quoted in feedback, harness prose with
+numbers) must not be."""
 
 from __future__ import annotations
 
@@ -111,7 +112,8 @@ def scanned(tmp_path_factory, humanevalplus_path, local_backend):
     for task in tasks:
         material = materials[task.task_id]
         hidden_cases = [i for i in range(len(task.suites["hidden"].cases)) if i not in material.public_cases]
-        picks = [hidden_cases[round(k * (len(hidden_cases) - 1) / (CASES_PER_TASK - 1))] for k in range(CASES_PER_TASK)]
+        last = len(hidden_cases) - 1
+        picks = [hidden_cases[round(k * last / (CASES_PER_TASK - 1))] for k in range(CASES_PER_TASK)]
         for index in picks:
             case = task.suites["hidden"].cases[index]
             call = f"{task.entry_point}({', '.join(c(a) for a in case.args)})"

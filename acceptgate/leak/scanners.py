@@ -98,9 +98,11 @@ class ScanResult:
 
 @dataclass(frozen=True)
 class _TextMatches:
-    """v1's matches in one text (cached per text): places in text order and the hidden cases involved."""
+    """v1's matches in one text, summarised once per text (cached): a record adds them up."""
 
-    places: tuple[tuple[int, int, str], ...]
+    places: int
+    first: tuple[tuple[int, int], ...]  # (start, end) of the first FIRST_OFFSETS places, in text order
+    needles: dict[str, None]  # distinct material, in order of first match
     cases: frozenset[int]
 
 
@@ -133,8 +135,10 @@ class TaskScanner:
         found = self._seen1.get(text)
         if found is None:
             matches = sorted((m.start, m.end, m.needle) for m in self._v1.find(text))
-            found = _TextMatches(tuple((a, b, self._v1_texts[i]) for a, b, i in matches),
-                                 frozenset().union(*(self._v1_cases[i] for i in {i for _, _, i in matches})))
+            ids = dict.fromkeys(i for _, _, i in matches)
+            found = _TextMatches(len(matches), tuple((a, b) for a, b, _ in matches[:FIRST_OFFSETS]),
+                                 {self._v1_texts[i]: None for i in ids},
+                                 frozenset().union(*(self._v1_cases[i] for i in ids)))
             self._seen1[text] = found
         return found
 
@@ -154,8 +158,11 @@ class TaskScanner:
             out.items += len(self.v1_needles)
             found = self._find1(m.text)
             if found.places:
-                for start, end, needle in found.places:
-                    summary.add_place(m.seq, start, end, needle)
+                summary.hits += found.places
+                summary.messages.add(m.seq)
+                if len(summary.first) < FIRST_OFFSETS:
+                    summary.first += [(m.seq, a, b) for a, b in found.first[:FIRST_OFFSETS - len(summary.first)]]
+                summary.needles.update(found.needles)
                 summary.cases |= found.cases
         if summary.hits:
             out.rules["keyword"] = summary
