@@ -82,22 +82,6 @@ def read_history(selection: Selection) -> records_mod.History | None:
     return records_mod.read_history(selection.history) if selection.history else None
 
 
-def load_records(path: str | Path | None, selection: Selection) -> list[LeakRecord]:
-    """Every selected record in one list (small selections and tests; the audit itself streams)."""
-    history = read_history(selection)
-    try:
-        gate = warehouse_records(path, selection)
-        _check_distinct(gate, history)
-        found = list(gate)
-        if history is not None:
-            for batch in history.batches(BATCH_RECORDS):
-                found += [r for r in batch if selection.keeps(r)]
-    finally:
-        if history is not None:
-            history.close()
-    return sorted(found, key=lambda r: r.key)
-
-
 def _check_distinct(gate: list[LeakRecord], history: records_mod.History | None) -> None:
     """A record both in the warehouse and in a history file is ambiguous: invalid input."""
     if history is None:

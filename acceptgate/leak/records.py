@@ -34,6 +34,7 @@ import marshal
 import os
 import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime
 from pathlib import Path
 from typing import Iterator, Literal
@@ -83,7 +84,7 @@ class LeakRecord:
     def key(self) -> tuple[str, str, str, str]:
         return (self.run_id, self.arm, self.block, self.task_id)
 
-    @property
+    @cached_property  # planning and judging both need it; the JSON of a record is not free
     def content_sha256(self) -> str:
         """Of everything the verdict depends on, so an unchanged record is not scanned twice."""
         doc = [self.key, self.finished, self.decision, self.attempts_used, self.visible_spec_hash,

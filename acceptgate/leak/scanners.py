@@ -114,38 +114,43 @@ class TaskScanner:
         self.matcher_name = matcher_name
         self.v1_needles: list[Needle] = [n for n in material.needles if len(n.text) >= V1_MIN_CHARS]
         self.v2_needles: list[Needle] = material.hidden()
-        # v1 matches distinct texts: a literal shared by many hidden cases is one match, not one per case
-        cases: dict[str, set[int]] = {}
+        # One automaton over the task's distinct texts serves both scanners (one pass per text, half
+        # the memory of two): v1 counts a text shared by many hidden cases once, v2 judges per case.
+        index: dict[str, int] = {}
+        for n in material.needles:
+            index.setdefault(n.text, len(index))
+        self._texts = list(index)
+        v1_cases: list[set[int] | None] = [None] * len(index)
         for n in self.v1_needles:
-            cases.setdefault(n.text, set()).add(n.case_index)
-        self._v1_texts = list(cases)
-        self._v1_cases = [frozenset(cases[t]) for t in self._v1_texts]
-        self._v1 = matchers.build(matcher_name, self._v1_texts)
-        self._v2 = matchers.build(matcher_name, [n.text for n in self.v2_needles])
+            i = index[n.text]
+            v1_cases[i] = (v1_cases[i] or set()) | {n.case_index}
+        self._v1_cases = [frozenset(c) if c is not None else None for c in v1_cases]
+        v2_ids: list[list[int]] = [[] for _ in index]
+        for j, n in enumerate(self.v2_needles):
+            v2_ids[index[n.text]].append(j)
+        self._v2_ids = [tuple(ids) for ids in v2_ids]
+        self._matcher = matchers.build(matcher_name, self._texts)
         # The same text recurs (the statement in every attempt, harness boilerplate): match it once.
         # Bounded: the audit clears it between batches (``forget``).
-        self._seen1: dict[str, _TextMatches] = {}
-        self._seen2: dict[str, list[matchers.Match]] = {}
+        self._seen: dict[str, tuple[_TextMatches, list[matchers.Match]]] = {}
 
     def forget(self) -> None:
-        self._seen1.clear()
-        self._seen2.clear()
+        self._seen.clear()
 
-    def _find1(self, text: str) -> _TextMatches:
-        found = self._seen1.get(text)
+    def _find(self, text: str) -> tuple[_TextMatches, list[matchers.Match]]:
+        found = self._seen.get(text)
         if found is None:
-            matches = sorted((m.start, m.end, m.needle) for m in self._v1.find(text))
-            ids = dict.fromkeys(i for _, _, i in matches)
-            found = _TextMatches(len(matches), tuple((a, b) for a, b, _ in matches[:FIRST_OFFSETS]),
-                                 {self._v1_texts[i]: None for i in ids},
-                                 frozenset().union(*(self._v1_cases[i] for i in ids)))
-            self._seen1[text] = found
-        return found
-
-    def _find2(self, text: str) -> list[matchers.Match]:
-        found = self._seen2.get(text)
-        if found is None:
-            found = self._seen2[text] = self._v2.find(text)
+            v1, v2 = [], []
+            for m in self._matcher.find(text):
+                if self._v1_cases[m.needle] is not None:
+                    v1.append((m.start, m.end, m.needle))
+                v2 += [matchers.Match(m.start, m.end, j) for j in self._v2_ids[m.needle]]
+            v1.sort()
+            ids = dict.fromkeys(i for _, _, i in v1)
+            found = (_TextMatches(len(v1), tuple((a, b) for a, b, _ in v1[:FIRST_OFFSETS]),
+                                  {self._texts[i]: None for i in ids},
+                                  frozenset().union(*(self._v1_cases[i] for i in ids))), v2)
+            self._seen[text] = found
         return found
 
     def scan_v1(self, messages: Sequence[RecordMessage]) -> ScanResult:
@@ -156,7 +161,7 @@ class TaskScanner:
                 continue
             out.texts += 1
             out.items += len(self.v1_needles)
-            found = self._find1(m.text)
+            found = self._find(m.text)[0]
             if found.places:
                 summary.hits += found.places
                 summary.messages.add(m.seq)
@@ -175,7 +180,7 @@ class TaskScanner:
                 continue
             out.texts += 1
             out.items += len(self.v2_needles)
-            found = self._find2(m.text)
+            found = self._find(m.text)[1]
             if found:
                 out.hits += self._judge(m, found)
         out.rules = summarise(out.hits)
