@@ -218,8 +218,18 @@ def bench_history(args) -> None:
     warehouse.migrate(path)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t1, c1 = time.perf_counter(), time.process_time()
+    marks = {}  # peak RSS (MiB) after the first batch and after the last one, before publishing
+
+    def progress(run_id, done, total, what):
+        marks.setdefault("first batch", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        marks["last batch"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
     result = audit.run_audit(path, materials, audit.Selection(history=(str(history),), warehouse_runs=False),
-                             batch_records=args.batch_records or audit.BATCH_RECORDS)
+                             batch_records=args.batch_records or audit.BATCH_RECORDS, progress=progress,
+                             publish=False)
+    p0 = time.perf_counter()
+    warehouse.publish(path, sorted(r["run_id"] for r in result.per_run))
+    result.seconds["publish"] = time.perf_counter() - p0
     took, cpu = time.perf_counter() - t1, time.process_time() - c1
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tot = {k: sum(int(r[k]) for r in result.per_run) for k in ("records", "clean", "unverifiable", "violation",
@@ -232,7 +242,8 @@ def bench_history(args) -> None:
     want = {tuple(k) for k in planted["leaked"]}
     print(f"end to end {took:.1f} s wall, {cpu:.1f} s CPU of this process "
           f"({', '.join(f'{k} {v:.1f} s' for k, v in result.seconds.items())}); "
-          f"peak RSS {rss:,.0f} MiB ({rss0:,.0f} MiB before the audit, with the tasks' material)")
+          f"peak RSS {rss:,.0f} MiB ({rss0:,.0f} MiB before the audit, with the tasks' material; "
+          + ", ".join(f"{k} {v:,.0f} MiB" for k, v in marks.items()) + ")")
     print(f"  {tot['records']:,} records: {tot['clean']:,} clean, {tot['unverifiable']:,} unverifiable "
           f"(planted incomplete {planted['incomplete']:,}), {tot['violation']:,} violation (planted leaks "
           f"{len(want):,}, flagged exactly those: {flagged == want})")
