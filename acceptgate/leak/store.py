@@ -1,9 +1,11 @@
-"""Leak-audit rows for the warehouse: frames validated against expectations/, written per batch of runs.
+"""Leak-audit rows for the warehouse: frames validated against expectations/, written per batch.
 
-A batch holds whole scans (every record of a run scanned together). It is validated (Great
-Expectations + the suites' rules) before anything is written, then, in one transaction, each record's
-old verdict and hits are replaced. So an interrupted backfill leaves complete scans only, and the
-next one skips what is already there with the same inputs hash.
+A batch holds whole scans (the records of one run in one batch read, scanned together). It is
+validated (Great Expectations + the suites' rules) before anything is written, then, in one
+transaction, each record's old verdict, hit summaries and hits are replaced. So an interrupted backfill
+leaves complete scans only, and the next one skips what is already there with the same inputs hash.
+Frames are written as Arrow tables of declared types (``SCHEMAS``, mirroring the DDL): DuckDB never
+guesses a column's type from a sample of rows.
 """
 
 from __future__ import annotations
