@@ -107,3 +107,14 @@ def test_migration_091_summarises_stored_v1_hits_and_keeps_v2_hits(tmp_path):
     # three places (10-14 shared by three cases is one place), four distinct cases
     assert v1 == (3, 0, 1, 4, [{"seq": 3, "start_char": s, "end_char": s + 4} for s in (10, 30, 50)], ["True"], 1)
     assert v2 == ("call-expression", 1, 1, 1)
+
+
+def test_v1_counts_must_match_their_summaries(tmp_path):
+    from acceptgate import expectations
+
+    frames = store.frames([scan_of([record("want='kiwi lime'")], "e" * 64)])
+    assert frames["leak_verdicts"]["v1_hits"].iloc[0] == frames["leak_hit_rules"].query("scanner == 'v1'")["hits"].sum()
+    expectations.validate_stage("leak", frames)
+    frames["leak_verdicts"].loc[0, "v1_hits"] += 1
+    with pytest.raises(expectations.ExpectationFailed, match="expect_column_to_equal_sum_in"):
+        expectations.validate_stage("leak", frames)
