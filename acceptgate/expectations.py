@@ -280,6 +280,23 @@ def _rule_column_equals_count_in(frame, related, column: str, table: str, keys: 
             f"e.g. {bad[:SHOW_UNEXPECTED]!r}")
 
 
+def _rule_column_equals_sum_in(frame, related, column: str, table: str, sum_column: str, keys: list[str],
+                               ref_keys: list[str] | None = None, where: str | None = None,
+                               ref_where: str | None = None) -> str | None:
+    """``column`` equals the sum of ``sum_column`` over another table's rows with the same key (0 if none)."""
+    ref = _filtered(_related(related, table), ref_where)
+    sums: dict[tuple, int] = {}
+    for row in _keys(ref, (ref_keys or keys) + [sum_column]):
+        sums[row[:-1]] = sums.get(row[:-1], 0) + int(row[-1])
+    rows = _filtered(frame, where)
+    bad = [(row[:-1], int(row[-1]), sums.get(row[:-1], 0)) for row in _keys(rows, keys + [column])
+           if int(row[-1]) != sums.get(row[:-1], 0)]
+    if not bad:
+        return None
+    return (f"{len(bad)} of {len(rows)} rows disagree with {table} (key, {column}, sum of {sum_column}), "
+            f"e.g. {bad[:SHOW_UNEXPECTED]!r}")
+
+
 def _rule_row_count_equals_rows_in(frame, related, table: str, where: str | None = None,
                                    ref_where: str | None = None) -> str | None:
     """As many rows here as in another table (e.g. one gauge check per suite)."""
@@ -305,6 +322,7 @@ RULES: dict[str, Callable[..., str | None]] = {
     "expect_keys_to_exist_in": _rule_keys_exist_in,
     "expect_keys_not_to_exist_in": _rule_keys_not_in,
     "expect_column_to_equal_row_count_in": _rule_column_equals_count_in,
+    "expect_column_to_equal_sum_in": _rule_column_equals_sum_in,
     "expect_row_count_to_equal_rows_in": _rule_row_count_equals_rows_in,
 }
 

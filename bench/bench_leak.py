@@ -1,7 +1,7 @@
 """Speed of the leak audit (issue 10, item 7). Not a test: prints figures.
 
     python bench/bench_leak.py match   [--texts 2500] [--needles 1400] [--naive]
-    python bench/bench_leak.py history [--scale 100] [--keep DIR]
+    python bench/bench_leak.py history [--scale 100 | --records N] [--batch-records N] [--keep DIR]
 
 ``match``: 2,500 texts x 1,400 needles (3.5 M comparison items) with planted hits, some needles inside
 longer ones. Times building + matching with the Aho-Corasick matcher (default) and polars (byte
@@ -12,16 +12,21 @@ offsets converted to characters), checks that every planted hit is found at its 
 x100 = 17,900 records, ~350 M v2 comparison items): synthetic tasks with hidden suites, records with
 task/harness/model texts, some harness texts carrying planted hidden cases (must be exactly the
 violations), some records truncated or unfinished (unverifiable). The history is written as a jsonl.gz
-file (not timed), then ``acceptgate.leak.audit.run_audit`` runs end to end into a fresh warehouse:
-read + validate the file, plan, scan with controls, validate (Great Expectations) and write every
-verdict and hit, publish the snapshot. Figures are wall-clock; say the machine load with them.
+file by a child process (not timed, and not in this process's memory), then
+``acceptgate.leak.audit.run_audit`` runs end to end into a fresh warehouse: read + validate the file
+(spooled), plan, scan with controls, validate (Great Expectations) and write every verdict, hit summary
+and v2 hit, publish the snapshot. Peak RSS is this process's (``ru_maxrss``): the audit's, with the
+tasks' material. Figures are wall-clock; say the machine load with them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import multiprocessing
 import os
 import random
+import resource
 import string
 import tempfile
 import time
@@ -122,12 +127,12 @@ def synthetic_tasks(n_tasks: int, cases: int, rng: random.Random):
     return tasks
 
 
-def synthetic_history(tasks, materials, n_records: int, rng: random.Random):
-    """Records like gate runs': ~14 texts each; ~2.2% leak (hidden call in feedback), ~5.6% incomplete."""
+def synthetic_history(tasks, materials, n_records: int, rng: random.Random, leaked: set, incomplete: set):
+    """Records like gate runs': ~14 texts each; ~2.2% leak (hidden call in feedback), ~5.6% incomplete.
+    Yields them one by one; the planted record numbers go to ``leaked`` and ``incomplete``."""
     from acceptgate.leak.records import LeakRecord, RecordMessage
 
     start = datetime(2026, 9, 1, tzinfo=timezone.utc)
-    out, leaked, incomplete = [], set(), set()
     per_run = 100
     for r in range(n_records):
         task = tasks[r % len(tasks)]
@@ -160,50 +165,90 @@ def synthetic_history(tasks, materials, n_records: int, rng: random.Random):
         elif r % 18 == 5 and not leak:
             finished = False
             incomplete.add(r)
-        out.append(LeakRecord(run_id, ("conform", "hmix", "off")[r % 3], f"b{r % 7}", task.task_id,
-                              start + timedelta(minutes=r), finished, "refused", attempts, tuple(msgs)))
-    return out, leaked, incomplete
+        yield LeakRecord(run_id, ("conform", "hmix", "off")[r % 3], f"b{r % 7}", task.task_id,
+                         start + timedelta(minutes=r), finished, "refused", attempts, tuple(msgs))
+
+
+def _generate(n_tasks: int, cases: int, n_records: int, history: Path, truth: Path) -> None:
+    """In a child process: write the history and the planted keys."""
+    from acceptgate.leak import audit
+    from acceptgate.leak.records import write_jsonl
+
+    rng = random.Random(11)
+    tasks = synthetic_tasks(n_tasks, cases, rng)
+    materials = audit.load_materials(tasks)
+    leaked, incomplete, keys, texts = set(), set(), [], [0]
+
+    def records():
+        for rec in synthetic_history(tasks, materials, n_records, rng, leaked, incomplete):
+            keys.append((rec.run_id, rec.block, rec.task_id))
+            texts[0] += len(rec.messages)
+            yield rec
+
+    write_jsonl(records(), history)
+    truth.write_text(json.dumps({"leaked": [keys[i] for i in sorted(leaked)], "incomplete": len(incomplete),
+                                 "texts": texts[0]}))
 
 
 def bench_history(args) -> None:
     from acceptgate import warehouse
     from acceptgate.leak import audit
-    from acceptgate.leak.records import write_jsonl
 
-    rng = random.Random(11)
-    n_records = 179 * args.scale
+    n_records = args.records or 179 * args.scale
     t0 = time.perf_counter()
-    tasks = synthetic_tasks(args.tasks, args.cases, rng)
-    materials = audit.load_materials(tasks)
-    records, leaked, incomplete = synthetic_history(tasks, materials, n_records, rng)
     workdir = Path(args.keep or tempfile.mkdtemp(prefix="bench_leak_"))
     workdir.mkdir(parents=True, exist_ok=True)
-    history = workdir / "history.jsonl.gz"
-    write_jsonl(records, history)
-    texts = sum(len(r.messages) for r in records)
+    history, truth = workdir / f"history-{n_records}.jsonl.gz", workdir / f"planted-{n_records}.json"
+    if not (history.exists() and truth.exists()):
+        child = multiprocessing.get_context("fork").Process(
+            target=_generate, args=(args.tasks, args.cases, n_records, history, truth))
+        child.start()
+        child.join()
+        if child.exitcode != 0:
+            raise SystemExit(f"generating the history failed (exit {child.exitcode})")
+    planted = json.loads(truth.read_text())
+    tasks = synthetic_tasks(args.tasks, args.cases, random.Random(11))  # the same tasks the child drew
+    materials = audit.load_materials(tasks)
     needles = sum(len(m.hidden()) for m in materials.values()) / len(materials)
-    print(f"history: {n_records:,} records, {texts:,} texts, {len(tasks)} tasks (~{needles:.0f} hidden needles "
-          f"each), {history.stat().st_size / 1e6:.1f} MB gzipped, generated in {time.perf_counter() - t0:.1f} s")
+    print(f"history: {n_records:,} records, {planted['texts']:,} texts, {len(tasks)} tasks (~{needles:.0f} hidden "
+          f"needles each), {history.stat().st_size / 1e6:.1f} MB gzipped, ready in {time.perf_counter() - t0:.1f} s")
     path = workdir / "warehouse.duckdb"
     for p in workdir.glob("warehouse*"):
         p.unlink()
     warehouse.migrate(path)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t1, c1 = time.perf_counter(), time.process_time()
-    result = audit.run_audit(path, materials, audit.Selection(history=(str(history),), warehouse_runs=False))
+    marks = {}  # peak RSS (MiB) after the first batch and after the last one, before publishing
+
+    def progress(run_id, done, total, what):
+        marks.setdefault("first batch", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        marks["last batch"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    result = audit.run_audit(path, materials, audit.Selection(history=(str(history),), warehouse_runs=False),
+                             batch_records=args.batch_records or audit.BATCH_RECORDS, progress=progress,
+                             publish=False)
+    p0 = time.perf_counter()
+    warehouse.publish(path, sorted(r["run_id"] for r in result.per_run))
+    result.seconds["publish"] = time.perf_counter() - p0
     took, cpu = time.perf_counter() - t1, time.process_time() - c1
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tot = {k: sum(int(r[k]) for r in result.per_run) for k in ("records", "clean", "unverifiable", "violation",
                                                                  "items_v1", "items_v2")}
     with warehouse.connect(path, read_only=True) as con:
         flagged = {tuple(x) for x in con.execute(
             "select run_id, block, task_id from leak_verdicts where verdict = 'violation'").fetchall()}
         hits = con.execute("select count(*) from leak_hits").fetchone()[0]
-    want = {(records[i].run_id, records[i].block, records[i].task_id) for i in leaked}
+        rules = con.execute("select count(*) from leak_hit_rules").fetchone()[0]
+    want = {tuple(k) for k in planted["leaked"]}
     print(f"end to end {took:.1f} s wall, {cpu:.1f} s CPU of this process "
-          f"({', '.join(f'{k} {v:.1f} s' for k, v in result.seconds.items())})")
+          f"({', '.join(f'{k} {v:.1f} s' for k, v in result.seconds.items())}); "
+          f"peak RSS {rss:,.0f} MiB ({rss0:,.0f} MiB before the audit, with the tasks' material; "
+          + ", ".join(f"{k} {v:,.0f} MiB" for k, v in marks.items()) + ")")
     print(f"  {tot['records']:,} records: {tot['clean']:,} clean, {tot['unverifiable']:,} unverifiable "
-          f"(planted incomplete {len(incomplete):,}), {tot['violation']:,} violation (planted leaks {len(leaked):,}, "
-          f"flagged exactly those: {flagged == want})")
-    print(f"  comparison items: v2 {tot['items_v2']:,}, v1 {tot['items_v1']:,}; hits stored {hits:,}")
+          f"(planted incomplete {planted['incomplete']:,}), {tot['violation']:,} violation (planted leaks "
+          f"{len(want):,}, flagged exactly those: {flagged == want})")
+    print(f"  comparison items: v2 {tot['items_v2']:,}, v1 {tot['items_v1']:,}; rows stored: {rules:,} hit "
+          f"summaries, {hits:,} v2 hits")
     print(f"  {tot['items_v2'] / took / 1e6:.1f} M v2 items/s end to end; workdir {workdir}")
 
 
@@ -216,6 +261,8 @@ def main() -> None:
     m.add_argument("--naive", action="store_true")
     h = sub.add_parser("history")
     h.add_argument("--scale", type=int, default=100, help="times the seed's 179 records")
+    h.add_argument("--records", type=int, help="this many records instead of --scale")
+    h.add_argument("--batch-records", type=int, default=None, help="records per batch (default: the audit's)")
     h.add_argument("--tasks", type=int, default=40)
     h.add_argument("--cases", type=int, default=180, help="hidden cases per task (sets needles per task)")
     h.add_argument("--keep", metavar="DIR", help="work directory (default: a new temporary one)")

@@ -24,12 +24,18 @@ def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, wa
              since: str | None = None, until: str | None = None, run_ids: list[str] | None = None,
              arms: list[str] | None = None, history: list[str] | None = None, include_warehouse: bool = True,
              matcher: str = DEFAULT, rescan: bool = False, batch_records: int = core.BATCH_RECORDS,
-             backend: str = "local", progress=None) -> core.AuditResult:
+             backend: str = "local", progress=None, spooled=None) -> core.AuditResult:
     selection = core.Selection(run_ids=tuple(run_ids) if run_ids else None, since=core.parse_time(since, "since"),
                                until=core.parse_time(until, "until"), arms=tuple(arms) if arms else None,
                                history=tuple(history or ()), warehouse_runs=include_warehouse)
-    path = t.prepare_warehouse(warehouse)
-    materials = t.hidden_material(suites_dir, humanevalplus, backend)
-    result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records, quote(progress),
-                    kind="leak-backfill")
-    return t.publish(path, quote(result))
+    # the history files already read by the command's input check (read once), else read first
+    spool = spooled if spooled is not None else t.read_history(selection)
+    try:
+        path = t.prepare_warehouse(warehouse)
+        materials = t.hidden_material(suites_dir, humanevalplus, backend)
+        result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records,
+                        quote(progress), quote(spool), kind="leak-backfill")
+        return t.publish(path, quote(result))
+    finally:
+        if spool is not None:
+            spool.close()  # the spool; run_audit closed it already unless a stage before failed

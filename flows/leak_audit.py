@@ -21,11 +21,18 @@ from tasks import leak_tasks as t
 def leak_audit(suites_dir: str | None = None, humanevalplus: str | None = None, warehouse: str | None = None,
                run_ids: list[str] | None = None, arms: list[str] | None = None, history: list[str] | None = None,
                matcher: str = DEFAULT, rescan: bool = False, backend: str = "local",
-               progress=None) -> core.AuditResult:
+               progress=None, spooled=None) -> core.AuditResult:
     selection = core.Selection(run_ids=tuple(run_ids) if run_ids else None, arms=tuple(arms) if arms else None,
                                history=tuple(history or ()))
-    path = t.prepare_warehouse(warehouse)
-    materials = t.hidden_material(suites_dir, humanevalplus, backend)
-    # quote(): the material holds ~10^5 needles; without it Prefect walks each one looking for futures
-    result = t.scan(path, quote(materials), selection, matcher, rescan, core.BATCH_RECORDS, quote(progress))
-    return t.publish(path, quote(result))
+    # the history files already read by the command's input check (read once), else read first
+    spool = spooled if spooled is not None else t.read_history(selection)
+    try:
+        path = t.prepare_warehouse(warehouse)
+        materials = t.hidden_material(suites_dir, humanevalplus, backend)
+        # quote(): the material holds ~10^5 needles; without it Prefect walks each one looking for futures
+        result = t.scan(path, quote(materials), selection, matcher, rescan, core.BATCH_RECORDS,
+                        quote(progress), quote(spool))
+        return t.publish(path, quote(result))
+    finally:
+        if spool is not None:
+            spool.close()  # the spool; run_audit closed it already unless a stage before failed

@@ -1,8 +1,9 @@
 """Prefect tasks of the leak_audit and backfill flows: thin calls into ``acceptgate.leak.audit``.
 
-Three coarse stages: prepare the warehouse and the tasks' hidden material, scan (every selected run,
-written in batches of whole runs, unchanged records skipped), publish the analysts' snapshot. No
-caching and no persisted results: the warehouse is the record.
+Four coarse stages: read the history files (validated whole, spooled; before anything else, so a bad
+record writes nothing), prepare the warehouse and the tasks' hidden material, scan (in batches,
+unchanged records skipped), publish the analysts' snapshot. No caching and no persisted results: the
+warehouse is the record.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 
 
+@task(name="read-history", **_STAGE)
+def read_history(selection: audit.Selection):
+    return audit.read_history(selection)
+
+
 @task(name="hidden-material", **_STAGE)
 def hidden_material(suites_dir: str | None, humanevalplus: str | None, backend: str) -> dict[str, TaskMaterial]:
     return audit.load_materials(audit.load_tasks(suites_dir=suites_dir, humanevalplus=humanevalplus,
@@ -30,9 +36,9 @@ def hidden_material(suites_dir: str | None, humanevalplus: str | None, backend: 
 
 @task(name="scan", **_STAGE)
 def scan(path: Path, materials: dict[str, TaskMaterial], selection: audit.Selection, matcher: str, rescan: bool,
-         batch_records: int, progress, kind: str = "leak-audit") -> audit.AuditResult:
+         batch_records: int, progress, history=None, kind: str = "leak-audit") -> audit.AuditResult:
     return audit.run_audit(path, materials, selection, matcher=matcher, rescan=rescan, progress=progress,
-                           batch_records=batch_records, publish=False, kind=kind)
+                           batch_records=batch_records, publish=False, history=history, kind=kind)
 
 
 @task(name="publish", **_STAGE)

@@ -17,7 +17,7 @@ from acceptgate.leak.records import write_jsonl
 
 ARMS = ["conform", "hmix", "off", "hmix-leaky-gt"]
 TASKS = 4
-TABLES = ["leak_scans", "leak_verdicts", "leak_hits"]
+TABLES = ["leak_scans", "leak_verdicts", "leak_hit_rules", "leak_hits"]
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +170,19 @@ def test_leak_audit_deployment_runs_after_every_gate_run():
     (trigger,) = [DeploymentEventTrigger.model_validate(t) for t in leak["triggers"]]
     assert trigger.expect == {"prefect.flow-run.Completed"}
     assert trigger.match_related.model_dump() == {"prefect.resource.role": "flow", "prefect.resource.name": "gate"}
+
+
+def test_a_record_both_in_the_warehouse_and_a_history_file_is_invalid_and_nothing_is_written(gate_run, tmp_path):
+    from acceptgate.errors import InvalidInput
+    from acceptgate.leak.records import from_warehouse
+
+    path = fresh_copy(gate_run, tmp_path)
+    with warehouse.connect(path, read_only=True) as con:
+        recs = from_warehouse(con)
+    history = tmp_path / "again.jsonl"
+    write_jsonl(recs[:2], history)
+    with pytest.raises(InvalidInput) as err:
+        audit.run_audit(path, audit.load_materials(gate_run["tasks"]), audit.Selection(history=(str(history),)),
+                        publish=False)
+    assert err.value.source == str(history) and err.value.record == "line 1" and "also in the warehouse" in str(err.value)
+    assert warehouse.row_counts(path, TABLES) == {t: 0 for t in TABLES}

@@ -50,7 +50,8 @@ def test_v1_flags_a_public_statement_literal_that_v2_clears():
     # it is public.
     rec = record("AssertionError: args=('pear apple fig', 3) got='fig' want='apple fig pear'")
     v = verdict_of(rec)
-    assert v.v1.hits and any(h.seq == 3 and h.needle == "'apple fig pear'" for h in v.v1.hits)
+    keyword = v.v1.rules["keyword"]
+    assert 3 in keyword.messages and "'apple fig pear'" in keyword.needles and v.v1.count == keyword.hits
     assert v.verdict == "clean" and not v.v2.violations, v.reasons
 
 
@@ -59,7 +60,7 @@ def test_v1_flags_a_model_written_literal_that_v2_clears():
     # v2 (not harness text) -- v1 calls it a leak.
     rec = record(model="assert sort_words('kiwi lime mango', 2) == 'kiwi lime'")
     v = verdict_of(rec)
-    assert any(h.seq == 2 and h.author == "model" for h in v.v1.hits)
+    assert 2 in v.v1.rules["keyword"].messages
     model_hits = [h for h in v.v2.hits if h.seq == 2]
     assert model_hits and all(not h.violation and h.why_not == "model-written" for h in model_hits)
     assert v.verdict == "clean", v.reasons

@@ -48,32 +48,42 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def check(args) -> str:
-    """Everything checkable before any work: paths, the output path, every history record."""
+def check(args) -> tuple[str, records.History | None]:
+    """Everything checkable before any work: paths, the output path, every history record. The history
+    files are read here once (bounded, validated, spooled); the flow scans the spool."""
     for path, flag in ((args.humanevalplus, "--humanevalplus"), (args.suites, "--suites")):
         if path is not None and not os.path.exists(path):
             raise InvalidInput("not found", source=path, field=flag)
-    for file in args.history:
-        records.read_jsonl(file)  # a bad record: InvalidInput naming file, line and field
-    return str(checks.warehouse_ready(args.warehouse))  # unwritable: exit 2; held by another process: exit 4
+    # a bad record: InvalidInput naming file, line and field
+    history = records.read_history(args.history) if args.history else None
+    try:
+        return str(checks.warehouse_ready(args.warehouse)), history  # unwritable: 2; held by another process: 4
+    except BaseException:
+        if history is not None:
+            history.close()
+        raise
 
 
 def progress(run_id: str, done: int, total: int, what: str) -> None:
     print(f"leak: [{done}/{total} records] run {run_id}: {what}", file=sys.stderr, flush=True)
 
 
-def call_flow(name: str, fn, **kwargs) -> int:
+def call_flow(name: str, fn, spooled: records.History | None = None, **kwargs) -> int:
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
-    result = fn(**kwargs, progress=progress)
+    try:
+        result = fn(**kwargs, progress=progress, spooled=spooled)
+    finally:
+        if spooled is not None:
+            spooled.close()
     print("\n".join(result.lines()))
     return 0
 
 
 def run(args) -> int:
-    path = check(args)
+    path, history = check(args)
     from flows.leak_audit import leak_audit  # Prefect is imported here, and only here
 
-    return call_flow("leak-audit", leak_audit, suites_dir=args.suites, humanevalplus=args.humanevalplus,
+    return call_flow("leak-audit", leak_audit, history, suites_dir=args.suites, humanevalplus=args.humanevalplus,
                      warehouse=path, run_ids=args.run_ids, arms=args.arms, history=args.history,
                      matcher=args.matcher, rescan=args.rescan, backend=args.backend)

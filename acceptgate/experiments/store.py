@@ -1,21 +1,20 @@
-"""Write an experiment's rows to the warehouse. The one place experiments touch it, so a run ledger can
-replace this function alone."""
+"""Write an experiment's rows to the warehouse: a run of the run ledger (attempt, validated stage,
+publish), like every other pipeline."""
 
 from __future__ import annotations
 
 import os
 
-from acceptgate import expectations, warehouse
 from acceptgate.experiments.result import ExperimentResult
+from acceptgate.pipelines import ledger
 
 
 def write(path: str | os.PathLike, result: ExperimentResult) -> dict[str, int]:
     """Validate the frames, then replace the run's rows in one transaction and publish them."""
     frames = result.frames()
-    warehouse.migrate(path)
-    with warehouse.run_attempt(path, result.run_id, flow="experiment"):
-        checked = expectations.validate_batch(path, result.run_id, "experiment", frames)
-        with warehouse.transaction(path) as con:
-            written = warehouse.replace_run_rows(con, result.run_id, frames)
-            warehouse.record_stage(con, result.run_id, "experiment", written, checked)
+    path = ledger.prepare(path)
+    with ledger.run(path, kind="experiment", run_id=result.run_id, table="experiment_runs",
+                    row=frames["experiment_runs"], stage_tables=("experiment_rows",)) as run:
+        run.write_stage("experiment", {"experiment_rows": frames["experiment_rows"]},
+                        related={"experiment_runs": frames["experiment_runs"]})
     return {t: len(f) for t, f in frames.items()}

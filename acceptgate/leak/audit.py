@@ -1,22 +1,26 @@
 """A leak audit over a selection of runs: load records, skip what is unchanged, scan per run, write, sum up.
 
 ``flows/leak_audit.py`` and ``flows/backfill.py`` sequence these functions; the CLI commands call the
-flows. Each run's records are scanned together, with one positive and one negative control (a failed
-control makes every record of that scan unverifiable). A record whose inputs hash (its content, its
-task's hidden material, scanner and matcher versions) matches its stored verdict is skipped, so a
-re-run is a no-op and an interrupted backfill resumes where it stopped. Scans are written in batches
-of whole runs, each batch validated, then committed in one transaction.
+flows. History files are validated whole first (``records.read_history``: read once, bounded, spooled;
+a bad record is InvalidInput before anything is written), then every record -- the warehouse's gate
+records, then the spooled history -- goes through in batches of about ``BATCH_RECORDS``, so memory
+stays flat in the number of records. In a batch, each run's records are scanned together, with one
+positive and one negative control (a failed control makes every record of that scan unverifiable). A
+record whose inputs hash (its content, its task's hidden material, scanner and matcher versions)
+matches its stored verdict is skipped, so a re-run is a no-op and an interrupted backfill resumes where
+it stopped. Each batch is validated, then committed in one transaction.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from itertools import chain, groupby
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
@@ -31,7 +35,7 @@ from acceptgate.leak.scanners import SCANNER_VERSION, TaskScanner
 from acceptgate.leak.verdicts import VERDICTS, inputs_sha256, judge
 
 Progress = Callable[[str, int, int, str], None]  # (run_id, records done, records total, what happened)
-BATCH_RECORDS = 5000  # records written per transaction (whole runs)
+BATCH_RECORDS = 2000  # records read, scanned and written per transaction
 
 
 @dataclass(frozen=True)
@@ -64,26 +68,43 @@ def _aware(t: datetime) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
-def load_records(path: str | Path | None, selection: Selection) -> list[LeakRecord]:
-    """Every selected record; history files are validated first (InvalidInput before anything runs)."""
-    found: dict[tuple, LeakRecord] = {}
-    from_files: list[LeakRecord] = []
-    for file in selection.history:
-        from_files += [r for r in records_mod.read_jsonl(file) if selection.keeps(r)]
-    if selection.warehouse_runs and path is not None:
-        with warehouse.connect(path, read_only=True) as con:
-            for r in records_mod.from_warehouse(con, run_ids=list(selection.run_ids) if selection.run_ids else None,
-                                                since=selection.since, until=selection.until,
-                                                arms=list(selection.arms) if selection.arms else None):
-                found[r.key] = r
-    for r in from_files:
-        if r.key in found:
-            file, _, line = r.origin.rpartition(":")
-            other = found[r.key].origin
-            raise InvalidInput(f"record {r.key} is also in {'the warehouse' if other == 'warehouse' else other}",
-                               source=file, record=f"line {line}", field="run_id")
-        found[r.key] = r
-    return sorted(found.values(), key=lambda r: r.key)
+def warehouse_records(path: str | Path | None, selection: Selection) -> list[LeakRecord]:
+    """The selected records of the gate runs stored in the warehouse (none if it does not exist yet)."""
+    if not selection.warehouse_runs or path is None or not Path(path).exists():
+        return []
+    with warehouse.connect(path, read_only=True) as con:
+        return records_mod.from_warehouse(con, run_ids=list(selection.run_ids) if selection.run_ids else None,
+                                          since=selection.since, until=selection.until,
+                                          arms=list(selection.arms) if selection.arms else None)
+
+
+def read_history(selection: Selection) -> records_mod.History | None:
+    """The selection's history files, validated whole and spooled (None when there are none)."""
+    return records_mod.read_history(selection.history) if selection.history else None
+
+
+def _check_distinct(gate: list[LeakRecord], history: records_mod.History | None) -> None:
+    """A record both in the warehouse and in a history file is ambiguous: invalid input."""
+    if history is None:
+        return
+    for r in gate:
+        where = history.keys.get(records_mod.key_digest(r.key))
+        if where is not None:
+            file, _, line = where.rpartition(", line ")
+            raise InvalidInput(f"record {r.key} is also in the warehouse", source=file, record=f"line {line}",
+                               field="run_id")
+
+
+def _gate_batches(records: list[LeakRecord], size: int) -> Iterator[list[LeakRecord]]:
+    """The warehouse's records in batches of whole runs of about ``size`` records."""
+    batch: list[LeakRecord] = []
+    for _, run in groupby(sorted(records, key=lambda r: r.key), key=lambda r: r.run_id):
+        batch += run
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def load_materials(tasks: Iterable) -> dict[str, TaskMaterial]:
@@ -105,7 +126,7 @@ def plan(path: str | Path, records: list[LeakRecord], materials: dict[str, TaskM
          *, rescan: bool = False) -> Plan:
     inputs = {r.key: inputs_sha256(r, materials.get(r.task_id), matcher_name) for r in records}
     stored = {}
-    if not rescan:
+    if not rescan and Path(path).exists():
         with warehouse.connect(path, read_only=True) as con:
             stored = store.stored_inputs(con, list(inputs))
     runs: dict[str, list[LeakRecord]] = defaultdict(list)
@@ -133,6 +154,11 @@ class ScannerCache:
         if task_id not in self._built:
             self._built[task_id] = TaskScanner(material, self.matcher_name)
         return self._built[task_id]
+
+    def forget(self) -> None:
+        """Drop the texts matched so far (the scanners' caches hold one batch at most)."""
+        for scanner in self._built.values():
+            scanner.forget()
 
 
 def scan_run(run_id: str, records: list[LeakRecord], scanners: ScannerCache) -> store.Scan:
@@ -163,6 +189,7 @@ class AuditResult:
     snapshot: str | None = None
     run_id: str = ""  # the leak audit's own run id in run_attempts (its rows carry the scanned runs' ids)
     kind: str = "leak-audit"
+    run_ids: list[str] = field(default_factory=list)  # the gate runs whose records were selected
 
     def lines(self) -> list[str]:
         out = [f"leak audit ({self.matcher} matcher): {self.records} records selected, {self.scanned} scanned now, "
@@ -196,87 +223,121 @@ def _table(title: str, key: str, rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def leak_run_id(kind: str, matcher: str, todo: Plan) -> str:
-    """From the inputs' hashes: every selected record's key and inputs hash, the matcher, the scanner."""
-    lines = sorted(f"{key}\t{digest}" for key, digest in todo.inputs.items())
-    return ledger.derive_run_id("leak", {"kind": kind, "matcher": matcher, "scanner": SCANNER_VERSION,
-                                         "records": hashlib.sha256("\n".join(lines).encode()).hexdigest()})
+def leak_run_id(kind: str, matcher: str, selection: Selection, materials: dict[str, TaskMaterial],
+                gate: list[LeakRecord], history: records_mod.History | None) -> str:
+    """From the inputs' hashes, known before the first batch is scanned: the selection, the hidden
+    material, the warehouse records' content, the history files' records (hashed as they were spooled),
+    the matcher and the scanner."""
+    h = hashlib.sha256()
+    for r in sorted(gate, key=lambda r: r.key):
+        h.update(f"{r.key}\t{r.content_sha256}\n".encode())
+    return ledger.derive_run_id("leak", {
+        "kind": kind, "matcher": matcher, "scanner": SCANNER_VERSION,
+        "selection": [sorted(selection.run_ids or ()), str(selection.since), str(selection.until),
+                      sorted(selection.arms or ()), selection.warehouse_runs],
+        "material": hashlib.sha256("\n".join(sorted(m.sha256 for m in materials.values())).encode()).hexdigest(),
+        "warehouse_records": h.hexdigest(), "history": history.sha256 if history is not None else None})
 
 
 def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: Selection, *,
               matcher: str = matchers.DEFAULT, rescan: bool = False, progress: Progress | None = None,
               batch_records: int = BATCH_RECORDS, publish: bool = True,
-              expectations_dir: str | Path | None = None, kind: str = "leak-audit") -> AuditResult:
+              expectations_dir: str | Path | None = None, kind: str = "leak-audit",
+              history: records_mod.History | None = None) -> AuditResult:
     """Scan the selection into the warehouse (already migrated) and return the summary.
 
-    The scan is a run of the run ledger (``kind``: leak-audit or leak-backfill; run id from the
-    selected records' inputs hashes): its attempt is recorded before the first write, each batch is a
-    stage write, and ``publish`` (else ``publish_result`` later) publishes it with the scanned runs."""
+    The scan is a run of the run ledger (``kind``: leak-audit or leak-backfill; run id from the inputs'
+    hashes): its attempt is recorded before the first write, each batch is a stage write, and
+    ``publish`` (else ``publish_result`` later) publishes it with the scanned runs.
+    ``history``: the selection's history files already read (``read_history``, e.g. by the command's
+    input check), so they are read once; without it they are read here. Either way it is closed here.
+    """
     matchers.check_name(matcher)
     seconds: dict[str, float] = {}
     t0 = time.monotonic()
-    records = load_records(path, selection)
-    seconds["load"] = time.monotonic() - t0
-    todo = plan(path, records, materials, matcher, rescan=rescan)
-    scanners = ScannerCache(materials, matcher)
-    result = AuditResult(matcher, len(records), todo.to_scan, sum(todo.skipped.values()), warehouse=str(path),
-                         run_id=leak_run_id(kind, matcher, todo), kind=kind)
-    recorded = ledger.start(path, kind=kind, run_id=result.run_id)
-    with recorded.guard(store.STAGE):
-        _scan_all(recorded, todo, scanners, result, seconds, progress, batch_records, expectations_dir)
-        run_ids = sorted({r.run_id for r in records})
-        with warehouse.connect(path, read_only=True) as con:
-            rows = store.summary_rows(con, run_ids)
-        result.per_run, result.per_arm = rows["runs"], rows["arms"]
+    try:
+        if history is None:
+            history = read_history(selection)
+        gate = warehouse_records(path, selection)
+        _check_distinct(gate, history)
+        seconds["load"] = time.monotonic() - t0
+        result = AuditResult(matcher, 0, 0, 0, warehouse=str(path), kind=kind,
+                             run_id=leak_run_id(kind, matcher, selection, materials, gate, history))
+        recorded = ledger.start(path, kind=kind, run_id=result.run_id)
+        with recorded.guard(store.STAGE):
+            _scan_all(recorded, materials, selection, gate, history, result, matcher=matcher, rescan=rescan,
+                      progress=progress, batch_records=batch_records, expectations_dir=expectations_dir,
+                      seconds=seconds)
+            with warehouse.connect(path, read_only=True) as con:
+                rows = store.summary_rows(con, result.run_ids)
+            result.per_run, result.per_arm = rows["runs"], rows["arms"]
+    finally:
+        if history is not None:
+            history.close()
     if publish:
         p0 = time.monotonic()
-        publish_result(path, result, run_ids)  # the scanned runs' leak rows
+        publish_result(path, result)  # the leak audit's run and the scanned runs' leak rows
         seconds["publish"] = time.monotonic() - p0
     seconds["total"] = time.monotonic() - t0
     result.seconds = seconds
     return result
 
 
-def _scan_all(recorded: ledger.Run, todo: Plan, scanners: ScannerCache, result: AuditResult,
-              seconds: dict[str, float], progress: Progress | None, batch_records: int,
-              expectations_dir: str | Path | None) -> None:
-    done, batch, in_batch = 0, [], 0
-    scan_seconds = write_seconds = 0.0
-    for run_id in sorted(set(todo.runs) | set(todo.skipped)):
-        run_records = todo.runs.get(run_id, [])
-        if not run_records:
-            if progress:
-                progress(run_id, done, todo.to_scan, f"{todo.skipped[run_id]} records unchanged, skipped")
+def _scan_all(recorded: ledger.Run, materials, selection, gate, history, result: AuditResult, *, matcher,
+              rescan, progress, batch_records, expectations_dir, seconds) -> None:
+    path = recorded.path
+    scanners = ScannerCache(materials, matcher)
+    total = len(gate) + (history.records if history is not None else 0)  # before the selection's filter
+    batches = _gate_batches(gate, batch_records)
+    if history is not None:
+        batches = chain(batches, history.batches(batch_records))
+    run_ids: set[str] = set()
+    read = 0
+    plan_seconds = scan_seconds = write_seconds = 0.0
+    for batch in batches:
+        read += len(batch)
+        batch = [r for r in batch if selection.keeps(r)]
+        if not batch:
             continue
+        result.records += len(batch)
+        run_ids.update(r.run_id for r in batch)
+        p0 = time.monotonic()
+        todo = plan(path, batch, materials, matcher, rescan=rescan)
+        plan_seconds += time.monotonic() - p0
+        result.scanned += todo.to_scan
+        result.skipped += sum(todo.skipped.values())
+        scans = []
         s0 = time.monotonic()
-        scan = scan_run(run_id, run_records, scanners)
+        for run_id in sorted(set(todo.runs) | set(todo.skipped)):
+            run_records = todo.runs.get(run_id, [])
+            skipped = todo.skipped.get(run_id, 0)
+            if not run_records:
+                if progress:
+                    progress(run_id, read, total, f"{skipped} records unchanged, skipped")
+                continue
+            scan = scan_run(run_id, run_records, scanners)
+            scans.append(scan)
+            result.scans.append({"run_id": run_id, "valid": scan.control.valid, "reason": scan.control.reason,
+                                 "detail": scan.control.detail})
+            if progress:
+                counts = Counter(v.verdict for v in scan.verdicts)
+                progress(run_id, read, total, ", ".join(f"{k} {counts[k]}" for k in VERDICTS)
+                         + (f"; {skipped} unchanged" if skipped else ""))
+        scanners.forget()
         scan_seconds += time.monotonic() - s0
-        result.scans.append({"run_id": run_id, "valid": scan.control.valid, "reason": scan.control.reason,
-                             "detail": scan.control.detail})
-        batch.append(scan)
-        in_batch += len(run_records)
-        done += len(run_records)
-        if progress:
-            counts = {v: sum(1 for x in scan.verdicts if x.verdict == v) for v in VERDICTS}
-            progress(run_id, done, todo.to_scan, ", ".join(f"{k} {n}" for k, n in counts.items())
-                     + (f"; {todo.skipped.get(run_id, 0)} unchanged" if todo.skipped.get(run_id) else ""))
-        if in_batch >= batch_records:
+        if scans:
             w0 = time.monotonic()
-            store.write(recorded, batch, expectations_dir=expectations_dir)
+            store.write(recorded, scans, expectations_dir=expectations_dir)
             write_seconds += time.monotonic() - w0
-            batch, in_batch = [], 0
-    if batch:
-        w0 = time.monotonic()
-        store.write(recorded, batch, expectations_dir=expectations_dir)
-        write_seconds += time.monotonic() - w0
-    seconds["scan"], seconds["write"] = scan_seconds, write_seconds
+    seconds["plan"], seconds["scan"], seconds["write"] = plan_seconds, scan_seconds, write_seconds
+    result.run_ids = sorted(run_ids)
 
 
 def publish_result(path: str | Path, result: AuditResult, run_ids: Iterable[str] | None = None) -> AuditResult:
-    """End the leak audit's run and publish it with the runs whose leak rows it wrote (default: the
-    runs it scanned now)."""
+    """End the leak audit's run and publish it with the runs whose leak rows it holds (default: every
+    run selected now)."""
     if run_ids is None:
-        run_ids = sorted({s["run_id"] for s in result.scans})
+        run_ids = result.run_ids
     recorded = ledger.attach(path, kind=result.kind, run_id=result.run_id)
     result.snapshot = str(recorded.finish(also_publish=list(run_ids)))
     return result

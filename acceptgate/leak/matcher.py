@@ -45,14 +45,22 @@ class AhoCorasickMatcher(Matcher):
         super().__init__(needles)
         import ahocorasick
 
-        self._automaton = ahocorasick.Automaton()
-        by_text: dict[str, list[int]] = {}
+        # Values are plain ints (STORE_INTS: half the memory of a Python object per word); a text given
+        # several times maps its first index to all of them.
+        self._automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
+        first: dict[str, int] = {}
+        self._more: dict[int, tuple[int, ...]] = {}
         for i, needle in enumerate(self.needles):
-            if needle:
-                by_text.setdefault(needle, []).append(i)
-        for needle, ids in by_text.items():  # one key per distinct text; every index kept
-            self._automaton.add_word(needle, (len(needle), tuple(ids)))
-        self._empty = not by_text
+            if not needle:
+                continue
+            if needle in first:
+                j = first[needle]
+                self._more[j] = self._more.get(j, (j,)) + (i,)
+            else:
+                first[needle] = i
+                self._automaton.add_word(needle, i)
+        self._lengths = [len(n) for n in self.needles]
+        self._empty = not first
         if not self._empty:
             self._automaton.make_automaton()
 
@@ -60,9 +68,14 @@ class AhoCorasickMatcher(Matcher):
         if self._empty or not text:
             return []
         out = []
-        for last, (length, ids) in self._automaton.iter(text):
-            start = last + 1 - length
-            out.extend(Match(start, last + 1, i) for i in ids)
+        lengths, more = self._lengths, self._more
+        for last, i in self._automaton.iter(text):
+            start = last + 1 - lengths[i]
+            ids = more.get(i)
+            if ids is None:
+                out.append(Match(start, last + 1, i))
+            else:
+                out.extend(Match(start, last + 1, j) for j in ids)
         return out
 
 

@@ -1,16 +1,23 @@
 """Hidden material of a task: its GT cases rendered every way they could appear in text.
 
-For each hidden case: the call expression ``f(a, b)``, the arguments as the feedback line spells them
-(``(a, b)``; a list ``[a, b]`` as in spec files), each argument and the expected value alone
-(canonical literal; a string also double-quoted and bare), and for long renderings their *pieces*:
-aligned chunks of ``PIECE_CHARS``, so any fragment of at least ``2 * PIECE_CHARS - 1`` characters (a
-value cut by the 120-character feedback truncation, or quoted in part) contains a whole chunk.
+The spellings of each hidden case (README "Leak audit"):
+- the call expression ``f(a, b)``;
+- the argument list as the feedback line spells it (``(a, b)``, ``(a,)`` for one argument) and as spec
+  files do (``[a, b]``), plus its JSON spelling (``["a", 2]``) when that differs;
+- **every value alone** -- each argument (also of a one-argument task) and the expected value: the
+  canonical literal (Python's repr: ``'abc'``), the double-quoted JSON spelling (``"abc"``,
+  ``["a", "b"]``) when it differs, and for a string of at least ``BARE_CHARS`` characters its bare
+  content;
+- *pieces* of long renderings: aligned chunks of ``PIECE_CHARS``, so any fragment of at least
+  ``2 * PIECE_CHARS - 1`` characters (a value cut by the 120-character feedback truncation, or quoted in
+  part) contains a whole chunk.
 
 Public material is not hidden (SYSTEM.md section 4): a rendering that occurs in the task statement or in
 a rendering of a visible (V) case is marked ``public``, and a case that V also holds is public whole.
 Short or common renderings (``1``, ``True``, ``[]``) prove nothing alone: they are ``context`` needles
 and count only as an input/expected *pair* of one case close together in one text (the call
-expression always names the entry point, so it stands alone).
+expression always names the entry point, so it stands alone). The same rule holds for one argument
+alone: a short one counts only next to its case's expected value.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from functools import cached_property
 from acceptgate import literals
 from acceptgate.suitespec import Case, SuiteSpec
 
-MATERIAL_VERSION = "leak-material/1"
+MATERIAL_VERSION = "leak-material/2"  # /2: every value alone, JSON spellings
 ALONE_CHARS = 8  # a quoted/canonical rendering this long stands alone
 BARE_CHARS = 12  # an unquoted string's content must be longer: bare words occur in prose
 PIECE_CHARS = 24
@@ -72,22 +79,50 @@ def call_text(entry_point: str, case: Case) -> str:
 
 
 def args_texts(case: Case) -> list[str]:
-    """The input as feedback (``(a,)``, with ``, **{...}`` for keywords) and spec files (``[a]``) spell it."""
+    """The input as feedback (``(a,)``, with ``, **{...}`` for keywords), spec files (``[a]``) and JSON
+    (``["a"]``) spell it."""
     tup = literals.canonical(tuple(case.args))
     lst = literals.canonical(list(case.args))
+    out = [tup, lst]
+    doc = json_text(list(case.args))
+    if doc is not None and doc != lst:
+        out.append(doc)
     if case.kwargs:
         kw = ", **" + literals.canonical(case.kwargs)
-        return [tup + kw, lst + kw]
-    return [tup, lst]
+        return [t + kw for t in out]
+    return out
 
 
-def value_texts(value) -> list[str]:
-    """A value alone: canonical; a string also double-quoted (JSON / other printers) and bare."""
-    out = [literals.canonical(value)]
-    if type(value) is str:
-        out.append(json.dumps(value, ensure_ascii=False))
-        if len(value) >= BARE_CHARS:  # a short bare word is prose, not evidence, even next to its pair
-            out.append(value)
+def json_text(value) -> str | None:
+    """The double-quoted (JSON) spelling of a value, or None when JSON has none (bytes, sets, inf, ...)."""
+    try:
+        return json.dumps(_jsonable(value), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+
+
+def _jsonable(value):
+    if type(value) in (list, tuple):
+        return [_jsonable(v) for v in value]
+    if type(value) is dict:
+        if not all(type(k) is str for k in value):
+            raise TypeError("JSON object keys are strings")
+        return {k: _jsonable(v) for k, v in value.items()}
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    raise TypeError(type(value).__name__)
+
+
+def value_texts(value) -> list[tuple[str, bool]]:
+    """(text, bare) of a value alone: canonical; its JSON spelling when different (a string
+    double-quoted, a list of strings ``["a"]``); a long enough string also bare."""
+    canonical = literals.canonical(value)
+    out = [(canonical, False)]
+    doc = json_text(value)
+    if doc is not None and doc != canonical:
+        out.append((doc, False))
+    if type(value) is str and len(value) >= BARE_CHARS:  # a short bare word is prose, not evidence
+        out.append((value, True))
     return out
 
 
@@ -110,14 +145,13 @@ def case_renderings(entry_point: str, case: Case) -> list[tuple[str, str, str, b
     out = [(call_text(entry_point, case), "call", "both", False)]
     out += [(t, "args", "input", False) for t in args_texts(case)]
     values = [(v, "input") for v in list(case.args) + list(case.kwargs.values())]
-    if len(values) > 1:  # one argument alone is the args rendering without its brackets
-        for v, _ in values:
-            out += [(t, "arg", "input", i == 2) for i, t in enumerate(value_texts(v))]
-    out += [(t, "expected", "output", i == 2) for i, t in enumerate(value_texts(case.expected))]
+    for v, _ in values:  # every argument alone, also the only one of a one-argument task
+        out += [(t, "arg", "input", bare) for t, bare in value_texts(v)]
+    out += [(t, "expected", "output", bare) for t, bare in value_texts(case.expected)]
     chunks: dict[str, str] = {}
     for v, side in values + [(case.expected, "output")]:
-        for text in value_texts(v):  # pieces of each value (canonical and bare): the call and the
-            for p in pieces(text):   # argument list are made of these, so their pieces add nothing new
+        for text, _ in value_texts(v):  # pieces of each value (every spelling): the call and the
+            for p in pieces(text):      # argument list are made of these, so their pieces add nothing new
                 chunks.setdefault(p, side)
     out += [(p, "piece", side, False) for p, side in chunks.items()]
     return out

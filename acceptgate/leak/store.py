@@ -1,9 +1,12 @@
-"""Leak-audit rows for the warehouse: frames validated against expectations/, written per batch of runs.
+"""Leak-audit rows for the warehouse: frames validated against expectations/, written per batch.
 
-A batch holds whole scans (every record of a run scanned together). It is validated (Great
-Expectations + the suites' rules) before anything is written, then, in one transaction, each record's
-old verdict and hits are replaced (the run ledger's stage write, ``acceptgate.pipelines.ledger``). So an interrupted backfill leaves complete scans only, and the
-next one skips what is already there with the same inputs hash.
+A batch holds whole scans (the records of one run in one batch read, scanned together). It is
+validated (Great Expectations + the suites' rules) before anything is written, then, in one
+transaction (the run ledger's stage write, ``acceptgate.pipelines.ledger``), each record's old
+verdict, hit summaries and hits are replaced. So an interrupted backfill
+leaves complete scans only, and the next one skips what is already there with the same inputs hash.
+Frames are written as Arrow tables of declared types (``SCHEMAS``, mirroring the DDL): DuckDB never
+guesses a column's type from a sample of rows.
 """
 
 from __future__ import annotations
@@ -13,21 +16,65 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from acceptgate.leak.controls import ControlResult
+from acceptgate.leak.scanners import NEEDLES_KEPT
 from acceptgate.leak.verdicts import RecordVerdict
 
 STAGE = "leak"
-TABLES = ("leak_scans", "leak_verdicts", "leak_hits")
+TABLES = ("leak_scans", "leak_verdicts", "leak_hit_rules", "leak_hits")
 SCAN_COLUMNS = ["scan_id", "run_id", "origin", "scanner_version", "matcher", "records", "control_passed",
                 "control_detail", "negative_passed", "negative_detail", "control_record", "items_v1", "items_v2",
                 "wall_seconds", "scanned_at"]
 VERDICT_COLUMNS = ["run_id", "arm", "block", "task_id", "scan_id", "origin", "started_at", "finished", "verdict",
                    "reasons", "texts", "v1_hits", "v1_flagged", "v2_hits", "v2_violations", "gt_as_visible", "items_v1",
                    "items_v2", "inputs_sha256"]
+RULE_COLUMNS = ["run_id", "arm", "block", "task_id", "scanner", "rule", "hits", "violations", "messages", "cases",
+                "first_offsets", "needles", "distinct_needles"]
 HIT_COLUMNS = ["run_id", "arm", "block", "task_id", "scanner", "hit_index", "seq", "author", "purpose", "start_char",
                "end_char", "needle", "kind", "case_index", "rule", "violation", "why_not"]
+
+
+# The column types, declared (they mirror sql/030_leak.sql): DuckDB never infers a type from a sample of
+# rows (a batch whose first rows all have empty ``reasons`` lists would otherwise be typed NULL[]).
+_TS = pa.timestamp("us", tz="UTC")
+SCHEMAS: dict[str, pa.Schema] = {
+    "leak_scans": pa.schema([
+        ("scan_id", pa.string()), ("run_id", pa.string()), ("origin", pa.string()),
+        ("scanner_version", pa.string()), ("matcher", pa.string()), ("records", pa.int32()),
+        ("control_passed", pa.bool_()), ("control_detail", pa.string()), ("negative_passed", pa.bool_()),
+        ("negative_detail", pa.string()), ("control_record", pa.string()), ("items_v1", pa.int64()),
+        ("items_v2", pa.int64()), ("wall_seconds", pa.float64()), ("scanned_at", _TS)]),
+    "leak_verdicts": pa.schema([
+        ("run_id", pa.string()), ("arm", pa.string()), ("block", pa.string()), ("task_id", pa.string()),
+        ("scan_id", pa.string()), ("origin", pa.string()), ("started_at", _TS), ("finished", pa.bool_()),
+        ("verdict", pa.string()), ("reasons", pa.list_(pa.string())), ("texts", pa.int32()),
+        ("v1_hits", pa.int32()), ("v1_flagged", pa.bool_()), ("v2_hits", pa.int32()),
+        ("v2_violations", pa.int32()), ("gt_as_visible", pa.bool_()), ("items_v1", pa.int64()),
+        ("items_v2", pa.int64()), ("inputs_sha256", pa.string())]),
+    "leak_hit_rules": pa.schema([
+        ("run_id", pa.string()), ("arm", pa.string()), ("block", pa.string()), ("task_id", pa.string()),
+        ("scanner", pa.string()), ("rule", pa.string()), ("hits", pa.int64()), ("violations", pa.int64()),
+        ("messages", pa.int32()), ("cases", pa.int32()),
+        ("first_offsets", pa.list_(pa.struct([("seq", pa.int32()), ("start_char", pa.int32()),
+                                               ("end_char", pa.int32())]))),
+        ("needles", pa.list_(pa.string())), ("distinct_needles", pa.int32())]),
+    "leak_hits": pa.schema([
+        ("run_id", pa.string()), ("arm", pa.string()), ("block", pa.string()), ("task_id", pa.string()),
+        ("scanner", pa.string()), ("hit_index", pa.int32()), ("seq", pa.int32()), ("author", pa.string()),
+        ("purpose", pa.string()), ("start_char", pa.int32()), ("end_char", pa.int32()), ("needle", pa.string()),
+        ("kind", pa.string()), ("case_index", pa.int32()), ("rule", pa.string()), ("violation", pa.bool_()),
+        ("why_not", pa.string())]),
+}
+_KEYS_SCHEMA = pa.schema([(c, pa.string()) for c in ("run_id", "arm", "block", "task_id")])
+
+
+def typed(table: str, frame: pd.DataFrame) -> pa.Table:
+    """The frame as an Arrow table of the declared column types (a wrong type is an error, not a guess)."""
+    return pa.Table.from_pandas(frame[SCHEMAS[table].names], schema=SCHEMAS[table], preserve_index=False)
 
 
 _HIT_ATTRS = [("seq", "seq"), ("author", "author"), ("purpose", "purpose"), ("start_char", "start"),
@@ -59,7 +106,7 @@ class Scan:
 
 
 def frames(scans: list[Scan]) -> dict[str, pd.DataFrame]:
-    scan_rows, verdict_rows = [], []
+    scan_rows, verdict_rows, rule_rows = [], [], []
     hit_cols: dict[str, list] = {c: [] for c in HIT_COLUMNS}
     for s in scans:
         c = s.control
@@ -74,12 +121,20 @@ def frames(scans: list[Scan]) -> dict[str, pd.DataFrame]:
             key = {"run_id": r.run_id, "arm": r.arm, "block": r.block, "task_id": r.task_id}
             verdict_rows.append({**key, "scan_id": s.scan_id, "origin": r.origin,
                                  "started_at": _utc(r.started_at), "finished": r.finished, "verdict": v.verdict,
-                                 "reasons": list(v.reasons), "texts": v.v2.texts, "v1_hits": len(v.v1.hits),
-                                 "v1_flagged": bool(v.v1.hits), "v2_hits": len(v.v2.hits),
+                                 "reasons": list(v.reasons), "texts": v.v2.texts, "v1_hits": v.v1.count,
+                                 "v1_flagged": v.v1.count > 0, "v2_hits": len(v.v2.hits),
                                  "v2_violations": len(v.v2.violations), "gt_as_visible": v.gt_as_visible,
                                  "items_v1": v.v1.items,
                                  "items_v2": v.v2.items, "inputs_sha256": v.inputs_sha256})
             for scanner, result in (("v1", v.v1), ("v2", v.v2)):
+                for rule, summary in result.rules.items():
+                    needles = list(summary.needles)
+                    rule_rows.append({**key, "scanner": scanner, "rule": rule, "hits": summary.hits,
+                                      "violations": summary.violations, "messages": len(summary.messages),
+                                      "cases": len(summary.cases),
+                                      "first_offsets": [{"seq": a, "start_char": b, "end_char": c}
+                                                        for a, b, c in summary.first],
+                                      "needles": needles[:NEEDLES_KEPT], "distinct_needles": len(needles)})
                 n = len(result.hits)
                 if not n:
                     continue
@@ -91,9 +146,11 @@ def frames(scans: list[Scan]) -> dict[str, pd.DataFrame]:
                     hit_cols[column] += [getattr(h, attr) for h in result.hits]
     ints = {"leak_scans": ("records", "items_v1", "items_v2"),
             "leak_verdicts": ("texts", "v1_hits", "v2_hits", "v2_violations", "items_v1", "items_v2"),
+            "leak_hit_rules": ("hits", "violations", "messages", "cases", "distinct_needles"),
             "leak_hits": ("hit_index", "seq", "start_char", "end_char", "case_index")}
     out = {"leak_scans": pd.DataFrame(scan_rows, columns=SCAN_COLUMNS),
            "leak_verdicts": pd.DataFrame(verdict_rows, columns=VERDICT_COLUMNS),
+           "leak_hit_rules": pd.DataFrame(rule_rows, columns=RULE_COLUMNS),
            "leak_hits": pd.DataFrame(hit_cols, columns=HIT_COLUMNS)}
     for table, cols in ints.items():
         out[table] = out[table].astype({c: "Int64" for c in cols})
@@ -122,29 +179,40 @@ def write(run, scans: list[Scan], *, expectations_dir: str | Path | None = None)
 
 
 def replace_records(con, batch: dict[str, pd.DataFrame]) -> int:
-    """Within the stage's transaction: replace each record's old verdict and hits with the batch's."""
-    keys = batch["leak_verdicts"][["run_id", "arm", "block", "task_id"]]
+    """Within the stage's transaction: replace each record's old verdict, hit summaries and hits with
+    the batch's, written as Arrow tables of the declared types."""
+    keys = pa.Table.from_pandas(batch["leak_verdicts"][_KEYS_SCHEMA.names], schema=_KEYS_SCHEMA,
+                                preserve_index=False)
+    typed_batch = {table: typed(table, frame) for table, frame in batch.items()}
     con.register("_leak_keys", keys)
     try:
-        for table in ("leak_hits", "leak_verdicts"):
+        for table in ("leak_hits", "leak_hit_rules", "leak_verdicts"):
             con.execute(_DELETE_RECORDS.format(table=table))
         # a scan none of whose verdicts is current any more is history nobody can join to: drop it
         con.execute("delete from leak_scans where scan_id not in (select distinct scan_id from leak_verdicts)")
-        for table in ("leak_scans", "leak_verdicts", "leak_hits"):
-            _insert(con, table, batch[table])
+        for table in TABLES:
+            _insert(con, table, typed_batch[table])
     finally:
-        con.unregister("_leak_keys")
+        _unregister(con, "_leak_keys")
     return sum(len(f) for f in batch.values())
 
 
-def _insert(con, table: str, frame: pd.DataFrame) -> None:
-    if len(frame) == 0:
+def _insert(con, table: str, frame: pa.Table) -> None:
+    if frame.num_rows == 0:
         return
     con.register("_leak_frame", frame)
     try:
         con.execute(f"insert or replace into {table} by name select * from _leak_frame")
     finally:
-        con.unregister("_leak_frame")
+        _unregister(con, "_leak_frame")
+
+
+def _unregister(con, name: str) -> None:
+    # after a failed statement the transaction is aborted and unregister fails too: the first error matters
+    try:
+        con.unregister(name)
+    except duckdb.Error:
+        pass
 
 
 def stored_inputs(con, keys: list[tuple[str, str, str, str]]) -> dict[tuple[str, str, str, str], str]:
@@ -152,12 +220,12 @@ def stored_inputs(con, keys: list[tuple[str, str, str, str]]) -> dict[tuple[str,
     if not keys:
         return {}
     frame = pd.DataFrame(keys, columns=["run_id", "arm", "block", "task_id"])
-    con.register("_leak_want", frame)
+    con.register("_leak_want", pa.Table.from_pandas(frame, schema=_KEYS_SCHEMA, preserve_index=False))
     try:
         rows = con.execute("select v.run_id, v.arm, v.block, v.task_id, v.inputs_sha256 from leak_verdicts v "
                            "join _leak_want w using (run_id, arm, block, task_id)").fetchall()
     finally:
-        con.unregister("_leak_want")
+        _unregister(con, "_leak_want")
     return {tuple(r[:4]): r[4] for r in rows}
 
 

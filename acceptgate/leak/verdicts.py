@@ -35,6 +35,7 @@ class RecordVerdict:
 
     @property
     def hits(self) -> list[Hit]:
+        """Every hit kept one by one (v2's; v1 keeps its summary only)."""
         return self.v1.hits + self.v2.hits
 
 
@@ -54,9 +55,9 @@ def gaps(record: LeakRecord) -> list[str]:
     if not msgs:
         return out + ["no messages recorded"]
     seqs = [m.seq for m in msgs]
-    missing = sorted(set(range(max(seqs) + 1)) - set(seqs))
-    if missing:
-        out.append(f"messages missing: seq {_ranges(missing)} absent")
+    missing, count = _missing(set(seqs))
+    if count:
+        out.append(f"messages missing: seq {_ranges(missing, count)} absent")
     lost_author = [m.seq for m in msgs if m.author is None]
     if lost_author:
         out.append(f"author missing for message seq {_ranges(lost_author)}")
@@ -78,8 +79,21 @@ def gaps(record: LeakRecord) -> list[str]:
     return out
 
 
-def _ranges(values: list[int]) -> str:
-    return ", ".join(map(str, values[:10])) + (f" and {len(values) - 10} more" if len(values) > 10 else "")
+def _missing(present: set[int]) -> tuple[list[int], int]:
+    """Numbers from 0 to max(present) that are absent: the first 10 and how many (a seq of 10^6 after
+    seq 0 is counted, not listed)."""
+    first, count, expect = [], 0, 0
+    for v in sorted(present):
+        if v > expect:
+            count += v - expect
+            first += range(expect, min(v, expect + 10 - len(first)))
+        expect = v + 1
+    return first, count
+
+
+def _ranges(values: list[int], total: int | None = None) -> str:
+    total = len(values) if total is None else total
+    return ", ".join(map(str, values[:10])) + (f" and {total - 10} more" if total > 10 else "")
 
 
 def material_problems(record: LeakRecord, material: TaskMaterial | None) -> list[str]:
@@ -159,6 +173,6 @@ def rollup(verdicts: list[RecordVerdict], by: str) -> dict[str, Rollup]:
     out: dict[str, Rollup] = {}
     for v in verdicts:
         key = getattr(v.record, by)
-        out.setdefault(key, Rollup()).add(1, v.verdict, int(bool(v.v1.hits)), v.v1.items, v.v2.items,
+        out.setdefault(key, Rollup()).add(1, v.verdict, int(v.v1.count > 0), v.v1.items, v.v2.items,
                                           len(v.v2.hits), len(v.v2.violations))
     return out
