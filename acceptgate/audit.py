@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator
 import pandas as pd
 
 from acceptgate import __version__, expectations, render, suitespec, warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate.errors import Interrupted, InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Backend
 from acceptgate.sandbox.executor import ExecutionResult, execute_many, sha256_text
@@ -204,7 +204,8 @@ def record_failure(path: str | Path, run: Run, stage: str, error: BaseException)
     with warehouse.transaction(path) as con:
         con.execute("update runs set status = 'failed', failed_stage = ?, failure = ?, finished_at = now() "
                     "where run_id = ?", [stage, message, run.run_id])
-    warehouse.fail_attempt(path, run.run_id, stage, message)
+    interrupted = isinstance(error, (Interrupted, KeyboardInterrupt))
+    warehouse.fail_attempt(path, run.run_id, stage, message, status="interrupted" if interrupted else "failed")
 
 
 @contextlib.contextmanager
@@ -213,7 +214,7 @@ def _stage(path: str | Path, run: Run, name: str, *, report: bool = True) -> Ite
         _reporter.stage(name)
     try:
         yield
-    except Exception as exc:
+    except BaseException as exc:  # an Interrupted too: its attempt ends 'interrupted'
         if not isinstance(exc, warehouse.WarehouseError):  # a locked file would only lock us out again
             with contextlib.suppress(warehouse.WarehouseError):  # the original error matters more
                 record_failure(path, run, name, exc)

@@ -438,14 +438,19 @@ def record_stage(con: duckdb.DuckDBPyConnection, run_id: str, stage: str, rows_w
 
 
 def fail_attempt(path: str | os.PathLike, run_id: str, stage: str | None, error: BaseException | str, *,
-                 timeout: float | None = None) -> None:
-    """End the run's running attempt 'failed', naming the stage and the error. Publishes nothing."""
+                 timeout: float | None = None, status: str | None = None) -> None:
+    """End the run's running attempt 'failed' (or 'interrupted': a stop request, SIGINT / SIGTERM),
+    naming the stage and the error. Publishes nothing."""
+    from acceptgate.errors import Interrupted
+
+    if status is None:
+        status = "interrupted" if isinstance(error, (Interrupted, KeyboardInterrupt)) else "failed"
     message = error if isinstance(error, str) else \
         "".join(traceback.format_exception_only(type(error), error)).strip()
     with transaction(path, timeout=timeout) as con:
-        con.execute(f"update {ATTEMPTS_TABLE} set status = 'failed', failed_stage = ?, failure = ?, "
+        con.execute(f"update {ATTEMPTS_TABLE} set status = ?, failed_stage = ?, failure = ?, "
                     "finished_at = now() where run_id = ? and attempt = ? and status = 'running'",
-                    [stage, message[:2000], run_id, current_attempt(con, run_id)])
+                    [status, stage, message[:2000], run_id, current_attempt(con, run_id)])
 
 
 @contextlib.contextmanager

@@ -11,10 +11,9 @@ invalid input (a bad history record names the file, line and field; nothing is w
 from __future__ import annotations
 
 import os
-import sys
 
 from acceptgate import warehouse
-from acceptgate.cli import checks
+from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records
@@ -35,6 +34,7 @@ def add_common(p) -> None:
                    help="exact matcher (default aho; 'disabled' finds nothing, to watch the control fail)")
     p.add_argument("--rescan", action="store_true", help="scan records again even when their inputs are unchanged")
     p.add_argument("--backend", default="local", help="sandbox backend for --humanevalplus import (default local)")
+    flowrun.add_quiet(p)
 
 
 def add_parser(sub) -> None:
@@ -58,22 +58,28 @@ def check(args) -> str:
     return str(checks.warehouse_ready(args.warehouse))  # unwritable: exit 2; held by another process: exit 4
 
 
-def progress(run_id: str, done: int, total: int, what: str) -> None:
-    print(f"leak: [{done}/{total} records] run {run_id}: {what}", file=sys.stderr, flush=True)
+def call_flow(name: str, quiet: bool, load, **kwargs) -> int:
+    say = flowrun.Say(name, quiet)
+    flowrun.prepare(say)
+    fn = load()  # Prefect is imported here, and only here
 
+    def progress(run_id: str, done: int, total: int, what: str) -> None:
+        say(f"[{done}/{total} records] run {run_id}: {what}")
 
-def call_flow(name: str, fn, **kwargs) -> int:
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    say("loading the tasks' hidden material")
     # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
-    result = fn(**kwargs, progress=progress)
+    result = fn(**kwargs, progress=None if quiet else progress)
     print("\n".join(result.lines()))
     return 0
 
 
 def run(args) -> int:
     path = check(args)
-    from flows.leak_audit import leak_audit  # Prefect is imported here, and only here
 
-    return call_flow("leak-audit", leak_audit, suites_dir=args.suites, humanevalplus=args.humanevalplus,
+    def load():
+        from flows.leak_audit import leak_audit
+        return leak_audit
+
+    return call_flow("leak-audit", args.quiet, load, suites_dir=args.suites, humanevalplus=args.humanevalplus,
                      warehouse=path, run_ids=args.run_ids, arms=args.arms, history=args.history,
                      matcher=args.matcher, rescan=args.rescan, backend=args.backend)

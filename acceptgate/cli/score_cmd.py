@@ -150,6 +150,9 @@ def _run_dask(args) -> int:
     workers, address = (int(args.dask), None) if args.dask.isdigit() else (None, args.dask)
     if workers is not None and workers < 1:
         raise InvalidInput("must be at least 1 worker or a scheduler address", field="--dask")
+    from acceptgate.cli import flowrun
+
+    flowrun.prepare(flowrun.Say("score"))
     from flows import score_sharded
 
     limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1,

@@ -334,7 +334,7 @@ def finish_run(path: str | Path, run: GateRun, status: str, wall_seconds: float,
                     [status, round(wall_seconds, 3), run.run_id])
     if status == "ok":
         return warehouse.publish(path, run.run_id)
-    warehouse.fail_attempt(path, run.run_id, failed_stage, failure or "failed")
+    warehouse.fail_attempt(path, run.run_id, failed_stage, failure or status, status=status)
     return None
 
 

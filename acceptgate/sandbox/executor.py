@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from acceptgate import literals
+from acceptgate import interrupt, literals
 from acceptgate.render import NONLITERAL, Harness
 from acceptgate.sandbox import answers
 from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
@@ -396,6 +396,7 @@ def execute(
     fail_fast: bool = False,
 ) -> ExecutionResult:
     """Run one candidate program against one loaded harness in one sandboxed process."""
+    interrupt.check()  # after SIGINT / SIGTERM no new sandbox starts (queued executions end here)
     started = time.monotonic()
     result = ExecutionResult(
         verdict="pass",
