@@ -13,6 +13,7 @@ remaining descendant is killed, and the process exits 128 + signum without waiti
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import os
 import signal
@@ -27,6 +28,7 @@ STOP = threading.Event()
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _received: list[int] = []
 _spared: set[int] = set()  # process groups stopped by their own exit handler, not in the signal handler
+_lost = threading.Event()  # the Interrupted raised was swallowed (raised inside a __del__ or a callback)
 
 
 def requested() -> bool:
@@ -49,9 +51,30 @@ def request(signum: int) -> bool:
     return first
 
 
-def _handler(signum, frame) -> None:
+def should_raise(signum: int) -> bool:
+    """For a signal handler: raise Interrupted now? On the first signal, and again when the one raised
+    was swallowed; later signals are ignored while the stop is under way."""
     if request(signum):
+        return True
+    if _lost.is_set():
+        _lost.clear()
+        return True
+    return False
+
+
+def _handler(signum, frame) -> None:
+    if should_raise(signum):
         raise Interrupted(signum)
+
+
+def _unraisable(args) -> None:
+    """A signal that lands in a finalizer or a weakref callback has its exception printed and dropped
+    ("Exception ignored in ..."): deliver it again to the main thread instead."""
+    if isinstance(args.exc_value, Interrupted):
+        _lost.set()
+        _thread.interrupt_main(args.exc_value.signum)
+        return
+    sys.__unraisablehook__(args)
 
 
 def install() -> dict:
@@ -59,12 +82,18 @@ def install() -> dict:
     installed outside the main thread, where Python allows no handler)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
-    return {sig: signal.signal(sig, _handler) for sig in SIGNALS}
+    previous = {"unraisablehook": sys.unraisablehook}
+    sys.unraisablehook = _unraisable
+    previous.update({sig: signal.signal(sig, _handler) for sig in SIGNALS})
+    return previous
 
 
 def restore(previous: dict) -> None:
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
+    for key, handler in previous.items():
+        if key == "unraisablehook":
+            sys.unraisablehook = handler
+        else:
+            signal.signal(key, handler)
 
 
 def keep_until_exit(pgid: int | None, stop: Callable[[], None]) -> None:

@@ -141,7 +141,7 @@ def bridge_signals() -> None:
             self.args = (message,)
 
     def handler(signum, frame) -> None:
-        if interrupt.request(signum):  # a repeated signal: the stop is under way already
+        if interrupt.should_raise(signum):  # a repeated signal: the stop is under way already
             raise FlowInterrupted(signum)
 
     if getattr(engine, "_prefect_sigterm_handler", None) is not None:

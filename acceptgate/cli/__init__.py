@@ -100,8 +100,7 @@ def _main(argv: list[str] | None) -> int:
 KEPT_ON_STOP = {
     "run": "this run's attempt is marked 'interrupted' and nothing of it was published; the analysts' "
            "snapshot still holds the last published runs",
-    "serve-api": "every decision already answered is in the journal (and published to the warehouse); "
-                 "requests in flight were refused",
+    "serve-api": "every decision already answered is kept in the service's journal",
     "serve": "the schedules stopped with the local Prefect server; the warehouse keeps every finished run",
     "import": "the suites directory is unchanged (it is replaced only when an import completes)",
 }
