@@ -294,11 +294,11 @@ def _stats(r: Reader, s: Section) -> None:
                       "order by e.measure, e.config", [latest])
     show = pd.DataFrame({
         "measure": effects["measure"].str.replace("_", " "),
-        "compared": [f"{label_arm(b, short=True)} vs {a}" if k == "gate" else f"{c}: {b} vs {a}"
+        "compared": [f"{label_arm(a, short=True)} vs {b}" if k == "gate" else f"{c}: {a} vs {b}"
                      for a, b, c, k in zip(effects.condition_a, effects.condition_b, effects.config, effects.kind)],
         "units": effects["n_units"],
         "rate a / b": [f"{100 * a:.1f}% / {100 * b:.1f}%" for a, b in zip(effects.rate_a, effects.rate_b)],
-        "Delta [CI]": [f"{100 * d:+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+        "Delta = b - a [CI]": [f"{100 * d:+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}]"
                        for d, lo, hi in zip(effects.estimate, effects.ci_low, effects.ci_high)],
         "p": effects["p"], "Holm p": effects["p_holm"]})
     if len(effects):
@@ -311,7 +311,7 @@ def _stats(r: Reader, s: Section) -> None:
                               "Delta, percentage points (bootstrap CI)", f"stats run {latest}",
                               xlim=(-100, 100), zero_line=True))
         if effects["kind"].iloc[0] == "gate":
-            _demo(s, effects["condition_b"])
+            _demo(s, effects["condition_a"])
     if r.has("stats_agreement") and r.scalar("select count(*) from stats_agreement where run_id = ?", [latest]):
         s.tables["judge vs human agreement"] = r.frame("select * exclude (run_id) from stats_agreement where run_id = ?",
                                                        [latest])

@@ -23,7 +23,9 @@ h3 { font-size: 1em; margin-bottom: .2em; }
 nav a { margin-right: 1em; white-space: nowrap; }
 table { border-collapse: collapse; margin: .3em 0 1em; font-size: .85em; }
 th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; vertical-align: top; }
-th { background: #f4f4f4; } td.text { text-align: left; max-width: 40em; overflow-wrap: anywhere; }
+td { white-space: nowrap; } /* a narrow screen scrolls the table's box rather than breaking ids */
+th { background: #f4f4f4; } td.text { text-align: left; }
+td.long { white-space: normal; min-width: 16em; max-width: 40em; overflow-wrap: anywhere; }
 .wide { overflow-x: auto; max-width: 100%; }
 .note { color: #666; font-style: italic; } .caveat { background: #fff4e5; border-left: 4px solid #e69500;
         padding: .4em .8em; margin: .5em 0; }
@@ -48,7 +50,7 @@ def _cell(value) -> str:
     text = str(value)
     if len(text) > MAX_CELL:
         text = text[:MAX_CELL] + f"… ({len(text) - MAX_CELL} more characters)"
-    return f'<td class="text">{html.escape(text)}</td>'
+    return f'<td class="text{" long" if len(text) > 40 else ""}">{html.escape(text)}</td>'
 
 
 def table(frame: pd.DataFrame) -> str:
