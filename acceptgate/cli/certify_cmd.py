@@ -159,6 +159,15 @@ def run(args) -> int:
     for flag, path in (("--suites", args.suites), ("--dataset", args.dataset), ("--samples", args.samples)):
         if path is not None and not Path(path).exists():
             raise InvalidInput("not found", source=path, field=flag)
+    if args.task:  # every id checked before any flow starts: a bad one is exit 2 in seconds
+        from acceptgate import suitefiles
+
+        known = set(suitefiles.manifest_task_ids(args.suites))
+        unknown = [t for t in args.task if t not in known]
+        if unknown:
+            raise InvalidInput(f"no such task in the suites directory: {', '.join(unknown[:5])} "
+                               f"(it has {len(known)}, e.g. {min(known) if known else 'none'})",
+                               source=args.suites, field="--task")
     path = checks.warehouse_ready(args.warehouse)  # before any work: unwritable exit 2, locked exit 4
     if args.backend not in backends.names():
         raise InvalidInput(f"unknown backend {args.backend!r}; valid backends: {', '.join(backends.names())}",

@@ -53,9 +53,17 @@ def check(args) -> str:
     for path, flag in ((args.humanevalplus, "--humanevalplus"), (args.suites, "--suites")):
         if path is not None and not os.path.exists(path):
             raise InvalidInput("not found", source=path, field=flag)
+    known = set()
     for file in args.history:
-        records.read_jsonl(file)  # a bad record: InvalidInput naming file, line and field
-    return str(checks.warehouse_ready(args.warehouse))  # unwritable: exit 2; held by another process: exit 4
+        known |= {r.run_id for r in records.read_jsonl(file)}  # a bad record: InvalidInput naming file, line, field
+    path = checks.warehouse_ready(args.warehouse)  # unwritable: exit 2; held by another process: exit 4
+    if args.run_ids:  # every id checked before any flow starts: a bad one is exit 2 in seconds
+        known |= set(checks.run_ids(path, "gate_runs"))
+        unknown = [r for r in args.run_ids if r not in known]
+        if unknown:
+            raise InvalidInput(f"no gate run or history record with run id {', '.join(unknown[:5])}",
+                               field="--run-id")
+    return str(path)
 
 
 def call_flow(name: str, quiet: bool, load, **kwargs) -> int:

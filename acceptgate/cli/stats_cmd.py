@@ -51,6 +51,17 @@ def run(args) -> int:
                            source=str(path), field="--warehouse")
     checks.warehouse_ready(str(path))  # unwritable: exit 2; held by another process: exit 4
     arms = [a.strip() for v in (args.arm or []) for a in v.split(",") if a.strip()] or None
+    # Every id and arm checked before any flow starts (a bad one: exit 2 in seconds). The flow reads
+    # them again: the inputs are those of the moment it runs.
+    if args.judge_run is not None:
+        from acceptgate.judge import metrics
+
+        for run_id in filter(None, (args.judge_run, args.audit_judge_run)):
+            metrics.read_verdicts(path, run_id)
+    else:
+        from acceptgate.stats.pipeline import gate_inputs
+
+        gate_inputs(path, args.gate_run, baseline=args.baseline, arms=arms)
     say = flowrun.Say("stats", args.quiet)
     flowrun.prepare(say)
     from flows import stats as stats_flow  # Prefect is imported here, and only here
