@@ -75,7 +75,7 @@ def test_sections_rates_and_intervals(snapshot):
 
 def test_markdown_summary(snapshot):
     text = markdown.summary(report_data.collect(warehouse.snapshot_path(snapshot)), ["nightly: audit ok"])
-    assert "## False delivery by arm" in text and "| gate-r1 | conform | 14 | 10 | 4 | 2 |" in text
+    assert "## False delivery by arm" in text and "| conform | 14.3% [4.0%, 39.9%] | 20.0% [5.7%, 51.0%] | 14 | 10 | 4 | 2 | gate-r1 |" in text
     assert "## V4V certification\n\n_not run yet_" in text
 
 
@@ -192,6 +192,8 @@ def test_long_tables_are_cut_and_say_so(tmp_path):
     fd = data.section("false-delivery")
     assert fd.tables["per gate run and arm (Wilson 95% CIs; newest run first)"]["run_id"].nunique() == 5
     assert any("newest 5 of 30 gate runs" in n for n in fd.notes)
+    out, _ = report.build(path, tmp_path / "r.html")
+    assert out.stat().st_size < 300_000  # the page's size is bounded, whatever the warehouse holds
 
 
 def test_a_registered_section_is_drawn(snapshot, tmp_path):

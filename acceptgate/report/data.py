@@ -166,12 +166,14 @@ def false_delivery_display(frame: pd.DataFrame) -> pd.DataFrame:
     demonstration arm labelled."""
     if frame.empty or "false_over_all" not in frame.columns:
         return frame
-    out = frame[["run_id", "arm", "tasks", "delivered", "refused", "false_deliveries"]].copy()
-    out["arm"] = [label_arm(a) for a in out["arm"]]
+    # the reader's columns first (a phone shows the left of a wide table), the run id last
+    out = pd.DataFrame({"arm": [label_arm(a) for a in frame["arm"]]})
     out["false / all tasks [95% CI]"] = [_pct(r, lo, hi) for r, lo, hi in
                                          zip(frame.false_over_all, frame.all_ci_low, frame.all_ci_high)]
     out["false / delivered [95% CI]"] = [_pct(r, lo, hi) for r, lo, hi in
                                          zip(frame.false_over_delivered, frame.delivered_ci_low, frame.delivered_ci_high)]
+    for col in ("tasks", "delivered", "refused", "false_deliveries", "run_id"):
+        out[col] = frame[col].to_numpy()
     return out
 
 
@@ -220,10 +222,10 @@ def _v4v(r: Reader, s: Section) -> None:
               r.scalar("select max(run_id) from v4v_verifier_summary"))
     if not latest:
         return
-    summary = r.frame("select verifier, family, tasks, gates_passed || '/' || gates_applicable as gates_passed, "
-                      "round(tpr, 1) as tpr, round(tnr, 1) as tnr, round(ba_norm, 1) as ba_norm, "
+    summary = r.frame("select verifier, round(ba_norm, 1) as ba_norm, round(tpr, 1) as tpr, round(tnr, 1) as tnr, "
+                      "diagnosis, gates_passed || '/' || gates_applicable as gates_passed, family, tasks, "
                       "round(fpr_attack, 1) as fpr_attack, round(100 * mutation_score, 1) as mutation_pct, "
-                      "errors_crash + errors_timeout + errors_malformed as errors, diagnosis "
+                      "errors_crash + errors_timeout + errors_malformed as errors "
                       "from v4v_verifier_summary where run_id = ? order by ba_norm desc nulls last, verifier", [latest])
     s.tables[f"verifiers of certification run {latest} (best BA_norm first)"] = summary
     runs = r.scalar("select count(distinct run_id) from v4v_verifier_summary")
@@ -258,11 +260,11 @@ def _leak(r: Reader, s: Section) -> None:
     if r.has("leak_scans"):
         controls = (", (select string_agg(distinct case when control_passed and negative_passed then 'passed' "
                     "else 'FAILED' end, ', ') from leak_scans c where c.run_id = s.run_id) as controls")
-    query = ("select run_id, records, clean, unverifiable, violation, v1_flagged, items_v1, items_v2" + controls +
+    query = ("select run_id, violation, unverifiable, clean, records" + controls + ", v1_flagged, items_v1, items_v2" +
              " from leak_run_summary s order by started_at desc nulls last, run_id")
     s.tables["verdicts per run (with the planted-leak and negative controls)"] = limited(
         s, r.frame(query + f" limit {MAX_ROWS}"), total, "runs", query)
-    arms = r.frame("select arm, runs, records, clean, unverifiable, violation, v1_flagged, items_v2 "
+    arms = r.frame("select arm, violation, unverifiable, clean, records, runs, v1_flagged, items_v2 "
                    "from leak_arm_summary order by violation desc, arm")
     _demo(s, arms["arm"])
     arms["arm"] = [label_arm(a) for a in arms["arm"]]
@@ -294,18 +296,18 @@ def _stats(r: Reader, s: Section) -> None:
                       "order by e.measure, e.config", [latest])
     show = pd.DataFrame({
         "measure": effects["measure"].str.replace("_", " "),
-        "compared": [f"{label_arm(a, short=True)} vs {b}" if k == "gate" else f"{c}: {a} vs {b}"
-                     for a, b, c, k in zip(effects.condition_a, effects.condition_b, effects.config, effects.kind)],
-        "units": effects["n_units"],
-        "rate a / b": [f"{100 * a:.1f}% / {100 * b:.1f}%" for a, b in zip(effects.rate_a, effects.rate_b)],
+        "compared (a vs b)": [f"{label_arm(a, short=True)} vs {b}" if k == "gate" else f"{c}: {a} vs {b}"
+                              for a, b, c, k in zip(effects.condition_a, effects.condition_b, effects.config,
+                                                    effects.kind)],
         "Delta = b - a [CI]": [f"{100 * d:+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}]"
-                       for d, lo, hi in zip(effects.estimate, effects.ci_low, effects.ci_high)],
-        "p": effects["p"], "Holm p": effects["p_holm"]})
+                               for d, lo, hi in zip(effects.estimate, effects.ci_low, effects.ci_high)],
+        "rate a / b": [f"{100 * a:.1f}% / {100 * b:.1f}%" for a, b in zip(effects.rate_a, effects.rate_b)],
+        "Holm p": effects["p_holm"], "p": effects["p"], "units": effects["n_units"]})
     if len(effects):
         conf = float(effects["confidence"].iloc[0])
         s.tables[f"paired effects of stats run {latest} over {effects['kind'].iloc[0]} run "
                  f"{effects['source_run_id'].iloc[0]} ({100 * conf:g}% bootstrap CIs)"] = show
-        s.charts.append(Chart(pd.DataFrame({"label": show["measure"] + ": " + show["compared"],
+        s.charts.append(Chart(pd.DataFrame({"label": show["measure"] + ": " + show["compared (a vs b)"],
                                             "value": effects["estimate"] * 100, "low": effects["ci_low"] * 100,
                                             "high": effects["ci_high"] * 100}),
                               "Delta, percentage points (bootstrap CI)", f"stats run {latest}",

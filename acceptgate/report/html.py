@@ -29,7 +29,7 @@ td.long { white-space: normal; min-width: 16em; max-width: 40em; overflow-wrap: 
 .wide { overflow-x: auto; max-width: 100%; }
 .note { color: #666; font-style: italic; } .caveat { background: #fff4e5; border-left: 4px solid #e69500;
         padding: .4em .8em; margin: .5em 0; }
-figure { margin: 0 0 1.2em; max-width: 40em; } figure svg { width: 100%; height: auto; }
+figure { margin: 0 0 1.2em; max-width: 30em; } figure svg { width: 100%; height: auto; }
 figcaption { font-size: .85em; color: #555; }
 details { margin: .5em 0 1em; } code { font-size: .85em; overflow-wrap: anywhere; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f7; padding: .4em .6em; margin: .2em 0 .6em; }
@@ -44,7 +44,11 @@ def _cell(value) -> str:
     if value is None or (not isinstance(value, (list, tuple, dict)) and pd.isna(value)):
         return "<td></td>"
     if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:  # a sum over integers arrives as a float
+            return f"<td>{int(value):,}</td>"
         return f"<td>{value:.4g}</td>"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
+        return f"<td>{value:,}</td>"
     if isinstance(value, (int, bool)):
         return f"<td>{html.escape(str(value))}</td>"
     text = str(value)
@@ -82,7 +86,8 @@ def chart(spec: Chart) -> str | None:
     low = (value - frame["low"].astype(float)).clip(lower=0)  # an interval never goes negative in size
     high = (frame["high"].astype(float) - value).clip(lower=0)
     with matplotlib.rc_context({"svg.fonttype": "none", "font.size": 9}):  # text as text: small and selectable
-        fig, ax = plt.subplots(figsize=(6, 0.7 + 0.32 * len(frame)))
+        # 4.5 in: at a phone's 400 px the text stays about as large as the page's small print
+        fig, ax = plt.subplots(figsize=(4.5, 0.7 + 0.3 * len(frame)))
         labels = [str(x) for x in frame["label"]]
         if spec.zero_line:
             ax.errorbar(value, labels, xerr=[low, high], fmt="o", color="#1f5f8b", capsize=3)
