@@ -111,11 +111,11 @@ def _certify_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
     """The HumanEval+ suites the gates use, their jsonl (the gold programs: certify_dataset, by default
     the gate_humanevalplus file) and real samples (certify_samples, by default the codet gate source)."""
     dataset = params.get("certify_dataset") or params.get("gate_humanevalplus")
+    if missing_files(params):
+        return missing_files(params)
     if not (params.get("gate_suites") and dataset):
         return Skip("no HumanEval+ tasks (gate_humanevalplus, or gate_suites with certify_dataset): "
                     "nothing to certify against")
-    if missing_files(params):
-        return missing_files(params)
     return {"suites_dir": params["gate_suites"], "dataset": dataset,
             "samples": params.get("certify_samples") or _codet_path(params.get("gate_source")),
             "limit": params.get("limit")}
@@ -133,6 +133,8 @@ def _hidden_material(params: dict[str, Any]) -> dict[str, Any] | Skip:
 def _stats_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
     if not params.get("gate_source"):
         return Skip("no gate run tonight (no gate_source parameter): nothing new to compare")
+    if missing_files(params):
+        return Skip(f"no gate run tonight: {missing_files(params).reason}")
     return {}
 
 
