@@ -77,34 +77,64 @@ class Stage:
         return given
 
 
+def _codet_path(source: str | None) -> str | None:
+    """The samples file of a replayed source (codet:PATH), which certify also uses as real samples."""
+    if source and source.startswith("codet:"):
+        return source.split(":", 1)[1]
+    return None
+
+
+def missing_files(params: dict[str, Any]) -> Skip | None:
+    """A stage whose input file does not exist is skipped, naming the file (deployment defaults name
+    files under data/ that a machine may not have yet)."""
+    paths = [params.get("gate_humanevalplus"), params.get("certify_dataset"), params.get("certify_samples"),
+             _codet_path(params.get("gate_source")), params.get("gate_suites")]
+    gone = [p for p in paths if p and not Path(p).exists()]
+    if gone:
+        return Skip(f"{gone[0]} not found (put the file there, or give the parameter another path)")
+    return None
+
+
 def _gate_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
     if not params.get("gate_source"):
         return Skip("no gate_source parameter (e.g. codet:PATH or evalplus:PATH): nothing to gate")
     if not (params.get("gate_suites") or params.get("gate_humanevalplus")):
         return Skip("no gate_suites or gate_humanevalplus parameter: no tasks to gate")
+    if missing_files(params):
+        return missing_files(params)
     return {"source": params["gate_source"], "suites_dir": params.get("gate_suites"),
             "humanevalplus": params.get("gate_humanevalplus"), "arms": list(params.get("arms") or ["conform", "off"]),
             "profile": params.get("profile") or "default"}
 
 
 def _certify_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
-    if not (params.get("gate_suites") and params.get("certify_dataset")):
-        return Skip("no gate_suites and certify_dataset parameters (HumanEval+ suites and their jsonl): "
+    """The HumanEval+ suites the gates use, their jsonl (the gold programs: certify_dataset, by default
+    the gate_humanevalplus file) and real samples (certify_samples, by default the codet gate source)."""
+    dataset = params.get("certify_dataset") or params.get("gate_humanevalplus")
+    if missing_files(params):
+        return missing_files(params)
+    if not (params.get("gate_suites") and dataset):
+        return Skip("no HumanEval+ tasks (gate_humanevalplus, or gate_suites with certify_dataset): "
                     "nothing to certify against")
-    return {"suites_dir": params["gate_suites"], "dataset": params["certify_dataset"],
-            "samples": params.get("certify_samples")}
+    return {"suites_dir": params["gate_suites"], "dataset": dataset,
+            "samples": params.get("certify_samples") or _codet_path(params.get("gate_source")),
+            "limit": params.get("limit")}
 
 
 def _hidden_material(params: dict[str, Any]) -> dict[str, Any] | Skip:
     """The leak audit reads the hidden suites from the tasks the gates used."""
     if not (params.get("gate_suites") or params.get("gate_humanevalplus")):
         return Skip("no gate_suites or gate_humanevalplus parameter: no hidden suites to scan for")
+    if missing_files(params):
+        return missing_files(params)
     return {"suites_dir": params.get("gate_suites"), "humanevalplus": params.get("gate_humanevalplus")}
 
 
 def _stats_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
     if not params.get("gate_source"):
         return Skip("no gate run tonight (no gate_source parameter): nothing new to compare")
+    if missing_files(params):
+        return Skip(f"no gate run tonight: {missing_files(params).reason}")
     return {}
 
 
@@ -150,13 +180,39 @@ class ChainSummary:
     selected_runs: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        out = [f"{self.flow}: " + ", ".join(f"{s.name} {s.status}" for s in self.stages)]
+        skipped = [s.name for s in self.stages if s.status == "skipped"]
+        ran = f"{len(self.stages) - len(skipped)} of {len(self.stages)} stages ran" + (
+            f", SKIPPED: {', '.join(skipped)}" if skipped else "")
+        out = [f"{self.flow}: " + ", ".join(f"{s.name} {s.status}" for s in self.stages) + f" ({ran})"]
         out += [f"  {s.name}: {s.detail}" for s in self.stages if s.detail]
         if self.selected_runs:
             out.append(f"  runs selected: {', '.join(self.selected_runs)}")
         if self.snapshot:
             out.append(f"  snapshot {self.snapshot}")
         return out
+
+
+def import_suites(humanevalplus: str, warehouse_path: str | Path, backend: str, limit: int | None) -> str:
+    """The suites directory of a HumanEval+ file, beside the warehouse (``suites/humanevalplus-<sha>-<n>``):
+    imported once, reused while the file is unchanged. The nightly chain runs gates, leak audit and
+    certify on it (certify needs a suites directory)."""
+    from acceptgate import suitefiles
+    from acceptgate.importers import humanevalplus as hep
+    from acceptgate.importers.common import sha256_file
+    from acceptgate.sandbox import backend as backends
+
+    digest = sha256_file(Path(humanevalplus))
+    out = Path(warehouse_path).resolve().parent / "suites" / f"humanevalplus-{digest[:12]}-{limit or 'all'}"
+    if (out / suitefiles.MANIFEST).is_file():
+        try:
+            if suitefiles.read_suites(out).source_sha256 == digest:
+                return str(out)
+        except InvalidInput:
+            pass  # damaged: imported again below
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with backends.create(backend) as sandbox:
+        suitefiles.write_suites(hep.load(humanevalplus, sandbox, limit=limit), out)
+    return str(out)
 
 
 # -- backfill ----------------------------------------------------------------------------------------

@@ -362,3 +362,16 @@ def _issue(manifest_path: Path, i: int, doc: Any) -> ImportIssue:
     if not isinstance(doc, dict) or not {"task_id", "reason"} <= set(doc) or not set(doc) <= names:
         raise InvalidInput("not an import issue", source=str(manifest_path), record=f"issues[{i}]")
     return ImportIssue(**doc)
+
+
+def manifest_task_ids(suites_dir: str | Path) -> list[str]:
+    """The task ids a suites directory holds, from its manifest alone (fast: no spec is read)."""
+    path = Path(suites_dir) / MANIFEST
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return [t["task_id"] for t in doc["tasks"]]
+    except OSError as exc:
+        raise InvalidInput(f"cannot read the manifest: {exc.strerror}", source=str(path), field="--suites") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidInput(f"not a suites manifest ({type(exc).__name__}: {exc})", source=str(path),
+                           field="--suites") from None

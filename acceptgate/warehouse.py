@@ -447,12 +447,17 @@ def end_attempt(con: duckdb.DuckDBPyConnection, run_id: str, status: str, *, sta
 
 
 def fail_attempt(path: str | os.PathLike, run_id: str, stage: str | None, error: BaseException | str, *,
-                 timeout: float | None = None) -> None:
-    """End the run's running attempt 'failed', naming the stage and the error. Publishes nothing."""
+                 timeout: float | None = None, status: str | None = None) -> None:
+    """End the run's running attempt 'failed' (or 'interrupted': a stop request, SIGINT / SIGTERM),
+    naming the stage and the error. Publishes nothing."""
+    from acceptgate.errors import Interrupted
+
+    if status is None:
+        status = "interrupted" if isinstance(error, (Interrupted, KeyboardInterrupt)) else "failed"
     message = error if isinstance(error, str) else \
         "".join(traceback.format_exception_only(type(error), error)).strip()
     with transaction(path, timeout=timeout) as con:
-        end_attempt(con, run_id, "failed", stage=stage, failure=message)
+        end_attempt(con, run_id, status, stage=stage, failure=message)
 
 
 @contextlib.contextmanager

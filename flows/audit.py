@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
-import os
 import time
 
 from prefect import flow
@@ -42,8 +41,6 @@ def run(*, limit: int | None = None, warehouse: str | None = None, backend: str 
         data_path: str | None = None) -> core.Summary:
     """Run the flow with a progress reporter (the CLI's entry point)."""
     reporter = reporter or core.Reporter()
-    if not os.environ.get("PREFECT_API_URL"):
-        reporter.stage("prefect", "starting the temporary local server (no PREFECT_API_URL)")
     with core.reporting(reporter):
         return audit(limit=limit, warehouse=warehouse, backend=backend, run_id=run_id, dataset=dataset,
                      data_path=data_path)

@@ -25,15 +25,19 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
          warehouse: str | None = None, backend: str = "local", run_id: str | None = None, per_task: int = 5,
          limit: int | None = None, workers: int = 2, chat_config=None,
          limits: Limits = Limits(), strict: bool = False, profile: str = "default",
-         gauge: bool = True) -> core.GateSummary:
+         gauge: bool = True, progress=None) -> core.GateSummary:
     """``gauge``: use only suites with a passing gauge record (computed and stored when missing; a
-    failing one refuses the run, exit 2); False (``--no-gauge``) skips the check, stored in gate_runs."""
+    failing one refuses the run, exit 2); False (``--no-gauge``) skips the check, stored in gate_runs.
+    ``progress``: an optional callable taking one line of text (the CLI prints it on stderr)."""
     started = time.monotonic()
     arms = core.check_arms(arms)
+    say = progress or (lambda text: None)
+    say("loading tasks")
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
     tasks, tasks_from, coverage = t.load_tasks(backend, humanevalplus, suites_dir, limit, source, per_task,
                                                chat_config, strict, gauge)
     core.check_profile(profile, tasks)  # GT's scoring profile: refused here, before any gate runs
+    say(f"{len(tasks)} tasks from {tasks_from}")
     path = t.prepare_warehouse(warehouse)
     run = core.make_run(source=source, tasks=tasks, tasks_from=tasks_from, arms=arms, per_task=per_task,
                         backend=backend, run_id=run_id,
@@ -43,12 +47,26 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
     # quote(): tasks hold ~10^5 nested cases and outcomes every message; without it Prefect walks each one
     with ledger_run.guard():
         for arm in arms:
+            say(f"arm {arm}: gating {len(tasks)} tasks")
             arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task, chat_config,
-                                                    workers, limits, strict)
+                                                    workers, limits, strict, quote(_counter(say, f"arm {arm}")))
             outcomes += arm_outcomes
         gate_write = t.write_gate_stage(path, run, quote(outcomes))
+        say("scoring the delivered programs on the hidden suites")
         rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
-                                                                         backend, workers, limits, profile)
+                                                                         backend, workers, limits, profile,
+                                                                         quote(_counter(say, "deliveries")))
     snapshot = t.finish_run(path, run, "ok", time.monotonic() - started)  # publishes the run
     return core.GateSummary(run, core.summarize_rows(run, rows), seconds, [gate_write, delivery_write], str(path),
                             coverage, str(snapshot))
+
+
+def _counter(say, what: str):
+    """done/total of a stage as about ten lines."""
+    shown = [0]
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done - shown[0] >= max(1, total // 10):
+            shown[0] = done
+            say(f"{what}: {done}/{total}")
+    return progress

@@ -10,10 +10,18 @@ from __future__ import annotations
 
 from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
-from prefect import flow, get_run_logger
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 
 from acceptgate import schedule
 from tasks import publish
+
+
+@task(name="import-suites", cache_policy=NO_CACHE, persist_result=False)
+def import_suites(humanevalplus: str, warehouse: str, backend: str, limit: int | None) -> str:
+    return schedule.import_suites(humanevalplus, warehouse, backend, limit)
 
 
 @flow(name="nightly", persist_result=False, log_prints=False)
@@ -23,6 +31,9 @@ def nightly(warehouse: str | None = None, backend: str = "local", limit: int | N
             certify_samples: str | None = None, profile: str = "default") -> schedule.ChainSummary:
     logger = get_run_logger()
     path = publish.prepare_warehouse(warehouse)
+    if gate_humanevalplus and not gate_suites and Path(gate_humanevalplus).exists():
+        # one import for every stage; certify takes only a suites directory
+        gate_suites = import_suites(gate_humanevalplus, str(path), backend, limit)
     params = {"warehouse": str(path), "backend": backend, "limit": limit, "gate_source": gate_source,
               "gate_suites": gate_suites, "gate_humanevalplus": gate_humanevalplus, "arms": arms,
               "certify_dataset": certify_dataset, "certify_samples": certify_samples, "profile": profile}

@@ -2,8 +2,16 @@
 # The test command. On a fresh machine it installs what the tests need (pip packages, Debian's docker.io),
 # starts a Docker engine of its own (no host network changes) and runs the whole test suite.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -k suitespec`.
+# `--under-load` (first argument) runs the suite with two CPU-bound processes beside it, stopped at exit:
+# a suite that passes only on a quiet machine fails here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+UNDER_LOAD=0
+if [ "${1:-}" = "--under-load" ]; then
+    UNDER_LOAD=1
+    shift
+fi
 
 export DO_NOT_TRACK=1 PREFECT_SERVER_ANALYTICS_ENABLED=false GX_ANALYTICS_ENABLED=false
 export PREFECT_HOME="${PREFECT_HOME:-$PWD/.prefect}"
@@ -32,7 +40,19 @@ fi
 # shellcheck source=scripts/dockerd.sh
 source scripts/dockerd.sh
 start_dockerd
-trap stop_dockerd EXIT
+BUSY_PIDS=()
+stop_all() {
+    for pid in "${BUSY_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done  # only the loops started here
+    stop_dockerd
+}
+trap stop_all EXIT
+if [ "$UNDER_LOAD" = 1 ]; then
+    for _ in 1 2; do
+        python3 -c 'while True: pass' &
+        BUSY_PIDS+=("$!")
+    done
+    echo "scripts/test.sh: under load: two busy loops (pids ${BUSY_PIDS[*]}) beside the suite" >&2
+fi
 
 # The slowest tests are listed so the suite stays well inside its 15-minute budget.
 python3 -m pytest -q -p no:cacheprovider --durations=25 "$@"

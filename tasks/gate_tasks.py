@@ -53,11 +53,11 @@ def start_run(path: Path, run: core.GateRun):
 
 @task(name="gate-arm", **_STAGE)
 def gate_arm(arm: str, tasks: list[Task], source: str, backend: str, per_task: int, chat_config,
-             workers: int, limits: Limits, strict: bool = True) -> tuple[list[GateOutcome], float]:
+             workers: int, limits: Limits, strict: bool = True, progress=None) -> tuple[list[GateOutcome], float]:
     started = time.monotonic()
     with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src, backends.create(backend) as sandbox:
         outcomes = run_arm(arm, arm_tasks(arm, tasks), src, sandbox, workers=workers, limits=limits,
-                           caps=HmixCaps(calls=per_task))
+                           caps=HmixCaps(calls=per_task), progress=progress)
     return outcomes, time.monotonic() - started
 
 
@@ -69,11 +69,12 @@ def write_gate_stage(path: Path, run: core.GateRun, outcomes: list[GateOutcome])
 @task(name="score-deliveries", **_STAGE)
 def score_deliveries(path: Path, run: core.GateRun, tasks: list[Task], outcomes: list[GateOutcome],
                      backend: str, workers: int, limits: Limits,
-                     profile: str = "default") -> tuple[list[delivery.DeliveryRow], core.StageWrite, float]:
+                     profile: str = "default", progress=None) -> tuple[list[delivery.DeliveryRow], core.StageWrite, float]:
     started = time.monotonic()
     with backends.create(backend) as sandbox:
         rows = delivery.score_deliveries(outcomes, core.hidden_suites(tasks), sandbox, workers=workers,
-                                         limits=limits, profile=profile, reference_seconds=core.hidden_timing(tasks))
+                                         limits=limits, profile=profile, reference_seconds=core.hidden_timing(tasks),
+                                         progress=progress)
     seconds = time.monotonic() - started
     gate = core.gate_frames(run, outcomes)
     written = core.write_stage(path, run, "deliveries", core.delivery_frames(run, rows), related=gate)

@@ -35,3 +35,10 @@ def test_no_pull_step_needing_an_environment_variable():
     """The worker runs flows in the directory `prefect deploy` was run from: no {{ $VAR }} pull step."""
     doc = yaml.safe_load((REPO / "deployments" / "prefect.yaml").read_text())
     assert not doc.get("pull")
+
+
+def test_arm_names_stay_strings():
+    """YAML 1.1 reads a bare `off` as false: every arms parameter must come out as names."""
+    for deployment in _deployments():
+        arms = deployment.get("parameters", {}).get("arms")
+        assert arms is None or all(isinstance(a, str) for a in arms), deployment["name"]

@@ -66,3 +66,38 @@ def test_ratings_import_validates_each_line(verdicts, tmp_path):
     assert [r.item_id for r in loaded.valid] == [a.item_id]
     assert [(e.line, e.field) for e in loaded.errors] == [(2, "item_id"), (3, "rater"), (4, "satisfaction"),
                                                           (5, "unnecessary_steps"), (6, "item_id")]
+
+
+def test_sheet_round_trip_through_the_cli(tmp_path, capsys):
+    """study sample writes the sheet; raters fill in their answers in place; study ratings accepts it.
+    A sheet nobody filled in, or one whose every line is invalid, exits 2."""
+    from acceptgate import warehouse
+    from acceptgate.cli import main
+    from acceptgate.judge.run import write
+
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    write(path, judge_inputs(INPUTS, backend="rules", embedder="hashing"))
+    out = tmp_path / "study"
+    assert main(["study", "sample", "--records", str(INPUTS.records), "--raters", "r1,r2", "--out", str(out),
+                 "--warehouse", str(path)]) == 0
+    sheet = [json.loads(line) for line in (out / "sheet.jsonl").read_text().splitlines()]
+    assert len(sheet) >= 2
+    ratings = ["--key", str(out / "key.jsonl"), "--records", str(INPUTS.records)]
+    capsys.readouterr()
+
+    assert main(["study", "ratings", str(out / "sheet.jsonl"), *ratings]) == 2  # nothing filled in yet
+    assert "no valid rating" in capsys.readouterr().err
+
+    filled = [{**row, "satisfaction": 4, "accept_as_is": True, "unnecessary_steps": [1]} for row in sheet[:-1]]
+    done = tmp_path / "filled.jsonl"
+    done.write_text("".join(json.dumps(r) + "\n" for r in filled + sheet[-1:]))  # the last one not rated yet
+    assert main(["study", "ratings", str(done), *ratings]) == 0
+    captured = capsys.readouterr()
+    assert f"{len(sheet) - 1} valid ratings, 0 invalid" in captured.out and "invalid record" not in captured.err
+
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text("".join(json.dumps({**r, "rater": "nobody", "colour": "red"}) + "\n" for r in filled))
+    assert main(["study", "ratings", str(wrong), *ratings]) == 2
+    err = capsys.readouterr().err
+    assert "colour" in err and "no valid rating" in err

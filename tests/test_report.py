@@ -19,7 +19,7 @@ from acceptgate.report import markdown
 from acceptgate.report import seed004 as report_seed004
 
 REPO = Path(__file__).resolve().parents[1]
-SECTION_IDS = [s.key for s in report_data.SECTIONS] + [key for key, *_ in report_seed004.SPECS]
+SECTION_IDS = [s.key for s in report_data.SECTIONS]  # seed 004's sections registered by its import above
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--enable-logging=stderr",
                   "--v=0"]
@@ -35,7 +35,7 @@ def snapshot(tmp_path_factory) -> Path:
     with warehouse.transaction(path) as con:
         con.execute("insert into gate_runs (run_id, run_id_origin, pipeline, acceptgate_version, source, tasks_from, "
                     "tasks_sha256, task_count, arms, per_task, backend, status, started_at, wall_seconds) values "
-                    "('gate-r1', 'user', 'gate/1', '0', 'codet:x', 'd', 'h', 14, 'conform,off', 5, 'local', 'ok', ?, 3.5)",
+                    "('gate-r1', 'user', 'gate/1', '0', 'codet:<b>x</b>', 'd', 'h', 14, 'conform,off', 5, 'local', 'ok', ?, 3.5)",
                     [when])
         for arm, delivered, false in (("conform", 10, 2), ("off", 14, 10)):
             for i in range(14):
@@ -64,7 +64,12 @@ def test_sections_rates_and_intervals(snapshot):
     assert frame.loc["conform", "all_ci_low"] == pytest.approx(0.0401, abs=5e-4)
     assert frame.loc["conform", "all_ci_high"] == pytest.approx(0.3994, abs=5e-4)
     assert frame.loc["off", "false_over_all"] == pytest.approx(10 / 14)
-    assert data.section("leak").ran and "leak_verdicts" in data.section("leak").tables
+    leak = data.section("leak")
+    per_run = leak.tables["verdicts per run (with the planted-leak and negative controls)"]
+    assert per_run.set_index("run_id").loc["gate-r1", ["records", "clean", "violation"]].tolist() == [2, 1, 0]
+    assert list(leak.tables)[0].startswith("verdicts per run")  # the summary first, no raw table dump
+    assert not any(caption in ("leak_verdicts", "leak_hits", "leak_scans") for caption in leak.tables)
+    assert leak.queries and all(sql.startswith("select ") for _, sql in leak.queries)
     assert not data.section("v4v").ran and data.section("v4v").note == "not run yet"
     assert not data.section("audit").ran
     assert not data.section("seed004-table2").ran and "not run yet" in data.section("seed004-table2").note
@@ -72,7 +77,7 @@ def test_sections_rates_and_intervals(snapshot):
 
 def test_markdown_summary(snapshot):
     text = markdown.summary(report_data.collect(warehouse.snapshot_path(snapshot)), ["nightly: audit ok"])
-    assert "## False delivery by arm" in text and "| gate-r1 | conform | 14 | 10 | 4 | 2 |" in text
+    assert "## False delivery by arm" in text and "| conform | 14.3% [4.0%, 39.9%] | 20.0% [5.7%, 51.0%] | 14 | 10 | 4 | 2 | gate-r1 |" in text
     assert "## V4V certification\n\n_not run yet_" in text
 
 
@@ -83,7 +88,7 @@ def test_cli_writes_page_and_checks_paths(snapshot, tmp_path):
     assert run.returncode == 0, run.stderr
     page = out.read_text()
     assert page.count("<section id=") == len(SECTION_IDS) and "<svg" in page
-    assert "&lt;violation&gt;" in page and "<violation>" not in page  # warehouse text is escaped
+    assert "codet:&lt;b&gt;x" in page and "<b>x" not in page  # warehouse text is escaped (a run's source)
     # self-contained: no scripts, no stylesheet links, every href/src an in-page reference
     assert "<script" not in page and "<link" not in page
     refs = re.findall(r'(?:href|src)="([^"]*)"', page) + re.findall(r"url\(([^)]*)\)", page)
@@ -122,6 +127,99 @@ def test_page_in_headless_chromium(snapshot, tmp_path):
     assert console == []
     for key in SECTION_IDS:
         assert f'<section id="{key}">' in dom
-    # audit (none in this warehouse), V4V and statistics (no tables yet), and seed 004's six tables
-    assert dom.count("not run yet") == 3 + len(report_seed004.SPECS)
+    # audit (none in this warehouse), V4V, and seed 004's six tables (no judge statistics yet)
+    assert dom.count("not run yet") == 2 + len(report_seed004.SPECS)
+    assert "no statistics published" in dom  # the stats tables exist, no stats run was published
     assert "<svg" in dom and "gate-r1" in dom
+
+
+def _gate_warehouse(path: Path, arms: dict[str, tuple[int, int, int]], run_id: str = "gate-x") -> Path:
+    """A published gate run: arm -> (tasks, delivered, false deliveries)."""
+    warehouse.migrate(path)
+    when = dt.datetime(2026, 3, 2, 12, tzinfo=dt.timezone.utc)
+    tasks = max((n for n, _, _ in arms.values()), default=0)
+    with warehouse.transaction(path) as con:
+        con.execute("insert into gate_runs (run_id, run_id_origin, pipeline, acceptgate_version, source, tasks_from, "
+                    "tasks_sha256, task_count, arms, per_task, backend, status, started_at, wall_seconds) values "
+                    "(?, 'user', 'gate/1', '0', 'codet:x', 'd', 'h', ?, ?, 5, 'local', 'ok', ?, 1.0)",
+                    [run_id, tasks, ",".join(arms), when])
+        for arm, (n, delivered, false) in arms.items():
+            for i in range(n):
+                con.execute("insert into deliveries (run_id, arm, task_id, delivered, refused, attempts_used, "
+                            "hidden_spec_hash, gt_cases_total, false_delivery, gt_seconds) values "
+                            "(?, ?, ?, ?, ?, 1, 'h', 3, ?, 0.1)",
+                            [run_id, arm, f"T/{i}", i < delivered, i >= delivered, i < false])
+    warehouse.publish(path, [run_id])
+    return path
+
+
+@pytest.mark.parametrize("arms", [
+    {"conform": (14, 10, 0), "off": (14, 14, 14)},  # 0 % and 100 %: the Wilson bound a hair outside [0, 1]
+    {"conform": (1, 1, 1), "off": (1, 0, 0)},        # one task; an arm that delivered nothing
+    {"conform": (3, 0, 0)},                          # nothing delivered at all: no rate over delivered
+])
+def test_extreme_rates_render(tmp_path, arms):
+    path = _gate_warehouse(tmp_path / "w.duckdb", arms)
+    out, data = report.build(path, tmp_path / "r.html")
+    frame = data.section("false-delivery").tables["per gate run and arm (Wilson 95% CIs; newest run first)"]
+    assert ((frame["all_ci_low"] >= 0) & (frame["all_ci_high"] <= 1)).all()
+    assert (frame["all_ci_low"] <= frame["false_over_all"]).all() and (frame["false_over_all"] <= frame["all_ci_high"]).all()
+    page = out.read_text()
+    assert "<svg" in page
+    if "conform" in arms and arms["conform"][1] == 0:
+        assert "n/a (no tasks)" in page  # the rate over delivered has no denominator, and says so
+
+
+def test_demonstration_arm_is_labelled(tmp_path):
+    path = _gate_warehouse(tmp_path / "w.duckdb", {"conform": (10, 9, 2), "off": (10, 10, 4),
+                                                    "hmix-leaky-gt": (10, 10, 0)})
+    out, data = report.build(path, tmp_path / "r.html")
+    page = out.read_text()
+    assert "hmix-leaky-gt (DEMONSTRATION: deliberately broken, sees GT)" in page
+    assert "hmix-leaky-gt (demo, broken)" in page  # the chart's label
+    assert page.count('class="caveat"') == 1
+    assert ">hmix-leaky-gt</td>" not in page  # never the bare name alone in an arm cell
+    md = markdown.summary(data)
+    assert "DEMONSTRATION" in md
+
+
+def test_long_tables_are_cut_and_say_so(tmp_path):
+    path = tmp_path / "w.duckdb"
+    _gate_warehouse(path, {"off": (2, 2, 1)}, run_id="gate-0")
+    for i in range(1, 30):
+        _gate_warehouse(path, {"off": (2, 2, 1)}, run_id=f"gate-{i}")
+    data = report_data.collect(warehouse.snapshot_path(path))
+    runs = data.section("runs")
+    assert len(runs.tables["gate runs (newest first)"]) == report_data.MAX_ROWS
+    assert any(f"showing {report_data.MAX_ROWS} of 30 rows" in n and "acceptgate sql" in n for n in runs.notes)
+    fd = data.section("false-delivery")
+    assert fd.tables["per gate run and arm (Wilson 95% CIs; newest run first)"]["run_id"].nunique() == 5
+    assert any("newest 5 of 30 gate runs" in n for n in fd.notes)
+    out, _ = report.build(path, tmp_path / "r.html")
+    assert out.stat().st_size < 300_000  # the page's size is bounded, whatever the warehouse holds
+
+
+def test_a_registered_section_is_drawn(snapshot, tmp_path):
+    def collect(r, section):
+        section.tables["summary"] = r.frame("select 42 as answer")
+        section.queries.append(("the answer", "select 42"))
+
+    spec = report_data.SectionSpec("extra", "An added section", collect)
+    report_data.register(spec, after="leak")
+    try:
+        out, data = report.build(snapshot, tmp_path / "r.html")
+        keys = [s.key for s in data.sections]
+        assert keys.index("extra") == keys.index("leak") + 1
+        page = out.read_text()
+        assert '<section id="extra">' in page and "<td>42</td>" in page and "select 42" in page
+    finally:
+        report_data.SECTIONS.remove(spec)
+
+
+@pytest.mark.parametrize("width", [1200, 400])
+def test_screenshots_at_desktop_and_phone_width(snapshot, tmp_path, width):
+    """The page renders at both widths (kept under tests' tmp for a person to look at)."""
+    out, _ = report.build(snapshot, tmp_path / "report.html")
+    shot = tmp_path / f"report-{width}.png"
+    chromium(out, tmp_path, f"--window-size={width},2400", f"--screenshot={shot}")
+    assert shot.stat().st_size > 10_000

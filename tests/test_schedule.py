@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -35,15 +36,47 @@ def test_stage_arguments_follow_the_flow_signature():
     assert isinstance(skip, schedule.Skip) and "records" in skip.reason
 
 
-def test_gates_stage_needs_a_source_and_tasks():
+def test_gates_stage_needs_a_source_and_tasks(tmp_path):
     gates = next(s for s in schedule.NIGHTLY_STAGES if s.name == "gates")
+    x, d = tmp_path / "x.jsonl", tmp_path / "d"
+    x.write_text("")
+    d.mkdir()
     assert isinstance(gates.arguments({}), schedule.Skip)
-    assert isinstance(gates.arguments({"gate_source": "codet:x"}), schedule.Skip)
-    args = gates.arguments({"gate_source": "codet:x", "gate_suites": "d", "arms": ["off"]})
-    assert args == {"source": "codet:x", "suites_dir": "d", "humanevalplus": None, "arms": ["off"],
+    assert isinstance(gates.arguments({"gate_source": f"codet:{x}"}), schedule.Skip)
+    args = gates.arguments({"gate_source": f"codet:{x}", "gate_suites": str(d), "arms": ["off"]})
+    assert args == {"source": f"codet:{x}", "suites_dir": str(d), "humanevalplus": None, "arms": ["off"],
                     "profile": "default"}
-    args = gates.arguments({"gate_source": "codet:x", "gate_suites": "d", "profile": "evalplus"})
+    args = gates.arguments({"gate_source": f"codet:{x}", "gate_suites": str(d), "profile": "evalplus"})
     assert (args["profile"], args["arms"]) == ("evalplus", ["conform", "off"])
+    gone = gates.arguments({"gate_source": "codet:data/none.jsonl.gz", "gate_suites": str(d)})
+    assert isinstance(gone, schedule.Skip) and "data/none.jsonl.gz not found" in gone.reason
+
+
+def test_certify_stage_takes_the_gate_tasks_by_default(tmp_path):
+    """The chain certifies on the gates' HumanEval+ tasks with the codet samples, without more parameters."""
+    certify = next(s for s in schedule.NIGHTLY_STAGES if s.name == "certify")
+    hep, samples, suites = tmp_path / "hep.jsonl", tmp_path / "s.jsonl.gz", tmp_path / "suites"
+    hep.write_text("")
+    samples.write_text("")
+    suites.mkdir()
+    params = {"gate_source": f"codet:{samples}", "gate_humanevalplus": str(hep), "gate_suites": str(suites),
+              "limit": 3}
+    assert certify.arguments(params) == {"suites_dir": str(suites), "dataset": str(hep), "samples": str(samples),
+                                         "limit": 3}
+    skip = certify.arguments({"gate_source": f"codet:{samples}"})
+    assert isinstance(skip, schedule.Skip) and "nothing to certify" in skip.reason
+    summary = schedule.ChainSummary("nightly", [schedule.StageOutcome("audit", "ok"),
+                                                schedule.StageOutcome("certify", "skipped", skip.reason)])
+    assert summary.lines()[0] == "nightly: audit ok, certify skipped (1 of 2 stages ran, SKIPPED: certify)"
+    assert summary.lines()[1] == f"  certify: {skip.reason}"
+
+
+def test_import_suites_once_beside_the_warehouse(tmp_path, humanevalplus_path):
+    first = schedule.import_suites(str(humanevalplus_path), tmp_path / "w.duckdb", "local", 2)
+    assert Path(first).parent == tmp_path / "suites" and (Path(first) / "manifest.json").is_file()
+    stamp = (Path(first) / "manifest.json").stat().st_mtime_ns
+    assert schedule.import_suites(str(humanevalplus_path), tmp_path / "w.duckdb", "local", 2) == first
+    assert (Path(first) / "manifest.json").stat().st_mtime_ns == stamp  # reused, not imported again
 
 
 @pytest.mark.parametrize("values, field", [

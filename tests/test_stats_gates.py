@@ -107,3 +107,17 @@ def test_stats_cli_prints_conform_vs_off_false_delivery(prefect_harness, gate_wa
     assert "CONFORM" in line and "OFF" in line and "Delta (OFF - CONFORM)" in line
     assert "95% CI [" in line and "paired permutation p =" in line and "Holm p =" in line
     assert main(["stats", "--warehouse", str(path / "missing.duckdb")]) == 2
+
+
+def test_the_demonstration_arm_carries_its_caveat():
+    """hmix-leaky-gt sees GT, so its false delivery looks best; stats must never print it bare."""
+    from acceptgate.stats.paired import PairedData
+
+    units = tuple(f"T/{i}" for i in range(8))
+    leaky, off = np.zeros(8), np.array([1, 1, 1, 0, 1, 1, 0, 1], float)
+    measured = [pipeline.Measured("false_delivery", [PairedData("hmix-leaky-gt", units, leaky, off, "hmix-leaky-gt",
+                                                                "off", "tasks")], "task")]
+    result = pipeline.compute("gate", "gate-x", measured, pipeline.Settings(seed=1, resamples=2_000))
+    text = "\n".join(pipeline.format_effects(result))
+    assert "HMIX-LEAKY-GT (DEMONSTRATION arm, deliberately broken) 0.0% vs OFF 75.0%" in text
+    assert "caveat: hmix-leaky-gt is a DEMONSTRATION arm" in text

@@ -3,16 +3,19 @@ exceptions to a message and an exit code (the contract, README "Exit codes"):
 
 0 done (whatever the verdicts were); 1 a pipeline check (an expectation) failed, nothing of that stage
 written; 2 invalid input (a file, record, field or output path, named), nothing written; 3 a sandbox
-backend cannot run here; 4 the warehouse is locked by another process, nothing written.
+backend cannot run here; 4 the warehouse is locked by another process, nothing written; 130 / 143 stopped by SIGINT / SIGTERM
+(the run's attempt marked 'interrupted', nothing of it published, every child process and temp dir gone).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
-from acceptgate.errors import InvalidInput
+from acceptgate import interrupt
+from acceptgate.errors import Interrupted, InvalidInput
 from acceptgate.sandbox.backend import BackendUnavailable
 
 EXIT_DONE = 0
@@ -63,8 +66,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    previous = interrupt.install()  # first: a signal from here on stops cleanly (exit 130 / 143)
+    try:
+        return _main(argv)
+    finally:
+        interrupt.restore(previous)  # main() called in-process (tests) leaves the caller's handlers
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except (Interrupted, KeyboardInterrupt) as exc:
+        interrupt.finish(getattr(exc, "signum", signal.SIGINT), "acceptgate: stopped before any work")
     try:
         code = args.func(args)
     except InvalidInput as exc:
@@ -73,15 +86,33 @@ def main(argv: list[str] | None = None) -> int:
     except BackendUnavailable as exc:
         print(f"acceptgate {args.command}: sandbox backend unavailable: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    except KeyboardInterrupt:
-        print(f"acceptgate {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except (Interrupted, KeyboardInterrupt) as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        interrupt.finish(signum, stopped_line(args, signum))
     except Exception as exc:  # noqa: BLE001  (only the warehouse's and expectations' errors, else re-raised)
         mapped = _pipeline_error(args.command, exc)
         if mapped is None:
             raise
         return mapped
     return int(code or 0)
+
+
+# What a stopped command kept, by command (the rest: nothing written).
+KEPT_ON_STOP = {
+    "run": "this run's attempt is marked 'interrupted' and nothing of it was published; the analysts' "
+           "snapshot still holds the last published runs",
+    "serve-api": "every decision already answered is kept in the service's journal",
+    "serve": "the schedules stopped with the local Prefect server; the warehouse keeps every finished run",
+    "import": "the suites directory is unchanged (it is replaced only when an import completes)",
+}
+RUN_COMMANDS = {"audit", "gate", "leak-audit", "backfill", "certify", "stats", "judge", "score"}
+
+
+def stopped_line(args, signum: int) -> str:
+    """The one line a stopped command prints: what was kept."""
+    name = signal.Signals(signum).name
+    kept = KEPT_ON_STOP.get("run" if args.command in RUN_COMMANDS else args.command, "nothing was written")
+    return f"acceptgate {args.command}: stopped by {name}: {kept}"
 
 
 def _pipeline_error(command: str, exc: Exception) -> int | None:

@@ -6,13 +6,12 @@ stages and executions done/total on stderr while it runs, and prints a short sum
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
 from acceptgate import warehouse
-from acceptgate.cli import checks
+from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 
 UNITS = {"import": "tasks", "gauge": "executions", "execute": "executions"}
@@ -38,6 +37,7 @@ def add_parser(sub) -> None:
     p.add_argument("--run-id", metavar="ID",
                    help="name the run (default: derived from dataset hash, limit, backend and pipeline version, "
                         "so re-running the same audit replaces its own rows)")
+    flowrun.add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -88,12 +88,12 @@ def run(args) -> int:
     path = checks.warehouse_ready(args.warehouse)  # last: it may wait for another process's lock
     # Prefect's console handler only for the critical: a stage failure is reported below in one
     # line; Prefect's own record of the run (its API log handler) keeps everything.
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    flowrun.prepare(flowrun.Say("audit", args.quiet))
     from flows import audit as audit_flow  # Prefect is imported here, and only here
 
     # A failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
     summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,
-                             reporter=StderrProgress(), dataset=args.dataset, data_path=args.path)
+                             reporter=None if args.quiet else StderrProgress(), dataset=args.dataset, data_path=args.path)
     summary.total_seconds = time.monotonic() - started
     print("\n".join(summary.lines()))
     return 0

@@ -39,9 +39,12 @@ def run(args) -> int:
     if args.no_warehouse_runs and not args.history:
         raise InvalidInput("nothing to scan: give --history FILE", field="--no-warehouse-runs")
     path, history = check(args)
-    from flows.backfill import backfill  # Prefect is imported here, and only here
 
-    return call_flow("backfill", backfill, history, suites_dir=args.suites, humanevalplus=args.humanevalplus, warehouse=path,
+    def load():
+        from flows.backfill import backfill
+        return backfill
+
+    return call_flow("backfill", args.quiet, load, history, suites_dir=args.suites, humanevalplus=args.humanevalplus, warehouse=path,
                      since=args.since, until=args.until, run_ids=args.run_ids, arms=args.arms, history=args.history,
                      include_warehouse=not args.no_warehouse_runs, matcher=args.matcher, rescan=args.rescan,
                      batch_records=args.batch_records, backend=args.backend)

@@ -13,7 +13,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from acceptgate.cli import checks
+import contextlib
+import sys
+
+from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
@@ -74,7 +77,27 @@ def add_parser(sub) -> None:
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="executions in parallel (default: CPUs)")
     p.add_argument("--wall-seconds", type=float, default=Limits().wall_seconds,
                    help="sandbox wall clock per execution (default %(default)s)")
+    flowrun.add_quiet(p)
     p.set_defaults(func=run)
+
+
+class LineProgress:
+    """Without a terminal (a log file, a scheduler): about ten lines per stage."""
+
+    def __init__(self, say) -> None:
+        self.say = say
+        self.shown: dict[str, int] = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage not in self.shown or done == total or done - self.shown[stage] >= max(1, total // 10):
+            self.shown[stage] = done
+            self.say(f"{BarProgress.LABELS.get(stage, stage)}: {done}/{total}")
 
 
 class BarProgress:
@@ -144,17 +167,30 @@ def run(args) -> int:
     for flag, path in (("--suites", args.suites), ("--dataset", args.dataset), ("--samples", args.samples)):
         if path is not None and not Path(path).exists():
             raise InvalidInput("not found", source=path, field=flag)
+    if args.task:  # every id checked before any flow starts: a bad one is exit 2 in seconds
+        from acceptgate import suitefiles
+
+        known = set(suitefiles.manifest_task_ids(args.suites))
+        unknown = [t for t in args.task if t not in known]
+        if unknown:
+            raise InvalidInput(f"no such task in the suites directory: {', '.join(unknown[:5])} "
+                               f"(it has {len(known)}, e.g. {min(known) if known else 'none'})",
+                               source=args.suites, field="--task")
     path = checks.warehouse_ready(args.warehouse)  # before any work: unwritable exit 2, locked exit 4
     if args.backend not in backends.names():
         raise InvalidInput(f"unknown backend {args.backend!r}; valid backends: {', '.join(backends.names())}",
                            field="--backend")
     if any(n.startswith("cmd:") or n == "evalplus" for n in settings.verifiers) and not args.backend.startswith("local"):
         raise backends.BackendUnavailable(f"command verifiers run on the local backends only, not {args.backend!r}")
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    say = flowrun.Say("certify", args.quiet)
+    flowrun.prepare(say)
     from flows import certify as certify_flow  # Prefect is imported here, and only here
 
+    say("loading the tasks and building the candidate pools")
+    progress = (contextlib.nullcontext(None) if args.quiet else
+                BarProgress() if sys.stderr.isatty() else LineProgress(say))
     # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
-    with BarProgress() as bar:
+    with progress as bar:
         summary = certify_flow.run(bar, suites_dir=args.suites, dataset=args.dataset, samples=args.samples,
                                    warehouse=str(path), backend=args.backend, run_id=args.run_id,
                                    limit=args.limit, task_ids=args.task, settings=settings,

@@ -36,3 +36,16 @@ def warehouse_ready(arg: str | None) -> Path:
         with warehouse.connect(path):  # raises WarehouseLocked after the lock timeout
             pass
     return path
+
+
+def run_ids(path: Path, table: str) -> list[str]:
+    """The run ids of ``table`` in the warehouse (none when it or the table does not exist yet)."""
+    from acceptgate import warehouse
+
+    if not Path(path).exists():
+        return []
+    with warehouse.connect(path, read_only=True) as con:
+        tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
+        if table not in tables:
+            return []
+        return [r[0] for r in con.execute(f"select run_id from {table}").fetchall()]

@@ -12,7 +12,7 @@ import os
 import sys
 
 from acceptgate import warehouse
-from acceptgate.cli import checks
+from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.gates import ARMS
 from acceptgate.sandbox import backend as backends
@@ -62,6 +62,7 @@ def add_parser(sub) -> None:
                         "passing gauge record -- its reference passes, every known wrong sample is blocked -- "
                         "computed and kept when missing; a failing one refuses the run, exit 2). Stored in "
                         "gate_runs.gauge")
+    flowrun.add_quiet(p)
     chat = p.add_argument_group("openai source")
     chat.add_argument("--base-url", help="OpenAI-compatible API base URL, e.g. https://api.openai.com/v1")
     chat.add_argument("--model", help="model name sent in each request")
@@ -140,9 +141,10 @@ def run(args) -> int:
         pass
     checks.backend_ready(args.backend)
     path = checks.warehouse_ready(args.warehouse)  # last: it may wait for another process's lock
-    if args.verifier:  # a verifier gates only with a passing certification for these suites (issue 22)
+    if args.verifier:  # a verifier gates only with a passing certification for these suites
         print(f"acceptgate gate: {_certified(args, path)}")
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    say = flowrun.Say("gate", args.quiet)
+    flowrun.prepare(say)
     from flows import gate as gate_flow  # Prefect is imported here, and only here
 
     # A failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
@@ -151,7 +153,8 @@ def run(args) -> int:
                              run_id=args.run_id, per_task=args.per_task, limit=args.limit,
                              workers=args.workers, chat_config=chat_config,
                              limits=Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1),
-                             strict=args.strict, profile=args.profile, gauge=not args.no_gauge)
+                             strict=args.strict, profile=args.profile, gauge=not args.no_gauge,
+                             progress=None if args.quiet else say)
     for record in summary.coverage.invalid if summary.coverage else ():
         print(f"acceptgate gate: invalid record: {record}", file=sys.stderr)
     print("\n".join(summary.lines()))

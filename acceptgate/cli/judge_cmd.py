@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from acceptgate.cli import checks
+from acceptgate.cli import checks, flowrun
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.judge.backends import BACKENDS
@@ -36,7 +36,8 @@ def add_parser(sub) -> None:
                    help="minilm: the real all-MiniLM-L6-v2 (installed with acceptgate); hashing: a labelled non-neural "
                         "fallback, used only when named here")
     p.add_argument("--strict", action="store_true", help="refuse an input file with any invalid record (exit 2)")
-    p.add_argument("--quiet", action="store_true", help="do not list the retrieved exemplars")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress lines on stderr and no listing of the retrieved exemplars (for scheduled use)")
     p.add_argument("--warehouse", metavar="PATH",
                    help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH})")
     chat = p.add_argument_group("openai backend")
@@ -78,8 +79,11 @@ def run(args) -> int:
 
     embed.get(args.embedder)  # an unavailable encoder is exit 3 before anything is written
     path = checks.warehouse_ready(args.warehouse)  # unwritable: exit 2; held by another process: exit 4
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    say = flowrun.Say("judge", args.quiet)
+    flowrun.prepare(say)
     from flows import judge as judge_flow  # Prefect is imported here, and only here
+
+    say(f"judging the trajectories of {args.records} (backend {args.backend}, embedder {args.embedder})")
 
     # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
     result = judge_flow.judge(inputs=inputs, backend=args.backend, embedder=args.embedder,

@@ -11,10 +11,9 @@ invalid input (a bad history record names the file, line and field; nothing is w
 from __future__ import annotations
 
 import os
-import sys
 
 from acceptgate import warehouse
-from acceptgate.cli import checks
+from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records
@@ -35,6 +34,7 @@ def add_common(p) -> None:
                    help="exact matcher (default aho; 'disabled' finds nothing, to watch the control fail)")
     p.add_argument("--rescan", action="store_true", help="scan records again even when their inputs are unchanged")
     p.add_argument("--backend", default="local", help="sandbox backend for --humanevalplus import (default local)")
+    flowrun.add_quiet(p)
 
 
 def add_parser(sub) -> None:
@@ -57,22 +57,34 @@ def check(args) -> tuple[str, records.History | None]:
     # a bad record: InvalidInput naming file, line and field
     history = records.read_history(args.history) if args.history else None
     try:
-        return str(checks.warehouse_ready(args.warehouse)), history  # unwritable: 2; held by another process: 4
+        path = checks.warehouse_ready(args.warehouse)  # unwritable: exit 2; held by another process: exit 4
+        if args.run_ids:  # every id checked before any flow starts: a bad one is exit 2 in seconds
+            known = set(checks.run_ids(path, "gate_runs"))
+            if history is not None:
+                known |= {r.run_id for batch in history.batches(10_000) for r in batch}
+            unknown = [r for r in args.run_ids if r not in known]
+            if unknown:
+                raise InvalidInput(f"no gate run or history record with run id {', '.join(unknown[:5])}",
+                                   field="--run-id")
+        return str(path), history
     except BaseException:
         if history is not None:
             history.close()
         raise
 
 
-def progress(run_id: str, done: int, total: int, what: str) -> None:
-    print(f"leak: [{done}/{total} records] run {run_id}: {what}", file=sys.stderr, flush=True)
+def call_flow(name: str, quiet: bool, load, spooled: records.History | None = None, **kwargs) -> int:
+    say = flowrun.Say(name, quiet)
+    flowrun.prepare(say)
+    fn = load()  # Prefect is imported here, and only here
 
+    def progress(run_id: str, done: int, total: int, what: str) -> None:
+        say(f"[{done}/{total} records] run {run_id}: {what}")
 
-def call_flow(name: str, fn, spooled: records.History | None = None, **kwargs) -> int:
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    say("loading the tasks' hidden material")
     # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
     try:
-        result = fn(**kwargs, progress=progress, spooled=spooled)
+        result = fn(**kwargs, progress=None if quiet else progress, spooled=spooled)
     finally:
         if spooled is not None:
             spooled.close()
@@ -82,8 +94,11 @@ def call_flow(name: str, fn, spooled: records.History | None = None, **kwargs) -
 
 def run(args) -> int:
     path, history = check(args)
-    from flows.leak_audit import leak_audit  # Prefect is imported here, and only here
 
-    return call_flow("leak-audit", leak_audit, history, suites_dir=args.suites, humanevalplus=args.humanevalplus,
+    def load():
+        from flows.leak_audit import leak_audit
+        return leak_audit
+
+    return call_flow("leak-audit", args.quiet, load, history, suites_dir=args.suites, humanevalplus=args.humanevalplus,
                      warehouse=path, run_ids=args.run_ids, arms=args.arms, history=args.history,
                      matcher=args.matcher, rescan=args.rescan, backend=args.backend)

@@ -135,6 +135,9 @@ def _run_dask(args) -> int:
             raise InvalidInput(str(exc), field="--backend") from None
         with sandbox:
             _require_gauge(args, sandbox, {s.task_id for s in read_samples(args.samples).samples})
+    from acceptgate.cli import flowrun
+
+    flowrun.prepare(flowrun.Say("score"))
     from flows import score_sharded
 
     limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1,

@@ -43,9 +43,10 @@ def add_parser(sub) -> None:
     tasks.add_argument("--gate-humanevalplus", metavar="FILE", help="HumanEval+ jsonl(.gz) the gates stage imports")
     p.add_argument("--arm", action="append", metavar="ARM", help=f"gate arms ({' | '.join(ARMS)}); default conform, off")
     p.add_argument("--certify-dataset", metavar="FILE",
-                   help="HumanEval+ jsonl(.gz) of the --gate-suites tasks: the nightly certify stage's pools "
-                        "(without it certify is skipped)")
-    p.add_argument("--certify-samples", metavar="FILE", help="real samples for the certify pools (CodeT jsonl.gz)")
+                   help="HumanEval+ jsonl(.gz) of the --gate-suites tasks: the nightly certify stage's gold programs "
+                        "(default: the --gate-humanevalplus file; with --gate-suites and neither, certify is skipped)")
+    p.add_argument("--certify-samples", metavar="FILE",
+                   help="real samples for the certify pools (CodeT jsonl.gz; default: the codet: gate source)")
     p.add_argument("--cron", default=schedule.NIGHTLY_CRON, help="nightly schedule, UTC (default %(default)r)")
     p.set_defaults(func=run)
 
@@ -99,7 +100,10 @@ def run(args) -> int:
     nightly, backfill = parameters(args)
     from flows import serve  # Prefect is imported here, and only here
 
-    signal.signal(signal.SIGTERM, _terminate)
+    # A service stopped on request ends normally (exit 0, its documented contract): both signals pause
+    # the schedules and stop the server it started, instead of the one-line stop of the other commands.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _terminate)
     try:
         serve.serve(nightly, backfill, cron=args.cron, port=args.port)
     except serve.ServeError as exc:

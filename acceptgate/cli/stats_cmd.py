@@ -7,9 +7,8 @@ p-values, e.g. CONFORM vs OFF false delivery over all tasks, paired by task.
 
 from __future__ import annotations
 
-import os
 
-from acceptgate.cli import checks
+from acceptgate.cli import checks, flowrun
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
@@ -38,6 +37,7 @@ def add_parser(sub) -> None:
     p.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, help="CI level (default 0.95)")
     p.add_argument("--warehouse", metavar="PATH",
                    help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH})")
+    flowrun.add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -51,8 +51,22 @@ def run(args) -> int:
                            source=str(path), field="--warehouse")
     checks.warehouse_ready(str(path))  # unwritable: exit 2; held by another process: exit 4
     arms = [a.strip() for v in (args.arm or []) for a in v.split(",") if a.strip()] or None
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    # Every id and arm checked before any flow starts (a bad one: exit 2 in seconds). The flow reads
+    # them again: the inputs are those of the moment it runs.
+    if args.judge_run is not None:
+        from acceptgate.judge import metrics
+
+        for run_id in filter(None, (args.judge_run, args.audit_judge_run)):
+            metrics.read_verdicts(path, run_id)
+    else:
+        from acceptgate.stats.pipeline import gate_inputs
+
+        gate_inputs(path, args.gate_run, baseline=args.baseline, arms=arms)
+    say = flowrun.Say("stats", args.quiet)
+    flowrun.prepare(say)
     from flows import stats as stats_flow  # Prefect is imported here, and only here
+
+    say(f"paired statistics, {settings.resamples} resamples")
 
     # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
     result = stats_flow.stats(warehouse=str(path), gate_run=args.gate_run, judge_run=args.judge_run,

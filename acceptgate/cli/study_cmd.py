@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import json
+
 from acceptgate import boundedjson
 from acceptgate import outputs, warehouse
 from acceptgate.errors import InvalidInput
@@ -33,7 +35,8 @@ def add_parser(sub) -> None:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--warehouse", metavar="PATH")
     s.set_defaults(func=run_sample)
-    r = study.add_parser("ratings", help="validate a ratings file against the key and summarise it")
+    r = study.add_parser("ratings", help="validate a ratings file (the sheet, filled in) against the key and summarise "
+                                         "it; exit 2 when no line holds a valid rating")
     r.add_argument("ratings", metavar="RATINGS.jsonl")
     r.add_argument("--key", required=True, metavar="FILE")
     r.add_argument("--records", required=True, metavar="FILE")
@@ -125,7 +128,11 @@ def run_ratings(args) -> int:
     for r in loaded.valid:
         groups[assignments[r.item_id].v_p].append(r)
     print(f"{len(loaded.valid)} valid ratings, {len(loaded.errors)} invalid, "
-          f"{len(assignments) - len(loaded.valid)} items without a valid rating")
+          f"{len(assignments) - len(loaded.valid)} items without a valid rating (not rated yet or invalid)")
+    if not loaded.valid:  # nothing usable: a wrong file, or a sheet nobody filled in
+        print(f"acceptgate study ratings: invalid input: {args.ratings}: no valid rating "
+              f"({len(loaded.errors)} invalid records)", file=sys.stderr)
+        return 2
     for v_p, rs in groups.items():
         if rs:
             sat = sum(r.satisfaction for r in rs) / len(rs)

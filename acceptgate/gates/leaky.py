@@ -18,3 +18,15 @@ def leaky_public_task(task: Task) -> PublicTask:
     """The misconfiguration: a 'public' view whose visible suite is the hidden one."""
     return PublicTask(task_id=task.task_id, entry_point=task.entry_point, prompt=task.prompt,
                       visible=task.suites[HIDDEN], dataset=task.dataset, contract=task.contract)
+
+
+DEMO_NOTE = (f"{ARM} is a DEMONSTRATION arm, deliberately broken: it is shown the hidden GT suite, so its "
+             "false-delivery figures are not a result and it is never the best arm; it exists to show that "
+             "'acceptgate leak-audit' catches the leak.")
+
+
+def label_arm(arm: str, *, short: bool = False) -> str:
+    """An arm's name for people: the demonstration arm always carries its caveat."""
+    if arm != ARM:
+        return arm
+    return f"{arm} (demo, broken)" if short else f"{arm} (DEMONSTRATION: deliberately broken, sees GT)"

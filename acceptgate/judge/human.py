@@ -18,6 +18,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -145,12 +146,32 @@ def write_study(out_dir: str | Path, assignments: list[Assignment], trajectories
 
 
 class Rating(BaseModel):
+    """One line of the sheet ``study sample`` wrote, with the rater's answers filled in: satisfaction
+    (1-5), accept_as_is (true/false) and unnecessary_steps (step numbers). The record's presentation
+    fields may stay in the line (they are ignored); any other field is an error (a typo, not a rating).
+    A line whose satisfaction and accept_as_is are both still null is not rated yet."""
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
     item_id: str = Field(min_length=1)
     rater: str = Field(min_length=1)
-    satisfaction: int = Field(ge=1, le=5)
-    accept_as_is: bool
-    unnecessary_steps: list[int]
+    satisfaction: int | None = Field(ge=1, le=5)
+    accept_as_is: bool | None
+    unnecessary_steps: list[int] = []
+    # what the sheet shows the rater (sheet_rows); not part of the rating
+    order: Any = None
+    scenario: Any = None
+    task: Any = None
+    instruction: Any = None
+    defining_evidence: Any = None
+    actions: Any = None
+    runtime_seconds: Any = None
+    workspace_diff: Any = None
+    oracle: Any = None
+    final_response: Any = None
+    question: Any = None
+
+    @property
+    def rated(self) -> bool:
+        return self.satisfaction is not None or self.accept_as_is is not None
 
 
 def import_ratings(path: str | Path, key: dict[str, Assignment], steps: dict[str, int]) -> Loaded[Rating]:
@@ -160,7 +181,12 @@ def import_ratings(path: str | Path, key: dict[str, Assignment], steps: dict[str
     kept, errors = [], list(loaded.errors)
     for line, r in loaded.records:
         a = key.get(r.item_id)
-        if a is None:
+        if not r.rated:
+            continue  # a sheet line not rated yet: neither a rating nor an error
+        missing = [f for f in ("satisfaction", "accept_as_is") if getattr(r, f) is None]
+        if missing:
+            errors.append(RecordError(loaded.source, line, missing[0], "not filled in (the other answer is)"))
+        elif a is None:
             errors.append(RecordError(loaded.source, line, "item_id", f"unknown item {r.item_id!r}"))
         elif r.rater != a.rater:
             errors.append(RecordError(loaded.source, line, "rater", f"item {r.item_id} was assigned to {a.rater!r}"))

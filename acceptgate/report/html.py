@@ -1,5 +1,7 @@
 """The report as one self-contained HTML page: inline CSS, tables, and charts as inline SVG drawn by
-matplotlib (offline, no JavaScript, no external fonts or files)."""
+matplotlib (offline, no JavaScript, no external fonts or files). Every section is drawn the same way:
+summary tables, charts, notes (caveats, truncation), then the ``acceptgate sql`` queries for the detail.
+Readable on a phone: wide tables scroll inside their box, charts scale to the width."""
 
 from __future__ import annotations
 
@@ -10,17 +12,29 @@ from pathlib import Path
 import pandas as pd
 
 from acceptgate import outputs
-from acceptgate.report.data import ReportData, false_delivery_display, Section
+from acceptgate.report.data import Chart, ReportData, Section, false_delivery_display
 
 CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 1em auto; max-width: 72em; padding: 0 1em; color: #222;
+       line-height: 1.4; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
-table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: .85em; }
-th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
+h3 { font-size: 1em; margin-bottom: .2em; }
+nav a { margin-right: 1em; white-space: nowrap; }
+table { border-collapse: collapse; margin: .3em 0 1em; font-size: .85em; }
+th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; vertical-align: top; }
+td { white-space: nowrap; } /* a narrow screen scrolls the table's box rather than breaking ids */
 th { background: #f4f4f4; } td.text { text-align: left; }
-.wide { overflow-x: auto; }
-.note { color: #777; font-style: italic; } figure { margin: 0 0 1.5em; } figcaption { font-size: .85em; color: #555; }
+td.long { white-space: normal; min-width: 16em; max-width: 40em; overflow-wrap: anywhere; }
+.wide { overflow-x: auto; max-width: 100%; }
+.note { color: #666; font-style: italic; } .caveat { background: #fff4e5; border-left: 4px solid #e69500;
+        padding: .4em .8em; margin: .5em 0; }
+figure { margin: 0 0 1.2em; max-width: 30em; } figure svg { width: 100%; height: auto; }
+figcaption { font-size: .85em; color: #555; }
+details { margin: .5em 0 1em; } code { font-size: .85em; overflow-wrap: anywhere; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f7; padding: .4em .6em; margin: .2em 0 .6em; }
 """
+
+MAX_CELL = 200  # characters of one cell: a program or message is cut, and says so
 
 
 def _cell(value) -> str:
@@ -29,10 +43,17 @@ def _cell(value) -> str:
     if value is None or (not isinstance(value, (list, tuple, dict)) and pd.isna(value)):
         return "<td></td>"
     if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:  # a sum over integers arrives as a float
+            return f"<td>{int(value):,}</td>"
         return f"<td>{value:.4g}</td>"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
+        return f"<td>{value:,}</td>"
     if isinstance(value, (int, bool)):
         return f"<td>{html.escape(str(value))}</td>"
-    return f'<td class="text">{html.escape(str(value))}</td>'
+    text = str(value)
+    if len(text) > MAX_CELL:
+        text = text[:MAX_CELL] + f"… ({len(text) - MAX_CELL} more characters)"
+    return f'<td class="text{" long" if len(text) > 40 else ""}">{html.escape(text)}</td>'
 
 
 def table(frame: pd.DataFrame) -> str:
@@ -50,8 +71,9 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: the SVG is inline in HTML
 
 
-def false_delivery_chart(frame: pd.DataFrame) -> str | None:
-    """False delivery over all tasks, per arm of the latest gate run, with its Wilson 95% interval."""
+def chart(spec: Chart) -> str | None:
+    """Each row's value with its interval as a horizontal bar (or a point at zero-centred scales)."""
+    frame = spec.frame.dropna(subset=["value"])
     if frame.empty:
         return None
     import matplotlib
@@ -59,19 +81,25 @@ def false_delivery_chart(frame: pd.DataFrame) -> str | None:
     matplotlib.use("svg")  # no display, no GUI toolkit
     import matplotlib.pyplot as plt
 
-    latest = frame[frame["run_id"] == frame["run_id"].iloc[0]]
-    rate = latest["false_over_all"].astype(float) * 100
-    low = rate - latest["all_ci_low"].astype(float) * 100
-    high = latest["all_ci_high"].astype(float) * 100 - rate
-    fig, ax = plt.subplots(figsize=(6, 0.6 + 0.5 * len(latest)))
-    ax.barh(latest["arm"], rate, xerr=[low, high], color="#c0504d", capsize=4)
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("false deliveries, % of all tasks (95% Wilson interval)")
-    ax.invert_yaxis()
-    fig.tight_layout()
-    svg = _svg(fig)
-    plt.close(fig)
-    return f'<figure>{svg}<figcaption>gate run {html.escape(str(latest["run_id"].iloc[0]))}</figcaption></figure>'
+    value = frame["value"].astype(float)
+    low = (value - frame["low"].astype(float)).clip(lower=0)  # an interval never goes negative in size
+    high = (frame["high"].astype(float) - value).clip(lower=0)
+    with matplotlib.rc_context({"svg.fonttype": "none", "font.size": 9}):  # text as text: small and selectable
+        # 4.5 in: at a phone's 400 px the text stays about as large as the page's small print
+        fig, ax = plt.subplots(figsize=(4.5, 0.7 + 0.3 * len(frame)))
+        labels = [str(x) for x in frame["label"]]
+        if spec.zero_line:
+            ax.errorbar(value, labels, xerr=[low, high], fmt="o", color="#1f5f8b", capsize=3)
+            ax.axvline(0, color="#888", linewidth=0.8)
+        else:
+            ax.barh(labels, value, xerr=[low, high], color="#c0504d", capsize=3)
+        ax.set_xlim(*spec.xlim)
+        ax.set_xlabel(spec.xlabel)
+        ax.invert_yaxis()
+        fig.tight_layout()
+        svg = _svg(fig)
+        plt.close(fig)
+    return f"<figure>{svg}<figcaption>{html.escape(spec.caption)}</figcaption></figure>"
 
 
 def section(sec: Section) -> str:
@@ -79,23 +107,32 @@ def section(sec: Section) -> str:
     if not sec.ran:
         out.append(f'<p class="note">{html.escape(sec.note)}</p>')
     else:
-        if sec.key == "false-delivery":
-            chart = false_delivery_chart(next(iter(sec.tables.values())))
-            if chart:
-                out.append(chart)
-        for caption, frame in sec.tables.items():
+        tables = list(sec.tables.items())
+        for i, (caption, frame) in enumerate(tables):
             shown = false_delivery_display(frame) if sec.key == "false-delivery" else frame
             out.append(f'<h3>{html.escape(caption)}</h3><div class="wide">{table(shown)}</div>')
+            if i == 0:  # the chart right under the summary it draws
+                out += [c for c in (chart(spec) for spec in sec.charts) if c]
+        for note in sec.notes:
+            cls = "caveat" if "DEMONSTRATION" in note else "note"
+            out.append(f'<p class="{cls}">{html.escape(note)}</p>')
+    if sec.queries:
+        items = "".join(f"<li>{html.escape(what)}:<pre>acceptgate sql \"{html.escape(sql)}\"</pre></li>"
+                        for what, sql in sec.queries)
+        out.append(f"<details><summary>the detail, with <code>acceptgate sql</code></summary><ul>{items}</ul></details>")
     out.append("</section>")
     return "\n".join(out)
 
 
 def page(data: ReportData) -> str:
     body = "\n".join(section(s) for s in data.sections)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>acceptgate report</title>'
+    nav = " ".join(f'<a href="#{s.key}">{html.escape(s.title)}</a>' for s in data.sections)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>acceptgate report</title>'
             f"<style>{CSS}</style></head><body><h1>acceptgate report</h1>"
             f"<p>From the published snapshot <code>{html.escape(data.snapshot.name)}</code>, "
-            f"published {html.escape(data.published_at)}.</p>\n{body}\n</body></html>\n")
+            f"published {html.escape(data.published_at)}. Each section: its summary first, then the queries "
+            f"for the detail.</p><nav>{nav}</nav>\n{body}\n</body></html>\n")
 
 
 def write(text: str, out: Path) -> Path:

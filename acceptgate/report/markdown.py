@@ -40,4 +40,7 @@ def summary(data: ReportData, header: list[str] | None = None) -> str:
         for caption, frame in section.tables.items():
             shown = false_delivery_display(frame) if section.key == "false-delivery" else frame
             out += [f"**{caption}**", "", table(shown), ""]
+        out += [f"_{note}_" for note in section.notes]
+        if section.queries:
+            out += ["", "Detail: " + "; ".join(f'`acceptgate sql "{sql}"`' for _, sql in section.queries[:2])]
     return "\n".join(out) + "\n"

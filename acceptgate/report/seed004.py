@@ -1,13 +1,13 @@
 """Seed 004's result tables as report sections, one per table, read from their views (sql/views/seed004_*):
 Table 2, Table 3, Table 5, the per-run Tables 15-17, the family means and M.2's overall interaction test.
 Rates are shown in percent with one decimal, as the seed prints them. A separate module so the report's
-layout can change without touching it: ``data.collect`` appends ``sections(con, rels)``."""
+layout can change without touching it: importing it registers one section per table with ``data.register``."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from acceptgate.report.data import MAX_ROWS, Section
+from acceptgate.report.data import MAX_ROWS, Section, SectionSpec, register
 
 DISPOSITIONS = ("avoid", "transfer", "mitigate", "accept")
 SHORT = {"avoid": "Avo", "transfer": "Tra", "mitigate": "Mit", "accept": "Acc"}
@@ -96,3 +96,17 @@ def sections(con, rels: set[str]) -> list[Section]:
             sec.note = "not run yet (acceptgate judge, then acceptgate stats --judge-run ID)"
         out.append(sec)
     return out
+
+
+def _collector(relation: str, read):
+    def collect(reader, section: Section) -> None:
+        if relation in reader.rels:
+            frame = read(reader.con)
+            if len(frame):
+                section.tables = {relation: frame}
+    return collect
+
+
+for _key, _title, _relation, _read in SPECS:
+    register(SectionSpec(_key, _title, _collector(_relation, _read),
+                         empty="not run yet (acceptgate judge, then acceptgate stats --judge-run ID)"))

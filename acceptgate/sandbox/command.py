@@ -31,6 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from acceptgate import interrupt
 from acceptgate.sandbox import bwrap, cgroup, seccomp
 from acceptgate.sandbox.backend import BackendUnavailable, ExitStatus, Isolation, Limits, MiB
 from acceptgate.sandbox.local import GATE_SCRIPT, LocalBackend, _release, make_workdir
@@ -81,6 +82,7 @@ def run_command(backend: LocalBackend, argv: list[str], stdin: bytes, limits: Li
     input dir (``input_dir``, or the run's own host dir when the backend has no namespaces, where
     the placeholder ``{input}`` in argv is replaced by that dir); ``mounts`` are host paths bound
     read-only at the same path."""
+    interrupt.check()  # after SIGINT / SIGTERM no new sandbox starts
     backend = _check(backend)
     plan = backend.plan
     uid = backend._slots.acquire(timeout=60) if backend._slots else backend.uid

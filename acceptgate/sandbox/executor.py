@@ -19,7 +19,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from acceptgate import literals
+from acceptgate import interrupt, literals
 from acceptgate.hashing import sha256_text
 from acceptgate.parallel import parallel_map
 from acceptgate.render import NONLITERAL, Harness
@@ -374,6 +374,7 @@ def execute(
     fail_fast: bool = False,
 ) -> ExecutionResult:
     """Run one candidate program against one loaded harness in one sandboxed process."""
+    interrupt.check()  # after SIGINT / SIGTERM no new sandbox starts (queued executions end here)
     started = time.monotonic()
     result = ExecutionResult(
         verdict="pass",

@@ -20,6 +20,7 @@ import pandas as pd
 
 from acceptgate import __version__, warehouse
 from acceptgate.errors import InvalidInput
+from acceptgate.gates.leaky import ARM as DEMO_ARM, DEMO_NOTE
 from acceptgate.pipelines import ledger
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, PairedData, PairedEffect, paired_effects
 from acceptgate.stats import seed004
@@ -228,8 +229,9 @@ def format_effects(result: StatsResult) -> list[str]:
         for e in effects:
             unit = result.units.get(measure, "unit")
             who = f" [{e.config}]" if e.config != e.a_name else ""
+            a_name = e.a_name.upper() + (" (DEMONSTRATION arm, deliberately broken)" if e.a_name == DEMO_ARM else "")
             out.append(
-                f"{measure.replace('_', ' ')}{who}: {e.a_name.upper()} {100 * e.rate_a:.1f}% vs {e.b_name.upper()} "
+                f"{measure.replace('_', ' ')}{who}: {a_name} {100 * e.rate_a:.1f}% vs {e.b_name.upper()} "
                 f"{100 * e.rate_b:.1f}% over all {e.n_units} {unit}s"
                 f"{f' ({e.runs} runs averaged per {unit})' if e.runs > 1 else ''}; "
                 f"Delta ({e.b_name.upper()} - {e.a_name.upper()}) = {pp(e.delta)}, "
@@ -248,6 +250,9 @@ def format_effects(result: StatsResult) -> list[str]:
         kappa = "n/a" if a["kappa"] is None or a["kappa"] != a["kappa"] else f"{a['kappa']:.3f}"
         out.append(f"agreement {a['rater_a']} vs {a['rater_b']} on {a['label']}: accuracy "
                    f"{a['accuracy']:.3f}, Cohen's kappa {kappa} over {a['n_records']} records")
+    if result.kind == "gate" and any(e.b_name == DEMO_ARM or e.a_name == DEMO_ARM
+                                     for effects in result.effects.values() for e in effects):
+        out.append("caveat: " + DEMO_NOTE)
     out += result.notes
     return out
 

@@ -15,7 +15,8 @@ per_arm as (
 final as (
     select *,
            false_deliveries / tasks::double                  as false_rate_over_all_tasks,
-           false_deliveries / nullif(delivered, 0)::double   as false_rate_over_delivered
+           false_deliveries / nullif(delivered, 0)::double   as false_rate_over_delivered,
+           arm = 'hmix-leaky-gt'                             as demonstration  -- deliberately broken (sees GT): not a result
     from per_arm
 )
 select * from final;

@@ -16,7 +16,8 @@ per_arm as (
            sum(items_v2)                                          as items_v2,
            sum(v2_hits)                                           as v2_hits,
            sum(v2_violations)                                     as v2_violations,
-           count(*) filter (where gt_as_visible)                  as gt_as_visible
+           count(*) filter (where gt_as_visible)                  as gt_as_visible,
+           arm = 'hmix-leaky-gt'                                  as demonstration  -- the deliberately leaky arm
     from verdicts
     group by arm
 ),

@@ -16,7 +16,9 @@ final as (
            round(100 * e.ci_low, 2)   as ci_low_pp,
            round(100 * e.ci_high, 2)  as ci_high_pp,
            e.p, e.p_holm, e.er, e.er_mean_of_runs,
-           e.resamples, e.seed, e.input_sha256, r.written_at
+           e.resamples, e.seed, e.input_sha256, r.written_at,
+           r.kind = 'gate' and 'hmix-leaky-gt' in (e.condition_a, e.condition_b)
+                                      as demonstration  -- an arm deliberately broken (sees GT): not a result
     from effects e
     join runs r using (run_id)
 )

@@ -1,0 +1,261 @@
+"""SIGINT and SIGTERM stop every long command cleanly: exit 130 / 143, one line saying what was kept,
+no traceback, no process left (sandboxes, the temporary Prefect server and its port), no temp dir left,
+and the run's attempt marked 'interrupted' where the command records attempts.
+
+Each case runs the real CLI in a subprocess (its own session, like a job a terminal starts) and sends
+the signal at a point the command announces on stderr, or at a named pause point (the process stops
+itself there, ``warehouse.pause_point``), never after a guessed delay. Most cases share one Prefect
+server (PREFECT_API_URL); two start their own temporary server, the one a SIGTERM used to orphan.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+WAIT = 900.0  # generous: a loaded 2-core machine; a case waits for a line, never for a time
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return stat[stat.rindex(b")") + 2:].split()[19].decode()
+
+
+def _tagged(tag: str) -> list[int]:
+    """Processes whose environment carries the tag (every child that inherits the CLI's environment)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if tag.encode() in Path(f"/proc/{entry}/environ").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+class Cli:
+    """The CLI in a subprocess; stderr collected line by line."""
+
+    def __init__(self, argv: list[str], tmp_path: Path, api_url: str | None, env: dict | None = None) -> None:
+        from acceptgate import interrupt
+
+        self.interrupt = interrupt
+        self.command = argv[0]
+        self.tmp = tmp_path / "tmp"
+        self.tmp.mkdir(exist_ok=True)
+        self.tag = f"acceptgate-signal-test-{uuid.uuid4().hex}"
+        full = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(self.tmp), "ACCEPTGATE_SIGNAL_TEST": self.tag,
+                "PYTHONUNBUFFERED": "1", **(env or {})}
+        full.pop("PREFECT_API_URL", None)
+        if api_url:
+            full["PREFECT_API_URL"] = api_url
+        self.proc = subprocess.Popen([sys.executable, "-m", "acceptgate", *argv], cwd=REPO, env=full,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.tree: dict[int, str | None] = {}
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, pattern: str) -> str:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if re.search(pattern, line):
+                    return line
+            if self.proc.poll() is not None:
+                self.reader.join(5)
+                pytest.fail(f"exited {self.proc.returncode} before {pattern!r}:\n" + "\n".join(self.lines[-30:]))
+            time.sleep(0.05)
+        pytest.fail(f"no line {pattern!r} within {WAIT} s:\n" + "\n".join(self.lines[-30:]))
+
+    def wait_paused(self) -> None:
+        """Until the process has stopped itself at its pause point."""
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            stat = Path(f"/proc/{self.proc.pid}/stat").read_bytes()
+            if stat[stat.rindex(b")") + 2:].split()[0] == b"T":
+                return
+            assert self.proc.poll() is None, "\n".join(self.lines[-30:])
+            time.sleep(0.05)
+        pytest.fail("never reached its pause point")
+
+    def send(self, sig: int, *, group: bool = False, resume: bool = False) -> None:
+        """The signal to the CLI (group: to its whole process group, as a terminal's Ctrl-C does)."""
+        self.tree = {p: _start_time(p) for p in self.interrupt.descendants(self.proc.pid)}
+        if group:
+            os.killpg(self.proc.pid, sig)
+        else:
+            os.kill(self.proc.pid, sig)
+        if resume:
+            os.kill(self.proc.pid, signal.SIGCONT)
+
+    def stopped(self, sig: int) -> list[str]:
+        """Wait for the exit; assert the code, the one line, no traceback, nothing left behind."""
+        code = self.proc.wait(WAIT)
+        self.reader.join(10)
+        text = "\n".join(self.lines)
+        assert code == 128 + sig, text
+        name = signal.Signals(sig).name
+        assert self.lines and self.lines[-1].startswith(f"acceptgate {self.command}: stopped by {name}: "), text
+        assert "Traceback" not in text and "Error logging" not in text, text
+        left = [p for p, started in self.tree.items() if started is not None and _start_time(p) == started]
+        assert not left, f"processes left: {left}"
+        assert not _tagged(self.tag), "a child that inherited the CLI's environment is still running"
+        assert sorted(os.listdir(self.tmp)) == [], f"temp files left: {os.listdir(self.tmp)}"
+        return self.lines
+
+
+def _attempts(path: Path) -> list[tuple]:
+    import duckdb
+
+    with duckdb.connect(str(path), read_only=True) as con:
+        return con.execute("select flow, status, failed_stage from run_attempts order by started_at").fetchall()
+
+
+def _port_closed(url: str) -> bool:
+    host, port = re.search(r"//([\d.]+):(\d+)", url).groups()
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex((host, int(port))) != 0
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    """One Prefect server for the cases that do not test the temporary server itself."""
+    from tasks import _prefect_env
+
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path_factory.mktemp("prefect-home"))}
+    proc, url = _prefect_env.launch_server(env, timeout=WAIT)
+    yield url
+    _prefect_env.stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def suites_3(tmp_path_factory, humanevalplus_path, local_backend):
+    from acceptgate import suitefiles
+    from acceptgate.importers import humanevalplus
+
+    result = humanevalplus.load(humanevalplus_path, local_backend, limit=3)
+    return suitefiles.write_suites(result, tmp_path_factory.mktemp("signals") / "suites")
+
+
+def _gate_argv(suites, samples, warehouse) -> list[str]:
+    return ["gate", "--arm", "conform", "--arm", "off", "--source", f"codet:{samples}", "--suites", str(suites),
+            "--limit", "3", "--warehouse", str(warehouse)]
+
+
+def test_audit_sigterm_mid_flow_stops_its_own_prefect_server(tmp_path):
+    """The case that orphaned Prefect's server: SIGTERM to the CLI alone while the sandboxes run."""
+    path = tmp_path / "w.duckdb"
+    cli = Cli(["audit", "--limit", "3", "--warehouse", str(path)], tmp_path, api_url=None)
+    url = re.search(r"up at (\S+)", cli.wait_for("temporary server is up")).group(1)
+    cli.wait_for(r"gauge: \d+/")
+    cli.send(signal.SIGTERM)
+    cli.stopped(signal.SIGTERM)
+    assert _port_closed(url)
+    assert _attempts(path)[-1][:2] == ("audit", "interrupted")
+
+
+def test_audit_ctrl_c_to_the_process_group_during_execute(tmp_path, api):
+    path = tmp_path / "w.duckdb"
+    cli = Cli(["audit", "--limit", "3", "--warehouse", str(path)], tmp_path, api)
+    cli.wait_for(r"execute: \d+/")
+    cli.send(signal.SIGINT, group=True)
+    cli.stopped(signal.SIGINT)
+    assert _attempts(path)[-1] == ("audit", "interrupted", "execute")
+    assert not (tmp_path / "w.snapshot.duckdb").exists()  # nothing published
+
+
+def test_gate_sigint_while_arms_run(tmp_path, api, suites_3, codet_samples_path):
+    path = tmp_path / "w.duckdb"
+    cli = Cli(_gate_argv(suites_3, codet_samples_path, path), tmp_path, api)
+    cli.wait_for(r"arm conform: gating")
+    cli.send(signal.SIGINT)
+    cli.stopped(signal.SIGINT)
+    assert _attempts(path)[-1][:2] == ("gate", "interrupted")
+
+
+def test_gate_sigterm_inside_a_write_transaction_keeps_the_published_run(tmp_path, api, suites_3,
+                                                                          codet_samples_path):
+    """A first run publishes; a second attempt is stopped with its gate rows written but not committed:
+    the snapshot still holds the first run's rows."""
+    import duckdb
+
+    path = tmp_path / "w.duckdb"
+    argv = _gate_argv(suites_3, codet_samples_path, path)
+    first = subprocess.run([sys.executable, "-m", "acceptgate", *argv], cwd=REPO, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": api}, timeout=WAIT)
+    assert first.returncode == 0, first.stderr
+    snapshot = tmp_path / "w.snapshot.duckdb"
+    with duckdb.connect(str(snapshot), read_only=True) as con:
+        before = con.execute("select count(*) from gate_decisions").fetchone()[0]
+    cli = Cli(argv, tmp_path, api, env={"ACCEPTGATE_TEST_PAUSE_AT": "gate:written"})
+    cli.wait_paused()
+    cli.send(signal.SIGTERM, resume=True)
+    cli.stopped(signal.SIGTERM)
+    assert _attempts(path)[-1][:2] == ("gate", "interrupted")
+    with duckdb.connect(str(snapshot), read_only=True) as con:
+        assert con.execute("select count(*) from gate_decisions").fetchone()[0] == before > 0
+
+
+def test_leak_audit_sigterm_while_loading(tmp_path, api, suites_3):
+    cli = Cli(["leak-audit", "--suites", str(suites_3), "--warehouse", str(tmp_path / "w.duckdb")], tmp_path, api)
+    cli.wait_for("loading the tasks' hidden material")
+    cli.send(signal.SIGTERM)
+    cli.stopped(signal.SIGTERM)
+
+
+def test_certify_ctrl_c_while_prefect_server_starts(tmp_path, suites_3, humanevalplus_path):
+    cli = Cli(["certify", "--suites", str(suites_3), "--dataset", str(humanevalplus_path), "--limit", "1",
+               "--warehouse", str(tmp_path / "w.duckdb")], tmp_path, api_url=None)
+    cli.wait_for("starting Prefect's temporary server")
+    cli.send(signal.SIGINT, group=True)
+    cli.stopped(signal.SIGINT)
+
+
+def test_certify_sigterm_while_candidates_run(tmp_path, api, suites_3, humanevalplus_path):
+    cli = Cli(["certify", "--suites", str(suites_3), "--dataset", str(humanevalplus_path), "--limit", "2",
+               "--warehouse", str(tmp_path / "w.duckdb")], tmp_path, api)
+    cli.wait_for(r"run each candidate once per suite: \d+/")
+    cli.send(signal.SIGTERM)
+    cli.stopped(signal.SIGTERM)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_api_stops_and_removes_its_staged_sandbox(tmp_path, sig):
+    from acceptgate.service.config import new_key
+
+    keys = tmp_path / "keys.json"
+    new_key(str(keys), "c1")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cli = Cli(["serve-api", "--keys", str(keys), "--journal", str(tmp_path / "j.sqlite"), "--no-warehouse",
+               "--port", str(port)], tmp_path, api_url=None)
+    cli.wait_for("acceptgate serve-api: http://")
+    deadline = time.monotonic() + WAIT
+    while _port_closed(f"http://127.0.0.1:{port}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    cli.send(sig)
+    cli.stopped(sig)
+    assert _port_closed(f"http://127.0.0.1:{port}")
