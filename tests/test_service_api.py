@@ -31,7 +31,7 @@ WRONG = "def add(a, b):\n    return a - b\n"
 RIGHT = "def add(a, b):\n    return a + b\n"
 VISIBLE_ONLY = "def add(a, b):\n    return {(1, 2): 3, (0, 0): 0}.get((a, b), -1)\n"  # passes V, fails GT
 
-GRACEFUL = (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled after a clean shutdown
+GRACEFUL = (0, -signal.SIGTERM, 143)  # uvicorn re-raises the signal it handled; 143: acceptgate's own SIGTERM stop
 RESPONSES: list[str] = []  # every response body of the module's session, checked for hidden values
 
 

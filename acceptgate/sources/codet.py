@@ -51,7 +51,8 @@ def _rows(path: Path, problems: list[LineProblem] | None = None) -> list[dict]:
                 try:
                     doc = boundedjson.loads(raw)
                 except boundedjson.JSONInputError as exc:
-                    bad(lineno, f"not JSON ({exc})")
+                    where = f" at column {exc.column}" if exc.column is not None else ""
+                    bad(lineno, f"not JSON ({exc.message.removeprefix('not JSON: ')}{where})")
                     continue
                 if not isinstance(doc, dict):
                     bad(lineno, "expected a JSON object")

@@ -84,7 +84,7 @@ def _parse_line(raw: str, lineno: int) -> tuple[str, str, str] | LineProblem:
     try:
         doc = boundedjson.loads(raw, max_depth=MAX_RECORD_DEPTH)
     except boundedjson.JSONInputError as exc:
-        return LineProblem(lineno, None, f"not JSON ({exc.message}" +
+        return LineProblem(lineno, None, f"not JSON ({exc.message.removeprefix('not JSON: ')}" +
                            (f" at column {exc.column})" if exc.column is not None else ")"))
     if not isinstance(doc, dict):
         return LineProblem(lineno, None, f"expected a JSON object, got {type(doc).__name__}")
