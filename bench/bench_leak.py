@@ -1,7 +1,7 @@
 """Speed of the leak audit (issue 10, item 7). Not a test: prints figures.
 
     python bench/bench_leak.py match   [--texts 2500] [--needles 1400] [--naive]
-    python bench/bench_leak.py history [--scale 100 | --records N] [--batch-records N] [--keep DIR]
+    python bench/bench_leak.py history [--scale 100 | --records N] [--batch-records N] [--keep DIR] [--cli]
 
 ``match``: 2,500 texts x 1,400 needles (3.5 M comparison items) with planted hits, some needles inside
 longer ones. Times building + matching with the Aho-Corasick matcher (default) and polars (byte
@@ -17,6 +17,10 @@ file by a child process (not timed, and not in this process's memory), then
 (spooled), plan, scan with controls, validate (Great Expectations) and write every verdict, hit summary
 and v2 hit, publish the snapshot. Peak RSS is this process's (``ru_maxrss``): the audit's, with the
 tasks' material. Figures are wall-clock; say the machine load with them.
+
+``history --cli``: the same history through the command a user runs, ``acceptgate backfill --suites DIR
+--history FILE --no-warehouse-runs`` with default settings, in a child process (the synthetic tasks written
+as a suites directory first); reports the child's wall time and peak RSS and checks the flagged records.
 """
 
 from __future__ import annotations
@@ -215,6 +219,8 @@ def bench_history(args) -> None:
     path = workdir / "warehouse.duckdb"
     for p in workdir.glob("warehouse*"):
         p.unlink()
+    if args.cli:
+        return bench_backfill_cli(tasks, history, planted, path, workdir)
     warehouse.migrate(path)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t1, c1 = time.perf_counter(), time.process_time()
@@ -252,6 +258,36 @@ def bench_history(args) -> None:
     print(f"  {tot['items_v2'] / took / 1e6:.1f} M v2 items/s end to end; workdir {workdir}")
 
 
+def bench_backfill_cli(tasks, history: Path, planted: dict, path: Path, workdir: Path) -> None:
+    """``acceptgate backfill`` on the history, default settings, as a child process."""
+    import subprocess
+    import sys
+
+    from acceptgate import suitefiles, warehouse
+    from acceptgate.task import ImportResult
+
+    suites = suitefiles.write_suites(ImportResult("synthetic", "bench_leak.py", "-", tasks, []), workdir / "suites")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "acceptgate", "backfill", "--suites", str(suites),
+                           "--history", str(history), "--no-warehouse-runs", "--warehouse", str(path), "--quiet"],
+                          capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"acceptgate backfill exited {done.returncode}:\n{done.stderr[-3000:]}")
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    with warehouse.connect(path, read_only=True) as con:  # the published snapshot is what analysts read
+        flagged = {tuple(x) for x in con.execute(
+            "select run_id, block, task_id from leak_verdicts where verdict = 'violation'").fetchall()}
+        counts = dict(con.execute("select verdict, count(*) from leak_verdicts group by 1").fetchall())
+    want = {tuple(k) for k in planted["leaked"]}
+    print(f"acceptgate backfill (child process, default settings): {took:.1f} s wall, {cpu:.1f} s CPU, "
+          f"peak RSS {after.ru_maxrss / 1024:,.0f} MiB")
+    print(f"  verdicts {counts}; planted leaks {len(want):,}, flagged exactly those: {flagged == want}")
+    print(done.stdout.strip()[-1500:])
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -265,6 +301,7 @@ def main() -> None:
     h.add_argument("--batch-records", type=int, default=None, help="records per batch (default: the audit's)")
     h.add_argument("--tasks", type=int, default=40)
     h.add_argument("--cases", type=int, default=180, help="hidden cases per task (sets needles per task)")
+    h.add_argument("--cli", action="store_true", help="run the 'acceptgate backfill' command instead")
     h.add_argument("--keep", metavar="DIR", help="work directory (default: a new temporary one)")
     args = p.parse_args()
     print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, load average {os.getloadavg()[0]:.1f} "
