@@ -62,6 +62,11 @@ DEFAULT_PATH = Path("data") / "warehouse.duckdb"
 ENV_PATH = "ACCEPTGATE_WAREHOUSE"
 ENV_LOCK_TIMEOUT = "ACCEPTGATE_WAREHOUSE_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 120.0
+# DuckDB's buffer pool grows towards 80 % of RAM by default, so a writer's memory grew with the number of
+# rows it had written or published (a 100,000-record backfill's publish alone added ~400 MiB). A writer
+# caps it; what does not fit spills to the database's temp directory.
+ENV_WRITER_MEMORY = "ACCEPTGATE_WAREHOUSE_MEMORY"
+DEFAULT_WRITER_MEMORY = "256MB"
 SNAPSHOT_SUFFIX = ".snapshot.duckdb"
 MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
@@ -157,6 +162,8 @@ def connect(path: str | os.PathLike, *, read_only: bool = False,
     while True:
         try:
             con = duckdb.connect(str(path), read_only=read_only)
+            if not read_only:
+                _cap_memory(con)
             break
         except duckdb.IOException as exc:
             if not _is_lock_error(exc):
@@ -527,6 +534,15 @@ def publish(path: str | os.PathLike, run_id: str | Sequence[str], *, timeout: fl
         tmp.unlink(missing_ok=True)
         Path(str(tmp) + ".wal").unlink(missing_ok=True)
     return target
+
+
+def _cap_memory(con: duckdb.DuckDBPyConnection) -> None:
+    limit = os.environ.get(ENV_WRITER_MEMORY) or DEFAULT_WRITER_MEMORY
+    try:
+        con.execute("set memory_limit = ?", [limit])
+    except duckdb.Error as exc:
+        con.close()
+        raise InvalidInput(f"not a DuckDB memory size ({exc})", field=ENV_WRITER_MEMORY) from exc
 
 
 @contextlib.contextmanager

@@ -370,3 +370,22 @@ def test_acceptgate_sql_prints_table_csv_json_from_the_snapshot_only(tmp_path, c
         err = capsys.readouterr().err
         assert "acceptgate sql: invalid input: field 'query': the query failed" in err and fragment in err, err
     assert _snapshot_cases(path) == {"r1": 2}
+
+
+def test_a_writer_caps_duckdbs_memory_and_a_bad_cap_names_its_variable(tmp_path, monkeypatch):
+    from acceptgate.errors import InvalidInput
+
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    monkeypatch.delenv(warehouse.ENV_WRITER_MEMORY, raising=False)
+    with warehouse.connect(path) as con:
+        assert con.execute("select current_setting('memory_limit')").fetchone()[0] == "244.1 MiB"  # 256 MB
+    monkeypatch.setenv(warehouse.ENV_WRITER_MEMORY, "1GB")
+    with warehouse.connect(path) as con:
+        assert con.execute("select current_setting('memory_limit')").fetchone()[0] == "953.6 MiB"
+    monkeypatch.setenv(warehouse.ENV_WRITER_MEMORY, "lots")
+    with pytest.raises(InvalidInput, match=warehouse.ENV_WRITER_MEMORY):
+        with warehouse.connect(path):
+            pass
+    with warehouse.connect(path, read_only=True):  # and it left nothing open
+        pass
