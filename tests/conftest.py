@@ -9,6 +9,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Under pytest-xdist (scripts/test.sh runs several workers) each worker gets a Prefect home of its own: the
+# temporary servers that CLI subprocesses start keep their SQLite database there, and one database written
+# by several servers at once is locked. Set before prefect is imported; subprocesses inherit it.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER:
+    os.environ["PREFECT_HOME"] = str(Path(os.environ.get("PREFECT_HOME") or REPO / ".prefect") / f"xdist-{_WORKER}")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def import_cache(tmp_path_factory):
