@@ -24,13 +24,9 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(PR
 @pytest.fixture(scope="session", autouse=True)
 def import_cache(tmp_path_factory):
     """One import cache for the session (the flows and CLI processes it starts inherit it): the user's
-    own cache is never read or written, and every session starts cold. The pytest-xdist workers of one
-    run share it (entries are renamed into place whole): each data set is imported once per run."""
-    if _WORKER:
-        path = tmp_path_factory.getbasetemp().parent / "import-cache"
-        path.mkdir(exist_ok=True)
-    else:
-        path = tmp_path_factory.mktemp("import-cache")
+    own cache is never read or written, and every session starts cold. Each pytest-xdist worker has its
+    own (a writer replaces an entry another worker may be copying)."""
+    path = tmp_path_factory.mktemp("import-cache")
     before = os.environ.get("ACCEPTGATE_CACHE_DIR")
     os.environ["ACCEPTGATE_CACHE_DIR"] = str(path)
     yield path
