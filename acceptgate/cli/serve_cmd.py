@@ -115,9 +115,8 @@ def run(args) -> int:
     except serve.ServeError as exc:
         print(f"acceptgate serve: Prefect unavailable: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):  # SystemExit: Prefect's runner, a SIGTERM before it started
         pass
-    if _received:
-        raise Interrupted(_received[0])
-    print("acceptgate serve: stopped", file=sys.stderr)
-    return 0
+    # serve() returns only when stopped: a SIGINT is recorded by _terminate; a SIGTERM while serving is
+    # taken by Prefect's runner (its own handler, a graceful stop) and reaches us only as this return.
+    raise Interrupted(_received[0] if _received else signal.SIGTERM)
