@@ -47,7 +47,7 @@ def request(signum: int) -> bool:
     if first:
         _received.append(signum)
         STOP.set()
-        kill_descendants(spare=_spared)
+        kill_descendants(spare=_spared, keep=_resource_tracker())
     return first
 
 
@@ -131,14 +131,24 @@ def descendants(pid: int | None = None) -> list[int]:
     return out
 
 
-def kill_descendants(spare: set[int] = frozenset()) -> int:
-    """SIGKILL every descendant except those in a process group of ``spare`` (and their children)."""
+def _resource_tracker() -> set[int]:
+    """Python's multiprocessing resource tracker (Dask's local cluster starts one): killed before the exit
+    handlers that still unregister with it, it is relaunched and prints a traceback per name it never
+    saw. It goes in the last sweep, after them."""
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    pid = getattr(getattr(tracker, "_resource_tracker", None), "_pid", None)
+    return {pid} if pid else set()
+
+
+def kill_descendants(spare: set[int] = frozenset(), keep: set[int] = frozenset()) -> int:
+    """SIGKILL every descendant except those in a process group of ``spare`` (and their children) and
+    the processes ``keep``."""
     killed = 0
     for _ in range(3):  # a child may fork while we look
         found = 0
         for p in descendants():
             try:
-                if os.getpgid(p) in spare:
+                if p in keep or os.getpgid(p) in spare:
                     continue
                 os.kill(p, signal.SIGKILL)
                 found += 1
@@ -166,7 +176,7 @@ def finish(signum: int, message: str, grace: float = 10.0) -> None:
     for sig in SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
     STOP.set()
-    kill_descendants(spare=_spared)
+    kill_descendants(spare=_spared, keep=_resource_tracker())
     deadline = time.monotonic() + grace
     for t in threading.enumerate():  # they remove their sandboxes' work dirs once their process is gone
         if t is not threading.main_thread() and not t.daemon:

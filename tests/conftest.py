@@ -6,14 +6,26 @@ import os
 from pathlib import Path
 
 import pytest
+from prefect_harness import PREFECT_STARTUP_TIMEOUT
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Under pytest-xdist (scripts/test.sh runs several workers) each worker gets a Prefect home of its own: the
+# temporary servers that CLI subprocesses start keep their SQLite database there, and one database written
+# by several servers at once is locked. Set before prefect is imported; subprocesses inherit it.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER:
+    os.environ["PREFECT_HOME"] = str(Path(os.environ.get("PREFECT_HOME") or REPO / ".prefect") / f"xdist-{_WORKER}")
+    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+# The temporary servers the CLI starts get the same generous backstop as the harness (prefect_harness.py).
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(PREFECT_STARTUP_TIMEOUT))
 
 
 @pytest.fixture(scope="session", autouse=True)
 def import_cache(tmp_path_factory):
     """One import cache for the session (the flows and CLI processes it starts inherit it): the user's
-    own cache is never read or written, and every session starts cold."""
+    own cache is never read or written, and every session starts cold. Each pytest-xdist worker has its
+    own (a writer replaces an entry another worker may be copying)."""
     path = tmp_path_factory.mktemp("import-cache")
     before = os.environ.get("ACCEPTGATE_CACHE_DIR")
     os.environ["ACCEPTGATE_CACHE_DIR"] = str(path)
@@ -93,3 +105,17 @@ def sandbox_backend(request, open_backend):
 
 # The session-scoped Prefect test server for flow tests (prefect is imported only when a test uses it).
 from prefect_harness import prefect_harness  # noqa: E402,F401
+
+
+# The files that take longest (measured with --durations; a few minutes each on a loaded machine) start
+# first: pytest-xdist hands out whole files in collection order (--dist loadfile), and a long file
+# started last would keep one worker busy after the others are done.
+SLOW_FILES = ("test_signals.py", "test_serve.py", "test_crash_safety.py", "test_attacks.py", "test_exit_codes.py",
+              "test_concurrency.py", "test_report.py", "test_audit_flow.py", "test_gate_flow.py",
+              "test_service_api.py", "test_v4v_flow.py", "test_dask.py", "test_v4v_external.py",
+              "test_service_fuzz.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))  # stable: file order kept otherwise

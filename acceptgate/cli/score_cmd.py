@@ -121,6 +121,20 @@ def run(args) -> int:
     return 0
 
 
+def _workers_temp_dir() -> str:
+    """The local Dask workers' temp files (their scratch space, their staged sandboxes) in one directory of
+    this run, removed when the command ends: a worker killed by a stop (Ctrl-C) cannot clean up itself."""
+    import atexit
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="acceptgate-dask-")
+    atexit.register(shutil.rmtree, path, True)
+    os.environ["TMPDIR"] = path  # the worker processes inherit it
+    os.environ["DASK_TEMPORARY_DIRECTORY"] = path  # the cluster's scratch space (read when dask is imported)
+    return path
+
+
 def _run_dask(args) -> int:
     """The same scoring in shards on a Dask cluster (flows/score_sharded.py; Prefect imported only here)."""
     if args.shard_size < 1:
@@ -137,8 +151,14 @@ def _run_dask(args) -> int:
             _require_gauge(args, sandbox, {s.task_id for s in read_samples(args.samples).samples})
     from acceptgate.cli import flowrun
 
-    flowrun.prepare(flowrun.Say("score"))
+    if workers is not None:
+        _workers_temp_dir()
+    say = flowrun.Say("score")
+    flowrun.prepare(say)
     from flows import score_sharded
+
+    say(f"scoring in shards of {args.shard_size} samples on Dask "
+        f"({f'a local cluster of {workers} workers' if workers else address}); nothing is written until the end")
 
     limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1,
                     case_seconds=args.case_seconds)

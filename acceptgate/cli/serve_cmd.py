@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from acceptgate import schedule, warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate.errors import Interrupted, InvalidInput
 from acceptgate.gates import ARMS
 from acceptgate.sandbox import backend as backends
 
@@ -92,7 +92,13 @@ def parameters(args) -> tuple[dict, dict]:
             {k: v for k, v in backfill.items() if v is not None})
 
 
+_received: list[int] = []
+
+
 def _terminate(signum, frame):  # SIGTERM ends the service like Ctrl-C: schedules paused, server stopped
+    if _received:  # a repeated signal must not cut the server's stop short
+        return
+    _received.append(signum)
     raise KeyboardInterrupt
 
 
@@ -100,8 +106,8 @@ def run(args) -> int:
     nightly, backfill = parameters(args)
     from flows import serve  # Prefect is imported here, and only here
 
-    # A service stopped on request ends normally (exit 0, its documented contract): both signals pause
-    # the schedules and stop the server it started, instead of the one-line stop of the other commands.
+    # Both signals first unwind Prefect's serve (it pauses the schedules and swallows the interrupt) and
+    # stop the server it started; then the command exits 130 / 143 with its one line, like every other.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _terminate)
     try:
@@ -109,7 +115,8 @@ def run(args) -> int:
     except serve.ServeError as exc:
         print(f"acceptgate serve: Prefect unavailable: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):  # SystemExit: Prefect's runner, a SIGTERM before it started
         pass
-    print("acceptgate serve: stopped", file=sys.stderr)
-    return 0
+    # serve() returns only when stopped: a SIGINT is recorded by _terminate; a SIGTERM while serving is
+    # taken by Prefect's runner (its own handler, a graceful stop) and reaches us only as this return.
+    raise Interrupted(_received[0] if _received else signal.SIGTERM)
