@@ -108,6 +108,12 @@ class ContainerProcess(SandboxProcess):
         except Exception:  # noqa: BLE001 -- gone already (auto-removed): unknown, so no
             return False
 
+    def cpu_seconds(self) -> float | None:
+        # The container's cgroup: its keeper and fork server only relay and wait while an execution
+        # runs (they clean up after its end), so this is the execution's CPU time.
+        cpu = self.wc.cpu
+        return cpu.seconds() if cpu is not None else None
+
     def kill(self) -> None:
         if self.report is not None or self.lost or self._kill_sent:
             return

@@ -154,6 +154,7 @@ class Slot:
         self.popen: subprocess.Popen | None = None
         self.ctl: socket.socket | None = None
         self.cgroup: cgroup.ExecutionCgroup | None = None
+        self.cpu: cgroup.CpuCgroup | None = None  # counts the slot's CPU time (the time limit's clock)
         self.uses = 0
         pool = config.uid_pool
         self.uid = pool.acquire(timeout=config.start_seconds) if pool is not None else config.uid
@@ -168,6 +169,7 @@ class Slot:
             self.cgroup = cgroup.ExecutionCgroup.create(
                 caps.cgroups, processes=self.limits.processes + RESIDENT_PROCESSES,
                 memory_bytes=self.limits.memory_bytes, slot=True)
+            self.cpu = cgroup.CpuCgroup.create(slot=True)
             inner = [caps.bwrap.python, "-I", "-S", "-B", "-c", zygote_source(), str(theirs.fileno()),
                      str(self.config.scratch_bytes), runner_source().decode("utf-8"),
                      "clone" if self.config.clone else "fork", seccomp.bpf().hex()]
@@ -195,6 +197,8 @@ class Slot:
                                  start_new_session=True, **ids)
         try:
             self.cgroup.attach(popen.pid)  # before the gate opens: nothing escapes the caps
+            if self.cpu is not None:
+                self.cpu.attach(popen.pid)
             popen.stdin.write(b"\n")
             popen.stdin.close()
         except OSError:
@@ -257,6 +261,9 @@ class Slot:
             except (OSError, cgroup.CgroupError):
                 pass
             self.cgroup = None
+        if self.cpu is not None:
+            self.cpu.remove()
+            self.cpu = None
         self.popen = None
         if self._uid_held:
             self._uid_held = False
@@ -318,6 +325,12 @@ class ForkServerProcess(SandboxProcess):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not _readable(self._out, remaining):
                     raise TimeoutError from None
+
+    def cpu_seconds(self) -> float | None:
+        # The slot's cgroup: while an execution runs, the fork server and bubblewrap's init only wait
+        # (the next environment is built after it has ended), so this is the execution's CPU time.
+        cpu = self.slot.cpu
+        return cpu.seconds() if cpu is not None else None
 
     def kill(self) -> None:
         """SIGKILL the execution's init: the kernel then kills every process in its namespace."""

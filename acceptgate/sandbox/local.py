@@ -140,10 +140,15 @@ class LocalProcess(PipeProcess):
     """A PipeProcess that also owns the execution's cgroup or uid slot."""
 
     def __init__(self, popen: subprocess.Popen, workdir: str | None, *, under_bwrap: bool,
-                 cg: cgroup.ExecutionCgroup | None, release: Callable[[], None]) -> None:
+                 cg: cgroup.ExecutionCgroup | None, release: Callable[[], None],
+                 cpu: "cgroup.CpuCgroup | cgroup.ProcessTreeCpu | None" = None) -> None:
         super().__init__(popen, workdir, cleanup=release)
         self.under_bwrap = under_bwrap
         self.cgroup = cg
+        self.cpu = cpu
+
+    def cpu_seconds(self) -> float | None:
+        return self.cpu.seconds() if self.cpu is not None else None
 
     def wait(self, timeout: float) -> ExitStatus:
         status = super().wait(timeout)
@@ -339,6 +344,7 @@ class LocalBackend(Backend):
             return self.pool.spawn(limits)
         uid = self._slots.acquire() if self._slots else self.uid
         cg = None
+        cpu = None
         popen = None
         workdir = None
         filter_fd = None
@@ -350,6 +356,7 @@ class LocalBackend(Backend):
             if self.plan.process_cap == "cgroup":
                 cg = cgroup.ExecutionCgroup.create(self.caps.cgroups, processes=limits.processes,
                                                    memory_bytes=limits.memory_bytes)
+            cpu = cgroup.CpuCgroup.create()  # the time limit's clock (None: the process tree's, below)
             workdir = None if self.plan.namespaces else make_workdir(uid)
             ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
             popen = subprocess.Popen(
@@ -361,13 +368,15 @@ class LocalBackend(Backend):
             # under bwrap the gate shell waits for the newline written below.
             if cg:
                 cg.attach(popen.pid)
+            if cpu is not None:
+                cpu.attach(popen.pid)
             if self.plan.namespaces:
                 os.write(popen.stdin.fileno(), b"\n")
         except OSError as exc:
             if popen is not None:
                 popen.kill()
                 popen.wait()
-            _release(cg, self._slots, uid)
+            _release(cg, self._slots, uid, cpu)
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             raise BackendUnavailable(f"cannot start a local sandbox: {exc}") from exc
@@ -375,7 +384,8 @@ class LocalBackend(Backend):
             if filter_fd is not None:
                 os.close(filter_fd)
         proc = LocalProcess(popen, workdir, under_bwrap=self.plan.namespaces, cg=cg,
-                            release=lambda: _release(cg, self._slots, uid))
+                            release=lambda: _release(cg, self._slots, uid, cpu),
+                            cpu=cpu if cpu is not None else cgroup.ProcessTreeCpu(popen.pid))
         if not self.plan.namespaces:
             proc.runner_seccomp = seccomp.bpf()
         return proc
@@ -388,9 +398,12 @@ class LocalBackend(Backend):
         return Isolation(iso.backend, list(iso.enforced), list(iso.not_enforced), list(iso.notes))
 
 
-def _release(cg: cgroup.ExecutionCgroup | None, slots: UidSlots | None, uid: int | None) -> None:
+def _release(cg: cgroup.ExecutionCgroup | None, slots: UidSlots | None, uid: int | None,
+             cpu: cgroup.CpuCgroup | None = None) -> None:
     if cg is not None:
         cg.remove()
+    if cpu is not None:
+        cpu.remove()
     if slots is not None and uid is not None:
         slots.release(uid)
 
