@@ -66,6 +66,19 @@ class Limits:
         }
 
 
+def time_limit_text(limits: Limits, counter: str) -> str:
+    """The time limit as ``isolation`` states it; ``counter``: where the CPU time is read ("" = none)."""
+    per_case = ""
+    if isinstance(limits.case_seconds, (int, float)):
+        per_case = f" and {limits.case_seconds:g} s per case"
+    elif limits.case_seconds:
+        per_case = " and a limit per case"
+    if not counter:
+        return f"wall clock {limits.wall_seconds:g} s{per_case} (no CPU-time counter here)"
+    return (f"time limit {limits.wall_seconds:g} s of CPU time{per_case} ({counter}), wall-clock backstop "
+            f"{limits.backstop(limits.wall_seconds):g} s")
+
+
 class BackendUnavailable(RuntimeError):
     """The backend cannot run here; the message says what is missing and how to get it."""
 

@@ -42,6 +42,7 @@ from typing import Callable
 from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, seccomp
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, SandboxProcess, register, runner_source,
+    time_limit_text,
 )
 
 NOBODY = hostprobe.SANDBOX_UID
@@ -425,6 +426,11 @@ def _resolve(caps: hostprobe.HostCaps, namespaces: bool | str, process_cap: str,
     return Plan(namespaces=bool(namespaces), process_cap=process_cap)
 
 
+CPU_COUNTER = "a cpuacct cgroup of the execution's own, read by the harness"
+TREE_COUNTER = "the runner's process tree in /proc, read by the harness"
+TREE_GAP = ("CPU time of every process (no cpuacct cgroup here: a child that ends outside the runner's tree "
+            "is not counted; the wall-clock backstop bounds it)")
+
 PAGE_CACHE = ("page cache of the read-only view: every file read in by the harness before any candidate "
               f"runs and re-checked every {residency.REFRESH_SECONDS:g} s, so no page is left for an execution "
               "to load, and none it can evict (the evicting and probing calls are denied)")
@@ -453,8 +459,10 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
         f"rlimit file size {limits.file_bytes // MiB} MiB",
         f"rlimit open files {limits.open_files}",
         "no core dumps",
-        f"wall clock {limits.wall_seconds:g} s",
+        time_limit_text(limits, CPU_COUNTER if cgroup.cpuacct_parent() else TREE_COUNTER),
     ]
+    if not cgroup.cpuacct_parent():
+        iso.not_enforced.append(TREE_GAP)
     if plan.process_cap == "cgroup":
         swap = " including swap" if caps.cgroups.memsw else ""
         iso.enforced += [f"process cap: cgroup pids.max={limits.processes}",
@@ -521,7 +529,7 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
         f"rlimit file size {limits.file_bytes // MiB} MiB",
         f"rlimit open files {limits.open_files}",
         "no core dumps",
-        f"wall clock {limits.wall_seconds:g} s",
+        time_limit_text(limits, "the slot's cpuacct cgroup, read by the harness" if cgroup.cpuacct_parent() else ""),
         f"process cap: cgroup pids.max={limits.processes} for the execution (the slot's cgroup; its limit "
         f"adds the slot's {forkserver.RESIDENT_PROCESSES} resident processes)",
         f"memory cap: cgroup {limits.memory_bytes // MiB} MiB for all its processes"
