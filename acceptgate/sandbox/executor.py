@@ -23,7 +23,7 @@ from acceptgate import interrupt, literals
 from acceptgate.hashing import sha256_text
 from acceptgate.parallel import parallel_map
 from acceptgate.render import NONLITERAL, Harness
-from acceptgate.sandbox import answers
+from acceptgate.sandbox import answers, stages
 from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
 
 VERDICTS = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
@@ -228,17 +228,25 @@ class _Channel:
         or reads its input pipe ahead, learns nothing of the later cases). ``calls``: the marshalled
         (args, kwargs) of each call.
         """
+        head = self.marker + b" call "
+        each = isinstance(self.case_seconds, (tuple, list))
+        backstop = 0.0
+        if self.case_seconds is not None and not each:
+            backstop = self.limits.backstop(self.case_limit) if self.measured else self.case_limit
         for answered, call in enumerate(calls):
             if self.case_seconds is not None:  # this case's clocks start with the previous answer
-                if isinstance(self.case_seconds, (tuple, list)):
+                if each:
                     self.case_limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)]
-                backstop = self.limits.backstop(self.case_limit) if self.measured else self.case_limit
-                self.deadline = min(self.wall_deadline, time.monotonic() + backstop)
+                    backstop = self.limits.backstop(self.case_limit) if self.measured else self.case_limit
+                now = time.monotonic()
+                self.deadline = min(self.wall_deadline, now + backstop)
                 if self.measured:
-                    self.cpu_used()
+                    cpu = self.proc.cpu_seconds()
+                    if cpu is not None:
+                        self.cpu_seen, self.seen_at = cpu, now
                     self.case_cpu_start = self.cpu_seen
                 self.in_case = True
-            self.proc.write(self.frame(b"call", call), self.deadline)
+            self.proc.write(head + str(len(call)).encode() + b"\n" + call, self.deadline)
             if self.ok_limits is not None:
                 self.ok_limit = self.ok_limits[min(answered, len(self.ok_limits) - 1)]
             answer = self.recv()
@@ -481,6 +489,8 @@ def execute(
     """Run one candidate program against one loaded harness in one sandboxed process."""
     interrupt.check()  # after SIGINT / SIGTERM no new sandbox starts (queued executions end here)
     started = time.monotonic()
+    if stages.ON:
+        stages.start()
     result = ExecutionResult(
         verdict="pass",
         cases=[],
@@ -492,6 +502,8 @@ def execute(
     )
     marker = secrets.token_hex(16).encode()
     proc = backend.spawn(limits)
+    if stages.ON:
+        stages.mark("spawn")
     # The clocks start once the sandbox exists: waiting for a pooled slot is not the program's time.
     chan = _Channel(proc, marker, limits, time.monotonic())
     current: int | None = None  # the case being waited for (cases are answered in order)
@@ -512,6 +524,8 @@ def execute(
             return result
         if kind != b"ready":
             raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
+        if stages.ON:
+            stages.mark("load")
         cases = harness.cases
         prepared = _prepare(harness)
         chan.ok_limit = min(MAX_FRAME, harness.result_limit)
@@ -519,17 +533,24 @@ def execute(
         current = 0
         for index, (kind, payload) in enumerate(chan.answers(prepared.calls)):
             judging = time.monotonic()
+            if stages.ON:
+                stages.mark("round trip")
             if kind == b"ok" and payload == prepared.expected_text[index] and prepared.text_passes[index]:
                 case = CaseResult(index=index, status="pass")  # the text's verdict, computed once
             else:
                 args, kwargs, want = cases[index]
                 case = _judge_case(harness, index, args, kwargs, want, kind, payload, chan)
+            if stages.ON:
+                want = cases[index][2]  # a digest case's expected value is ("sha256", hexdigest, length)
+                stages.mark("compare (digest)" if type(want) is tuple and want[:1] == ("sha256",) else "compare")
             chan.pause(time.monotonic() - judging)
             result.cases.append(case)
             current = index + 1
             if case.status != "pass" and fail_fast:
                 break
         current = None
+        if chan.measured:  # read before the runner ends (a fork server then builds its next environment)
+            result.cpu_seconds = chan.cpu_used()
         chan.send(b"end", b"")
         result.exit = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic()))).describe()
     except TimeoutError:
@@ -563,10 +584,12 @@ def execute(
         proc.kill()
         if not result.exit or result.exit.startswith("exit code None"):
             result.exit = proc.wait(timeout=2.0).describe()
-        if chan.measured:
+        if chan.measured and result.cpu_seconds is None:
             result.cpu_seconds = chan.cpu_used()
         proc.close()
         result.wall_seconds = time.monotonic() - started
+        if stages.ON:
+            stages.mark("teardown")
     if result.verdict == "pass":
         bad = result.first_failure
         if bad is not None:

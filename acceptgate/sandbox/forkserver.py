@@ -53,6 +53,7 @@ RESIDENT_PROCESSES = 3
 START_SECONDS = 30.0  # a slot's first start (bubblewrap + interpreter); generous on a loaded host
 ANSWER_SECONDS = 10.0  # the fork server's answer to a run request
 GONE_SECONDS = 5.0  # for every process of an ended execution to be gone
+PIPE_ATOMIC = 4096  # PIPE_BUF: a write of at most this many bytes is all or nothing
 
 
 def zygote_source() -> str:
@@ -304,8 +305,18 @@ class ForkServerProcess(SandboxProcess):
         self._release: Callable[[Slot, bool], None] | None = None
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
+        self._poll = select.poll()
+        self._poll.register(self._out, select.POLLIN)
 
     def write(self, data: bytes, deadline: float) -> None:
+        if len(data) <= PIPE_ATOMIC:  # a call frame: one write that cannot be partial (pipe(7))
+            try:
+                n = os.write(self._in, data)
+            except BlockingIOError:
+                n = 0
+            if n == len(data):
+                return
+            data = data[n:]
         view = memoryview(data)
         while view:
             try:
@@ -318,13 +329,18 @@ class ForkServerProcess(SandboxProcess):
             view = view[n:]
 
     def read(self, deadline: float) -> bytes:
+        # Wait first, then read: an answer is rarely there the moment its call is written, and a read
+        # that fails (EAGAIN, an exception here) costs as much as the wait (one poll object per process).
         while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._poll.poll(remaining * 1000 + 1):
+                if time.monotonic() >= deadline:
+                    raise TimeoutError
+                continue
             try:
                 return os.read(self._out, 1 << 20)
             except BlockingIOError:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not _readable(self._out, remaining):
-                    raise TimeoutError from None
+                continue
 
     def cpu_seconds(self) -> float | None:
         # The slot's cgroup: while an execution runs, the fork server and bubblewrap's init only wait
