@@ -376,6 +376,58 @@ def slot_start_cost(backend: backends.Backend, limits: Limits, n: int = 5) -> di
             "all_cpu_ms": ((_cpu() - total) / n * 1e3) if total is not None else None}
 
 
+def round_trip_floor(backend: backends.Backend, calls: int = 3000, repeats: int = 3) -> dict[str, float] | None:
+    """What one call at a time costs by itself: raw frames to one runner answering ``f(x) = x``, each
+    call written after the previous answer, against every call written ahead (what the harness no
+    longer does). CPU µs per call of this process and of the sandbox (its counter), medians."""
+    import marshal
+    import secrets
+    import statistics
+    import threading
+
+    limits = Limits(wall_seconds=60)
+    payloads = [marshal.dumps(((i,), {})) for i in range(calls)]
+
+    def once(ahead: bool) -> tuple[float, float] | None:
+        proc = backend.spawn(limits)
+        try:
+            marker, deadline = secrets.token_hex(16).encode(), time.monotonic() + 120
+            frame = lambda kind, p: marker + b" " + kind + b" " + str(len(p)).encode() + b"\n" + p  # noqa: E731
+            proc.write(marker + b"\n", deadline)
+            proc.write(frame(b"load", marshal.dumps({"source": "def f(x):\n    return x\n", "entry_point": "f",
+                                                      "limits": limits.rlimits(),
+                                                      "seccomp": getattr(proc, "runner_seccomp", b"")})), deadline)
+            proc.read(deadline)
+            cpu0, own0 = proc.cpu_seconds(), time.process_time()
+            if cpu0 is None:
+                return None
+            if ahead:
+                writer = threading.Thread(target=proc.write, args=(b"".join(frame(b"call", p) for p in payloads), deadline))
+                writer.start()
+                got = 0
+                while got < calls:
+                    got += proc.read(deadline).count(b"\n")
+                writer.join()
+            else:
+                for p in payloads:
+                    proc.write(frame(b"call", p), deadline)
+                    proc.read(deadline)
+            return (time.process_time() - own0) / calls * 1e6, (proc.cpu_seconds() - cpu0) / calls * 1e6
+        finally:
+            proc.kill()
+            proc.close()
+
+    out = {}
+    for ahead in (False, True):
+        runs = [r for r in (once(ahead) for _ in range(repeats)) if r is not None]
+        if not runs:
+            return None
+        key = "written_ahead" if ahead else "one_at_a_time"
+        out[key + "_harness_us"] = statistics.median(r[0] for r in runs)
+        out[key + "_sandbox_us"] = statistics.median(r[1] for r in runs)
+    return out
+
+
 def breakdown(name: str, backend: backends.Backend, imported: ImportResult, samples: list[Sample],
               workers: int, limits: Limits) -> dict[str, Any]:
     from acceptgate.sandbox import stages
@@ -456,6 +508,11 @@ def breakdown_table(b: dict[str, Any]) -> str:
         lines.append(f"| sandbox, kernel ({ss / (su + ss) * 100:.0f} %) | {per(ss)} | | |")
         total = hu + hs + su + ss
         lines.append(f"| **all CPU** (kernel {(hs + ss) / total * 100:.0f} %) | **{per(total)}** | | |")
+    if b.get("floor"):
+        f = b["floor"]
+        lines.append(f"\nraw frames, 3,000 calls of f(x) = x on one runner (CPU µs per call, median of 3): one at a "
+                     f"time {f['one_at_a_time_harness_us']:.1f} harness + {f['one_at_a_time_sandbox_us']:.1f} sandbox; "
+                     f"written ahead {f['written_ahead_harness_us']:.1f} + {f['written_ahead_sandbox_us']:.1f}")
     if b.get("slot_start"):
         st = b["slot_start"]
         lines.append(f"\nslot start (5 started and discarded): {st['wall_ms']:.1f} ms wall, "
@@ -481,6 +538,7 @@ def run_breakdown(args: argparse.Namespace, argv: list[str] | None) -> int:
             print(f"acceptgate {name} on HumanEval+ ...", file=sys.stderr)
             b = breakdown(name, backend, imported, samples, args.workers, HEP_LIMITS)
             b["slot_start"] = slot_start_cost(backend, HEP_LIMITS)
+            b["floor"] = round_trip_floor(backend)
             found.append(b)
     command = " ".join(["python3", "bench/bench_samples.py", *(argv if argv is not None else sys.argv[1:])])
     md = f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores\n\n" + \
