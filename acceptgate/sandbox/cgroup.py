@@ -9,6 +9,7 @@ even an OOM counter -- carries over from one execution to the next.
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import os
 import signal
@@ -45,7 +46,7 @@ def v1_parents() -> Cgroups:
     return Cgroups(pids=dirs["pids"], memory=dirs["memory"], memsw=memsw)
 
 
-def _v1_mounts() -> dict[str, tuple[str, str]]:
+def _v1_mounts(controllers: tuple[str, ...] = ("pids", "memory")) -> dict[str, tuple[str, str]]:
     """controller -> (root within the hierarchy, mount point), from /proc/self/mountinfo."""
     found = {}
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
@@ -53,7 +54,7 @@ def _v1_mounts() -> dict[str, tuple[str, str]]:
         fields = right.split()
         if len(fields) >= 3 and fields[0] == "cgroup":
             for option in fields[2].split(","):
-                if option in ("pids", "memory"):
+                if option in controllers:
                     found.setdefault(option, (left.split()[3], left.split()[4]))
     return found
 
@@ -72,7 +73,8 @@ SLOT = "slot-"  # a fork-server slot's cgroup: acceptgate-slot-<pid>-<n>, long-l
 
 def sweep_stale(parents: Cgroups) -> None:
     """Remove empty cgroups left by harness processes that died without closing them."""
-    for parent in (parents.pids, parents.memory):
+    cpu = cpuacct_parent()
+    for parent in (parents.pids, parents.memory) + ((cpu,) if cpu else ()):
         for child in Path(parent).glob(PREFIX + "*"):
             name = child.name[len(PREFIX):]
             owner = name.removeprefix(SLOT).split("-")[0]
@@ -202,3 +204,156 @@ def _rmdir(path: Path, attempts: int = 200) -> None:
                 raise
             time.sleep(0.005)
     raise CgroupError(f"cgroup {path} still busy after killing its tasks")
+
+
+# --- CPU accounting -----------------------------------------------------------------------------------
+# The candidate's time limit is on the CPU time of its processes (executor.py), read here on the host:
+# a cgroup counts every process of an execution, forked children and orphans included, and nothing the
+# candidate does inside can change the counter.
+
+@functools.cache
+def cpuacct_parent() -> str | None:
+    """Our own v1 ``cpuacct`` cgroup dir when it is mounted and we can create cgroups under it."""
+    mounts = _v1_mounts(("cpuacct",))
+    if "cpuacct" not in mounts:
+        return None
+    root, mountpoint = mounts["cpuacct"]
+    rel = os.path.relpath(_own_cgroups().get("cpuacct", "/"), root)
+    path = Path(mountpoint) / rel
+    if rel.startswith("..") or not path.is_dir() or not os.access(path, os.W_OK):
+        return None
+    return str(path)
+
+
+class CpuCounter:
+    """Reads a cgroup's CPU time (all its processes, user + system) from an open descriptor: one
+    pread, a few microseconds, cheap enough to read at every case."""
+
+    def __init__(self, path: Path, v2: bool = False) -> None:
+        self.path = path
+        self._v2 = v2
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+    def seconds(self) -> float | None:
+        try:
+            raw = os.pread(self._fd, 4096, 0)
+        except OSError:  # the cgroup is gone (its container removed): unknown
+            return None
+        if self._v2:  # cpu.stat: "usage_usec N" first
+            for line in raw.split(b"\n"):
+                if line.startswith(b"usage_usec "):
+                    return int(line.split()[1]) / 1e6
+            return None
+        return int(raw) / 1e9
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class CpuCgroup:
+    """A v1 cpuacct cgroup made only to count one execution's (or one slot's) CPU time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.counter = CpuCounter(path / "cpuacct.usage")
+
+    @classmethod
+    def create(cls, slot: bool = False) -> "CpuCgroup | None":
+        """None where the host has no writable cpuacct hierarchy (the caller falls back)."""
+        parent = cpuacct_parent()
+        if parent is None:
+            return None
+        path = Path(parent) / f"{PREFIX}{SLOT if slot else ''}{os.getpid()}-{next(_counter)}"
+        try:
+            path.mkdir()
+            return cls(path)
+        except OSError:
+            _rmdir(path)
+            return None
+
+    def attach(self, pid: int) -> None:
+        _write(self.path / "cgroup.procs", pid)
+
+    def seconds(self) -> float | None:
+        return self.counter.seconds()
+
+    def remove(self) -> None:
+        self.counter.close()
+        if self.path.exists():
+            _kill_tasks(self.path)
+            try:
+                _rmdir(self.path)
+            except (OSError, CgroupError):
+                pass
+
+
+def counter_for_pid(pid: int, must_contain: str = "") -> CpuCounter | None:
+    """The CPU counter of the cgroup a (host) process is in -- e.g. a container's init, whose cgroup
+    the engine made -- or None when it cannot be read from here. ``must_contain``: a text the cgroup's
+    path must hold (a container's id), so that a pid from another machine's engine is never taken for
+    a local process."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    lines = [line for line in lines if must_contain in line.split(":", 2)[-1]]
+    v1 = _v1_mounts(("cpuacct",))
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "cpuacct" in controllers.split(",") and "cpuacct" in v1:
+            root, mountpoint = v1["cpuacct"]
+            rel = os.path.relpath(path, root)
+            target = Path(mountpoint) / rel / "cpuacct.usage"
+            if not rel.startswith("..") and target.exists():
+                try:
+                    return CpuCounter(target)
+                except OSError:
+                    return None
+    for line in lines:  # cgroup v2 (unified) only
+        if line.startswith("0::"):
+            target = Path("/sys/fs/cgroup") / line[3:].lstrip("/") / "cpu.stat"
+            if target.exists():
+                try:
+                    return CpuCounter(target, v2=True)
+                except OSError:
+                    return None
+    return None
+
+
+class ProcessTreeCpu:
+    """Where no cgroup counts: the CPU time of a process (utime + stime, and cutime + cstime of the
+    children it has reaped) and of its live descendants where the kernel lists them
+    (/proc/PID/task/TID/children). Other processes of the execution are not counted; the wall-clock
+    backstop still bounds them (``isolation`` says so)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def seconds(self) -> float | None:
+        total, seen, todo = 0, set(), [self.pid]
+        while todo:
+            pid = todo.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    fields = f.read().rpartition(b")")[2].split()
+                total += sum(int(x) for x in fields[11:15])
+            except (OSError, ValueError, IndexError):
+                if pid == self.pid:
+                    return None
+                continue
+            try:
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
+                        todo += [int(x) for x in f.read().split()]
+            except (OSError, ValueError):
+                pass
+        return total / self._tick
+
+    def close(self) -> None:
+        pass

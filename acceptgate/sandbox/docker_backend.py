@@ -23,7 +23,7 @@ import time
 
 from acceptgate.sandbox import residency, seccomp
 from acceptgate.sandbox.backend import (
-    Backend, BackendUnavailable, ExitStatus, Isolation, Limits, SandboxProcess, register,
+    Backend, BackendUnavailable, ExitStatus, Isolation, Limits, SandboxProcess, register, time_limit_text,
 )
 from acceptgate.sandbox.docker import engine, image as images
 from acceptgate.sandbox.docker.pool import KEEPER_PROCESSES, ContainerConfig, Pool, WarmContainer
@@ -108,6 +108,12 @@ class ContainerProcess(SandboxProcess):
         except Exception:  # noqa: BLE001 -- gone already (auto-removed): unknown, so no
             return False
 
+    def cpu_seconds(self) -> float | None:
+        # The container's cgroup: its keeper and fork server only relay and wait while an execution
+        # runs (they clean up after its end), so this is the execution's CPU time.
+        cpu = self.wc.cpu
+        return cpu.seconds() if cpu is not None else None
+
     def kill(self) -> None:
         if self.report is not None or self.lost or self._kill_sent:
             return
@@ -165,6 +171,7 @@ class DockerBackend(Backend):
         self.fork_server = fork_server
         self.pool = Pool(self.client, size=pool_size or os.cpu_count() or 1, max_uses=max_uses, reuse=reuse)
         self._engine = engine.describe(self.client)
+        self._cpu_counted: bool | None = None
         self.layers = self._layer_dirs()
         # Before the first container: pinned in memory while the backend lives, or else read in and
         # re-checked (residency.py).
@@ -237,7 +244,8 @@ class DockerBackend(Backend):
             "empty environment",
             f"rlimit address space {limits.memory_bytes // mib} MiB, cpu {limits.cpu_seconds} s, "
             f"file size {limits.file_bytes // mib} MiB, open files {limits.open_files}, no core",
-            f"wall clock {limits.wall_seconds:g} s",
+            time_limit_text(limits, "the container's cgroup, read by the harness on the host"
+                            if self.cpu_counted() else ""),
         ]
         if any(opt.startswith("name=seccomp") for opt in self._engine.get("security_options", [])):
             iso.enforced.append(seccomp.describe() + " (acceptgate's profile, in place of the engine's default)")
@@ -265,6 +273,14 @@ class DockerBackend(Backend):
         else:
             iso.notes.append("one container per execution")
         return iso
+
+    def cpu_counted(self) -> bool:
+        """Can the harness read a container's CPU counter here (an engine on this machine)?"""
+        if self._cpu_counted is None:  # one container looked at (then kept warm in the pool)
+            wc = self.pool.acquire(ContainerConfig.for_limits(self.image, Limits(), self.fork_server))
+            self._cpu_counted = wc.cpu is not None
+            self.pool.release(wc, reusable=True)
+        return self._cpu_counted
 
     @staticmethod
     def pool_uids() -> bool:

@@ -23,7 +23,7 @@ from acceptgate import interrupt, literals
 from acceptgate.hashing import sha256_text
 from acceptgate.parallel import parallel_map
 from acceptgate.render import NONLITERAL, Harness
-from acceptgate.sandbox import answers
+from acceptgate.sandbox import answers, stages
 from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
 
 VERDICTS = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
@@ -69,6 +69,8 @@ class ExecutionResult:
     exit: str = ""
     wall_seconds: float = 0.0
     cases_total: int = 0
+    timeout_clock: str = ""  # for a timeout: "cpu" (the CPU-time limit) or "wall" (the wall-clock backstop)
+    cpu_seconds: float | None = None  # CPU time of the sandbox's processes, where the backend counts it
 
     @property
     def passed(self) -> bool:
@@ -95,6 +97,8 @@ class ExecutionResult:
             "isolation": self.isolation,
             "exit": self.exit,
             "wall_seconds": round(self.wall_seconds, 4),
+            "cpu_seconds": None if self.cpu_seconds is None else round(self.cpu_seconds, 4),
+            "timeout_clock": self.timeout_clock,
         }
 
     def to_json(self) -> str:
@@ -105,18 +109,41 @@ def _short(text: str) -> str:
     return _clip(text, SHOW_CHARS)
 
 
-class _Channel:
-    """Framed messages over a SandboxProcess, under one wall-clock deadline."""
+# Why a timeout: the CPU-time limit (the execution's or a case's) or the wall-clock backstop. Recorded
+# apart (ExecutionResult.timeout_clock, and the start of its detail): only the first is a function of
+# the program; the second stops what uses no CPU (a sleep) or a host too loaded to run it at all.
+TIMEOUT_CLOCKS = ("cpu", "wall")
+POLL_SECONDS = 0.005  # the shortest wait between two looks at the CPU counter
 
-    def __init__(self, proc: SandboxProcess, marker: bytes, deadline: float,
-                 case_seconds: float | tuple[float, ...] | None = None) -> None:
+
+class _Channel:
+    """Framed messages over a SandboxProcess, under a CPU-time limit and a wall-clock backstop.
+
+    Where the backend counts the sandbox's CPU time (``proc.cpu_seconds()``), the execution's limit
+    (``limits.wall_seconds``) and each case's (``limits.case_seconds``) are on it, and the wall clock
+    is only the backstop ``limits.backstop(...)``: a busy machine slows a program down but does not
+    change its verdict. The counter is read when a case starts and whenever the CPU could have used up
+    what is left of a limit (the wait is cut to ``left / CPUs``). Without a counter both limits are on
+    the wall clock, as the limits name them.
+    """
+
+    def __init__(self, proc: SandboxProcess, marker: bytes, limits: Limits, started: float) -> None:
         self.proc = proc
         self.marker = marker
-        self.deadline = deadline  # the one in force: the wall clock's, or a sooner per-case one
-        self.wall_deadline = deadline
+        self.limits = limits
+        cpu = proc.cpu_seconds()
+        self.measured = cpu is not None
+        self.cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        self.limit = limits.wall_seconds
+        self.wall_deadline = started + (limits.backstop(self.limit) if self.measured else self.limit)
+        self.deadline = self.wall_deadline  # the one in force: the execution's, or a sooner per-case one
+        self.cpu_start = self.case_cpu_start = self.cpu_seen = cpu or 0.0
+        self.seen_at = time.monotonic()
         # One limit for every case, or one per case (a sequence, e.g. EvalPlus's per-input limits)
-        self.case_seconds = case_seconds
-        self.case_limit = case_seconds if not isinstance(case_seconds, (tuple, list)) else None
+        self.case_seconds = limits.case_seconds
+        self.case_limit = self.case_seconds if not isinstance(self.case_seconds, (tuple, list)) else None
+        self.in_case = False
+        self.expired = ""  # what ran out: "cpu", "case-cpu", "wall", "case-wall"
         self.buf = bytearray()
         self.ok_limit = MAX_FRAME  # results beyond this are dropped unread (see recv)
         self.ok_limits: tuple[int, ...] | None = None  # or one such bound per case
@@ -126,15 +153,66 @@ class _Channel:
         self.judge_cpu_deadline = time.thread_time() + JUDGE_CPU_SECONDS
 
     def pause(self, seconds: float) -> None:
-        """Stop the candidate's clocks for ``seconds``: the time the harness spent judging an answer is
-        not the program's (on a loaded machine it can be several times its CPU cost)."""
+        """Stop the candidate's wall clocks for ``seconds``: the time the harness spent judging an answer
+        is not the program's (on a loaded machine it can be several times its CPU cost). Its CPU
+        clock needs no pause: the harness's work is not counted on it."""
         self.deadline += seconds
         self.wall_deadline += seconds
 
+    def cpu_used(self) -> float:
+        """CPU seconds of the execution so far (the last reading when the counter is gone)."""
+        cpu = self.proc.cpu_seconds() if self.measured else None
+        if cpu is not None:
+            self.cpu_seen, self.seen_at = cpu, time.monotonic()
+        return self.cpu_seen - self.cpu_start
+
+    def _cpu_left(self) -> float:
+        left = self.limit - (self.cpu_seen - self.cpu_start)
+        if self.in_case and self.case_limit is not None:
+            left = min(left, self.case_limit - (self.cpu_seen - self.case_cpu_start))
+        return left
+
+    def _wait_until(self) -> float:
+        """How long to wait for the runner before looking at the clocks again."""
+        if not self.measured:
+            return self.deadline
+        # Between the last reading and now the sandbox used at most (elapsed x CPUs) seconds of CPU.
+        poll = self.seen_at + max(0.0, self._cpu_left()) / self.cpus
+        return min(self.deadline, max(poll, time.monotonic() + POLL_SECONDS))
+
+    def _clocks_ran_out(self) -> bool:
+        """After a wait ended with no answer: has a limit been reached? (sets ``self.expired``)"""
+        if time.monotonic() >= self.deadline:
+            self.expired = "wall" if self.deadline >= self.wall_deadline else "case-wall"
+            return True
+        if self.measured:
+            used = self.cpu_used()
+            if used >= self.limit:
+                self.expired = "cpu"
+                return True
+            if self.in_case and self.case_limit is not None and self.cpu_seen - self.case_cpu_start >= self.case_limit:
+                self.expired = "case-cpu"
+                return True
+        return False
+
+    def timeout_clock(self) -> str:
+        return "cpu" if self.expired in ("cpu", "case-cpu") else "wall"
+
     def timeout_detail(self, limits: Limits) -> str:
-        if self.deadline < self.wall_deadline:
-            return f"no answer within the {self.case_limit:g} s per-case limit"
-        return f"no answer within the {limits.wall_seconds:g} s wall clock"
+        used = f" ({self.cpu_used():.2f} s of CPU time used)" if self.measured else ""
+        if self.expired == "case-cpu":
+            return f"CPU time limit: more than the {self.case_limit:g} s per case"
+        if self.expired == "cpu":
+            return f"CPU time limit: more than the {self.limit:g} s of the execution"
+        if self.expired == "case-wall":
+            if self.measured:
+                return (f"wall-clock backstop: no answer within {limits.backstop(self.case_limit):g} s "
+                        f"for a case limited to {self.case_limit:g} s of CPU time{used}")
+            return f"wall clock: no answer within the {self.case_limit:g} s per-case limit"
+        if self.measured:
+            return (f"wall-clock backstop: no answer within {limits.backstop(self.limit):g} s for an "
+                    f"execution limited to {self.limit:g} s of CPU time{used}")
+        return f"wall clock: no answer within the {limits.wall_seconds:g} s limit"
 
     def frame(self, kind: bytes, payload: bytes) -> bytes:
         return self.marker + b" " + kind + b" " + str(len(payload)).encode() + b"\n" + payload
@@ -150,18 +228,39 @@ class _Channel:
         or reads its input pipe ahead, learns nothing of the later cases). ``calls``: the marshalled
         (args, kwargs) of each call.
         """
+        head = self.marker + b" call "
+        each = isinstance(self.case_seconds, (tuple, list))
+        backstop = 0.0
+        if self.case_seconds is not None and not each:
+            backstop = self.limits.backstop(self.case_limit) if self.measured else self.case_limit
         for answered, call in enumerate(calls):
-            if self.case_seconds is not None:  # this case's clock starts with the previous answer
-                if isinstance(self.case_seconds, (tuple, list)):
+            if self.case_seconds is not None:  # this case's clocks start with the previous answer
+                if each:
                     self.case_limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)]
-                self.deadline = min(self.wall_deadline, time.monotonic() + self.case_limit)
-            self.proc.write(self.frame(b"call", call), self.deadline)
+                    backstop = self.limits.backstop(self.case_limit) if self.measured else self.case_limit
+                now = time.monotonic()
+                self.deadline = min(self.wall_deadline, now + backstop)
+                if self.measured:
+                    cpu = self.proc.cpu_seconds()
+                    if cpu is not None:
+                        self.cpu_seen, self.seen_at = cpu, now
+                    self.case_cpu_start = self.cpu_seen
+                self.in_case = True
+            self.proc.write(head + str(len(call)).encode() + b"\n" + call, self.deadline)
             if self.ok_limits is not None:
                 self.ok_limit = self.ok_limits[min(answered, len(self.ok_limits) - 1)]
-            yield self.recv()
+            answer = self.recv()
+            self.in_case = False
+            yield answer
 
     def _fill(self) -> None:
-        chunk = self.proc.read(self.deadline)
+        while True:
+            try:
+                chunk = self.proc.read(self._wait_until())
+                break
+            except TimeoutError:
+                if self._clocks_ran_out():
+                    raise
         if not chunk:
             raise EOFError
         self.buf += chunk
@@ -246,11 +345,13 @@ def _raised_status(error_type: str) -> str:
     return "memory" if error_type == "MemoryError" else "error"
 
 
-def _classify_exit(status: ExitStatus, elapsed: float, limits: Limits) -> tuple[str, str]:
+def _classify_exit(status: ExitStatus, elapsed: float, limits: Limits,
+                   cpu_used: float | None = None) -> tuple[str, str]:
     """The verdict of a runner that ended before answering, from what the harness observed.
 
     ``memory``: the cgroup or the container recorded an OOM kill. ``timeout`` from SIGXCPU only when
-    the execution ran long enough to have used its CPU limit on every core of this host (the runner
+    the sandbox's CPU counter shows the limit used (``cpu_used``), or without a counter when the
+    execution ran long enough to have used its CPU limit on every core of this host (the runner
     sets the soft limit a second below the hard one, so the real limit is a SIGXCPU); an earlier
     SIGXCPU was sent by the candidate itself and is a ``crash``, as is any other signal (its own
     init killed included).
@@ -258,9 +359,13 @@ def _classify_exit(status: ExitStatus, elapsed: float, limits: Limits) -> tuple[
     if status.oom_killed:
         return "memory", status.describe()
     if status.signal == signal.SIGXCPU:
-        if elapsed >= limits.cpu_seconds / (os.cpu_count() or 1):
+        # Half the limit: the rlimit's clock is the kernel's tick-sampled user + system time, which on a
+        # loaded machine runs ahead of the counter's exact run time (seen at 0.90 s for a 1 s limit).
+        if (cpu_used >= 0.5 * limits.cpu_seconds if cpu_used is not None
+                else elapsed >= limits.cpu_seconds / (os.cpu_count() or 1)):
             return "timeout", f"{status.describe()} (the {limits.cpu_seconds} s CPU limit)"
-        return "crash", (f"{status.describe()} after {elapsed:.2f} s: too soon for the {limits.cpu_seconds} s "
+        spent = f"{cpu_used:.2f} s of CPU time" if cpu_used is not None else f"{elapsed:.2f} s"
+        return "crash", (f"{status.describe()} after {spent}: too soon for the {limits.cpu_seconds} s "
                          "CPU limit (sent by the candidate)")
     if status.signal:
         return "crash", status.describe()
@@ -301,47 +406,56 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
     outcomes: list[CallOutcome] = []
     marker = secrets.token_hex(16).encode()
     proc = backend.spawn(limits)
-    # The wall clock starts once the sandbox exists: waiting for a pooled slot is not the program's time.
-    deadline = time.monotonic() + limits.wall_seconds
+    # The clocks start once the sandbox exists: waiting for a pooled slot is not the program's time.
+    started = time.monotonic()
+    chan = _Channel(proc, marker, limits, started)
     detail = ""
     try:
-        chan = _Channel(proc, marker, deadline, limits.case_seconds)
-        proc.write(marker + b"\n", deadline)
+        proc.write(marker + b"\n", chan.deadline)
         chan.send(b"load", marshal.dumps({"source": source, "entry_point": entry_point,
                                           "limits": limits.rlimits(),
                                           "seccomp": getattr(proc, "runner_seccomp", b"")}))
         kind, payload = chan.recv()
         if kind == b"loaderr":
-            info = _error_info(payload, deadline)
+            info = _error_info(payload, chan.deadline)
             return [], _clip(f"did not load: {info['type']}: {info['message']}", DETAIL_CHARS)
         if kind != b"ready":
             raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
         payloads = [marshal.dumps((tuple(args), dict(kwargs))) for args, kwargs in calls]
         for kind, payload in chan.answers(payloads):
+            judging = time.monotonic()
             if kind in VALUE_FRAMES:
+                # As execute's: read on the harness's own CPU budget (its judging thread's CPU time,
+                # which the machine's load does not use up), with the candidate's clocks stopped.
                 try:
                     value = answer_value(kind, parse(payload.decode("utf-8", "surrogatepass"),
-                                                     deadline=chan.deadline))
+                                                     deadline=chan.judge_cpu_deadline, clock=time.thread_time))
                     outcomes.append(CallOutcome("ok", value))
                 except (literals.LiteralError, UnicodeDecodeError) as exc:
                     outcomes.append(CallOutcome("protocol", error_type="NonLiteralResult",
                                                 message=_clip(str(exc), SHOW_CHARS)))
+                except TimeoutError:
+                    outcomes.append(CallOutcome("protocol", error_type="NonLiteralResult", message=(
+                        f"a result of {len(payload)} bytes: too costly to read within the harness's "
+                        f"{JUDGE_CPU_SECONDS:g} s CPU budget")))
             elif kind in (b"raise", b"nonliteral"):
                 info = _error_info(payload, chan.deadline)
                 status = "protocol" if kind == b"nonliteral" else _raised_status(info["type"])
                 outcomes.append(CallOutcome(status, error_type=info["type"], message=info["message"]))
             else:
                 raise ProtocolViolation(f"unexpected frame {kind[:20]!r}")
+            chan.pause(time.monotonic() - judging)
         chan.send(b"end", b"")
     except TimeoutError:
         verdict, detail, _ = _clock_ran_out(proc, chan, limits)
-        outcomes.append(CallOutcome(verdict, message=detail if verdict == "memory" else ""))
+        outcomes.append(CallOutcome(verdict, message=detail))
     except ProtocolViolation as exc:
         outcomes.append(CallOutcome("protocol", message=str(exc)))
         detail = str(exc)
     except (EOFError, BrokenPipeError, ConnectionError):
-        status = proc.wait(timeout=max(0.5, deadline - time.monotonic()))
-        verdict, detail = _classify_exit(status, time.monotonic() - (deadline - limits.wall_seconds), limits)
+        status = proc.wait(timeout=max(0.5, chan.wall_deadline - time.monotonic()))
+        verdict, detail = _classify_exit(status, time.monotonic() - started, limits,
+                                         chan.cpu_used() if chan.measured else None)
         outcomes.append(CallOutcome(verdict, message=detail))
     except BackendUnavailable:
         raise
@@ -376,6 +490,8 @@ def execute(
     """Run one candidate program against one loaded harness in one sandboxed process."""
     interrupt.check()  # after SIGINT / SIGTERM no new sandbox starts (queued executions end here)
     started = time.monotonic()
+    if stages.ON:
+        stages.start()
     result = ExecutionResult(
         verdict="pass",
         cases=[],
@@ -387,27 +503,30 @@ def execute(
     )
     marker = secrets.token_hex(16).encode()
     proc = backend.spawn(limits)
-    # The wall clock starts once the sandbox exists: waiting for a pooled slot is not the program's time.
-    deadline = time.monotonic() + limits.wall_seconds
+    if stages.ON:
+        stages.mark("spawn")
+    # The clocks start once the sandbox exists: waiting for a pooled slot is not the program's time.
+    chan = _Channel(proc, marker, limits, time.monotonic())
     current: int | None = None  # the case being waited for (cases are answered in order)
     try:
-        chan = _Channel(proc, marker, deadline, limits.case_seconds)
-        proc.write(marker + b"\n", deadline)
+        proc.write(marker + b"\n", chan.deadline)
         load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits(),
                 "seccomp": getattr(proc, "runner_seccomp", b"")}  # a filter the runner loads itself
         chan.send(b"load", marshal.dumps(load))
         kind, payload = chan.recv()
         if kind == b"loaderr":
-            info = _error_info(payload, deadline)
+            info = _error_info(payload, chan.deadline)
             result.verdict = _raised_status(info["type"])
             result.detail = _clip(f"candidate did not load: {info['type']}: {info['message']}", DETAIL_CHARS)
             # The runner ends by itself after a load error: its own exit is what happened.
-            result.exit = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic()))).describe()
+            result.exit = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic()))).describe()
             if result.exit.startswith("exit code None"):
                 result.exit = "still running after reporting the load error (killed)"
             return result
         if kind != b"ready":
             raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
+        if stages.ON:
+            stages.mark("load")
         cases = harness.cases
         prepared = _prepare(harness)
         chan.ok_limit = min(MAX_FRAME, harness.result_limit)
@@ -415,21 +534,30 @@ def execute(
         current = 0
         for index, (kind, payload) in enumerate(chan.answers(prepared.calls)):
             judging = time.monotonic()
+            if stages.ON:
+                stages.mark("round trip")
             if kind == b"ok" and payload == prepared.expected_text[index] and prepared.text_passes[index]:
                 case = CaseResult(index=index, status="pass")  # the text's verdict, computed once
             else:
                 args, kwargs, want = cases[index]
                 case = _judge_case(harness, index, args, kwargs, want, kind, payload, chan)
+            if stages.ON:
+                want = cases[index][2]  # a digest case's expected value is ("sha256", hexdigest, length)
+                stages.mark("compare (digest)" if type(want) is tuple and want[:1] == ("sha256",) else "compare")
             chan.pause(time.monotonic() - judging)
             result.cases.append(case)
             current = index + 1
             if case.status != "pass" and fail_fast:
                 break
         current = None
+        if chan.measured:  # read before the runner ends (a fork server then builds its next environment)
+            result.cpu_seconds = chan.cpu_used()
         chan.send(b"end", b"")
-        result.exit = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic()))).describe()
+        result.exit = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic()))).describe()
     except TimeoutError:
         result.verdict, result.detail, status = _clock_ran_out(proc, chan, limits)
+        if result.verdict == "timeout":
+            result.timeout_clock = chan.timeout_clock()
         result.exit = status.describe()
         _mark_current(result, current, result.verdict)
     except ProtocolViolation as exc:
@@ -437,12 +565,14 @@ def execute(
         result.detail = str(exc)
         _mark_current(result, current, "protocol")
     except (EOFError, BrokenPipeError, ConnectionError):
-        status = proc.wait(timeout=max(0.5, deadline - time.monotonic()))
+        status = proc.wait(timeout=max(0.5, chan.wall_deadline - time.monotonic()))
         if status.returncode is None:
             proc.kill()
             status = proc.wait(timeout=2.0)
-        result.verdict, result.detail = _classify_exit(status, time.monotonic() - (deadline - limits.wall_seconds),
-                                                       limits)
+        result.verdict, result.detail = _classify_exit(status, time.monotonic() - started, limits,
+                                                       chan.cpu_used() if chan.measured else None)
+        if result.verdict == "timeout":
+            result.timeout_clock = "cpu"  # SIGXCPU with the limit used
         result.exit = status.describe()
         _mark_current(result, current, result.verdict)
     except BackendUnavailable:
@@ -455,8 +585,12 @@ def execute(
         proc.kill()
         if not result.exit or result.exit.startswith("exit code None"):
             result.exit = proc.wait(timeout=2.0).describe()
+        if chan.measured and result.cpu_seconds is None:
+            result.cpu_seconds = chan.cpu_used()
         proc.close()
         result.wall_seconds = time.monotonic() - started
+        if stages.ON:
+            stages.mark("teardown")
     if result.verdict == "pass":
         bad = result.first_failure
         if bad is not None:

@@ -53,6 +53,7 @@ RESIDENT_PROCESSES = 3
 START_SECONDS = 30.0  # a slot's first start (bubblewrap + interpreter); generous on a loaded host
 ANSWER_SECONDS = 10.0  # the fork server's answer to a run request
 GONE_SECONDS = 5.0  # for every process of an ended execution to be gone
+PIPE_ATOMIC = 4096  # PIPE_BUF: a write of at most this many bytes is all or nothing
 
 
 def zygote_source() -> str:
@@ -154,6 +155,7 @@ class Slot:
         self.popen: subprocess.Popen | None = None
         self.ctl: socket.socket | None = None
         self.cgroup: cgroup.ExecutionCgroup | None = None
+        self.cpu: cgroup.CpuCgroup | None = None  # counts the slot's CPU time (the time limit's clock)
         self.uses = 0
         pool = config.uid_pool
         self.uid = pool.acquire(timeout=config.start_seconds) if pool is not None else config.uid
@@ -168,6 +170,7 @@ class Slot:
             self.cgroup = cgroup.ExecutionCgroup.create(
                 caps.cgroups, processes=self.limits.processes + RESIDENT_PROCESSES,
                 memory_bytes=self.limits.memory_bytes, slot=True)
+            self.cpu = cgroup.CpuCgroup.create(slot=True)
             inner = [caps.bwrap.python, "-I", "-S", "-B", "-c", zygote_source(), str(theirs.fileno()),
                      str(self.config.scratch_bytes), runner_source().decode("utf-8"),
                      "clone" if self.config.clone else "fork", seccomp.bpf().hex()]
@@ -195,6 +198,8 @@ class Slot:
                                  start_new_session=True, **ids)
         try:
             self.cgroup.attach(popen.pid)  # before the gate opens: nothing escapes the caps
+            if self.cpu is not None:
+                self.cpu.attach(popen.pid)
             popen.stdin.write(b"\n")
             popen.stdin.close()
         except OSError:
@@ -257,6 +262,9 @@ class Slot:
             except (OSError, cgroup.CgroupError):
                 pass
             self.cgroup = None
+        if self.cpu is not None:
+            self.cpu.remove()
+            self.cpu = None
         self.popen = None
         if self._uid_held:
             self._uid_held = False
@@ -297,8 +305,18 @@ class ForkServerProcess(SandboxProcess):
         self._release: Callable[[Slot, bool], None] | None = None
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
+        self._poll = select.poll()
+        self._poll.register(self._out, select.POLLIN)
 
     def write(self, data: bytes, deadline: float) -> None:
+        if len(data) <= PIPE_ATOMIC:  # a call frame: one write that cannot be partial (pipe(7))
+            try:
+                n = os.write(self._in, data)
+            except BlockingIOError:
+                n = 0
+            if n == len(data):
+                return
+            data = data[n:]
         view = memoryview(data)
         while view:
             try:
@@ -311,13 +329,24 @@ class ForkServerProcess(SandboxProcess):
             view = view[n:]
 
     def read(self, deadline: float) -> bytes:
+        # Wait first, then read: an answer is rarely there the moment its call is written, and a read
+        # that fails (EAGAIN, an exception here) costs as much as the wait (one poll object per process).
         while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._poll.poll(remaining * 1000 + 1):
+                if time.monotonic() >= deadline:
+                    raise TimeoutError
+                continue
             try:
                 return os.read(self._out, 1 << 20)
             except BlockingIOError:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not _readable(self._out, remaining):
-                    raise TimeoutError from None
+                continue
+
+    def cpu_seconds(self) -> float | None:
+        # The slot's cgroup: while an execution runs, the fork server and bubblewrap's init only wait
+        # (the next environment is built after it has ended), so this is the execution's CPU time.
+        cpu = self.slot.cpu
+        return cpu.seconds() if cpu is not None else None
 
     def kill(self) -> None:
         """SIGKILL the execution's init: the kernel then kills every process in its namespace."""

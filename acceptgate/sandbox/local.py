@@ -42,6 +42,7 @@ from typing import Callable
 from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, seccomp
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, SandboxProcess, register, runner_source,
+    time_limit_text,
 )
 
 NOBODY = hostprobe.SANDBOX_UID
@@ -140,10 +141,15 @@ class LocalProcess(PipeProcess):
     """A PipeProcess that also owns the execution's cgroup or uid slot."""
 
     def __init__(self, popen: subprocess.Popen, workdir: str | None, *, under_bwrap: bool,
-                 cg: cgroup.ExecutionCgroup | None, release: Callable[[], None]) -> None:
+                 cg: cgroup.ExecutionCgroup | None, release: Callable[[], None],
+                 cpu: "cgroup.CpuCgroup | cgroup.ProcessTreeCpu | None" = None) -> None:
         super().__init__(popen, workdir, cleanup=release)
         self.under_bwrap = under_bwrap
         self.cgroup = cg
+        self.cpu = cpu
+
+    def cpu_seconds(self) -> float | None:
+        return self.cpu.seconds() if self.cpu is not None else None
 
     def wait(self, timeout: float) -> ExitStatus:
         status = super().wait(timeout)
@@ -339,6 +345,7 @@ class LocalBackend(Backend):
             return self.pool.spawn(limits)
         uid = self._slots.acquire() if self._slots else self.uid
         cg = None
+        cpu = None
         popen = None
         workdir = None
         filter_fd = None
@@ -350,6 +357,7 @@ class LocalBackend(Backend):
             if self.plan.process_cap == "cgroup":
                 cg = cgroup.ExecutionCgroup.create(self.caps.cgroups, processes=limits.processes,
                                                    memory_bytes=limits.memory_bytes)
+            cpu = cgroup.CpuCgroup.create()  # the time limit's clock (None: the process tree's, below)
             workdir = None if self.plan.namespaces else make_workdir(uid)
             ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
             popen = subprocess.Popen(
@@ -361,13 +369,15 @@ class LocalBackend(Backend):
             # under bwrap the gate shell waits for the newline written below.
             if cg:
                 cg.attach(popen.pid)
+            if cpu is not None:
+                cpu.attach(popen.pid)
             if self.plan.namespaces:
                 os.write(popen.stdin.fileno(), b"\n")
         except OSError as exc:
             if popen is not None:
                 popen.kill()
                 popen.wait()
-            _release(cg, self._slots, uid)
+            _release(cg, self._slots, uid, cpu)
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             raise BackendUnavailable(f"cannot start a local sandbox: {exc}") from exc
@@ -375,7 +385,8 @@ class LocalBackend(Backend):
             if filter_fd is not None:
                 os.close(filter_fd)
         proc = LocalProcess(popen, workdir, under_bwrap=self.plan.namespaces, cg=cg,
-                            release=lambda: _release(cg, self._slots, uid))
+                            release=lambda: _release(cg, self._slots, uid, cpu),
+                            cpu=cpu if cpu is not None else cgroup.ProcessTreeCpu(popen.pid))
         if not self.plan.namespaces:
             proc.runner_seccomp = seccomp.bpf()
         return proc
@@ -388,9 +399,12 @@ class LocalBackend(Backend):
         return Isolation(iso.backend, list(iso.enforced), list(iso.not_enforced), list(iso.notes))
 
 
-def _release(cg: cgroup.ExecutionCgroup | None, slots: UidSlots | None, uid: int | None) -> None:
+def _release(cg: cgroup.ExecutionCgroup | None, slots: UidSlots | None, uid: int | None,
+             cpu: cgroup.CpuCgroup | None = None) -> None:
     if cg is not None:
         cg.remove()
+    if cpu is not None:
+        cpu.remove()
     if slots is not None and uid is not None:
         slots.release(uid)
 
@@ -411,6 +425,11 @@ def _resolve(caps: hostprobe.HostCaps, namespaces: bool | str, process_cap: str,
         raise ValueError(f"process_cap must be cgroup, uid, none or auto, not {process_cap!r}")
     return Plan(namespaces=bool(namespaces), process_cap=process_cap)
 
+
+CPU_COUNTER = "a cpuacct cgroup of the execution's own, read by the harness"
+TREE_COUNTER = "the runner's process tree in /proc, read by the harness"
+TREE_GAP = ("CPU time of every process (no cpuacct cgroup here: a child that ends outside the runner's tree "
+            "is not counted; the wall-clock backstop bounds it)")
 
 PAGE_CACHE = ("page cache of the read-only view: every file read in by the harness before any candidate "
               f"runs and re-checked every {residency.REFRESH_SECONDS:g} s, so no page is left for an execution "
@@ -440,8 +459,10 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
         f"rlimit file size {limits.file_bytes // MiB} MiB",
         f"rlimit open files {limits.open_files}",
         "no core dumps",
-        f"wall clock {limits.wall_seconds:g} s",
+        time_limit_text(limits, CPU_COUNTER if cgroup.cpuacct_parent() else TREE_COUNTER),
     ]
+    if not cgroup.cpuacct_parent():
+        iso.not_enforced.append(TREE_GAP)
     if plan.process_cap == "cgroup":
         swap = " including swap" if caps.cgroups.memsw else ""
         iso.enforced += [f"process cap: cgroup pids.max={limits.processes}",
@@ -508,7 +529,7 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
         f"rlimit file size {limits.file_bytes // MiB} MiB",
         f"rlimit open files {limits.open_files}",
         "no core dumps",
-        f"wall clock {limits.wall_seconds:g} s",
+        time_limit_text(limits, "the slot's cpuacct cgroup, read by the harness" if cgroup.cpuacct_parent() else ""),
         f"process cap: cgroup pids.max={limits.processes} for the execution (the slot's cgroup; its limit "
         f"adds the slot's {forkserver.RESIDENT_PROCESSES} resident processes)",
         f"memory cap: cgroup {limits.memory_bytes // MiB} MiB for all its processes"

@@ -78,8 +78,14 @@ isolation.not_enforced, which every result carries. Each shared resource, and ho
 Verdict categories are what the harness observed, except where noted:
 - pass / fail: the harness's own comparison of a parsed answer. Only pass matters for delivery, gates
   and statistics; a candidate can always turn its own pass into a non-pass, never the reverse.
-- timeout: the harness's wall clock (or per-case clock), or SIGXCPU after the execution ran long enough
-  to have used its CPU limit on every core. An earlier SIGXCPU is the candidate's own signal: crash.
+- timeout: the time limit, on the CPU time of the sandbox's processes (the execution's and each case's),
+  which the harness reads on the host from a cgroup the candidate cannot touch, so the machine's load
+  does not decide it; or the wall-clock backstop, max(3 x the limit, the limit + 20 s), for what uses no
+  CPU (a sleep), recorded apart (timeout_clock "wall", detail "wall-clock backstop: ..."); or SIGXCPU
+  once the counter shows at least half the runner's CPU rlimit used (the rlimit runs on the kernel's
+  tick-sampled clock, ahead of the counter on a loaded machine; without a counter: the wall clock is
+  the limit, and SIGXCPU counts after the execution ran long enough to have used its CPU limit on
+  every core). An earlier SIGXCPU is the candidate's own signal: crash.
 - memory: an OOM kill the cgroup or the container recorded (also when the wall clock ran out after it:
   a forked child was killed while the runner slept on), or a MemoryError the runner reports. The
   report is the runner's claim: a candidate that takes over the runner can forge it (never a class of

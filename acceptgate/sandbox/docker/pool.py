@@ -73,6 +73,18 @@ class ContainerConfig:
         )
 
 
+def _cpu_counter(api, container_id: str):
+    """The CPU-time counter of the container's cgroup, as the host sees it (the engine on this
+    machine): every process of the container, counted by the kernel where nothing inside reaches."""
+    from acceptgate.sandbox import cgroup
+
+    try:
+        pid = int(api.inspect_container(container_id)["State"]["Pid"])
+    except Exception:  # noqa: BLE001 -- an engine that does not say: no counter
+        return None
+    return cgroup.counter_for_pid(pid, must_contain=container_id) if pid > 0 else None
+
+
 def _uid_pool():
     """The per-slot uid allocator of this harness process (None when not root or none is free)."""
     from acceptgate.sandbox import hostprobe, local
@@ -91,6 +103,7 @@ class WarmContainer:
         self.id = ""
         self.stream: KeeperStream | None = None
         self.hello: dict = {}
+        self.cpu = None  # the container cgroup's CPU counter, read on the host (None: not readable here)
         # A host uid of its own while it lives (root: from this harness's claimed block), so that
         # containers running at once share no per-user kernel state (pipe-buffer and key quotas).
         self._uids = _uid_pool()
@@ -128,6 +141,7 @@ class WarmContainer:
             self.remove()
             raise BackendUnavailable(f"sandbox keeper sent {kind!r} instead of hello")
         self.hello = json.loads(payload)
+        self.cpu = _cpu_counter(api, self.id)
 
     @property
     def keeper_protected(self) -> bool:
@@ -140,6 +154,9 @@ class WarmContainer:
 
         if self.stream is not None:
             self.stream.close()
+        if self.cpu is not None:
+            self.cpu.close()
+            self.cpu = None
         if self.id:
             try:
                 self.client.api.remove_container(self.id, force=True)

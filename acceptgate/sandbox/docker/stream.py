@@ -37,13 +37,22 @@ class KeeperStream:
         self.sock: socket.socket = getattr(sock, "_sock", sock)
         self._owner = sock  # keeps the HTTP response (and so the connection) alive
         self.sock.setblocking(False)
+        self._poll = select.poll()  # one poll object, not a select() list per wait
+        self._poll.register(self.sock.fileno(), select.POLLIN)
         self.raw = bytearray()  # engine-multiplexed bytes not yet split
         self.out = bytearray()  # the keeper's stdout, demultiplexed
         self.closed = False
 
     # -- sending -------------------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes, deadline: float) -> None:
-        view = memoryview(frame(kind, payload))
+        data = frame(kind, payload)
+        try:  # the socket is nearly always writable: try first, wait only when it is full
+            n = self.sock.send(data)
+        except BlockingIOError:
+            n = 0
+        if n == len(data):
+            return
+        view = memoryview(data)[n:]
         while view:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -74,9 +83,10 @@ class KeeperStream:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError
-        ready, _, _ = select.select([self.sock], [], [], remaining)
-        if not ready:
-            raise TimeoutError
+        if not self._poll.poll(remaining * 1000 + 1):
+            if time.monotonic() >= deadline:
+                raise TimeoutError
+            return
         try:
             data = self.sock.recv(1 << 18)
         except BlockingIOError:
