@@ -69,9 +69,11 @@ def main() -> int:
         try:
             for who in clients:
                 with svc.client(who) as http:
-                    for entry, statement, vis, hid, _, _ in TASKS:
+                    for entry, statement, vis, hid, right, wrong in TASKS:  # gauged at registration
                         r = http.post("/v1/tasks", json={"task_id": entry, "statement": statement, "entry_point": entry,
-                                                         "visible": spec(entry, vis), "hidden": spec(entry, hid)})
+                                                         "visible": spec(entry, vis), "hidden": spec(entry, hid),
+                                                         "reference": right,
+                                                         "wrong_samples": [{"label": "bench-wrong", "program": wrong}]})
                         assert r.status_code == 201, r.text
             results: list[tuple[int, float, str]] = []
             lock = threading.Lock()
