@@ -42,6 +42,8 @@ class Stage:
     what: str
     # extra keyword arguments from the parameters; returns Skip when the parameters do not ask for it
     arguments: Callable[[dict[str, Any]], dict[str, Any] | Skip] = lambda params: {}
+    # the parameter later stages read this stage's run id from (e.g. stats reads tonight's gate run)
+    produces: str | None = None
 
     def installed(self) -> bool:
         """The module exists in the same package directory as its parent (``flows/``): an editable
@@ -95,16 +97,42 @@ def missing_files(params: dict[str, Any]) -> Skip | None:
     return None
 
 
+def chat_config(params: dict[str, Any]):
+    """The live model of an ``openai`` gate source: ``gate_base_url`` and ``gate_model`` (the key is read
+    from the environment variable ``gate_api_key_env``, never a parameter: parameters are stored in
+    Prefect). None for a replayed source."""
+    if not (params.get("gate_source") or "").startswith("openai"):
+        return None
+    from acceptgate.sources.openai_chat import ChatConfig
+
+    if not (params.get("gate_base_url") and params.get("gate_model")):
+        raise InvalidInput("the openai gate source needs gate_base_url and gate_model", field="gate_source")
+    return ChatConfig(base_url=params["gate_base_url"], model=params["gate_model"],
+                      api_key_env=params.get("gate_api_key_env") or "OPENAI_API_KEY")
+
+
+def check_parameters(params: dict[str, Any]) -> None:
+    """Parameters that are wrong rather than absent (InvalidInput): checked before any stage runs."""
+    chat_config(params)
+    if params.get("judge_backend") == "openai":
+        raise InvalidInput("the nightly judge stage runs the rules or replay backend", field="judge_backend")
+
+
 def _gate_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
     if not params.get("gate_source"):
-        return Skip("no gate_source parameter (e.g. codet:PATH or evalplus:PATH): nothing to gate")
+        return Skip("no gate_source parameter (codet:PATH, evalplus:PATH or openai with gate_base_url and "
+                    "gate_model): nothing to gate")
     if not (params.get("gate_suites") or params.get("gate_humanevalplus")):
         return Skip("no gate_suites or gate_humanevalplus parameter: no tasks to gate")
     if missing_files(params):
         return missing_files(params)
-    return {"source": params["gate_source"], "suites_dir": params.get("gate_suites"),
-            "humanevalplus": params.get("gate_humanevalplus"), "arms": list(params.get("arms") or ["conform", "off"]),
+    # the suites directory when there is one (the chain imports gate_humanevalplus into it once)
+    suites = params.get("gate_suites")
+    args = {"source": params["gate_source"], "suites_dir": suites,
+            "humanevalplus": None if suites else params.get("gate_humanevalplus"), "arms": list(params.get("arms") or ["conform", "off"]),
             "profile": params.get("profile") or "default"}
+    chat = chat_config(params)
+    return {**args, "chat_config": chat} if chat else args
 
 
 def _certify_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
@@ -127,15 +155,46 @@ def _hidden_material(params: dict[str, Any]) -> dict[str, Any] | Skip:
         return Skip("no gate_suites or gate_humanevalplus parameter: no hidden suites to scan for")
     if missing_files(params):
         return missing_files(params)
-    return {"suites_dir": params.get("gate_suites"), "humanevalplus": params.get("gate_humanevalplus")}
+    suites = params.get("gate_suites")  # imported once by the chain when only the HumanEval+ file is given
+    return {"suites_dir": suites, "humanevalplus": None if suites else params.get("gate_humanevalplus")}
 
 
 def _stats_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
-    if not params.get("gate_source"):
-        return Skip("no gate run tonight (no gate_source parameter): nothing new to compare")
-    if missing_files(params):
-        return Skip(f"no gate run tonight: {missing_files(params).reason}")
-    return {}
+    """Statistics over tonight's gate run (each arm against OFF)."""
+    if not params.get("gate_run"):
+        return Skip("no gate run tonight (the gates stage did not run): nothing new to compare")
+    if "off" not in (params.get("arms") or ["conform", "off"]):
+        return Skip("tonight's gate run has no OFF arm to compare the arms with")
+    return {"gate_run": params["gate_run"], "judge_run": None}
+
+
+JUDGE_FILES = ("judge_records", "judge_cards", "judge_memory", "judge_replay", "judge_human_labels")
+
+
+def _judge_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
+    """The over-defence judge on the trajectory records the parameters name (jsonl files)."""
+    if not params.get("judge_records"):
+        return Skip("no judge_records parameter (with judge_cards and judge_memory): nothing to judge")
+    if not (params.get("judge_cards") and params.get("judge_memory")):
+        return Skip("judge_records needs judge_cards and judge_memory too")
+    gone = [params[k] for k in JUDGE_FILES if params.get(k) and not Path(params[k]).exists()]
+    if gone:
+        return Skip(f"{gone[0]} not found (put the file there, or give the parameter another path)")
+    backend = params.get("judge_backend") or ("replay" if params.get("judge_replay") else "rules")
+    if backend == "replay" and not params.get("judge_replay"):
+        return Skip("the replay judge backend needs judge_replay")
+    from acceptgate.judge.run import Inputs
+
+    inputs = Inputs(records=params["judge_records"], cards=params["judge_cards"], memory=params["judge_memory"],
+                    replay=params.get("judge_replay"), human_labels=params.get("judge_human_labels"))
+    return {"inputs": inputs, "backend": backend, "embedder": params.get("judge_embedder") or "minilm"}
+
+
+def _judge_stats_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
+    """Statistics over tonight's judge run (E- vs E+ per configuration, agreement with the human labels)."""
+    if not params.get("judge_run"):
+        return Skip("no judge run tonight (the judge stage did not run): nothing to compare")
+    return {"judge_run": params["judge_run"], "gate_run": None}
 
 
 def _backfill_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
@@ -149,14 +208,24 @@ def _backfill_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
     return {**material, **dates}
 
 
-# The nightly chain, in order.
+# The nightly chain, in order. ``produces`` hands a stage's run id to the stages after it.
 NIGHTLY_STAGES: tuple[Stage, ...] = (
     Stage("audit", "flows.audit", "audit", "import -> suites -> gauge -> execute (references, wrong samples)"),
-    Stage("certify", "flows.certify", "certify", "V4V certification of the verifiers", _certify_arguments),
-    Stage("gates", "flows.gate", "gate", "CONFORM / H-MIX / OFF on the replayed or live source", _gate_arguments),
+    Stage("gates", "flows.gate", "gate", "CONFORM / H-MIX / OFF on the replayed or live source", _gate_arguments,
+          produces="gate_run"),
     Stage("leak-audit", "flows.leak_audit", "leak_audit", "leak audit of the experiment records", _hidden_material),
-    Stage("stats", "flows.stats", "stats", "statistics over the runs", _stats_arguments),
+    Stage("certify", "flows.certify", "certify", "V4V certification of the verifiers", _certify_arguments),
+    Stage("stats", "flows.stats", "stats", "paired statistics over tonight's gate run", _stats_arguments),
+    Stage("judge", "flows.judge", "judge", "over-defence judge of the trajectory records", _judge_arguments,
+          produces="judge_run"),
+    Stage("judge-stats", "flows.stats", "stats", "statistics over tonight's judge run", _judge_stats_arguments),
 )
+
+
+def run_id_of(result: Any) -> str | None:
+    """The run id a stage's flow returned (a summary with ``run``, or a run with ``run_id``)."""
+    run = getattr(result, "run", result)
+    return getattr(run, "run_id", None)
 
 # What a backfill request runs over the selected history.
 BACKFILL_STAGES: tuple[Stage, ...] = (

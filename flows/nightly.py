@@ -27,16 +27,30 @@ def import_suites(humanevalplus: str, warehouse: str, backend: str, limit: int |
 @flow(name="nightly", persist_result=False, log_prints=False)
 def nightly(warehouse: str | None = None, backend: str = "local", limit: int | None = None,
             gate_source: str | None = None, gate_suites: str | None = None, gate_humanevalplus: str | None = None,
-            arms: list[str] | None = None, certify_dataset: str | None = None,
-            certify_samples: str | None = None, profile: str = "default") -> schedule.ChainSummary:
+            arms: list[str] | None = None, gate_base_url: str | None = None, gate_model: str | None = None,
+            gate_api_key_env: str = "OPENAI_API_KEY", certify_dataset: str | None = None,
+            certify_samples: str | None = None, profile: str = "default", judge_records: str | None = None,
+            judge_cards: str | None = None, judge_memory: str | None = None, judge_backend: str | None = None,
+            judge_replay: str | None = None, judge_human_labels: str | None = None,
+            judge_embedder: str = "minilm") -> schedule.ChainSummary:
+    """``gate_source = "openai"`` gates a live OpenAI-compatible model (``gate_base_url``, ``gate_model``;
+    the key from the environment variable ``gate_api_key_env``). The judge stage runs on
+    ``judge_records`` / ``judge_cards`` / ``judge_memory`` (backend ``rules`` by default, ``replay`` when
+    ``judge_replay`` is given)."""
     logger = get_run_logger()
+    params = {"backend": backend, "limit": limit, "gate_source": gate_source, "gate_suites": gate_suites,
+              "gate_humanevalplus": gate_humanevalplus, "arms": arms, "gate_base_url": gate_base_url,
+              "gate_model": gate_model, "gate_api_key_env": gate_api_key_env, "certify_dataset": certify_dataset,
+              "certify_samples": certify_samples, "profile": profile, "judge_records": judge_records,
+              "judge_cards": judge_cards, "judge_memory": judge_memory, "judge_backend": judge_backend,
+              "judge_replay": judge_replay, "judge_human_labels": judge_human_labels,
+              "judge_embedder": judge_embedder}
+    schedule.check_parameters(params)  # a misconfigured live source fails the night before any stage runs
     path = publish.prepare_warehouse(warehouse)
+    params["warehouse"] = str(path)
     if gate_humanevalplus and not gate_suites and Path(gate_humanevalplus).exists():
         # one import for every stage; certify takes only a suites directory
-        gate_suites = import_suites(gate_humanevalplus, str(path), backend, limit)
-    params = {"warehouse": str(path), "backend": backend, "limit": limit, "gate_source": gate_source,
-              "gate_suites": gate_suites, "gate_humanevalplus": gate_humanevalplus, "arms": arms,
-              "certify_dataset": certify_dataset, "certify_samples": certify_samples, "profile": profile}
+        params["gate_suites"] = import_suites(gate_humanevalplus, str(path), backend, limit)
     summary = schedule.ChainSummary("nightly")
     for stage in schedule.NIGHTLY_STAGES:
         summary.stages.append(run_stage(stage, params, logger))
@@ -47,7 +61,8 @@ def nightly(warehouse: str | None = None, backend: str = "local", limit: int | N
 
 
 def run_stage(stage: schedule.Stage, params: dict, logger) -> schedule.StageOutcome:
-    """Run one stage's flow as a sub-flow, or record why it is skipped."""
+    """Run one stage's flow as a sub-flow, or record why it is skipped. A stage that ``produces`` a run
+    id puts it in ``params`` for the stages after it."""
     if not stage.installed():
         logger.warning("stage %s skipped: its flow module %s is not installed", stage.name, stage.module)
         return schedule.StageOutcome(stage.name, "skipped", f"{stage.module} not installed")
@@ -58,5 +73,8 @@ def run_stage(stage: schedule.Stage, params: dict, logger) -> schedule.StageOutc
         return schedule.StageOutcome(stage.name, "skipped", kwargs.reason)
     logger.info("stage %s: %s", stage.name, stage.what)
     result = fn(**kwargs)
-    lines = result.lines() if hasattr(result, "lines") else []
+    run_id = schedule.run_id_of(result)
+    if stage.produces:
+        params[stage.produces] = run_id
+    lines = result.lines() if hasattr(result, "lines") else [f"run {run_id}"] if run_id else []
     return schedule.StageOutcome(stage.name, "ok", lines[0] if lines else "")

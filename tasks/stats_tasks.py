@@ -10,6 +10,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from acceptgate.pipelines import stats as pipeline
 from acceptgate.stats import pipeline as core
 from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
@@ -18,7 +19,7 @@ _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 
 @task(name="load-gate-results", **_STAGE)
 def load_gate(path: Path, gate_run: str | None, baseline: str, arms: list[str] | None):
-    return core.gate_inputs(path, gate_run, baseline=baseline, arms=arms)
+    return pipeline.gate_inputs(path, gate_run, baseline=baseline, arms=arms)
 
 
 @task(name="load-judge-results", **_STAGE)
@@ -35,7 +36,7 @@ def compute(kind: str, source_run_id: str, measured, settings: core.Settings, al
 
 @task(name="write-statistics", **_STAGE)
 def write(path: Path, result: core.StatsResult, conditions: str) -> dict[str, int]:
-    return core.write(path, result, conditions=conditions)
+    return pipeline.write(path, result, conditions=conditions)
 
 
 @task(name="compare-judges", **_STAGE)

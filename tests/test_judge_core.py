@@ -189,6 +189,7 @@ def test_unknown_task_in_records_is_an_input_issue(tmp_path):
 
 
 def test_two_judges_centered_differences_into_the_warehouse(tmp_path):
+    from acceptgate.pipelines import stats as stats_io
     from acceptgate.stats import pipeline
 
     path = tmp_path / "wh.duckdb"
@@ -204,7 +205,7 @@ def test_two_judges_centered_differences_into_the_warehouse(tmp_path):
     result = pipeline.compute("judge", run_id, measured, pipeline.Settings(resamples=500), also=replay.run_id)
     assert result.run_id != pipeline.compute("judge", run_id, measured, pipeline.Settings(resamples=500)).run_id
     pipeline.add_judge_comparison(result, main, audit, configs, rules.run_id, replay.run_id)
-    pipeline.write(path, result, conditions="E+,E-")
+    stats_io.write(path, result, conditions="E+,E-")
     with duckdb.connect(str(path), read_only=True) as con:
         rows = con.execute("select config, difference, centered, interaction_p from stats_judge_comparison "
                            "where run_id = ? order by config", [result.run_id]).fetchall()

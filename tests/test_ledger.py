@@ -21,6 +21,7 @@ from acceptgate.errors import Interrupted
 from acceptgate.expectations import EXPECTATIONS_DIR, ExpectationFailed
 from acceptgate.gates import run as gates
 from acceptgate.pipelines import ledger
+from acceptgate.pipelines import stats as stats_io
 from acceptgate.stats import pipeline
 from acceptgate.stats.paired import PairedData
 
@@ -138,14 +139,14 @@ def _strict(tmp_path: Path, table: str, column: str, allowed: list) -> str:
 def test_a_failing_expectation_quarantines_and_fails_the_run_writing_nothing(tmp_path, monkeypatch):
     path = ledger.prepare(tmp_path / "w.duckdb")
     published = _stats_result(seed=1)
-    pipeline.write(path, published, conditions="arm,off")  # another run, published before
+    stats_io.write(path, published, conditions="arm,off")  # another run, published before
     before = _snapshot_rows(path, "stats_effects", published.run_id)
     assert before
 
     result = _stats_result(seed=2)
     monkeypatch.setenv("ACCEPTGATE_EXPECTATIONS", _strict(tmp_path, "stats_effects", "measure", ["nothing"]))
     with pytest.raises(ExpectationFailed) as err:
-        pipeline.write(path, result, conditions="arm,off")
+        stats_io.write(path, result, conditions="arm,off")
     assert err.value.stage == "stats"
     assert err.value.expectation == "stats_effects.expect_column_values_to_be_in_set(column='measure')"
 
@@ -172,7 +173,7 @@ def test_a_failing_expectation_quarantines_and_fails_the_run_writing_nothing(tmp
 def test_ctrl_c_inside_a_stage_marks_the_attempt_interrupted_and_keeps_the_snapshot(tmp_path):
     path = ledger.prepare(tmp_path / "w.duckdb")
     result = _stats_result()
-    pipeline.write(path, result, conditions="arm,off")
+    stats_io.write(path, result, conditions="arm,off")
     snapshot = warehouse.snapshot_path(path)
     before = {t: _snapshot_rows(path, t, result.run_id) for t in ("stats_runs", "stats_effects")}
     assert all(before.values())
@@ -200,7 +201,7 @@ def test_ctrl_c_inside_a_stage_marks_the_attempt_interrupted_and_keeps_the_snaps
                            [result.run_id]).fetchall() == [(1, "ok")]
 
     # the next attempt publishes again
-    pipeline.write(path, result, conditions="arm,off")
+    stats_io.write(path, result, conditions="arm,off")
     assert [a[2] for a in _attempts(path, result.run_id)] == ["ok", "interrupted", "ok"]
     assert _snapshot_rows(path, "stats_effects", result.run_id) == before["stats_effects"]
 

@@ -14,7 +14,9 @@ from acceptgate.errors import InvalidInput
 
 def test_stage_chain_order_and_explicit_install_check():
     names = [s.name for s in schedule.NIGHTLY_STAGES]
-    assert names == ["audit", "certify", "gates", "leak-audit", "stats"]
+    assert names == ["audit", "gates", "leak-audit", "certify", "stats", "judge", "judge-stats"]
+    produced = {s.name: s.produces for s in schedule.NIGHTLY_STAGES if s.produces}
+    assert produced == {"gates": "gate_run", "judge": "judge_run"}
     assert schedule.NIGHTLY_STAGES[0].installed()
     missing = schedule.Stage("x", "flows.no_such_stage", "x", "")
     assert not missing.installed()
@@ -50,6 +52,56 @@ def test_gates_stage_needs_a_source_and_tasks(tmp_path):
     assert (args["profile"], args["arms"]) == ("evalplus", ["conform", "off"])
     gone = gates.arguments({"gate_source": "codet:data/none.jsonl.gz", "gate_suites": str(d)})
     assert isinstance(gone, schedule.Skip) and "data/none.jsonl.gz not found" in gone.reason
+
+
+def test_gates_stage_with_a_live_model(tmp_path, monkeypatch):
+    """gate_source openai: the stage gets a ChatConfig from gate_base_url / gate_model / gate_api_key_env;
+    without them the night is refused before any stage runs (not skipped: the parameters are wrong)."""
+    gates = next(s for s in schedule.NIGHTLY_STAGES if s.name == "gates")
+    params = {"gate_source": "openai", "gate_suites": str(tmp_path), "gate_base_url": "http://127.0.0.1:9/v1",
+              "gate_model": "m", "gate_api_key_env": "K"}
+    args = gates.arguments(params)
+    chat = args["chat_config"]
+    assert (chat.base_url, chat.model, chat.api_key_env) == ("http://127.0.0.1:9/v1", "m", "K")
+    assert args["source"] == "openai" and args["humanevalplus"] is None
+    with pytest.raises(InvalidInput, match="gate_base_url and gate_model"):
+        schedule.check_parameters({"gate_source": "openai", "gate_model": "m"})
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("")
+    assert "chat_config" not in gates.arguments({"gate_source": f"codet:{samples}", "gate_suites": str(tmp_path)})
+
+
+def test_stats_and_judge_stages_take_tonights_runs(tmp_path):
+    """stats compares tonight's gate run (never "the latest in the warehouse"), judge-stats tonight's
+    judge run; the judge stage runs only with its three files, replay when judge_replay is given."""
+    stages = {s.name: s for s in schedule.NIGHTLY_STAGES}
+    assert isinstance(stages["stats"].arguments({}), schedule.Skip)
+    assert stages["stats"].arguments({"gate_run": "gate-1"}) == {"gate_run": "gate-1", "judge_run": None}
+    assert isinstance(stages["stats"].arguments({"gate_run": "gate-1", "arms": ["conform"]}), schedule.Skip)
+    assert isinstance(stages["judge-stats"].arguments({"gate_run": "gate-1"}), schedule.Skip)
+    assert stages["judge-stats"].arguments({"judge_run": "judge-1"}) == {"judge_run": "judge-1", "gate_run": None}
+    files = {k: tmp_path / f"{k}.jsonl" for k in ("judge_records", "judge_cards", "judge_memory", "judge_replay")}
+    for f in files.values():
+        f.write_text("")
+    judge = stages["judge"]
+    assert isinstance(judge.arguments({}), schedule.Skip)
+    assert "judge_cards" in judge.arguments({"judge_records": str(files["judge_records"])}).reason
+    params = {k: str(v) for k, v in files.items() if k != "judge_replay"}
+    args = judge.arguments(params)
+    assert (args["backend"], args["embedder"], args["inputs"].records) == ("rules", "minilm", params["judge_records"])
+    args = judge.arguments({**params, "judge_replay": str(files["judge_replay"]), "judge_embedder": "hashing"})
+    assert (args["backend"], args["embedder"], args["inputs"].replay) == ("replay", "hashing", str(files["judge_replay"]))
+    gone = judge.arguments({**params, "judge_memory": str(tmp_path / "none.jsonl")})
+    assert isinstance(gone, schedule.Skip) and "none.jsonl not found" in gone.reason
+
+
+def test_a_stage_hands_its_run_id_on():
+    class Gate:
+        run = type("R", (), {"run_id": "gate-7"})()
+
+    assert schedule.run_id_of(Gate()) == "gate-7"
+    assert schedule.run_id_of(type("J", (), {"run_id": "judge-3"})()) == "judge-3"
+    assert schedule.run_id_of(object()) is None
 
 
 def test_certify_stage_takes_the_gate_tasks_by_default(tmp_path):

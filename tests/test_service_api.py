@@ -26,6 +26,7 @@ TASK = {
     "hidden": {"dialect": "python-call/1", "entry_point": "add",
                "cases": [{"args": "[918273645, 50607]", "expected": "918324252"},
                          {"args": "[-77123, 40411]", "expected": "-36712"}]},
+    "reference": "def add(a, b):\n    return a + b\n",  # the gauge runs it on both suites at registration
 }
 WRONG = "def add(a, b):\n    return a - b\n"
 RIGHT = "def add(a, b):\n    return a + b\n"
@@ -120,6 +121,38 @@ def test_registration_is_idempotent_conflicts_are_refused_and_bad_specs_name_the
     wrong_entry = {**TASK, "task_id": "wrong-entry", "entry_point": "plus"}
     r = call(service, "alice", "POST", "/v1/tasks", json=wrong_entry)
     assert r.status_code == 422 and "entry_point" in r.json()["detail"]
+
+
+def test_registration_gauges_the_suites_before_use(service):
+    """A task is registered only when its reference passes both suites and every known wrong sample is
+    blocked (422 naming the task otherwise, nothing registered); "gauge": false opts out, and every
+    decision on such a task is stored with gauge 'skipped' (a gauged task's with 'checked')."""
+    assert call(service, "alice", "POST", "/v1/tasks", json=TASK).status_code in (200, 201)
+    assert call(service, "alice", "GET", "/v1/tasks/add-1").json()["gauge"] == "checked"
+    bare = {k: v for k, v in TASK.items() if k != "reference"} | {"task_id": "bare-1"}
+    r = call(service, "alice", "POST", "/v1/tasks", json=bare)
+    assert r.status_code == 422 and "task bare-1" in r.json()["detail"] and "reference" in r.json()["detail"]
+    lying = {**TASK, "task_id": "lying-1", "reference": "def add(a, b):\n    return a * b\n"}
+    r = call(service, "alice", "POST", "/v1/tasks", json=lying)
+    assert r.status_code == 422, r.text
+    assert "task lying-1" in r.json()["detail"] and "failed the gauge" in r.json()["detail"]
+    # a suite too weak to block a known wrong sample: every case has b = 0, where a - b == a + b
+    weak = json.loads(json.dumps(TASK)) | {"task_id": "weak-1"}
+    weak["hidden"]["cases"] = [{"args": "[5, 0]", "expected": "5"}, {"args": "[-3, 0]", "expected": "-3"}]
+    weak["wrong_samples"] = [{"label": "minus", "program": "def add(a, b):\n    return a - b\n"}]
+    r = call(service, "alice", "POST", "/v1/tasks", json=weak)
+    assert r.status_code == 422 and "task weak-1" in r.json()["detail"] and "hidden" in r.json()["detail"], r.text
+    for refused in ("bare-1", "lying-1", "weak-1"):
+        assert call(service, "alice", "GET", f"/v1/tasks/{refused}").status_code == 404
+    opted_out = {**bare, "task_id": "ungauged-1", "gauge": False}
+    r = call(service, "alice", "POST", "/v1/tasks", json=opted_out)
+    assert r.status_code == 201 and r.json()["gauge"] == "skipped"
+    decided = {t: call(service, "alice", "POST", f"/v1/tasks/{t}/submissions", json={"program": RIGHT}).json()
+               for t in ("add-1", "ungauged-1")}
+    for task_id, d in decided.items():
+        wait_published(service, "alice", d["decision_id"])
+        assert snapshot(service, "select gauge from gate_runs where run_id = ?", [f"api-alice-{d['decision_id']}"]) \
+            == [("checked" if task_id == "add-1" else "skipped",)]
 
 
 def test_requests_without_a_valid_key_are_refused(service):

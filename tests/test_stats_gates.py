@@ -15,6 +15,7 @@ from acceptgate.errors import InvalidInput
 from acceptgate.gates import public_tasks, run_arm
 from acceptgate.gates import run as gates
 from acceptgate.sources.codet import CodetSource
+from acceptgate.pipelines import stats as stats_io
 from acceptgate.stats import pipeline
 
 
@@ -48,7 +49,7 @@ def _counts(path, run_id):
 
 def test_gate_stats_pair_by_task_and_write_reproducible_rows(gate_warehouse):
     path, gate_run = gate_warehouse
-    source_run, measured = pipeline.gate_inputs(path)  # the latest finished gate run
+    source_run, measured = stats_io.gate_inputs(path)  # the latest finished gate run
     assert source_run == gate_run
     rows = _counts(path, gate_run)
     by = {(t, a): (f, d) for t, a, f, d in rows}
@@ -65,7 +66,7 @@ def test_gate_stats_pair_by_task_and_write_reproducible_rows(gate_warehouse):
     assert fd.ci_low <= fd.delta <= fd.ci_high and 0 < fd.p <= 1 and fd.p_holm == fd.p  # one arm: Holm = p
     assert result.stability == {}  # one gate run = one run per condition
 
-    written = pipeline.write(path, result, conditions="arm,off")
+    written = stats_io.write(path, result, conditions="arm,off")
     assert written["stats_effects"] == 2
     with duckdb.connect(str(path), read_only=True) as con:
         stored = con.execute("select estimate, ci_low, ci_high, p, p_holm, n_units, resamples, seed, input_sha256 "
@@ -80,9 +81,9 @@ def test_gate_stats_pair_by_task_and_write_reproducible_rows(gate_warehouse):
     assert run_row == ("gate", gate_run, 5, 2_000)
     assert view[0] == pytest.approx(round(100 * fd.delta, 2))
 
-    again = pipeline.compute("gate", source_run, pipeline.gate_inputs(path, gate_run)[1], settings)
+    again = pipeline.compute("gate", source_run, stats_io.gate_inputs(path, gate_run)[1], settings)
     assert again.run_id == result.run_id and again.effects == result.effects  # the seed reproduces the table
-    pipeline.write(path, again, conditions="arm,off")
+    stats_io.write(path, again, conditions="arm,off")
     assert warehouse.duplicate_keys(path, "stats_effects") == 0
     other = pipeline.compute("gate", source_run, measured, pipeline.Settings(seed=6, resamples=2_000))
     assert other.run_id != result.run_id
@@ -91,9 +92,9 @@ def test_gate_stats_pair_by_task_and_write_reproducible_rows(gate_warehouse):
 def test_gate_stats_refuses_unknown_runs_and_arms(gate_warehouse):
     path, gate_run = gate_warehouse
     with pytest.raises(InvalidInput, match="no deliveries"):
-        pipeline.gate_inputs(path, "gate-nope")
+        stats_io.gate_inputs(path, "gate-nope")
     with pytest.raises(InvalidInput, match="cannot compare hmix"):
-        pipeline.gate_inputs(path, gate_run, arms=["hmix"])
+        stats_io.gate_inputs(path, gate_run, arms=["hmix"])
     with pytest.raises(InvalidInput, match="resamples"):
         pipeline.Settings(resamples=10).check()
 

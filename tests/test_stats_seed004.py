@@ -173,7 +173,8 @@ def test_table3_from_a_judge_stats_run(tmp_path):
 
     from acceptgate.judge import metrics
     from acceptgate.judge.run import Inputs, judge_inputs, write
-    from acceptgate.stats.pipeline import Settings, compute, write as write_stats
+    from acceptgate.pipelines.stats import write as write_stats
+    from acceptgate.stats.pipeline import Settings, compute
 
     demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "judge"
     inputs = Inputs(*(str(demo / f) for f in ("trajectories.jsonl", "cards.jsonl", "memory.jsonl")))

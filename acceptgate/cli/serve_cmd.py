@@ -1,5 +1,6 @@
 """acceptgate serve [--port N] [--warehouse PATH] [--backend NAME] [--limit N] [--gate-source SRC
-                 (--gate-suites DIR | --gate-humanevalplus FILE)] [--arm ARM ...] [--cron EXPR]
+                 (--gate-suites DIR | --gate-humanevalplus FILE)] [--gate-base-url URL --gate-model NAME]
+                 [--arm ARM ...] [--judge-records FILE --judge-cards FILE --judge-memory FILE ...] [--cron EXPR]
 
 Starts the scheduled service on this machine: Prefect's ``serve()`` of the nightly and backfill
 deployments in this one process, against a local Prefect server it starts on loopback (or the
@@ -36,8 +37,8 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N tasks in each nightly stage")
     p.add_argument("--gate-source", metavar="SOURCE",
-                   help="candidate source of the nightly gates stage (codet:PATH | evalplus:PATH); "
-                        "without it the gates stage is skipped")
+                   help="candidate source of the nightly gates stage (codet:PATH | evalplus:PATH | openai, a live "
+                        "model: --gate-base-url and --gate-model); without it the gates stage is skipped")
     tasks = p.add_mutually_exclusive_group()
     tasks.add_argument("--gate-suites", metavar="DIR", help="suites directory the gates stage runs on")
     tasks.add_argument("--gate-humanevalplus", metavar="FILE", help="HumanEval+ jsonl(.gz) the gates stage imports")
@@ -47,6 +48,20 @@ def add_parser(sub) -> None:
                         "(default: the --gate-humanevalplus file; with --gate-suites and neither, certify is skipped)")
     p.add_argument("--certify-samples", metavar="FILE",
                    help="real samples for the certify pools (CodeT jsonl.gz; default: the codet: gate source)")
+    chat = p.add_argument_group("the gates stage's live model (--gate-source openai)")
+    chat.add_argument("--gate-base-url", metavar="URL", help="OpenAI-compatible API base URL")
+    chat.add_argument("--gate-model", metavar="NAME", help="model name sent in each request")
+    chat.add_argument("--gate-api-key-env", metavar="VAR", default="OPENAI_API_KEY",
+                      help="environment variable holding the key, read by the flow run (default %(default)s)")
+    judge = p.add_argument_group("the judge stage (skipped without --judge-records)")
+    judge.add_argument("--judge-records", metavar="FILE", help="trajectory records (jsonl)")
+    judge.add_argument("--judge-cards", metavar="FILE", help="E+ answer cards (jsonl)")
+    judge.add_argument("--judge-memory", metavar="FILE", help="memory bank of labelled exemplars (jsonl)")
+    judge.add_argument("--judge-replay", metavar="FILE",
+                       help="recorded judge outputs (jsonl): the replay backend (default: the rules backend)")
+    judge.add_argument("--judge-human-labels", metavar="FILE", help="human labels (jsonl), for agreement")
+    judge.add_argument("--judge-embedder", choices=("minilm", "hashing"), default="minilm",
+                       help="retrieval encoder (default %(default)s)")
     p.add_argument("--cron", default=schedule.NIGHTLY_CRON, help="nightly schedule, UTC (default %(default)r)")
     p.set_defaults(func=run)
 
@@ -77,8 +92,15 @@ def parameters(args) -> tuple[dict, dict]:
         raise InvalidInput(f"unknown arm(s) {bad}; valid arms: {', '.join(ARMS)}", field="--arm")
     if args.gate_source and not (args.gate_suites or args.gate_humanevalplus):
         raise InvalidInput("the gates stage needs --gate-suites or --gate-humanevalplus", field="--gate-source")
+    if (args.gate_source or "").startswith("openai") and not (args.gate_base_url and args.gate_model):
+        raise InvalidInput("the openai gate source needs --gate-base-url and --gate-model", field="--gate-source")
+    if args.judge_records and not (args.judge_cards and args.judge_memory):
+        raise InvalidInput("the judge stage needs --judge-cards and --judge-memory too", field="--judge-records")
     for value, name in ((args.gate_suites, "--gate-suites"), (args.gate_humanevalplus, "--gate-humanevalplus"),
-                        (args.certify_dataset, "--certify-dataset"), (args.certify_samples, "--certify-samples")):
+                        (args.certify_dataset, "--certify-dataset"), (args.certify_samples, "--certify-samples"),
+                        (args.judge_records, "--judge-records"), (args.judge_cards, "--judge-cards"),
+                        (args.judge_memory, "--judge-memory"), (args.judge_replay, "--judge-replay"),
+                        (args.judge_human_labels, "--judge-human-labels")):
         if value and not Path(value).exists():
             raise InvalidInput("not found", source=value, field=name)
     path = warehouse.check_path(warehouse.resolve_path(args.warehouse)).resolve()
@@ -86,7 +108,11 @@ def parameters(args) -> tuple[dict, dict]:
     nightly = {**common, "limit": args.limit, "gate_source": _source(args.gate_source),
                "gate_suites": _abs(args.gate_suites), "gate_humanevalplus": _abs(args.gate_humanevalplus),
                "arms": arms or None, "certify_dataset": _abs(args.certify_dataset),
-               "certify_samples": _abs(args.certify_samples)}
+               "certify_samples": _abs(args.certify_samples), "gate_base_url": args.gate_base_url,
+               "gate_model": args.gate_model, "gate_api_key_env": args.gate_api_key_env,
+               "judge_records": _abs(args.judge_records), "judge_cards": _abs(args.judge_cards),
+               "judge_memory": _abs(args.judge_memory), "judge_replay": _abs(args.judge_replay),
+               "judge_human_labels": _abs(args.judge_human_labels), "judge_embedder": args.judge_embedder}
     backfill = {**common, "gate_suites": _abs(args.gate_suites), "gate_humanevalplus": _abs(args.gate_humanevalplus)}
     return ({k: v for k, v in nightly.items() if v is not None},
             {k: v for k, v in backfill.items() if v is not None})

@@ -59,7 +59,7 @@ def run(args) -> int:
         for run_id in filter(None, (args.judge_run, args.audit_judge_run)):
             metrics.read_verdicts(path, run_id)
     else:
-        from acceptgate.stats.pipeline import gate_inputs
+        from acceptgate.pipelines.stats import gate_inputs
 
         gate_inputs(path, args.gate_run, baseline=args.baseline, arms=arms)
     say = flowrun.Say("stats", args.quiet)

@@ -50,7 +50,7 @@ def golden() -> ExperimentResult:
 def from_gate_run(path: str | os.PathLike, gate_run: str | None, *, gated: str = "conform",
                   baseline: str = "off") -> ExperimentResult:
     """The same arithmetic on a gate run's deliveries, with the golden case's rows after them."""
-    from acceptgate.stats.pipeline import latest_gate_run
+    from acceptgate.pipelines.stats import latest_gate_run
 
     with warehouse.connect(path, read_only=True) as con:
         tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}

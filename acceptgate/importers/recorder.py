@@ -11,7 +11,6 @@ in the import's manifest. The dataset's test code is trusted data, but it still 
 
 from __future__ import annotations
 
-from typing import Any
 
 from acceptgate.importers.common import REFERENCE_LIMITS
 from acceptgate.sandbox.backend import Backend

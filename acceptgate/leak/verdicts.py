@@ -12,8 +12,7 @@ clean         none of the above
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from acceptgate.leak.controls import ControlResult
 from acceptgate.leak.material import TaskMaterial
@@ -144,35 +143,3 @@ def judge(record: LeakRecord, material: TaskMaterial | None, scanner: TaskScanne
 
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-@dataclass
-class Rollup:
-    """Verdict counts and comparison items per group (run, or arm)."""
-
-    records: int = 0
-    verdicts: Counter = field(default_factory=Counter)
-    v1_flagged: int = 0
-    items_v1: int = 0
-    items_v2: int = 0
-    v2_hits: int = 0
-    v2_violations: int = 0
-
-    def add(self, records: int, verdict: str, v1_flagged: int, items_v1: int, items_v2: int, v2_hits: int,
-            v2_violations: int) -> None:
-        self.records += records
-        self.verdicts[verdict] += records
-        self.v1_flagged += v1_flagged
-        self.items_v1 += items_v1
-        self.items_v2 += items_v2
-        self.v2_hits += v2_hits
-        self.v2_violations += v2_violations
-
-
-def rollup(verdicts: list[RecordVerdict], by: str) -> dict[str, Rollup]:
-    out: dict[str, Rollup] = {}
-    for v in verdicts:
-        key = getattr(v.record, by)
-        out.setdefault(key, Rollup()).add(1, v.verdict, int(v.v1.count > 0), v.v1.items, v.v2.items,
-                                          len(v.v2.hits), len(v.v2.violations))
-    return out

@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from acceptgate.literals import MAX_SAME_HASH, LiteralError, hash_guard
+from acceptgate.literals import LiteralError, hash_guard
 
 MAX_DEPTH = 100  # as the runner's own check
 MAX_DECIMAL_DIGITS = sys.int_info.default_max_str_digits  # 4300: the longest decimal repr writes
@@ -180,7 +180,8 @@ def parse_tokens(text: str, *, deadline: float | None = None, max_depth: int = M
                  clock: Callable[[], float] = time.monotonic) -> Any:
     """``parse`` without its fast paths: the token loop, which decides every text alone."""
     stack: list[_Frame] = []
-    pos, end = 0, len(text)
+    pos = 0
+    result: Any = None  # the top-level value, set when want becomes "done"
     want = "value"  # "value": a value is required; "open": a value or the close; "sep": , : or close
     tokens = 0
     checked = 0  # position of the last look at the clock

@@ -98,19 +98,3 @@ waiting); no downstream use gives a non-pass category any credit, and the gates,
 count only pass.
 """
 
-
-def backend_info(names: list[str] | None = None) -> dict:
-    """The threat model and, per backend, what it enforces here (or why it is unavailable): what
-    ``acceptgate sandbox info`` prints. Backends are started only to ask; nothing runs in them."""
-    from acceptgate.sandbox import backend as backends, seccomp
-    from acceptgate.sandbox.backend import BackendUnavailable, Limits
-
-    out: dict = {"threat_model": THREAT_MODEL, "seccomp_denied": list(seccomp.DENIED),
-                 "seccomp_problem": seccomp.problem(), "backends": {}}
-    for name in names or backends.names():
-        try:
-            with backends.create(name) as backend:
-                out["backends"][name] = {"available": True, **backend.isolation(Limits()).as_dict()}
-        except (BackendUnavailable, ImportError) as exc:
-            out["backends"][name] = {"available": False, "problem": str(exc)}
-    return out

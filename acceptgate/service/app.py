@@ -25,7 +25,9 @@ from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits as SandboxLimits
 from acceptgate.service.config import ServiceConfig, client_for
-from acceptgate.service.decide import GENERATE, SUBMIT, ServiceTask, SubmittedSource, decide, task_from_json
+from acceptgate.service.decide import (
+    GENERATE, SUBMIT, ServiceTask, SubmittedSource, decide, gauge_task, task_from_json,
+)
 from acceptgate.service.journal import Journal, TaskRow
 from acceptgate.service.limits import Busy, ExecutionSlots, RateLimiter
 from acceptgate.service.publisher import Publisher
@@ -49,10 +51,18 @@ class SuiteSpecIn(BaseModel):
 
 EXAMPLE_TASK = {
     "task_id": "add-1", "statement": "def add(a, b):\n    \"\"\"Return a + b.\n    >>> add(1, 2)\n    3\n    \"\"\"",
-    "entry_point": "add",
+    "entry_point": "add", "reference": "def add(a, b):\n    return a + b\n",
     "visible": {"dialect": "python-call/1", "entry_point": "add", "cases": [{"args": "[1, 2]", "expected": "3"}]},
     "hidden": {"dialect": "python-call/1", "entry_point": "add",
                "cases": [{"args": "[-5, 5]", "expected": "0"}, {"args": "[10, 32]", "expected": "42"}]}}
+
+
+class WrongSampleIn(BaseModel):
+    """A program known to be wrong: every suite must block it (verdict other than pass)."""
+
+    model_config = ConfigDict(extra="forbid")
+    label: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    program: str = Field(min_length=1, max_length=MAX_TEXT)
 
 
 class TaskIn(BaseModel):
@@ -62,6 +72,14 @@ class TaskIn(BaseModel):
     entry_point: str = Field(min_length=1, max_length=200)
     visible: SuiteSpecIn
     hidden: SuiteSpecIn
+    reference: str | None = Field(default=None, max_length=MAX_TEXT, description=(
+        "a complete program defining entry_point that passes both suites: the gauge runs it before the task "
+        "is registered (required unless gauge is false); never returned"))
+    wrong_samples: list[WrongSampleIn] = Field(default_factory=list, max_length=20, description=(
+        "programs known to be wrong, each of which both suites must block (default: generic wrong samples "
+        "written from the signature: return None, raise, constants, echo the first argument)"))
+    gauge: bool = Field(default=True, description=(
+        "false registers the task without the gauge check; every decision on it then records gauge 'skipped'"))
 
 
 class SpecView(BaseModel):
@@ -78,6 +96,7 @@ class TaskOut(BaseModel):
     visible: SpecView
     hidden_spec_hash: str
     hidden_cases: int
+    gauge: Literal["checked", "skipped"]
     created_at: float
 
 
@@ -166,7 +185,7 @@ def _task_out(row: TaskRow) -> TaskOut:
     hidden = suitespec.loads(row.hidden_json)
     return TaskOut(task_id=row.task_id, statement=row.statement, entry_point=row.entry_point,
                    visible=_spec_view(row.visible_json), hidden_spec_hash=row.hidden_hash,
-                   hidden_cases=len(hidden.cases), created_at=row.created_at)
+                   hidden_cases=len(hidden.cases), gauge=row.gauge, created_at=row.created_at)
 
 
 def _decision_out(d: dict[str, Any]) -> DecisionOut:
@@ -381,9 +400,11 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
         return Health(status="ok", version=__version__)
 
     @app.post("/v1/tasks", response_model=TaskOut, status_code=201, tags=["tasks"], operation_id="register_task",
-              responses={**ERRORS, 201: task_links,
+              responses={**ERRORS, **BUSY, 201: task_links,
                          200: {"model": TaskOut, "description": "already registered, identical", **task_links},
-                         409: {"model": Error, "description": "the task id is registered with other content"}})
+                         409: {"model": Error, "description": "the task id is registered with other content"},
+                         422: {"model": Error, "description": "invalid input, or the suites failed the gauge "
+                                                              "(the detail names the task and why)"}})
     def register_task(body: TaskIn, who: str = Depends(client)):
         try:
             visible = suitespec.from_dict(body.visible.model_dump(), source="visible")
@@ -394,18 +415,30 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
             if spec.entry_point != body.entry_point:
                 raise HTTPException(422, f"{name}.entry_point: {spec.entry_point!r} is not the task's "
                                          f"entry point {body.entry_point!r}")
+        reference = body.reference or ""
+        wrong_json = json.dumps([w.model_dump() for w in body.wrong_samples], sort_keys=True)
         row = TaskRow(client=who, task_id=body.task_id, statement=body.statement, entry_point=body.entry_point,
                       visible_json=visible.to_json(), hidden_json=hidden.to_json(),
-                      visible_hash=visible.spec_hash, hidden_hash=hidden.spec_hash, created_at=time.time())
+                      visible_hash=visible.spec_hash, hidden_hash=hidden.spec_hash, created_at=time.time(),
+                      reference=reference, wrong_json=wrong_json, gauge="checked" if body.gauge else "skipped")
         old = journal.task(who, body.task_id)
         if old is not None:
-            same = (old.statement, old.entry_point, old.visible_hash, old.hidden_hash) == (
-                row.statement, row.entry_point, row.visible_hash, row.hidden_hash)
+            same = (old.statement, old.entry_point, old.visible_hash, old.hidden_hash, old.reference,
+                    old.wrong_json, old.gauge) == (row.statement, row.entry_point, row.visible_hash,
+                                                   row.hidden_hash, row.reference, row.wrong_json, row.gauge)
             if not same:
                 raise HTTPException(409, f"task {body.task_id!r} is registered with other content")
             return JSONResponse(_task_out(old).model_dump(), status_code=200)
         if journal.task_count(who) >= config.limits.max_tasks_per_client:
             raise HTTPException(429, f"at most {config.limits.max_tasks_per_client} tasks per client")
+        if body.gauge:  # before use: a suite that cannot tell right from wrong is never registered
+            task = task_from_json(row.task_id, row.statement, row.entry_point, row.visible_json, row.hidden_json,
+                                  row.reference, row.wrong_json)
+            try:
+                with slots.slot():
+                    gauge_task(task, sandbox, sandbox_limits)
+            except InvalidInput as exc:
+                raise HTTPException(422, str(exc)) from None
         journal.add_task(row)
         return _task_out(row)
 
@@ -420,7 +453,7 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
 
     def _service_task(row: TaskRow) -> ServiceTask:
         return ServiceTask(row.client, task_from_json(row.task_id, row.statement, row.entry_point,
-                                                      row.visible_json, row.hidden_json))
+                                                      row.visible_json, row.hidden_json), gauge=row.gauge)
 
     @app.post("/v1/tasks/{task_id}/submissions", response_model=DecisionOut, tags=["decisions"],
               responses={**ERRORS, **NOT_FOUND, **BUSY, 200: decision_links}, operation_id="submit")

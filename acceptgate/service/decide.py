@@ -10,19 +10,21 @@ Every message, attempt and decision is kept as warehouse rows (``record``) for t
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from acceptgate import suitespec
+from acceptgate.errors import InvalidInput
 from acceptgate.gates import run as gate_run
 from acceptgate.gates import run_gate
 from acceptgate.gates.conform import run_conform
 from acceptgate.gates.records import MessageLog
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sources.base import Candidate, CandidateSource, DrawContext, PublicTask, SourceExhausted
-from acceptgate.task import HIDDEN, VISIBLE, Task
+from acceptgate.task import HIDDEN, VISIBLE, Task, WrongSample
 
 SUBMIT = "submission"
 GENERATE = "generation"
@@ -50,17 +52,37 @@ class SubmittedSource(CandidateSource):
 class ServiceTask:
     client: str
     task: Task
+    gauge: str = gate_run.GAUGE_SKIPPED  # checked: its suites passed the gauge at registration
 
     @property
     def public(self) -> PublicTask:
         return PublicTask.from_task(self.task)
 
 
-def task_from_json(task_id: str, statement: str, entry_point: str, visible_json: str, hidden_json: str) -> Task:
+def task_from_json(task_id: str, statement: str, entry_point: str, visible_json: str, hidden_json: str,
+                   reference: str = "", wrong_json: str = "[]") -> Task:
     visible = suitespec.loads(visible_json, source="visible")
     hidden = suitespec.loads(hidden_json, source="hidden")
-    return Task(task_id=task_id, dataset="api", entry_point=entry_point, prompt=statement, reference="",
-                suites={VISIBLE: visible, HIDDEN: hidden})
+    wrong = [WrongSample(w["label"], w["program"]) for w in json.loads(wrong_json or "[]")]
+    return Task(task_id=task_id, dataset="api", entry_point=entry_point, prompt=statement, reference=reference,
+                suites={VISIBLE: visible, HIDDEN: hidden}, wrong_samples=wrong)
+
+
+def gauge_task(task: Task, backend: Backend, limits: Limits) -> None:
+    """The registration's gauge: the reference passes both suites and every known wrong sample (the
+    client's, else the generic ones written from the signature) is blocked by each. InvalidInput
+    naming the task otherwise."""
+    from acceptgate import gauge
+
+    if not task.reference.strip():
+        raise InvalidInput(f"task {task.task_id}: a reference solution is required to gauge its suites before "
+                           f"use (or \"gauge\": false to register without the check, stored with every decision)",
+                           field="reference")
+    try:
+        gauge.require([task], backend, store=None, limits=limits)
+    except InvalidInput as exc:
+        raise InvalidInput(exc.message.replace(gauge.NO_GAUGE_HINT, '"gauge": false registers without this check'),
+                           field="reference") from None
 
 
 def new_decision_id() -> str:
@@ -97,8 +119,7 @@ def decide(st: ServiceTask, kind: str, arm: str, source: CandidateSource, backen
     decision_id = new_decision_id()
     run = gate_run.make_run(source=source.name, tasks=[st.task], tasks_from=f"api:{st.client}", arms=[arm],
                             per_task=max(1, outcome.attempts_used), backend=backend_name,
-                            run_id=f"api-{st.client}-{decision_id}",
-                            gauge=gate_run.GAUGE_SKIPPED)  # a registered task carries no reference to gauge
+                            run_id=f"api-{st.client}-{decision_id}", gauge=st.gauge)
     frames = gate_run.gate_frames(run, [outcome])
     last = outcome.attempts[-1] if outcome.attempts else None
     return {

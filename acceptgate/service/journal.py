@@ -20,7 +20,8 @@ SCHEMA = """
 create table if not exists tasks (
     client text not null, task_id text not null, statement text not null, entry_point text not null,
     visible_json text not null, hidden_json text not null, visible_hash text not null,
-    hidden_hash text not null, created_at real not null, primary key (client, task_id));
+    hidden_hash text not null, created_at real not null, reference text not null default '',
+    wrong_json text not null default '[]', gauge text not null default 'skipped', primary key (client, task_id));
 create table if not exists decisions (
     decision_id text primary key, client text not null, task_id text not null, kind text not null,
     arm text not null, decision text not null, verdict text not null, cases_passed integer,
@@ -44,6 +45,9 @@ class TaskRow:
     visible_hash: str
     hidden_hash: str
     created_at: float
+    reference: str = ""  # the client's reference solution ("" when registered without the gauge)
+    wrong_json: str = "[]"  # the client's known-wrong samples, [{"label", "program"}]
+    gauge: str = "skipped"  # checked: the suites passed the gauge at registration | skipped: opted out
 
 
 class Journal:
@@ -55,6 +59,12 @@ class Journal:
         self._con.execute("pragma journal_mode=wal")
         self._con.execute("pragma synchronous=normal")
         self._con.executescript(SCHEMA)
+        # a journal written before registration took a reference: its tasks were never gauged
+        have = {r[1] for r in self._con.execute("pragma table_info(tasks)").fetchall()}
+        for column, sql in (("reference", "text not null default ''"), ("wrong_json", "text not null default '[]'"),
+                            ("gauge", "text not null default 'skipped'")):
+            if column not in have:
+                self._con.execute(f"alter table tasks add column {column} {sql}")
 
     def close(self) -> None:
         with self._lock:
@@ -90,9 +100,12 @@ class Journal:
         return self._rows("select count(*) as n from tasks where client = ?", (client,))[0]["n"]
 
     def add_task(self, row: TaskRow) -> None:
-        self._write("insert into tasks values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        self._write("insert into tasks (client, task_id, statement, entry_point, visible_json, hidden_json, "
+                    "visible_hash, hidden_hash, created_at, reference, wrong_json, gauge) "
+                    "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (row.client, row.task_id, row.statement, row.entry_point, row.visible_json,
-                     row.hidden_json, row.visible_hash, row.hidden_hash, row.created_at))
+                     row.hidden_json, row.visible_hash, row.hidden_hash, row.created_at, row.reference,
+                     row.wrong_json, row.gauge))
 
     # -- decisions -------------------------------------------------------------------------------
 

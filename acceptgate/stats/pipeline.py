@@ -1,4 +1,5 @@
-"""``acceptgate stats``: paired statistics from the warehouse's gate (or judge) results into stats_* tables.
+"""``acceptgate stats``: paired statistics from gate (or judge) results into stats_* frames. Compute only:
+the warehouse's reads and the run's writes are ``acceptgate.pipelines.stats``.
 
 Gate results: the arms of one gate run, paired by task. For each measure (false delivery, delivery) and
 each arm compared with the baseline arm (OFF by default), Delta = rate(baseline) - rate(arm) over *all*
@@ -12,13 +13,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from acceptgate import __version__, warehouse
+from acceptgate import __version__
 from acceptgate.errors import InvalidInput
 from acceptgate.gates.leaky import ARM as DEMO_ARM, DEMO_NOTE
 from acceptgate.pipelines import ledger
@@ -133,49 +133,6 @@ def canonical_sha256(measured: Sequence[Measured]) -> str:
     return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
 
 
-def latest_gate_run(con, baseline: str) -> str:
-    row = con.execute(
-        "select run_id from gate_runs where status = 'ok' and list_contains(string_split(arms, ','), ?) "
-        "and len(string_split(arms, ',')) >= 2 order by finished_at desc limit 1", [baseline]).fetchone()
-    if row is None:
-        raise InvalidInput(f"no finished gate run with the baseline arm {baseline!r} and another arm; run "
-                           "'acceptgate gate --arm conform --arm off ...' first", field="--gate-run")
-    return row[0]
-
-
-def gate_inputs(path: str | Path, gate_run: str | None = None, *, baseline: str = "off",
-                arms: Sequence[str] | None = None) -> tuple[str, list[Measured]]:
-    """The gate run's deliveries as paired data: per measure, one PairedData per arm vs the baseline."""
-    with warehouse.connect(path, read_only=True) as con:
-        tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
-        if "deliveries" not in tables:
-            raise InvalidInput("the warehouse has no gate results (table deliveries)", source=str(path))
-        gate_run = gate_run or latest_gate_run(con, baseline)
-        frame = con.execute("select arm, task_id, false_delivery, delivered from deliveries where run_id = ? "
-                            "order by task_id, arm", [gate_run]).df()
-    if frame.empty:
-        raise InvalidInput(f"no deliveries for gate run {gate_run!r}", source=str(path), field="--gate-run")
-    present = list(dict.fromkeys(frame["arm"]))
-    if baseline not in present:
-        raise InvalidInput(f"gate run {gate_run} has no arm {baseline!r} (arms: {', '.join(present)})",
-                           field="--baseline")
-    compared = [a for a in (arms or present) if a != baseline]
-    missing = [a for a in compared if a not in present]
-    if missing or not compared:
-        raise InvalidInput(f"gate run {gate_run} has arms {', '.join(present)}; cannot compare "
-                           f"{', '.join(missing) or 'nothing'} with {baseline}", field="--arm")
-    wide = {m: frame.pivot(index="task_id", columns="arm", values=m).sort_index() for m in GATE_MEASURES}
-    measured = []
-    for m, table in wide.items():
-        holes = table[[baseline, *compared]].isna().any(axis=1)
-        if holes.any():
-            raise InvalidInput(f"arms are not paired: task {table.index[holes][0]} lacks an arm", field="--gate-run")
-        data = [PairedData(arm, tuple(table.index), table[arm].astype(float).to_numpy(),
-                           table[baseline].astype(float).to_numpy(), arm, baseline, "tasks") for arm in compared]
-        measured.append(Measured(m, data, "task"))
-    return gate_run, measured
-
-
 # -- computation ------------------------------------------------------------------------------------
 
 def stats_run_id(kind: str, source_run_id: str, input_sha256: str, settings: Settings, also: str = "") -> str:
@@ -200,19 +157,6 @@ def compute(kind: str, source_run_id: str, measured: Sequence[Measured], setting
             result.stability[m.measure] = run_stability(multi, **kw)
         result.notes += seed004.add(result.extra, m.measure, m.data, **kw)
     return result
-
-
-# -- warehouse (through the run ledger) -------------------------------------------------------------
-
-def write(path: str | Path, result: StatsResult, *, conditions: str, expectations_dir=None,
-          publish: bool = True) -> dict[str, int]:
-    """Record the stats run: an attempt, every frame and the stats_runs row validated together, then
-    written in one transaction, and (``publish``) the run in the analysts' snapshot."""
-    with ledger.run(path, kind="stats", run_id=result.run_id, table="stats_runs", stage_tables=TABLES,
-                    publish=publish) as run:
-        written = run.write_stage("stats", result.frames(), run_row=result.run_frame(conditions, result.effects),
-                                  expectations_dir=expectations_dir)
-    return written.rows
 
 
 # -- report -----------------------------------------------------------------------------------------

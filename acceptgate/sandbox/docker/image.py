@@ -352,14 +352,6 @@ def current_rootfs_image(client, python: str | None = None) -> str | None:
     return None
 
 
-def ensure_rootfs_image(client, python: str | None = None) -> tuple[str, Rootfs | None]:
-    """The current rootfs image, building and importing it when missing (Rootfs None: it existed)."""
-    tag = current_rootfs_image(client, python)
-    if tag:
-        return tag, None
-    return build_from_rootfs(client, python)
-
-
 def build_from_rootfs(client, python: str | None = None) -> tuple[str, Rootfs]:
     """Build (or find) the rootfs image for this host's interpreter; returns (tag, rootfs info)."""
     with tempfile.TemporaryDirectory(prefix="acceptgate-rootfs-") as tmp:
