@@ -337,6 +337,48 @@ def merge_certify(materials: list, results: list[CertifyShardResult], settings):
     return v4v.Certification(materials, proposed, kept, checks, runs, records, verdicts, reports, settings, seconds)
 
 
+class AuditShard:
+    """A few tasks of an audit and their gauge results (complete ones are reused, not re-run)."""
+
+    __slots__ = ("index", "tasks", "gauges")
+
+    def __init__(self, index: int, tasks: list, gauges: list) -> None:
+        self.index, self.tasks, self.gauges = index, list(tasks), list(gauges)
+
+    def __repr__(self) -> str:
+        return f"AuditShard({self.index}, {len(self.tasks)} tasks)"
+
+
+class AuditShardResult:
+    __slots__ = ("index", "records", "ran", "worker")
+
+    def __init__(self, index: int, records: list, ran: int, worker: str) -> None:
+        self.index, self.records, self.ran, self.worker = index, records, ran, worker
+
+
+def audit_shards(tasks: list, gauges: list, shard_size: int = DEFAULT_TASKS_PER_SHARD) -> list[AuditShard]:
+    out = []
+    for i, batch in enumerate(split(tasks, shard_size)):
+        ids = {t.task_id for t in batch}
+        out.append(AuditShard(i, batch, [g for g in gauges if any(s.task_id in ids for s in g.suites)]))
+    return out
+
+
+def audit_shard(shard: AuditShard, backend: str) -> AuditShardResult:
+    """The audit's execution stage for one shard's tasks, here (``audit.run_executions``)."""
+    from acceptgate import audit
+
+    with backends.create(backend) as sandbox:
+        records, ran = audit.run_executions(shard.tasks, shard.gauges, sandbox)
+    return AuditShardResult(shard.index, records, ran, worker_name())
+
+
+def merge_audit(results: list[AuditShardResult]) -> tuple[list, int]:
+    """Records in (task, suite, candidate) order, as ``run_executions`` gives them for all tasks."""
+    results = sorted(results, key=lambda r: r.index)
+    return [rec for r in results for rec in r.records], sum(r.ran for r in results)
+
+
 def workers_of(results: list) -> dict[str, int]:
     """Shards per worker (how the work spread over the cluster)."""
     out: dict[str, int] = {}

@@ -15,7 +15,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import schedule
+from acceptgate import schedule, shards
 from tasks import publish
 
 
@@ -28,15 +28,21 @@ def import_suites(humanevalplus: str, warehouse: str, backend: str, limit: int |
 def nightly(warehouse: str | None = None, backend: str = "local", limit: int | None = None,
             gate_source: str | None = None, gate_suites: str | None = None, gate_humanevalplus: str | None = None,
             arms: list[str] | None = None, certify_dataset: str | None = None,
-            certify_samples: str | None = None, profile: str = "default") -> schedule.ChainSummary:
+            certify_samples: str | None = None, profile: str = "default",
+            dask: str | None = None) -> schedule.ChainSummary:
+    """``dask``: N (a LocalCluster of N workers) or a scheduler address (``tcp://host:8786``): the stages
+    that run in shards (audit's executions, certify, the gates) run them there; every write stays here."""
     logger = get_run_logger()
+    if dask is not None:
+        shards.parse_dask(str(dask))  # a bad value fails the chain before any stage
     path = publish.prepare_warehouse(warehouse)
     if gate_humanevalplus and not gate_suites and Path(gate_humanevalplus).exists():
         # one import for every stage; certify takes only a suites directory
         gate_suites = import_suites(gate_humanevalplus, str(path), backend, limit)
     params = {"warehouse": str(path), "backend": backend, "limit": limit, "gate_source": gate_source,
               "gate_suites": gate_suites, "gate_humanevalplus": gate_humanevalplus, "arms": arms,
-              "certify_dataset": certify_dataset, "certify_samples": certify_samples, "profile": profile}
+              "certify_dataset": certify_dataset, "certify_samples": certify_samples, "profile": profile,
+              "dask": None if dask is None else str(dask)}
     summary = schedule.ChainSummary("nightly")
     for stage in schedule.NIGHTLY_STAGES:
         summary.stages.append(run_stage(stage, params, logger))
