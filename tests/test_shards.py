@@ -92,3 +92,38 @@ def test_certify_shards_give_the_single_process_rows(suites_dir, humanevalplus_p
     assert_same_rows(got, want)
     assert len(want["v4v_executions"]) > 0 and len(want["v4v_gates"]) > 0
     assert C.format_table(merged.reports) == C.format_table(single.reports)
+
+
+def test_nightly_hands_dask_to_the_sharded_stages():
+    from acceptgate import schedule
+
+    params = {"warehouse": "w.duckdb", "backend": "local", "dask": "tcp://127.0.0.1:8786"}
+    audit = next(s for s in schedule.NIGHTLY_STAGES if s.name == "audit")
+    assert audit.call_arguments(audit.load(), params)["dask"] == "tcp://127.0.0.1:8786"
+    for name in ("certify", "gates"):  # their flows take it too (the chain passes what a flow names)
+        import inspect
+
+        stage = next(s for s in schedule.NIGHTLY_STAGES if s.name == name)
+        assert "dask" in inspect.signature(stage.load().fn).parameters
+
+
+@pytest.mark.prefect
+def test_nightly_refuses_a_bad_dask_value_before_any_stage(prefect_harness, tmp_path):
+    from flows.nightly import nightly
+
+    with pytest.raises(InvalidInput, match="--dask"):
+        nightly(warehouse=str(tmp_path / "w.duckdb"), dask="0")
+    assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_cli_dask_errors_exit_2_before_any_work(tmp_path, suites_dir, humanevalplus_path, codet_samples_path, capsys):
+    from acceptgate.cli import main
+
+    path = tmp_path / "w.duckdb"
+    for argv in (["gate", "--arm", "off", "--source", f"codet:{codet_samples_path}", "--suites", suites_dir],
+                 ["certify", "--suites", suites_dir, "--dataset", str(humanevalplus_path)],
+                 ["audit", "--dataset", "humanevalplus", "--path", str(humanevalplus_path)]):
+        for bad, field in ((["--dask", "0"], "--dask"), (["--dask", "2", "--shard-size", "0"], "--shard-size")):
+            assert main(argv + ["--warehouse", str(path)] + bad) == 2, argv + bad
+            assert field in capsys.readouterr().err
+            assert not path.exists()
