@@ -379,6 +379,61 @@ def merge_audit(results: list[AuditShardResult]) -> tuple[list, int]:
     return [rec for r in results for rec in r.records], sum(r.ran for r in results)
 
 
+DEFAULT_RECORDS_PER_SHARD = 2000  # leak backfill: whole runs, about this many records per shard
+
+
+class LeakShard:
+    """Whole runs of history records to scan, with the hidden material of their tasks."""
+
+    __slots__ = ("index", "runs", "materials", "matcher")
+
+    def __init__(self, index: int, runs: list, materials: dict, matcher: str) -> None:
+        self.index, self.runs, self.materials, self.matcher = index, list(runs), dict(materials), matcher
+
+    def __repr__(self) -> str:
+        return f"LeakShard({self.index}, {len(self.runs)} runs)"
+
+
+class LeakShardResult:
+    __slots__ = ("index", "scans", "worker")
+
+    def __init__(self, index: int, scans: list, worker: str) -> None:
+        self.index, self.scans, self.worker = index, scans, worker
+
+
+def leak_shards(runs: list[tuple[str, list]], materials: Mapping, matcher: str,
+                shard_size: int = DEFAULT_RECORDS_PER_SHARD) -> list[LeakShard]:
+    """Consecutive whole runs, about ``shard_size`` records per shard (a run is never split: its scan
+    shares one set of controls)."""
+    if shard_size < 1:
+        raise InvalidInput("must be at least 1", field="--shard-size")
+    out, batch, size = [], [], 0
+    for run_id, records in runs:
+        batch.append((run_id, records))
+        size += len(records)
+        if size >= shard_size:
+            out.append(batch)
+            batch, size = [], 0
+    if batch:
+        out.append(batch)
+    return [LeakShard(i, b, {t: materials[t] for _, recs in b for t in {r.task_id for r in recs} if t in materials},
+                      matcher) for i, b in enumerate(out)]
+
+
+def leak_shard(shard: LeakShard) -> LeakShardResult:
+    """Scan one shard's runs here, as the single-process scan does (``leak.audit.scan_run``)."""
+    from acceptgate.leak import audit as leak
+
+    scanners = leak.ScannerCache(shard.materials, shard.matcher)
+    return LeakShardResult(shard.index, [leak.scan_run(run_id, records, scanners) for run_id, records in shard.runs],
+                           worker_name())
+
+
+def merge_leak(results: list[LeakShardResult]) -> list:
+    """The scans in the order of the runs given to ``leak_shards``."""
+    return [scan for r in sorted(results, key=lambda r: r.index) for scan in r.scans]
+
+
 def workers_of(results: list) -> dict[str, int]:
     """Shards per worker (how the work spread over the cluster)."""
     out: dict[str, int] = {}

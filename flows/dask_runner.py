@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
-from typing import Callable
+import contextlib
+from typing import Callable, Iterator
 
 from acceptgate import shards
 
@@ -35,12 +36,22 @@ def map_shards(task, batches: list, dask: str, *, progress: Callable[[int, int],
                **parameters) -> list:
     """Run ``task(shard=batch, **parameters)`` for every batch on the cluster ``dask`` names; the results
     in batch order. A shard that fails raises here, after the cluster is released (nothing merged)."""
+    with cluster(dask) as run:
+        return run(task, batches, progress=progress, **parameters)
+
+
+@contextlib.contextmanager
+def cluster(dask: str) -> Iterator[Callable[..., list]]:
+    """The cluster held open for several maps (a stage that sends shards batch after batch):
+    ``with cluster(dask) as run: run(task, batches, **parameters)``."""
     workers, address = shards.parse_dask(dask)
     with task_runner(workers, address) as runner:
-        futures = [runner.submit(task, parameters={"shard": batch, **parameters}) for batch in batches]
-        results = []
-        for done, future in enumerate(futures, 1):
-            results.append(future.result())
-            if progress:
-                progress(done, len(futures))
-    return results
+        def run(task, batches: list, *, progress: Callable[[int, int], None] | None = None, **parameters) -> list:
+            futures = [runner.submit(task, parameters={"shard": batch, **parameters}) for batch in batches]
+            results = []
+            for done, future in enumerate(futures, 1):
+                results.append(future.result())
+                if progress:
+                    progress(done, len(futures))
+            return results
+        yield run

@@ -15,6 +15,8 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from acceptgate import shards
+
 from acceptgate.leak import audit
 from acceptgate.leak.material import TaskMaterial
 
@@ -36,9 +38,16 @@ def hidden_material(suites_dir: str | None, humanevalplus: str | None, backend: 
 
 @task(name="scan", **_STAGE)
 def scan(path: Path, materials: dict[str, TaskMaterial], selection: audit.Selection, matcher: str, rescan: bool,
-         batch_records: int, progress, history=None, kind: str = "leak-audit") -> audit.AuditResult:
+         batch_records: int, progress, history=None, kind: str = "leak-audit", scan_many=None) -> audit.AuditResult:
     return audit.run_audit(path, materials, selection, matcher=matcher, rescan=rescan, progress=progress,
-                           batch_records=batch_records, publish=False, history=history, kind=kind)
+                           batch_records=batch_records, publish=False, history=history, kind=kind,
+                           scan_many=scan_many)
+
+
+@task(name="leak-shard", **_STAGE)
+def leak_shard(shard: shards.LeakShard) -> shards.LeakShardResult:
+    """One record shard on a Dask worker: its runs scanned (no writes)."""
+    return shards.leak_shard(shard)
 
 
 @task(name="publish", **_STAGE)

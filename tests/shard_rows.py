@@ -1,21 +1,30 @@
 """The rows a run left in the warehouse, for comparing a sharded run with a single-process one row by
-row: every result table of the run kind, in stored order, without the columns that measure time."""
+row: every result table of the run kind, in stored order, without the columns that measure time or
+describe the host."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-TIMING = {"wall_seconds", "latency_seconds", "exec_seconds", "gt_seconds"}
+TIMING = {"wall_seconds", "latency_seconds", "exec_seconds", "gt_seconds", "scanned_at"}
+# what describes the host a row ran on, not the result: the audit's sandbox description names the
+# host uid range its sandbox slots claimed (one per process, so two single-process runs differ too)
+HOST = {"isolation"}
 TABLES = {
     "gate": ("gate_decisions", "gate_attempts", "gate_messages", "deliveries"),
+    "leak": ("leak_scans", "leak_verdicts", "leak_hit_rules", "leak_hits"),
+    "audit": ("executions", "case_results", "gauge_checks"),
     "certify": ("v4v_candidates", "v4v_label_checks", "v4v_executions", "v4v_decisions", "v4v_mutants",
                 "v4v_gates", "v4v_task_metrics", "v4v_verifier_summary"),
 }
 
 
 def _cell(value):
+    import numpy as np
     import pandas as pd
 
+    if isinstance(value, np.ndarray):  # a list column (e.g. gauge_checks.reasons)
+        return tuple(_cell(v) for v in value.tolist())
     try:
         return None if pd.isna(value) else value  # NaN, None and pd.NA compare equal as None
     except (TypeError, ValueError):
@@ -23,7 +32,7 @@ def _cell(value):
 
 
 def frame_rows(frame) -> list[tuple]:
-    cols = [c for c in frame.columns if c not in TIMING]
+    cols = [c for c in frame.columns if c not in TIMING | HOST]
     return [tuple(_cell(v) for v in row) for row in frame[cols].astype(object).itertuples(index=False)]
 
 
