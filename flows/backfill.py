@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
-import contextlib
-
 from prefect import flow
 from prefect.utilities.annotations import quote
 
@@ -40,16 +38,19 @@ def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, wa
     try:
         path = t.prepare_warehouse(warehouse)
         materials = t.hidden_material(suites_dir, humanevalplus, backend)
-        with contextlib.ExitStack() as stack:
-            scan_many = None
-            if dask:
-                run = stack.enter_context(dask_runner.cluster(dask))
-
+        if dask:
+            # the scan in this flow, not in a task: shards are submitted from the flow's own context
+            # (a task run's context, with its parameters, cannot travel to a Dask worker)
+            with dask_runner.cluster(dask) as run:
                 def scan_many(runs):
                     return shards.merge_leak(run(t.leak_shard, shards.leak_shards(runs, materials, matcher,
                                                                                     shard_size)))
+                result = core.run_audit(path, materials, selection, matcher=matcher, rescan=rescan,
+                                        progress=progress, batch_records=batch_records, publish=False,
+                                        history=spool, kind="leak-backfill", scan_many=scan_many)
+        else:
             result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records,
-                            quote(progress), quote(spool), kind="leak-backfill", scan_many=quote(scan_many))
+                            quote(progress), quote(spool), kind="leak-backfill")
         return t.publish(path, quote(result))
     finally:
         if spool is not None:

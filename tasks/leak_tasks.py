@@ -38,10 +38,9 @@ def hidden_material(suites_dir: str | None, humanevalplus: str | None, backend: 
 
 @task(name="scan", **_STAGE)
 def scan(path: Path, materials: dict[str, TaskMaterial], selection: audit.Selection, matcher: str, rescan: bool,
-         batch_records: int, progress, history=None, kind: str = "leak-audit", scan_many=None) -> audit.AuditResult:
+         batch_records: int, progress, history=None, kind: str = "leak-audit") -> audit.AuditResult:
     return audit.run_audit(path, materials, selection, matcher=matcher, rescan=rescan, progress=progress,
-                           batch_records=batch_records, publish=False, history=history, kind=kind,
-                           scan_many=scan_many)
+                           batch_records=batch_records, publish=False, history=history, kind=kind)
 
 
 @task(name="leak-shard", **_STAGE)
