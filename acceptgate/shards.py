@@ -1,11 +1,13 @@
-"""Coarse shards of sandbox executions, for scale-out on a cluster (``flows/score_sharded.py`` maps
-them over Prefect's DaskTaskRunner). Prefect-free.
+"""Coarse shards of sandbox executions, for scale-out on a cluster: the one sharded path of every
+execution-heavy stage (score, gate, certify, the audit's executions, the leak backfill). Prefect-free;
+``flows/score_sharded.py`` and ``flows/dask_runner.py`` map the shards as Prefect tasks on Dask.
 
-A shard is a batch of samples with the suites they need, plain picklable data. The machine that
-runs it opens its own sandbox backend by name and scores the batch with ``score.score_samples`` --
-the same code as the single-process ``acceptgate score`` -- so a shard's verdicts cannot differ from
-the single-process ones by construction, only by the host. Shards are large (hundreds of
-executions) because each one pays for a backend start (the fork-server pool: ~0.1-0.5 s).
+A shard is a batch of work with the inputs it needs, plain picklable data (samples and suites; tasks
+and the source's candidates; certification materials; history records). The machine that runs it
+opens its own sandbox backend by name and runs the same functions as the single-process stage, so a
+shard's rows cannot differ from the single-process ones by construction, only by the host; the client
+merges them in the single-process order and writes them (the warehouse has one writer). Shards are
+large because each one pays for a backend start (the fork-server pool: ~0.1-0.5 s).
 """
 
 from __future__ import annotations
