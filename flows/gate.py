@@ -58,19 +58,17 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
                                                     limits, strict, profile, dask, shard_size, say)
             gate_write = t.write_gate_stage(path, run, quote(outcomes))
             delivery_write = t.write_deliveries(path, run, quote(outcomes), quote(rows))
-            snapshot = t.finish_run(path, run, "ok", time.monotonic() - started)
-            return core.GateSummary(run, core.summarize_rows(run, rows), seconds, [gate_write, delivery_write],
-                                    str(path), coverage, str(snapshot))
-        for arm in arms:
-            say(f"arm {arm}: gating {len(tasks)} tasks")
-            arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task, chat_config,
-                                                    workers, limits, strict, quote(_counter(say, f"arm {arm}")))
-            outcomes += arm_outcomes
-        gate_write = t.write_gate_stage(path, run, quote(outcomes))
-        say("scoring the delivered programs on the hidden suites")
-        rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
-                                                                         backend, workers, limits, profile,
-                                                                         quote(_counter(say, "deliveries")))
+        else:
+            for arm in arms:
+                say(f"arm {arm}: gating {len(tasks)} tasks")
+                arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task, chat_config,
+                                                        workers, limits, strict, quote(_counter(say, f"arm {arm}")))
+                outcomes += arm_outcomes
+            gate_write = t.write_gate_stage(path, run, quote(outcomes))
+            say("scoring the delivered programs on the hidden suites")
+            rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
+                                                                             backend, workers, limits, profile,
+                                                                             quote(_counter(say, "deliveries")))
     snapshot = t.finish_run(path, run, "ok", time.monotonic() - started)  # publishes the run
     return core.GateSummary(run, core.summarize_rows(run, rows), seconds, [gate_write, delivery_write], str(path),
                             coverage, str(snapshot))
@@ -84,8 +82,9 @@ def _gate_on_dask(tasks, arms, source, backend, per_task, chat_config, workers, 
     with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src:
         batches = shards.gate_shards(tasks, src, shard_size)
     say(f"gating {len(tasks)} tasks in {len(batches)} shards on Dask ({dask}), arms {', '.join(arms)}")
-    results = dask_runner.map_shards(t.gate_shard, batches, dask, progress=_counter(say, "gate shards"), arms=arms, backend=backend,
-                                     source_spec=source, per_task=per_task, chat_config=chat_config,
+    results = dask_runner.map_shards(t.gate_shard, batches, dask, progress=_counter(say, "gate shards"),
+                                     arms=arms, backend=backend, source_spec=source, per_task=per_task,
+                                     chat_config=chat_config,
                                      strict=strict, workers=workers, limits=limits, profile=profile)
     outcomes, rows, seconds, by_worker = shards.merge_gate(arms, results)
     say("shards per worker: " + ", ".join(f"{w} {n} tasks" for w, n in sorted(by_worker.items())))
