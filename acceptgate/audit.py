@@ -467,9 +467,13 @@ class ExecuteStage:
 
 
 def stage_execute(path: str | Path, imp: ImportStage, suites: SuitesStage, gauge: GaugeStage,
-                  backend: Backend) -> ExecuteStage:
+                  backend: Backend | None, *,
+                  executed: tuple[list[ExecutionRecord], int] | None = None) -> ExecuteStage:
+    """``executed``: the records and count ``run_executions`` gave, already computed (in shards on a
+    cluster, ``acceptgate.shards``); this then only writes them."""
     with _stage(path, imp.run, "execute"):
-        records, ran = run_executions(imp.imported.tasks, gauge.gauges, backend, progress=_progress("execute"))
+        records, ran = executed or run_executions(imp.imported.tasks, gauge.gauges, backend,
+                                                  progress=_progress("execute"))
         frames = execution_frames(imp.run, records)
         related = {**imp.frames, **suites.frames}
         return ExecuteStage(records, ran, frames, write_stage(path, imp.run, "execute", frames, related=related))

@@ -1,11 +1,13 @@
-"""Coarse shards of sandbox executions, for scale-out on a cluster (``flows/score_sharded.py`` maps
-them over Prefect's DaskTaskRunner). Prefect-free.
+"""Coarse shards of sandbox executions, for scale-out on a cluster: the one sharded path of every
+execution-heavy stage (score, gate, certify, the audit's executions, the leak backfill). Prefect-free;
+``flows/score_sharded.py`` and ``flows/dask_runner.py`` map the shards as Prefect tasks on Dask.
 
-A shard is a batch of samples with the suites they need, plain picklable data. The machine that
-runs it opens its own sandbox backend by name and scores the batch with ``score.score_samples`` --
-the same code as the single-process ``acceptgate score`` -- so a shard's verdicts cannot differ from
-the single-process ones by construction, only by the host. Shards are large (hundreds of
-executions) because each one pays for a backend start (the fork-server pool: ~0.1-0.5 s).
+A shard is a batch of work with the inputs it needs, plain picklable data (samples and suites; tasks
+and the source's candidates; certification materials; history records). The machine that runs it
+opens its own sandbox backend by name and runs the same functions as the single-process stage, so a
+shard's rows cannot differ from the single-process ones by construction, only by the host; the client
+merges them in the single-process order and writes them (the warehouse has one writer). Shards are
+large because each one pays for a backend start (the fork-server pool: ~0.1-0.5 s).
 """
 
 from __future__ import annotations
@@ -149,3 +151,294 @@ def merge(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], excluded: Ma
         by_worker[res.worker] = by_worker.get(res.worker, 0) + len(res.rows)
     report = score.ScoreReport(sample_file.path, suite, fail_fast, rows, sample_file.problems, wall_seconds, skipped)
     return ShardedScore(report, len(results), by_worker)
+
+
+# -- the one sharded execution path of every execution-heavy stage ---------------------------------------
+#
+# A stage splits its items (samples, tasks, records) into coarse shards that carry their inputs as plain
+# picklable data; a worker runs one shard with the same core functions as the single-process stage and
+# returns rows; the client merges the rows in the single-process order and writes them through the run
+# ledger (the warehouse has one writer). The flows submit one Prefect task per shard, on whatever task
+# runner the flow has (Prefect's DaskTaskRunner for --dask).
+
+DEFAULT_TASKS_PER_SHARD = 4  # gate and certify: a shard is minutes of sandbox work on a few tasks
+
+
+def parse_dask(value: str) -> tuple[int | None, str | None]:
+    """``--dask N|ADDRESS``: (N worker processes of a LocalCluster, None) or (None, scheduler address)."""
+    workers, address = (int(value), None) if value.isdigit() else (None, value)
+    if (workers is not None and workers < 1) or not value:
+        raise InvalidInput("must be at least 1 worker or a scheduler address", field="--dask")
+    return workers, address
+
+
+def split(items: list, size: int) -> list[list]:
+    """Consecutive batches of at most ``size`` items, in order."""
+    if size < 1:
+        raise InvalidInput("must be at least 1", field="--shard-size")
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def worker_name() -> str:
+    import os
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class GateShard:
+    """A few tasks (with their suites) and the source's candidates for them: every arm gates them end
+    to end, then the delivered programs run on the tasks' hidden suites. Plain class (see ``Shard``)."""
+
+    __slots__ = ("index", "tasks", "source")
+
+    def __init__(self, index: int, tasks: list, source) -> None:
+        self.index = index
+        self.tasks = list(tasks)
+        self.source = source  # a carried CandidateSource, or None: open the source by name on the worker
+
+    def __repr__(self) -> str:
+        return f"GateShard({self.index}, {len(self.tasks)} tasks)"
+
+
+class GateShardResult:
+    """Per arm the outcomes (decisions, attempts, messages) in task order, and the delivery rows."""
+
+    __slots__ = ("index", "outcomes", "deliveries", "seconds", "worker")
+
+    def __init__(self, index: int, outcomes: dict, deliveries: list, seconds: dict, worker: str) -> None:
+        self.index, self.outcomes, self.deliveries, self.seconds, self.worker = (index, outcomes, deliveries,
+                                                                                   seconds, worker)
+
+
+def gate_shards(tasks: list, source, shard_size: int = DEFAULT_TASKS_PER_SHARD) -> list[GateShard]:
+    """Shards of ``shard_size`` tasks; ``source`` is the client's open source (its candidates for each
+    shard's tasks travel with the shard)."""
+    out = []
+    for i, batch in enumerate(split(tasks, shard_size)):
+        out.append(GateShard(i, batch, source.carried({t.task_id for t in batch})))
+    return out
+
+
+def gate_shard(shard: GateShard, arms: list[str], backend: str, *, source_spec: str, per_task: int,
+               chat_config=None, strict: bool = True, workers: int = 1, limits: Limits = Limits(),
+               profile: str = profiles.DEFAULT) -> GateShardResult:
+    """Gate one shard here, every arm, and score its deliveries on GT: what ``flows/gate.py`` does for
+    all tasks in one process, with the same functions."""
+    import contextlib
+
+    from acceptgate import delivery
+    from acceptgate.gates import HmixCaps, arm_tasks, run_arm
+    from acceptgate.gates import run as gate_core
+    from acceptgate.sources import open_source
+
+    seconds: dict[str, float] = {}
+    outcomes: dict[str, list] = {}
+    with contextlib.ExitStack() as stack:
+        src = shard.source or stack.enter_context(open_source(source_spec, per_task=per_task,
+                                                              chat_config=chat_config, strict=strict))
+        sandbox = stack.enter_context(backends.create(backend))
+        for arm in arms:
+            started = time.monotonic()
+            outcomes[arm] = run_arm(arm, arm_tasks(arm, shard.tasks), src, sandbox, workers=workers, limits=limits,
+                                    caps=HmixCaps(calls=per_task))
+            seconds[arm] = time.monotonic() - started
+        started = time.monotonic()
+        rows = delivery.score_deliveries([o for arm in arms for o in outcomes[arm]],
+                                         gate_core.hidden_suites(shard.tasks), sandbox, workers=workers,
+                                         limits=limits, profile=profile,
+                                         reference_seconds=gate_core.hidden_timing(shard.tasks))
+        seconds["deliveries"] = time.monotonic() - started
+    return GateShardResult(shard.index, outcomes, rows, seconds, worker_name())
+
+
+def merge_gate(arms: list[str], results: list[GateShardResult]) -> tuple[list, list, dict[str, float], dict[str, int]]:
+    """Outcomes and delivery rows in the single-process order (arm by arm, tasks in order); seconds per
+    stage summed over shards; tasks per worker."""
+    results = sorted(results, key=lambda r: r.index)
+    outcomes = [o for arm in arms for r in results for o in r.outcomes[arm]]
+    rows = [row for arm in arms for r in results for row in r.deliveries if row.arm == arm]
+    seconds: dict[str, float] = {}
+    by_worker: dict[str, int] = {}
+    for r in results:
+        for stage, s in r.seconds.items():
+            seconds[stage] = seconds.get(stage, 0.0) + s
+        by_worker[r.worker] = by_worker.get(r.worker, 0) + len(next(iter(r.outcomes.values()), []))
+    return outcomes, rows, seconds, by_worker
+
+
+class CertifyShard:
+    """A few tasks' certification materials (gold, suites, harnesses, samples). Plain class."""
+
+    __slots__ = ("index", "materials")
+
+    def __init__(self, index: int, materials: list) -> None:
+        self.index = index
+        self.materials = list(materials)
+
+    def __repr__(self) -> str:
+        return f"CertifyShard({self.index}, {len(self.materials)} tasks)"
+
+
+class CertifyShardResult:
+    """Per task: the proposed and kept pools, the label checks, every execution, every decision."""
+
+    __slots__ = ("index", "proposed", "kept", "checks", "runs", "decided", "seconds", "worker")
+
+    def __init__(self, index, proposed, kept, checks, runs, decided, seconds, worker) -> None:
+        self.index, self.proposed, self.kept, self.checks = index, proposed, kept, checks
+        self.runs, self.decided, self.seconds, self.worker = runs, decided, seconds, worker
+
+
+def certify_shards(materials: list, shard_size: int = DEFAULT_TASKS_PER_SHARD) -> list[CertifyShard]:
+    return [CertifyShard(i, batch) for i, batch in enumerate(split(materials, shard_size))]
+
+
+def certify_shard(shard: CertifyShard, backend: str, settings) -> CertifyShardResult:
+    """Pools, executions (round 0, labels, re-runs from reset) and decisions of one shard's tasks, here;
+    the gates and metrics are the client's (``merge_certify``)."""
+    from acceptgate.v4v import certify as v4v
+
+    seconds = {}
+    with backends.create(backend) as sandbox:
+        t0 = time.monotonic()
+        proposed = v4v.propose_pools(shard.materials, settings)
+        runs = v4v.execute_pools(shard.materials, proposed, sandbox, settings)
+        seconds["execute"] = time.monotonic() - t0
+        kept, checks = v4v.label_pools(shard.materials, proposed, runs)
+        t0 = time.monotonic()
+        runs.update(v4v.repeat_runs(shard.materials, kept, sandbox, settings))
+        seconds["repeat"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        verifiers = v4v.make_verifiers(settings.verifiers, sandbox, settings.limits, settings.external)
+        decided = v4v.decide_all(shard.materials, kept, runs, verifiers, settings)
+        seconds["decide"] = time.monotonic() - t0
+    return CertifyShardResult(shard.index, proposed, kept, checks, runs, decided, seconds, worker_name())
+
+
+def merge_certify(materials: list, results: list[CertifyShardResult], settings):
+    """One ``Certification`` as the single-process flow builds it: pools and checks in task order, the
+    runs and decisions of every shard, then the gates and metrics computed here from those rows."""
+    from acceptgate.v4v import certify as v4v
+
+    results = sorted(results, key=lambda r: r.index)
+    proposed = [p for r in results for p in r.proposed]
+    kept = {t: pool for r in results for t, pool in r.kept.items()}
+    checks = [c for r in results for c in r.checks]
+    runs = {k: v for r in results for k, v in r.runs.items()}
+    decided = {k: v for r in results for k, v in r.decided.items()}
+    seconds: dict[str, float] = {}
+    for r in results:
+        for stage, s in r.seconds.items():
+            seconds[stage] = seconds.get(stage, 0.0) + s
+    t0 = time.monotonic()
+    # the verifiers' names, families and suites only: nothing runs on the client
+    verifiers = v4v.make_verifiers(settings.verifiers, None, settings.limits, settings.external)  # type: ignore[arg-type]
+    records, verdicts, reports = v4v.judge_all(materials, kept, runs, verifiers, decided, settings)
+    seconds["judge"] = time.monotonic() - t0
+    return v4v.Certification(materials, proposed, kept, checks, runs, records, verdicts, reports, settings, seconds)
+
+
+class AuditShard:
+    """A few tasks of an audit and their gauge results (complete ones are reused, not re-run)."""
+
+    __slots__ = ("index", "tasks", "gauges")
+
+    def __init__(self, index: int, tasks: list, gauges: list) -> None:
+        self.index, self.tasks, self.gauges = index, list(tasks), list(gauges)
+
+    def __repr__(self) -> str:
+        return f"AuditShard({self.index}, {len(self.tasks)} tasks)"
+
+
+class AuditShardResult:
+    __slots__ = ("index", "records", "ran", "worker")
+
+    def __init__(self, index: int, records: list, ran: int, worker: str) -> None:
+        self.index, self.records, self.ran, self.worker = index, records, ran, worker
+
+
+def audit_shards(tasks: list, gauges: list, shard_size: int = DEFAULT_TASKS_PER_SHARD) -> list[AuditShard]:
+    out = []
+    for i, batch in enumerate(split(tasks, shard_size)):
+        ids = {t.task_id for t in batch}
+        out.append(AuditShard(i, batch, [g for g in gauges if any(s.task_id in ids for s in g.suites)]))
+    return out
+
+
+def audit_shard(shard: AuditShard, backend: str) -> AuditShardResult:
+    """The audit's execution stage for one shard's tasks, here (``audit.run_executions``)."""
+    from acceptgate import audit
+
+    with backends.create(backend) as sandbox:
+        records, ran = audit.run_executions(shard.tasks, shard.gauges, sandbox)
+    return AuditShardResult(shard.index, records, ran, worker_name())
+
+
+def merge_audit(results: list[AuditShardResult]) -> tuple[list, int]:
+    """Records in (task, suite, candidate) order, as ``run_executions`` gives them for all tasks."""
+    results = sorted(results, key=lambda r: r.index)
+    return [rec for r in results for rec in r.records], sum(r.ran for r in results)
+
+
+DEFAULT_RECORDS_PER_SHARD = 2000  # leak backfill: whole runs, about this many records per shard
+
+
+class LeakShard:
+    """Whole runs of history records to scan, with the hidden material of their tasks."""
+
+    __slots__ = ("index", "runs", "materials", "matcher")
+
+    def __init__(self, index: int, runs: list, materials: dict, matcher: str) -> None:
+        self.index, self.runs, self.materials, self.matcher = index, list(runs), dict(materials), matcher
+
+    def __repr__(self) -> str:
+        return f"LeakShard({self.index}, {len(self.runs)} runs)"
+
+
+class LeakShardResult:
+    __slots__ = ("index", "scans", "worker")
+
+    def __init__(self, index: int, scans: list, worker: str) -> None:
+        self.index, self.scans, self.worker = index, scans, worker
+
+
+def leak_shards(runs: list[tuple[str, list]], materials: Mapping, matcher: str,
+                shard_size: int = DEFAULT_RECORDS_PER_SHARD) -> list[LeakShard]:
+    """Consecutive whole runs, about ``shard_size`` records per shard (a run is never split: its scan
+    shares one set of controls)."""
+    if shard_size < 1:
+        raise InvalidInput("must be at least 1", field="--shard-size")
+    out, batch, size = [], [], 0
+    for run_id, records in runs:
+        batch.append((run_id, records))
+        size += len(records)
+        if size >= shard_size:
+            out.append(batch)
+            batch, size = [], 0
+    if batch:
+        out.append(batch)
+    return [LeakShard(i, b, {t: materials[t] for _, recs in b for t in {r.task_id for r in recs} if t in materials},
+                      matcher) for i, b in enumerate(out)]
+
+
+def leak_shard(shard: LeakShard) -> LeakShardResult:
+    """Scan one shard's runs here, as the single-process scan does (``leak.audit.scan_run``)."""
+    from acceptgate.leak import audit as leak
+
+    scanners = leak.ScannerCache(shard.materials, shard.matcher)
+    return LeakShardResult(shard.index, [leak.scan_run(run_id, records, scanners) for run_id, records in shard.runs],
+                           worker_name())
+
+
+def merge_leak(results: list[LeakShardResult]) -> list:
+    """The scans in the order of the runs given to ``leak_shards``."""
+    return [scan for r in sorted(results, key=lambda r: r.index) for scan in r.scans]
+
+
+def workers_of(results: list) -> dict[str, int]:
+    """Shards per worker (how the work spread over the cluster)."""
+    out: dict[str, int] = {}
+    for r in results:
+        out[r.worker] = out.get(r.worker, 0) + 1
+    return out

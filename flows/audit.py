@@ -15,13 +15,20 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from acceptgate import audit as core
+from acceptgate import shards
 from tasks.publish import summary_artifact
-from tasks.audit import execute_stage, gauge_stage, import_stage, prepare_warehouse, publish, suites_stage
+from flows import dask_runner
+from tasks.audit import (audit_shard, execute_stage, gauge_stage, import_stage, prepare_warehouse, publish,
+                         suites_stage, write_execute)
 
 
 @flow(name="audit", persist_result=False, log_prints=False)
 def audit(limit: int | None = None, warehouse: str | None = None, backend: str = "local",
-          run_id: str | None = None, dataset: str = "humaneval", data_path: str | None = None) -> core.Summary:
+          run_id: str | None = None, dataset: str = "humaneval", data_path: str | None = None,
+          dask: str | None = None, shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> core.Summary:
+    """``dask``: N (a LocalCluster) or a scheduler address: the execution stage (references and wrong
+    samples on every suite) runs in shards of ``shard_size`` tasks there; its rows are written here.
+    The run id is the single-process one."""
     started = time.monotonic()
     path = prepare_warehouse(warehouse)
     imp = import_stage(path, backend, limit, run_id, dataset, data_path)  # records the attempt
@@ -30,7 +37,12 @@ def audit(limit: int | None = None, warehouse: str | None = None, backend: str =
     with core.ledger_run(path, imp.run).guard():  # also between stages: an error or stop ends the attempt
         suites = suites_stage(path, quote(imp))
         gauge = gauge_stage(path, quote(imp), quote(suites), backend)
-        executed = execute_stage(path, quote(imp), quote(suites), quote(gauge), backend)
+        if dask:
+            batches = shards.audit_shards(imp.imported.tasks, gauge.gauges, shard_size)
+            results = dask_runner.map_shards(audit_shard, batches, dask, backend=backend)
+            executed = write_execute(path, quote(imp), quote(suites), quote(gauge), quote(shards.merge_audit(results)))
+        else:
+            executed = execute_stage(path, quote(imp), quote(suites), quote(gauge), backend)
         summary = publish(path, quote(imp), quote(suites), quote(gauge), quote(executed), started)
     summary_artifact(path, summary.lines())  # the report's summary, on this flow run in the Prefect UI
     return summary
@@ -38,12 +50,13 @@ def audit(limit: int | None = None, warehouse: str | None = None, backend: str =
 
 def run(*, limit: int | None = None, warehouse: str | None = None, backend: str = "local",
         run_id: str | None = None, reporter: core.Reporter | None = None, dataset: str = "humaneval",
-        data_path: str | None = None) -> core.Summary:
+        data_path: str | None = None, dask: str | None = None,
+        shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> core.Summary:
     """Run the flow with a progress reporter (the CLI's entry point)."""
     reporter = reporter or core.Reporter()
     with core.reporting(reporter):
         return audit(limit=limit, warehouse=warehouse, backend=backend, run_id=run_id, dataset=dataset,
-                     data_path=data_path)
+                     data_path=data_path, dask=dask, shard_size=shard_size)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ from tasks import _prefect_env  # noqa: F401  (offline settings before prefect i
 from prefect import flow
 from prefect.utilities.annotations import quote
 
+from acceptgate import shards
 from acceptgate.leak import audit as core
 from acceptgate.leak.matcher import DEFAULT
+from flows import dask_runner
 from tasks import leak_tasks as t
 
 
@@ -24,7 +26,10 @@ def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, wa
              since: str | None = None, until: str | None = None, run_ids: list[str] | None = None,
              arms: list[str] | None = None, history: list[str] | None = None, include_warehouse: bool = True,
              matcher: str = DEFAULT, rescan: bool = False, batch_records: int = core.BATCH_RECORDS,
-             backend: str = "local", progress=None, spooled=None) -> core.AuditResult:
+             backend: str = "local", progress=None, spooled=None, dask: str | None = None,
+             shard_size: int = shards.DEFAULT_RECORDS_PER_SHARD) -> core.AuditResult:
+    """``dask``: N (a LocalCluster) or a scheduler address: each batch's runs are scanned in record
+    shards of about ``shard_size`` records (whole runs) there; every write stays here."""
     selection = core.Selection(run_ids=tuple(run_ids) if run_ids else None, since=core.parse_time(since, "since"),
                                until=core.parse_time(until, "until"), arms=tuple(arms) if arms else None,
                                history=tuple(history or ()), warehouse_runs=include_warehouse)
@@ -33,8 +38,19 @@ def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, wa
     try:
         path = t.prepare_warehouse(warehouse)
         materials = t.hidden_material(suites_dir, humanevalplus, backend)
-        result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records,
-                        quote(progress), quote(spool), kind="leak-backfill")
+        if dask:
+            # the scan in this flow, not in a task: shards are submitted from the flow's own context
+            # (a task run's context, with its parameters, cannot travel to a Dask worker)
+            with dask_runner.cluster(dask) as run:
+                def scan_many(runs):
+                    return shards.merge_leak(run(t.leak_shard, shards.leak_shards(runs, materials, matcher,
+                                                                                    shard_size)))
+                result = core.run_audit(path, materials, selection, matcher=matcher, rescan=rescan,
+                                        progress=progress, batch_records=batch_records, publish=False,
+                                        history=spool, kind="leak-backfill", scan_many=scan_many)
+        else:
+            result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records,
+                            quote(progress), quote(spool), kind="leak-backfill")
         return t.publish(path, quote(result))
     finally:
         if spool is not None:

@@ -16,8 +16,10 @@ import time
 from prefect import flow
 from prefect.utilities.annotations import quote
 
+from acceptgate import shards
 from acceptgate.v4v import certify as core
 from acceptgate.v4v import store
+from flows import dask_runner
 from tasks import certify_tasks as t
 
 
@@ -57,11 +59,15 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
             backend: str = "local", run_id: str | None = None, limit: int | None = None,
             task_ids: list[str] | None = None, settings: core.Settings = core.Settings(),
             verifier_commands: list[str] | None = None, verifier_mounts: list[str] | None = None,
-            evalplus_venv: str | None = None, gauge: bool = True) -> CertifySummary:
+            evalplus_venv: str | None = None, gauge: bool = True, dask: str | None = None,
+            shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> CertifySummary:
     """``verifier_commands``, ``verifier_mounts`` and ``evalplus_venv``: external verifiers to certify
     besides ``settings.verifiers`` (plain parameters, for deployments; the CLI puts them in settings).
     ``gauge``: certify only on suites with a passing gauge record (a failing one is exit 2); False
-    (``--no-gauge``) skips the check, recorded in v4v_runs.settings."""
+    (``--no-gauge``) skips the check, recorded in v4v_runs.settings.
+    ``dask``: N (a LocalCluster) or a scheduler address: pools, executions and decisions run in shards of
+    ``shard_size`` tasks on the cluster; the gates and metrics are computed here from their rows, and
+    written here. The run id is the single-process one (it derives from the inputs and settings)."""
     started = time.monotonic()
     settings = core.with_external(settings, verifier_commands or [], verifier_mounts or [], evalplus_venv, dataset)
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
@@ -76,8 +82,15 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
     ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
     # quote(): materials hold ~10^5 nested cases and runs every output; Prefect must not walk them
     with ledger_run.guard():
-        stage = t.pools_and_runs(quote(materials), backend, settings)
-        cert = t.evaluate(quote(materials), quote(stage), backend, settings)
+        if dask:
+            batches = shards.certify_shards(materials, shard_size)
+            report = core.current_progress()
+            results = dask_runner.map_shards(t.certify_shard, batches, dask, backend=backend, settings=settings,
+                                             progress=(lambda d, n: report("shards", d, n)) if report else None)
+            cert = shards.merge_certify(materials, results, settings)
+        else:
+            stage = t.pools_and_runs(quote(materials), backend, settings)
+            cert = t.evaluate(quote(materials), quote(stage), backend, settings)
         rows = t.write_pools(path, run, quote(cert))
         rows.update(t.write_certification(path, run, quote(cert)))
     wall = time.monotonic() - started

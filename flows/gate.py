@@ -15,8 +15,10 @@ import time
 from prefect import flow
 from prefect.utilities.annotations import quote
 
+from acceptgate import shards
 from acceptgate.gates import run as core
 from acceptgate.sandbox.backend import Limits
+from flows import dask_runner
 from tasks import gate_tasks as t
 
 
@@ -25,10 +27,15 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
          warehouse: str | None = None, backend: str = "local", run_id: str | None = None, per_task: int = 5,
          limit: int | None = None, workers: int = 2, chat_config=None,
          limits: Limits = Limits(), strict: bool = False, profile: str = "default",
-         gauge: bool = True, progress=None) -> core.GateSummary:
+         gauge: bool = True, progress=None, dask: str | None = None,
+         shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> core.GateSummary:
     """``gauge``: use only suites with a passing gauge record (computed and stored when missing; a
     failing one refuses the run, exit 2); False (``--no-gauge``) skips the check, stored in gate_runs.
-    ``progress``: an optional callable taking one line of text (the CLI prints it on stderr)."""
+    ``progress``: an optional callable taking one line of text (the CLI prints it on stderr).
+    ``dask``: N (a LocalCluster of N workers) or a scheduler address: the tasks are gated in shards of
+    ``shard_size`` tasks on the cluster (every arm and the deliveries' GT runs of a task in its shard);
+    the rows are the single-process ones and are written here, through the run ledger. The run id is
+    the same as single-process (it derives from the inputs; where the work ran is not an input)."""
     started = time.monotonic()
     arms = core.check_arms(arms)
     say = progress or (lambda text: None)
@@ -46,19 +53,42 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
     outcomes, seconds = [], {}
     # quote(): tasks hold ~10^5 nested cases and outcomes every message; without it Prefect walks each one
     with ledger_run.guard():
-        for arm in arms:
-            say(f"arm {arm}: gating {len(tasks)} tasks")
-            arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task, chat_config,
-                                                    workers, limits, strict, quote(_counter(say, f"arm {arm}")))
-            outcomes += arm_outcomes
-        gate_write = t.write_gate_stage(path, run, quote(outcomes))
-        say("scoring the delivered programs on the hidden suites")
-        rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
-                                                                         backend, workers, limits, profile,
-                                                                         quote(_counter(say, "deliveries")))
+        if dask:
+            outcomes, rows, seconds = _gate_on_dask(tasks, arms, source, backend, per_task, chat_config, workers,
+                                                    limits, strict, profile, dask, shard_size, say)
+            gate_write = t.write_gate_stage(path, run, quote(outcomes))
+            delivery_write = t.write_deliveries(path, run, quote(outcomes), quote(rows))
+        else:
+            for arm in arms:
+                say(f"arm {arm}: gating {len(tasks)} tasks")
+                arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task, chat_config,
+                                                        workers, limits, strict, quote(_counter(say, f"arm {arm}")))
+                outcomes += arm_outcomes
+            gate_write = t.write_gate_stage(path, run, quote(outcomes))
+            say("scoring the delivered programs on the hidden suites")
+            rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
+                                                                             backend, workers, limits, profile,
+                                                                             quote(_counter(say, "deliveries")))
     snapshot = t.finish_run(path, run, "ok", time.monotonic() - started)  # publishes the run
     return core.GateSummary(run, core.summarize_rows(run, rows), seconds, [gate_write, delivery_write], str(path),
                             coverage, str(snapshot))
+
+
+def _gate_on_dask(tasks, arms, source, backend, per_task, chat_config, workers, limits, strict, profile, dask,
+                  shard_size, say):
+    """Shards of tasks on the cluster; each carries its tasks and the source's candidates for them."""
+    from acceptgate.sources import open_source
+
+    with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src:
+        batches = shards.gate_shards(tasks, src, shard_size)
+    say(f"gating {len(tasks)} tasks in {len(batches)} shards on Dask ({dask}), arms {', '.join(arms)}")
+    results = dask_runner.map_shards(t.gate_shard, batches, dask, progress=_counter(say, "gate shards"),
+                                     arms=arms, backend=backend, source_spec=source, per_task=per_task,
+                                     chat_config=chat_config,
+                                     strict=strict, workers=workers, limits=limits, profile=profile)
+    outcomes, rows, seconds, by_worker = shards.merge_gate(arms, results)
+    say("shards per worker: " + ", ".join(f"{w} {n} tasks" for w, n in sorted(by_worker.items())))
+    return outcomes, rows, seconds
 
 
 def _counter(say, what: str):

@@ -15,7 +15,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import audit
+from acceptgate import audit, shards
 
 from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
@@ -55,3 +55,15 @@ def publish(warehouse: Path, imp: audit.ImportStage, suites: audit.SuitesStage, 
     snapshot = audit.finish_run(warehouse, imp.run, audit.elapsed(started))
     return audit.summarize(warehouse, imp, suites, gauge, execute, wall_seconds=audit.elapsed(started),
                            snapshot=snapshot)
+
+
+@task(name="audit-shard", **_STAGE)
+def audit_shard(shard: shards.AuditShard, backend: str) -> shards.AuditShardResult:
+    """One shard of the execution stage on a Dask worker: its tasks' references and wrong samples."""
+    return shards.audit_shard(shard, backend)
+
+
+@task(name="write-execute", **_STAGE)
+def write_execute(warehouse: Path, imp: audit.ImportStage, suites: audit.SuitesStage, gauge: audit.GaugeStage,
+                  executed: tuple) -> audit.ExecuteStage:
+    return audit.stage_execute(warehouse, imp, suites, gauge, None, executed=executed)

@@ -14,7 +14,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import gauge, suitefiles
+from acceptgate import gauge, shards, suitefiles
 from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as core
 from acceptgate.v4v import store
@@ -69,6 +69,12 @@ def evaluate(materials: list, stage: dict, backend: str, settings: core.Settings
     seconds = {**stage["seconds"], "decide": time.monotonic() - t0}
     return core.Certification(materials, stage["proposed"], stage["kept"], stage["checks"], stage["runs"], records,
                               verdicts, reports, settings, seconds)
+
+
+@task(name="certify-shard", **_STAGE)
+def certify_shard(shard: shards.CertifyShard, backend: str, settings: core.Settings) -> shards.CertifyShardResult:
+    """One shard on a Dask worker: its tasks' pools, executions and decisions (no writes)."""
+    return shards.certify_shard(shard, backend, settings)
 
 
 @task(name="write-pools", **_STAGE)

@@ -15,7 +15,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import delivery
+from acceptgate import delivery, shards
 from acceptgate import gauge as gauges
 from acceptgate.gates import HmixCaps, arm_tasks, run_arm
 from acceptgate.gates import run as core
@@ -79,6 +79,21 @@ def score_deliveries(path: Path, run: core.GateRun, tasks: list[Task], outcomes:
     gate = core.gate_frames(run, outcomes)
     written = core.write_stage(path, run, "deliveries", core.delivery_frames(run, rows), related=gate)
     return rows, written, seconds
+
+
+@task(name="gate-shard", **_STAGE)
+def gate_shard(shard: shards.GateShard, arms: list[str], backend: str, source_spec: str, per_task: int,
+               chat_config, strict: bool, workers: int, limits: Limits, profile: str) -> shards.GateShardResult:
+    """One shard on a Dask worker: every arm over its tasks, then their deliveries on GT (no writes)."""
+    return shards.gate_shard(shard, arms, backend, source_spec=source_spec, per_task=per_task,
+                             chat_config=chat_config, strict=strict, workers=workers, limits=limits, profile=profile)
+
+
+@task(name="write-deliveries", **_STAGE)
+def write_deliveries(path: Path, run: core.GateRun, outcomes: list[GateOutcome],
+                     rows: list[delivery.DeliveryRow]) -> core.StageWrite:
+    return core.write_stage(path, run, "deliveries", core.delivery_frames(run, rows),
+                            related=core.gate_frames(run, outcomes))
 
 
 @task(name="finish-run", **_STAGE)

@@ -15,6 +15,8 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from acceptgate import shards
+
 from acceptgate.leak import audit
 from acceptgate.leak.material import TaskMaterial
 
@@ -39,6 +41,12 @@ def scan(path: Path, materials: dict[str, TaskMaterial], selection: audit.Select
          batch_records: int, progress, history=None, kind: str = "leak-audit") -> audit.AuditResult:
     return audit.run_audit(path, materials, selection, matcher=matcher, rescan=rescan, progress=progress,
                            batch_records=batch_records, publish=False, history=history, kind=kind)
+
+
+@task(name="leak-shard", **_STAGE)
+def leak_shard(shard: shards.LeakShard) -> shards.LeakShardResult:
+    """One record shard on a Dask worker: its runs scanned (no writes)."""
+    return shards.leak_shard(shard)
 
 
 @task(name="publish", **_STAGE)

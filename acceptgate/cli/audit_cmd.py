@@ -13,6 +13,7 @@ from pathlib import Path
 from acceptgate import warehouse
 from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
+from acceptgate.shards import DEFAULT_TASKS_PER_SHARD
 
 UNITS = {"import": "tasks", "gauge": "executions", "execute": "executions"}
 
@@ -37,6 +38,7 @@ def add_parser(sub) -> None:
     p.add_argument("--run-id", metavar="ID",
                    help="name the run (default: derived from dataset hash, limit, backend and pipeline version, "
                         "so re-running the same audit replaces its own rows)")
+    checks.add_dask(p, "tasks", DEFAULT_TASKS_PER_SHARD)
     flowrun.add_quiet(p)
     p.set_defaults(func=run)
 
@@ -84,6 +86,7 @@ def run(args) -> int:
         raise InvalidInput("no such file", source=args.path, field="--path")
     started = time.monotonic()
     # Before any work, and before the warehouse file exists: a run that cannot finish leaves nothing.
+    checks.dask_ready(args)
     checks.backend_ready(args.backend)
     path = checks.warehouse_ready(args.warehouse)  # last: it may wait for another process's lock
     # Prefect's console handler only for the critical: a stage failure is reported below in one
@@ -93,7 +96,8 @@ def run(args) -> int:
 
     # A failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
     summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,
-                             reporter=None if args.quiet else StderrProgress(), dataset=args.dataset, data_path=args.path)
+                             reporter=None if args.quiet else StderrProgress(), dataset=args.dataset, data_path=args.path,
+                             dask=args.dask, shard_size=args.shard_size)
     summary.total_seconds = time.monotonic() - started
     print("\n".join(summary.lines()))
     return 0

@@ -9,9 +9,11 @@ run and per arm; the same numbers are the views leak_run_summary and leak_arm_su
 
 from __future__ import annotations
 
+from acceptgate.cli import checks
 from acceptgate.cli.leak_audit_cmd import add_common, call_flow, check
 from acceptgate.errors import InvalidInput
 from acceptgate.leak import audit
+from acceptgate.shards import DEFAULT_RECORDS_PER_SHARD
 
 
 def add_parser(sub) -> None:
@@ -27,6 +29,7 @@ def add_parser(sub) -> None:
     p.add_argument("--no-warehouse-runs", action="store_true", help="only the --history files")
     p.add_argument("--batch-records", type=int, default=audit.BATCH_RECORDS, metavar="N",
                    help=f"records committed per transaction, whole runs (default {audit.BATCH_RECORDS})")
+    checks.add_dask(p, "records", DEFAULT_RECORDS_PER_SHARD)
     p.set_defaults(func=run)
 
 
@@ -38,6 +41,7 @@ def run(args) -> int:
         raise InvalidInput("must be at least 1", field="--batch-records")
     if args.no_warehouse_runs and not args.history:
         raise InvalidInput("nothing to scan: give --history FILE", field="--no-warehouse-runs")
+    checks.dask_ready(args)
     path, history = check(args)
 
     def load():
@@ -47,4 +51,5 @@ def run(args) -> int:
     return call_flow("backfill", args.quiet, load, history, suites_dir=args.suites, humanevalplus=args.humanevalplus, warehouse=path,
                      since=args.since, until=args.until, run_ids=args.run_ids, arms=args.arms, history=args.history,
                      include_warehouse=not args.no_warehouse_runs, matcher=args.matcher, rescan=args.rescan,
-                     batch_records=args.batch_records, backend=args.backend)
+                     batch_records=args.batch_records, backend=args.backend, dask=args.dask,
+                     shard_size=args.shard_size)

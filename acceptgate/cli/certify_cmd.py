@@ -19,6 +19,7 @@ import sys
 from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
+from acceptgate.shards import DEFAULT_TASKS_PER_SHARD
 from acceptgate.sandbox.backend import Limits
 from acceptgate.v4v import external, verifiers
 from acceptgate.v4v.certify import Settings
@@ -77,6 +78,7 @@ def add_parser(sub) -> None:
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="executions in parallel (default: CPUs)")
     p.add_argument("--wall-seconds", type=float, default=Limits().wall_seconds,
                    help="sandbox wall clock per execution (default %(default)s)")
+    checks.add_dask(p, "tasks", DEFAULT_TASKS_PER_SHARD)
     flowrun.add_quiet(p)
     p.set_defaults(func=run)
 
@@ -104,6 +106,7 @@ class BarProgress:
     """A rich progress bar per stage on stderr (rich comes with Prefect)."""
 
     LABELS = {"execute": "run each candidate once per suite", "repeat": "re-run from reset",
+              "shards": "Dask shards (pools, runs, decisions)",
               "decide": "decide, gates, mutants"}
 
     def __init__(self) -> None:
@@ -164,6 +167,7 @@ def run(args) -> int:
     settings = _settings(args)
     if args.limit is not None and args.limit < 1:
         raise InvalidInput("must be at least 1", field="--limit")
+    checks.dask_ready(args)
     for flag, path in (("--suites", args.suites), ("--dataset", args.dataset), ("--samples", args.samples)):
         if path is not None and not Path(path).exists():
             raise InvalidInput("not found", source=path, field=flag)
@@ -194,6 +198,6 @@ def run(args) -> int:
         summary = certify_flow.run(bar, suites_dir=args.suites, dataset=args.dataset, samples=args.samples,
                                    warehouse=str(path), backend=args.backend, run_id=args.run_id,
                                    limit=args.limit, task_ids=args.task, settings=settings,
-                                   gauge=not args.no_gauge)
+                                   gauge=not args.no_gauge, dask=args.dask, shard_size=args.shard_size)
     print("\n".join(summary.lines()))
     return 0

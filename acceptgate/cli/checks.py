@@ -49,3 +49,24 @@ def run_ids(path: Path, table: str) -> list[str]:
         if table not in tables:
             return []
         return [r[0] for r in con.execute(f"select run_id from {table}").fetchall()]
+
+
+def add_dask(p, unit: str, default: int) -> None:
+    """``--dask N|ADDRESS`` and ``--shard-size`` (of ``unit``), as ``acceptgate score`` has them."""
+    p.add_argument("--dask", metavar="N|ADDRESS",
+                   help="run in shards on Dask (Prefect's DaskTaskRunner): N = a LocalCluster of N worker processes, "
+                        "or a scheduler address such as tcp://host:8786; the rows are the single-process ones, "
+                        "written by this process (README: Scale-out on Dask)")
+    p.add_argument("--shard-size", type=int, default=default, metavar="N",
+                   help=f"{unit} per Dask shard (default {default})")
+
+
+def dask_ready(args) -> None:
+    """--dask and --shard-size refused before any work (exit 2)."""
+    if args.dask is None:
+        return
+    from acceptgate.shards import parse_dask
+
+    parse_dask(args.dask)
+    if args.shard_size < 1:
+        raise InvalidInput("must be at least 1", field="--shard-size")

@@ -18,6 +18,7 @@ from acceptgate.gates import ARMS
 from acceptgate.sandbox import backend as backends
 from acceptgate.profiles import DEFAULT, PROFILES
 from acceptgate.sandbox.backend import Limits
+from acceptgate.shards import DEFAULT_TASKS_PER_SHARD
 from acceptgate.sources import KINDS
 
 
@@ -62,6 +63,7 @@ def add_parser(sub) -> None:
                         "passing gauge record -- its reference passes, every known wrong sample is blocked -- "
                         "computed and kept when missing; a failing one refuses the run, exit 2). Stored in "
                         "gate_runs.gauge")
+    checks.add_dask(p, "tasks", DEFAULT_TASKS_PER_SHARD)
     flowrun.add_quiet(p)
     chat = p.add_argument_group("openai source")
     chat.add_argument("--base-url", help="OpenAI-compatible API base URL, e.g. https://api.openai.com/v1")
@@ -99,6 +101,7 @@ def _check(args) -> None:
         raise InvalidInput("must be at least 1", field="--workers")
     if args.wall_seconds <= 0:
         raise InvalidInput("must be positive", field="--wall-seconds")
+    checks.dask_ready(args)
     if args.backend not in backends.names():
         raise InvalidInput(f"unknown backend {args.backend!r}; valid backends: {', '.join(backends.names())}",
                            field="--backend")
@@ -154,7 +157,8 @@ def run(args) -> int:
                              workers=args.workers, chat_config=chat_config,
                              limits=Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1),
                              strict=args.strict, profile=args.profile, gauge=not args.no_gauge,
-                             progress=None if args.quiet else say)
+                             progress=None if args.quiet else say, dask=args.dask,
+                             shard_size=args.shard_size)
     for record in summary.coverage.invalid if summary.coverage else ():
         print(f"acceptgate gate: invalid record: {record}", file=sys.stderr)
     print("\n".join(summary.lines()))

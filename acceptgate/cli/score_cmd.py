@@ -142,9 +142,9 @@ def _run_dask(args) -> int:
     """The same scoring in shards on a Dask cluster (flows/score_sharded.py; Prefect imported only here)."""
     if args.shard_size < 1:
         raise InvalidInput("must be at least 1", field="--shard-size")
-    workers, address = (int(args.dask), None) if args.dask.isdigit() else (None, args.dask)
-    if workers is not None and workers < 1:
-        raise InvalidInput("must be at least 1 worker or a scheduler address", field="--dask")
+    from acceptgate.shards import parse_dask
+
+    workers, address = parse_dask(args.dask)
     if not args.no_gauge:
         try:
             sandbox = backends.create(args.backend)

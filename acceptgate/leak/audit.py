@@ -243,7 +243,8 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
               matcher: str = matchers.DEFAULT, rescan: bool = False, progress: Progress | None = None,
               batch_records: int = BATCH_RECORDS, publish: bool = True,
               expectations_dir: str | Path | None = None, kind: str = "leak-audit",
-              history: records_mod.History | None = None) -> AuditResult:
+              history: records_mod.History | None = None,
+              scan_many: Callable[[list[tuple[str, list[LeakRecord]]]], list[store.Scan]] | None = None) -> AuditResult:
     """Scan the selection into the warehouse (already migrated) and return the summary.
 
     The scan is a run of the run ledger (``kind``: leak-audit or leak-backfill; run id from the inputs'
@@ -251,6 +252,8 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
     ``publish`` (else ``publish_result`` later) publishes it with the scanned runs.
     ``history``: the selection's history files already read (``read_history``, e.g. by the command's
     input check), so they are read once; without it they are read here. Either way it is closed here.
+    ``scan_many``: scans a batch's runs elsewhere (record shards on a cluster, ``acceptgate.shards``),
+    the scans in the order given; the writes stay here.
     """
     matchers.check_name(matcher)
     seconds: dict[str, float] = {}
@@ -267,7 +270,7 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
         with recorded.guard(store.STAGE):
             _scan_all(recorded, materials, selection, gate, history, result, matcher=matcher, rescan=rescan,
                       progress=progress, batch_records=batch_records, expectations_dir=expectations_dir,
-                      seconds=seconds)
+                      seconds=seconds, scan_many=scan_many)
             with warehouse.connect(path, read_only=True) as con:
                 rows = store.summary_rows(con, result.run_ids)
             result.per_run, result.per_arm = rows["runs"], rows["arms"]
@@ -284,7 +287,7 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
 
 
 def _scan_all(recorded: ledger.Run, materials, selection, gate, history, result: AuditResult, *, matcher,
-              rescan, progress, batch_records, expectations_dir, seconds) -> None:
+              rescan, progress, batch_records, expectations_dir, seconds, scan_many=None) -> None:
     path = recorded.path
     scanners = ScannerCache(materials, matcher)
     total = len(gate) + (history.records if history is not None else 0)  # before the selection's filter
@@ -308,14 +311,17 @@ def _scan_all(recorded: ledger.Run, materials, selection, gate, history, result:
         result.skipped += sum(todo.skipped.values())
         scans = []
         s0 = time.monotonic()
-        for run_id in sorted(set(todo.runs) | set(todo.skipped)):
+        ordered = sorted(set(todo.runs) | set(todo.skipped))
+        pending = [(run_id, todo.runs[run_id]) for run_id in ordered if todo.runs.get(run_id)]
+        ready = dict(zip([r for r, _ in pending], scan_many(pending))) if scan_many and pending else {}
+        for run_id in ordered:
             run_records = todo.runs.get(run_id, [])
             skipped = todo.skipped.get(run_id, 0)
             if not run_records:
                 if progress:
                     progress(run_id, read, total, f"{skipped} records unchanged, skipped")
                 continue
-            scan = scan_run(run_id, run_records, scanners)
+            scan = ready[run_id] if run_id in ready else scan_run(run_id, run_records, scanners)
             scans.append(scan)
             result.scans.append({"run_id": run_id, "valid": scan.control.valid, "reason": scan.control.reason,
                                  "detail": scan.control.detail})

@@ -112,6 +112,12 @@ class CandidateSource(abc.ABC):
         """Task ids the source has samples for (None: any task)."""
         return None
 
+    def carried(self, task_ids: set[str]) -> "CandidateSource | None":
+        """This source's candidates for ``task_ids`` only, as a plain picklable object a shard can carry
+        to another machine (``acceptgate.shards``); None: it holds nothing to carry (a live model),
+        and the shard opens it by name where it runs."""
+        return None
+
     def close(self) -> None:
         """Release connections."""
 

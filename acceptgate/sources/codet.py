@@ -9,6 +9,8 @@ sample is a function body to append to the *original* HumanEval prompt, which is
 
 from __future__ import annotations
 
+import copy
+
 import gzip
 import re
 from pathlib import Path
@@ -131,6 +133,13 @@ class CodetSource(CandidateSource):
 
     def task_ids(self) -> set[str] | None:
         return set(self.rows)
+
+    def carried(self, task_ids: set[str]) -> "CodetSource":
+        out = copy.copy(self)
+        out.rows = {t: r for t, r in self.rows.items() if t in task_ids}
+        out.prompts = {t: p for t, p in self.prompts.items() if t in task_ids}
+        out.problems = []  # reported by the client, once
+        return out
 
     def solutions(self, n: int | None = None) -> list[dict]:
         """EvalPlus-format rows ``{task_id, solution}`` for the first n samples of every task."""

@@ -7,6 +7,8 @@ order: attempt N replays the task's N-th sample. ``.jsonl.gz`` is read transpare
 
 from __future__ import annotations
 
+import copy
+
 import gzip
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,6 +169,13 @@ class ReplaySource(CandidateSource):
 
     def available(self, task_id: str) -> int | None:
         return len(self.samples.get(task_id, ()))
+
+    def carried(self, task_ids: set[str]) -> "ReplaySource":
+        out = copy.copy(self)
+        out.samples = {t: rows for t, rows in self.samples.items() if t in task_ids}
+        out.lines = {t: lines for t, lines in self.lines.items() if t in task_ids}
+        out.problems = []  # reported by the client, once
+        return out
 
     def task_ids(self) -> set[str] | None:
         return set(self.samples)

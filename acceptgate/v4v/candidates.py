@@ -10,7 +10,7 @@ import functools
 from dataclasses import dataclass, field
 
 from acceptgate.hashing import sha256_text
-from acceptgate.render import Harness
+from acceptgate.render import Harness, harness_for
 from acceptgate.suitespec import SuiteSpec
 
 LEGAL, ILLEGAL = "legal", "illegal"
@@ -72,6 +72,17 @@ class TaskMaterial:
     suites: dict[str, SuiteSpec]
     harnesses: dict[str, Harness]
     samples: list[tuple[str, str]] = field(default_factory=list)  # (origin, full program)
+
+    def __getstate__(self) -> dict:
+        # A harness holds functions compiled from its suite, in no importable module: a copy for another
+        # process (a Dask worker, acceptgate.shards) carries the suites and compiles its own harnesses.
+        state = {k: v for k, v in self.__dict__.items() if k != "_gold_norm"}
+        state["harnesses"] = sorted(self.harnesses)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.harnesses = {k: harness_for(self.suites[k]) for k in state["harnesses"]}
 
     @property
     def gold_sha256(self) -> str:

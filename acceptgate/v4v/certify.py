@@ -344,14 +344,14 @@ def make_verifiers(names: tuple[str, ...], backend: Backend, limits: Limits,
     return out
 
 
-def evaluate(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]], all_runs: dict[RunKey, SuiteRun],
-             verifiers: list[Verifier], settings: Settings = Settings(),
-             progress: Progress = None) -> tuple[list[gates.DecisionRecord], list[TaskVerdict], list[VerifierReport]]:
-    """Decide every candidate with every verifier (and the baselines the trivial-baselines gate compares
-    against), then the gates and metrics per task and verifier."""
-    baseline_vs = {v.name: v for v in make_verifiers(BASELINES, None, settings.limits)}  # type: ignore[arg-type]
-    records: list[gates.DecisionRecord] = []
-    verdicts: list[TaskVerdict] = []
+Decided = dict[tuple[str, str], tuple[list[gates.DecisionRecord], str]]  # (task, verifier) -> (records, scope)
+
+
+def decide_all(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]], all_runs: dict[RunKey, SuiteRun],
+               verifiers: list[Verifier], settings: Settings = Settings(), progress: Progress = None) -> Decided:
+    """Every candidate decided by every verifier that applies to its task, with the repeatability
+    gate's scope: the part of the certification that runs verifiers (a shard's, on a cluster)."""
+    decided: Decided = {}
     total = len(materials) * len(verifiers)
     done = 0
     sampled = f"gold, attacks and {settings.repeat_sample} seeded others"
@@ -360,8 +360,8 @@ def evaluate(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]]
     try:
         for m in materials:
             pool = kept[m.task_id]
-            base = {n: {c.candidate_id: bv.decide(c, m, None) for c in pool} for n, bv in baseline_vs.items()}
             for v in verifiers:
+                done += 1
                 if v.suite is not None and v.suite not in m.suites:
                     continue  # e.g. V on a task without docstring examples: nothing to certify there
                 repeat = None
@@ -370,20 +370,47 @@ def evaluate(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]]
                 recs = decide_task(m, pool, v, all_runs, settings.k, repeat, settings.workers)
                 scope = ("every candidate" if (v.suite is None and repeat is None) or settings.repeat_sample < 0
                          else sampled)
-                verdicts.append(judge_task(m, pool, v, recs, base, all_runs, settings, scope))
-                records += recs
-                done += 1
+                decided[(m.task_id, v.name)] = (recs, scope)
                 if progress:
                     progress("decide", done, total)
     finally:
         for v in verifiers:
             v.close()
+    return decided
+
+
+def judge_all(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]], all_runs: dict[RunKey, SuiteRun],
+              verifiers: list[Verifier], decided: Decided,
+              settings: Settings = Settings()) -> tuple[list[gates.DecisionRecord], list[TaskVerdict], list[VerifierReport]]:
+    """The gates and metrics per task and verifier from the decisions (pure: runs nothing), and the
+    baselines the trivial-baselines gate compares against; records and verdicts in task, then verifier
+    order whatever order the decisions came in."""
+    baseline_vs = {v.name: v for v in make_verifiers(BASELINES, None, settings.limits)}  # type: ignore[arg-type]
+    records: list[gates.DecisionRecord] = []
+    verdicts: list[TaskVerdict] = []
+    for m in materials:
+        pool = kept[m.task_id]
+        base = {n: {c.candidate_id: bv.decide(c, m, None) for c in pool} for n, bv in baseline_vs.items()}
+        for v in verifiers:
+            if (m.task_id, v.name) not in decided:
+                continue
+            recs, scope = decided[(m.task_id, v.name)]
+            verdicts.append(judge_task(m, pool, v, recs, base, all_runs, settings, scope))
+            records += recs
     reports = []
     for v in verifiers:
         mine = [t for t in verdicts if t.verifier == v.name]
         if mine:  # a suite verifier no task has (V where no task has examples) has nothing to report
             reports.append(report(v.name, v.family, mine))
     return records, verdicts, reports
+
+
+def evaluate(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]], all_runs: dict[RunKey, SuiteRun],
+             verifiers: list[Verifier], settings: Settings = Settings(),
+             progress: Progress = None) -> tuple[list[gates.DecisionRecord], list[TaskVerdict], list[VerifierReport]]:
+    """Decide every candidate with every verifier, then the gates and metrics per task and verifier."""
+    decided = decide_all(materials, kept, all_runs, verifiers, settings, progress)
+    return judge_all(materials, kept, all_runs, verifiers, decided, settings)
 
 
 def certify(materials: list[TaskMaterial], backend: Backend, settings: Settings = Settings(),

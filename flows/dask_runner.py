@@ -1,0 +1,57 @@
+"""Shards on Dask: one Prefect task run per shard, on Prefect's ``DaskTaskRunner`` (``prefect-dask``),
+for every sharded stage (``acceptgate.shards``). Used from inside a flow run, so a flow takes a plain
+``dask`` parameter (``N`` or ``tcp://host:port``; the CLI's ``--dask``, a deployment's parameter):
+
+    results = dask_runner.map_shards(gate_tasks.gate_shard, batches, dask, arms=arms, ...)
+
+Everything else of the flow -- loading inputs, the run ledger, every warehouse write -- stays in the
+flow's own process: the cluster computes rows, the client writes them (one writer).
+
+The Dask workers must reach the Prefect API (``PREFECT_API_URL`` in their environment): every shard is
+a task run. A LocalCluster's workers inherit this process's environment.
+"""
+
+from __future__ import annotations
+
+from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+
+import contextlib
+from typing import Callable, Iterator
+
+from acceptgate import shards
+
+
+def task_runner(dask_workers: int | None = None, dask_address: str | None = None):
+    """A DaskTaskRunner: on an existing scheduler, or a LocalCluster of single-threaded worker processes
+    (the parallelism inside a shard is the sandbox's own processes)."""
+    from prefect_dask import DaskTaskRunner
+
+    if dask_address:
+        return DaskTaskRunner(address=dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": dask_workers or 2, "threads_per_worker": 1,
+                                          "processes": True, "dashboard_address": None})
+
+
+def map_shards(task, batches: list, dask: str, *, progress: Callable[[int, int], None] | None = None,
+               **parameters) -> list:
+    """Run ``task(shard=batch, **parameters)`` for every batch on the cluster ``dask`` names; the results
+    in batch order. A shard that fails raises here, after the cluster is released (nothing merged)."""
+    with cluster(dask) as run:
+        return run(task, batches, progress=progress, **parameters)
+
+
+@contextlib.contextmanager
+def cluster(dask: str) -> Iterator[Callable[..., list]]:
+    """The cluster held open for several maps (a stage that sends shards batch after batch):
+    ``with cluster(dask) as run: run(task, batches, **parameters)``."""
+    workers, address = shards.parse_dask(dask)
+    with task_runner(workers, address) as runner:
+        def run(task, batches: list, *, progress: Callable[[int, int], None] | None = None, **parameters) -> list:
+            futures = [runner.submit(task, parameters={"shard": batch, **parameters}) for batch in batches]
+            results = []
+            for done, future in enumerate(futures, 1):
+                results.append(future.result())
+                if progress:
+                    progress(done, len(futures))
+            return results
+        yield run

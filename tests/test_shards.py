@@ -1,0 +1,129 @@
+"""The sharded execution path (``acceptgate.shards``) without a cluster: shards that cross a pickle
+round trip (as they do to a Dask worker), run one by one and merged on the client, give the
+single-process rows of the gate and certify stages, row for row (times aside)."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from acceptgate import shards
+from acceptgate.errors import InvalidInput
+from shard_rows import assert_same_rows, frame_rows
+
+TASKS = 3
+
+
+@pytest.fixture(scope="module")
+def suites_dir(tmp_path_factory, humanevalplus_path, local_backend):
+    from acceptgate import suitefiles
+    from acceptgate.importers import humanevalplus
+
+    result = humanevalplus.load(humanevalplus_path, local_backend, limit=TASKS)
+    return str(suitefiles.write_suites(result, tmp_path_factory.mktemp("shards") / "suites"))
+
+
+def _rows(frames) -> dict[str, list[tuple]]:
+    return {t: frame_rows(f) for t, f in frames.items()}
+
+
+def _travel(obj):
+    """What a Dask worker receives: a copy, through pickle (no shared objects, no shared paths)."""
+    return pickle.loads(pickle.dumps(obj))
+
+
+def test_split_and_dask_argument():
+    assert shards.split(list(range(5)), 2) == [[0, 1], [2, 3], [4]]
+    assert shards.parse_dask("3") == (3, None)
+    assert shards.parse_dask("tcp://127.0.0.1:8786") == (None, "tcp://127.0.0.1:8786")
+    for bad in ("0", ""):
+        with pytest.raises(InvalidInput, match="at least 1 worker"):
+            shards.parse_dask(bad)
+    with pytest.raises(InvalidInput, match="at least 1"):
+        shards.split([1], 0)
+
+
+def test_gate_shards_give_the_single_process_rows(suites_dir, codet_samples_path, local_backend):
+    from acceptgate import delivery
+    from acceptgate.gates import HmixCaps, arm_tasks, run_arm
+    from acceptgate.gates import run as core
+    from acceptgate.sources.codet import CodetSource
+
+    arms, per_task = ["conform", "hmix", "off"], 3
+    tasks = core.load_task_set(backend=local_backend, suites_dir=suites_dir).tasks
+    source = CodetSource(codet_samples_path, per_task=per_task)
+    single = [o for arm in arms for o in run_arm(arm, arm_tasks(arm, tasks), source, local_backend,
+                                                  caps=HmixCaps(calls=per_task))]
+    single_rows = delivery.score_deliveries(single, core.hidden_suites(tasks), local_backend)
+
+    batches = shards.gate_shards(tasks, source, shard_size=2)
+    assert [len(b.tasks) for b in batches] == [2, 1]
+    assert set(batches[1].source.rows) == {tasks[2].task_id}  # a shard carries only its tasks' candidates
+    # reversed: the merge orders by shard, not by arrival
+    results = [_travel(shards.gate_shard(_travel(b), arms, "local", source_spec="unused", per_task=per_task))
+               for b in reversed(batches)]
+    outcomes, rows, seconds, by_worker = shards.merge_gate(arms, results)
+    run = core.make_run(source="openai", tasks=tasks, tasks_from="t", arms=arms, per_task=per_task, backend="local")
+    want = _rows({**core.gate_frames(run, single), **core.delivery_frames(run, single_rows)})
+    got = _rows({**core.gate_frames(run, outcomes), **core.delivery_frames(run, rows)})
+    assert_same_rows(got, want)
+    assert len(want["gate_decisions"]) == len(arms) * TASKS
+    assert {r.gt_verdict for r in single_rows if r.delivered} >= {"pass"}
+    assert set(seconds) == {*arms, "deliveries"} and sum(by_worker.values()) == TASKS
+
+
+def test_certify_shards_give_the_single_process_rows(suites_dir, humanevalplus_path, codet_samples_path,
+                                                     local_backend):
+    from acceptgate.v4v import certify as C
+    from acceptgate.v4v import store
+    from acceptgate.v4v.pools import PoolSettings
+
+    settings = C.Settings(pool=PoolSettings(samples_per_task=2), repeat_sample=0, workers=2)
+    materials = C.load_materials(suites_dir, str(humanevalplus_path), str(codet_samples_path))
+    single = C.certify(materials, local_backend, settings)
+    results = [_travel(shards.certify_shard(_travel(b), "local", settings))
+               for b in reversed(shards.certify_shards(materials, shard_size=2))]
+    merged = shards.merge_certify(materials, results, settings)
+    run = store.make_run(materials, settings, suites_from=suites_dir, dataset_from="d", samples_from="s",
+                         backend="local")
+    want = _rows({**store.pool_frames(run, single), **store.certification_frames(run, single)})
+    got = _rows({**store.pool_frames(run, merged), **store.certification_frames(run, merged)})
+    assert_same_rows(got, want)
+    assert len(want["v4v_executions"]) > 0 and len(want["v4v_gates"]) > 0
+    assert C.format_table(merged.reports) == C.format_table(single.reports)
+
+
+def test_nightly_hands_dask_to_the_sharded_stages():
+    from acceptgate import schedule
+
+    params = {"warehouse": "w.duckdb", "backend": "local", "dask": "tcp://127.0.0.1:8786"}
+    audit = next(s for s in schedule.NIGHTLY_STAGES if s.name == "audit")
+    assert audit.call_arguments(audit.load(), params)["dask"] == "tcp://127.0.0.1:8786"
+    for name in ("certify", "gates"):  # their flows take it too (the chain passes what a flow names)
+        import inspect
+
+        stage = next(s for s in schedule.NIGHTLY_STAGES if s.name == name)
+        assert "dask" in inspect.signature(stage.load().fn).parameters
+
+
+@pytest.mark.prefect
+def test_nightly_refuses_a_bad_dask_value_before_any_stage(prefect_harness, tmp_path):
+    from flows.nightly import nightly
+
+    with pytest.raises(InvalidInput, match="--dask"):
+        nightly(warehouse=str(tmp_path / "w.duckdb"), dask="0")
+    assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_cli_dask_errors_exit_2_before_any_work(tmp_path, suites_dir, humanevalplus_path, codet_samples_path, capsys):
+    from acceptgate.cli import main
+
+    path = tmp_path / "w.duckdb"
+    for argv in (["gate", "--arm", "off", "--source", f"codet:{codet_samples_path}", "--suites", suites_dir],
+                 ["certify", "--suites", suites_dir, "--dataset", str(humanevalplus_path)],
+                 ["audit", "--dataset", "humanevalplus", "--path", str(humanevalplus_path)]):
+        for bad, field in ((["--dask", "0"], "--dask"), (["--dask", "2", "--shard-size", "0"], "--shard-size")):
+            assert main(argv + ["--warehouse", str(path)] + bad) == 2, argv + bad
+            assert field in capsys.readouterr().err
+            assert not path.exists()
