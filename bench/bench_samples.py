@@ -38,7 +38,6 @@ import gzip
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile

@@ -14,7 +14,6 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import duckdb
 import pytest

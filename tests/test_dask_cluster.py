@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from shard_rows import TABLES, assert_same_rows, table_rows
+from shard_rows import assert_same_rows, table_rows
 
 pytestmark = pytest.mark.prefect
 

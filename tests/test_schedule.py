@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from acceptgate import schedule, warehouse
