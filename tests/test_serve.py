@@ -66,7 +66,11 @@ def _wait_terminal(api: str, flow_run_id: str, timeout: float = RUN_TIMEOUT) -> 
 def _trigger(api: str, name: str, parameters: dict) -> str:
     dep = _deployment_id(api, name)
     assert dep, f"deployment {name} not registered"
-    r = httpx.post(f"{api}/deployments/{dep}/create_flow_run", json={"parameters": parameters}, timeout=10)
+    for _ in range(30):  # a 503 is the busy server's "try again" (Prefect's own client retries it too)
+        r = httpx.post(f"{api}/deployments/{dep}/create_flow_run", json={"parameters": parameters}, timeout=10)
+        if r.status_code != 503:
+            break
+        time.sleep(2)
     assert r.status_code == 201, r.text
     return r.json()["id"]
 

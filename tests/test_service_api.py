@@ -379,8 +379,12 @@ def test_calls_without_a_key_are_rate_limited_per_address_and_not_journalled(tmp
         r = call(svc, None, "GET", "/v1/tasks")
         assert int(r.headers["Retry-After"]) >= 1
         assert call(svc, "alice", "GET", "/v1/tasks").status_code == 200  # a keyed client has its own bucket
-        with sqlite3.connect(svc.journal) as con:
-            rows = con.execute("select client, route from calls").fetchall()
+        # the call is journalled after its response is sent: wait for alice's row (bounded), then compare
+        deadline, rows = time.monotonic() + 60, []
+        while not rows and time.monotonic() < deadline:
+            with sqlite3.connect(svc.journal) as con:
+                rows = con.execute("select client, route from calls").fetchall()
+            time.sleep(0 if rows else 0.1)
         assert rows == [("alice", "/v1/tasks")], rows  # 7 anonymous calls, no row
     finally:
         assert svc.stop() in GRACEFUL
