@@ -8,6 +8,8 @@ a gate, cannot be handed it.
 
 from __future__ import annotations
 
+import copy
+
 import abc
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,6 +119,15 @@ class CandidateSource(abc.ABC):
         to another machine (``acceptgate.shards``); None: it holds nothing to carry (a live model),
         and the shard opens it by name where it runs."""
         return None
+
+    def _carry(self, task_ids: set[str], *per_task: str) -> "CandidateSource":
+        """A shallow copy whose per-task dicts (the attributes named) keep ``task_ids`` only; its input
+        problems stay with the client, which reports them once."""
+        out = copy.copy(self)
+        for name in per_task:
+            setattr(out, name, {t: v for t, v in getattr(self, name).items() if t in task_ids})
+        out.problems = []
+        return out
 
     def close(self) -> None:
         """Release connections."""

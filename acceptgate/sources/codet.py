@@ -9,7 +9,6 @@ sample is a function body to append to the *original* HumanEval prompt, which is
 
 from __future__ import annotations
 
-import copy
 
 import gzip
 import re
@@ -135,11 +134,7 @@ class CodetSource(CandidateSource):
         return set(self.rows)
 
     def carried(self, task_ids: set[str]) -> "CodetSource":
-        out = copy.copy(self)
-        out.rows = {t: r for t, r in self.rows.items() if t in task_ids}
-        out.prompts = {t: p for t, p in self.prompts.items() if t in task_ids}
-        out.problems = []  # reported by the client, once
-        return out
+        return self._carry(task_ids, "rows", "prompts")
 
     def solutions(self, n: int | None = None) -> list[dict]:
         """EvalPlus-format rows ``{task_id, solution}`` for the first n samples of every task."""

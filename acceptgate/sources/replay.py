@@ -7,7 +7,6 @@ order: attempt N replays the task's N-th sample. ``.jsonl.gz`` is read transpare
 
 from __future__ import annotations
 
-import copy
 
 import gzip
 from dataclasses import dataclass
@@ -171,11 +170,7 @@ class ReplaySource(CandidateSource):
         return len(self.samples.get(task_id, ()))
 
     def carried(self, task_ids: set[str]) -> "ReplaySource":
-        out = copy.copy(self)
-        out.samples = {t: rows for t, rows in self.samples.items() if t in task_ids}
-        out.lines = {t: lines for t, lines in self.lines.items() if t in task_ids}
-        out.problems = []  # reported by the client, once
-        return out
+        return self._carry(task_ids, "samples", "lines")
 
     def task_ids(self) -> set[str] | None:
         return set(self.samples)
