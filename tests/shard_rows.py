@@ -4,6 +4,7 @@ describe the host."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 TIMING = {"wall_seconds", "latency_seconds", "exec_seconds", "gt_seconds", "scanned_at"}
@@ -49,3 +50,19 @@ def assert_same_rows(left: dict[str, list[tuple]], right: dict[str, list[tuple]]
         assert len(left[table]) == len(right[table]), table
         for i, (a, b) in enumerate(zip(left[table], right[table])):
             assert a == b, f"{table} row {i}: {a} != {b}"
+
+
+def suites_and_samples(root: Path, humanevalplus_path, codet_samples_path, backend, tasks: int,
+                       per_task: int) -> tuple[str, str]:
+    """The first ``tasks`` HumanEval+ tasks as a suites directory under root, and ``per_task`` CodeT
+    samples of each in EvalPlus format: the inputs both the sharded and the single-process run score."""
+    from acceptgate import suitefiles
+    from acceptgate.importers import humanevalplus
+    from acceptgate.sources.codet import evalplus_lines
+
+    suites_dir = suitefiles.write_suites(humanevalplus.load(humanevalplus_path, backend, limit=tasks), root / "suites")
+    samples = root / "samples.jsonl"
+    lines = [line for line in evalplus_lines(codet_samples_path, per_task)
+             if int(line["task_id"].rpartition("/")[2]) < tasks]
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(suites_dir), str(samples)

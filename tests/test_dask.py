@@ -3,11 +3,11 @@ the same verdicts, sample by sample, as the single-process scorer."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from acceptgate import score, shards
+from shard_rows import suites_and_samples
 
 pytestmark = pytest.mark.prefect
 
@@ -17,18 +17,8 @@ TASKS, PER_TASK = 6, 8
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backend):
     """The first 6 HumanEval+ tasks as a suites directory, and 8 CodeT samples of each (EvalPlus format)."""
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
-    from acceptgate.sources.codet import evalplus_lines
-
-    root = tmp_path_factory.mktemp("dask")
-    suites_dir = suitefiles.write_suites(humanevalplus.load(humanevalplus_path, local_backend, limit=TASKS),
-                                         root / "suites")
-    samples = root / "samples.jsonl"
-    lines = [line for line in evalplus_lines(codet_samples_path, PER_TASK)
-             if int(line["task_id"].rpartition("/")[2]) < TASKS]
-    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return str(suites_dir), str(samples)
+    return suites_and_samples(tmp_path_factory.mktemp("dask"), humanevalplus_path, codet_samples_path, local_backend,
+                              TASKS, PER_TASK)
 
 
 def test_shards_are_coarse_batches(inputs):

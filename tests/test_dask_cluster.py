@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from shard_rows import assert_same_rows, table_rows
+from shard_rows import assert_same_rows, suites_and_samples, table_rows
 
 pytestmark = pytest.mark.prefect
 
@@ -131,17 +131,8 @@ def cluster(prefect_harness, tmp_path_factory):
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backend):
     """The first 2 HumanEval+ tasks as a suites directory, and 4 CodeT samples of each."""
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
-    from acceptgate.sources.codet import evalplus_lines
-
-    root = tmp_path_factory.mktemp("cluster-inputs")
-    suites_dir = suitefiles.write_suites(humanevalplus.load(humanevalplus_path, local_backend, limit=TASKS),
-                                         root / "suites")
-    samples = root / "samples.jsonl"
-    lines = [line for line in evalplus_lines(codet_samples_path, 4) if int(line["task_id"].rpartition("/")[2]) < TASKS]
-    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return str(suites_dir), str(samples)
+    return suites_and_samples(tmp_path_factory.mktemp("cluster-inputs"), humanevalplus_path, codet_samples_path,
+                              local_backend, TASKS, 4)
 
 
 @pytest.fixture
