@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 
 import pandas as pd
 
-from acceptgate import __version__, render, suitespec, warehouse
+from acceptgate import __version__, render, runids, suitespec, warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.pipelines import ledger
 from acceptgate.sandbox import backend as backends
@@ -106,19 +106,17 @@ class Run:
         }]).astype({"task_limit": "Int64"})
 
 
-RUN_ID = ledger.RUN_ID  # one run id rule for every flow
-check_run_id = ledger.check_run_id
 
 
 def derive_run_id(dataset: str, source_sha256: str, limit: int | None, backend: str) -> str:
-    return ledger.derive_run_id("audit", {"dataset": dataset, "source_sha256": source_sha256, "limit": limit,
+    return runids.derive_run_id("audit", {"dataset": dataset, "source_sha256": source_sha256, "limit": limit,
                                           "backend": backend, "pipeline": PIPELINE})
 
 
 def make_run(imported: ImportResult, backend: str, limit: int | None, run_id: str | None = None) -> Run:
     if run_id is not None:
         origin = "user"
-        check_run_id(run_id)
+        runids.check_run_id(run_id)
     else:
         origin = "derived"
         run_id = derive_run_id(imported.dataset, imported.source_sha256, limit, backend)

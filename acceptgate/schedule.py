@@ -310,7 +310,7 @@ class BackfillRequest(BaseModel):
     @field_validator("run_ids")
     @classmethod
     def _run_ids(cls, run_ids: list[str]) -> list[str]:
-        from acceptgate.pipelines.ledger import RUN_ID
+        from acceptgate.runids import RUN_ID
 
         bad = [r for r in run_ids if not RUN_ID.match(r)]
         if bad:

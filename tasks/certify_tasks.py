@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from acceptgate import gauge, shards, suitefiles
 from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as core
+from acceptgate.pipelines import certify as certify_io
 from acceptgate.v4v import store
 from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
@@ -39,7 +40,7 @@ def require_gauge(suites_dir: str, materials: list, backend: str) -> None:
 
 @task(name="start-run", **_STAGE)
 def start_run(path: Path, run: store.CertifyRun):
-    return store.start_run(path, run)
+    return certify_io.start_run(path, run)
 
 
 @task(name="pools-and-runs", **_STAGE)
@@ -79,15 +80,15 @@ def certify_shard(shard: shards.CertifyShard, backend: str, settings: core.Setti
 
 @task(name="write-pools", **_STAGE)
 def write_pools(path: Path, run: store.CertifyRun, cert: core.Certification) -> dict[str, int]:
-    return store.write_stage(path, run, "pools", store.pool_frames(run, cert))
+    return certify_io.write_stage(path, run, "pools", store.pool_frames(run, cert))
 
 
 @task(name="write-certification", **_STAGE)
 def write_certification(path: Path, run: store.CertifyRun, cert: core.Certification) -> dict[str, int]:
-    return store.write_stage(path, run, "certification", store.certification_frames(run, cert),
+    return certify_io.write_stage(path, run, "certification", store.certification_frames(run, cert),
                              related={"v4v_candidates": store.candidate_frame(run, cert)})
 
 
 @task(name="finish-run", **_STAGE)
 def finish_run(path: Path, run: store.CertifyRun, wall_seconds: float) -> Path | None:
-    return store.finish_run(path, run, "ok", wall_seconds)  # complete: its rows go to the analysts' snapshot
+    return certify_io.finish_run(path, run, "ok", wall_seconds)  # complete: its rows go to the analysts' snapshot

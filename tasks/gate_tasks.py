@@ -20,6 +20,8 @@ from acceptgate import gauge as gauges
 from acceptgate.gates import HmixCaps, arm_tasks, run_arm
 from acceptgate.gates import run as core
 from acceptgate.gates.records import GateOutcome
+from acceptgate.pipelines import gate as gate_io
+from acceptgate.pipelines.ledger import StageWrite
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sources import open_source
@@ -48,7 +50,7 @@ def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None, 
 
 @task(name="start-run", **_STAGE)
 def start_run(path: Path, run: core.GateRun):
-    return core.start_run(path, run)
+    return gate_io.start_run(path, run)
 
 
 @task(name="gate-arm", **_STAGE)
@@ -62,14 +64,14 @@ def gate_arm(arm: str, tasks: list[Task], source: str, backend: str, per_task: i
 
 
 @task(name="write-gate-stage", **_STAGE)
-def write_gate_stage(path: Path, run: core.GateRun, outcomes: list[GateOutcome]) -> core.StageWrite:
-    return core.write_stage(path, run, "gate", core.gate_frames(run, outcomes))
+def write_gate_stage(path: Path, run: core.GateRun, outcomes: list[GateOutcome]) -> StageWrite:
+    return gate_io.write_stage(path, run, "gate", core.gate_frames(run, outcomes))
 
 
 @task(name="score-deliveries", **_STAGE)
 def score_deliveries(path: Path, run: core.GateRun, tasks: list[Task], outcomes: list[GateOutcome],
                      backend: str, workers: int, limits: Limits,
-                     profile: str = "default", progress=None) -> tuple[list[delivery.DeliveryRow], core.StageWrite, float]:
+                     profile: str = "default", progress=None) -> tuple[list[delivery.DeliveryRow], StageWrite, float]:
     started = time.monotonic()
     with backends.create(backend) as sandbox:
         rows = delivery.score_deliveries(outcomes, core.hidden_suites(tasks), sandbox, workers=workers,
@@ -77,7 +79,7 @@ def score_deliveries(path: Path, run: core.GateRun, tasks: list[Task], outcomes:
                                          progress=progress)
     seconds = time.monotonic() - started
     gate = core.gate_frames(run, outcomes)
-    written = core.write_stage(path, run, "deliveries", core.delivery_frames(run, rows), related=gate)
+    written = gate_io.write_stage(path, run, "deliveries", core.delivery_frames(run, rows), related=gate)
     return rows, written, seconds
 
 
@@ -91,11 +93,11 @@ def gate_shard(shard: shards.GateShard, arms: list[str], backend: str, source_sp
 
 @task(name="write-deliveries", **_STAGE)
 def write_deliveries(path: Path, run: core.GateRun, outcomes: list[GateOutcome],
-                     rows: list[delivery.DeliveryRow]) -> core.StageWrite:
-    return core.write_stage(path, run, "deliveries", core.delivery_frames(run, rows),
+                     rows: list[delivery.DeliveryRow]) -> StageWrite:
+    return gate_io.write_stage(path, run, "deliveries", core.delivery_frames(run, rows),
                             related=core.gate_frames(run, outcomes))
 
 
 @task(name="finish-run", **_STAGE)
 def finish_run(path: Path, run: core.GateRun, status: str, wall_seconds: float) -> Path | None:
-    return core.finish_run(path, run, status, wall_seconds)
+    return gate_io.finish_run(path, run, status, wall_seconds)

@@ -24,9 +24,9 @@ def load_gate(path: Path, gate_run: str | None, baseline: str, arms: list[str] |
 
 @task(name="load-judge-results", **_STAGE)
 def load_judge(path: Path, judge_run: str | None):
-    from acceptgate.judge import metrics
+    from acceptgate.pipelines import judge as judge_io
 
-    return metrics.judge_inputs(path, judge_run)
+    return judge_io.judge_inputs(path, judge_run)
 
 
 @task(name="compute-statistics", **_STAGE)
@@ -41,9 +41,9 @@ def write(path: Path, result: core.StatsResult, conditions: str) -> dict[str, in
 
 @task(name="compare-judges", **_STAGE)
 def add_judge_comparison(path: Path, result: core.StatsResult, main_run: str, audit_run: str) -> None:
-    from acceptgate.judge import metrics
+    from acceptgate.pipelines import judge as judge_io
 
-    main, audit, configs, left_out = metrics.judge_comparison_arrays(path, main_run, audit_run)
+    main, audit, configs, left_out = judge_io.judge_comparison_arrays(path, main_run, audit_run)
     core.add_judge_comparison(result, main, audit, configs, main_run, audit_run)
     result.notes.append(f"judge comparison: {main.shape[0]} tasks, {left_out} left out (an invalid verdict of "
                         "either judge, or a configuration missing)")

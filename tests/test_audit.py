@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from acceptgate import audit, suitespec, warehouse
+from acceptgate import audit, runids, suitespec, warehouse
 from acceptgate.cli import main
 from acceptgate.errors import InvalidInput
 from acceptgate.expectations import EXPECTATIONS_DIR, ExpectationFailed
@@ -85,7 +85,7 @@ def test_run_ids_are_derived_from_the_inputs_unless_given():
     assert audit.make_run(imported, "local", 3, "nightly-2024.06_01").origin == "user"
     for bad in ("", "-x", "has space", "a/b", "x" * 65):
         with pytest.raises(InvalidInput, match="run id"):
-            audit.check_run_id(bad)
+            runids.check_run_id(bad)
 
 
 def test_every_stage_writes_its_tables(audited):

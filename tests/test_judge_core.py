@@ -12,11 +12,13 @@ import pytest
 
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
-from acceptgate.judge import metrics, sensor
+from acceptgate.judge import sensor
 from acceptgate.judge.embed import HashingEmbedder
 from acceptgate.judge.records import AnswerCard, Exemplar, Trajectory, load_jsonl, strict
 from acceptgate.judge.retrieval import MemoryBank
-from acceptgate.judge.run import Inputs, judge_inputs, write
+from acceptgate.judge.run import Inputs, judge_inputs
+from acceptgate.pipelines import judge as judge_io
+from acceptgate.pipelines.judge import write
 from acceptgate.judge.schema import parse_output
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo" / "judge"
@@ -166,7 +168,7 @@ def test_rules_and_replay_runs_write_verdicts_and_keep_invalid_output(tmp_path):
     write(path, rules)  # idempotent
     assert warehouse.duplicate_keys(path, "judge_verdicts") == 0
 
-    run_id, measured, extra = metrics.judge_inputs(path, replay.run_id)
+    run_id, measured, extra = judge_io.judge_inputs(path, replay.run_id)
     (m,) = measured
     assert m.measure == "violation" and [d.config for d in m.data] == ["demo-agent-a", "demo-agent-b"]
     assert sum(d.n for d in m.data) == 8 - 3  # 3 pairs left out because of an invalid verdict ...
@@ -198,10 +200,10 @@ def test_two_judges_centered_differences_into_the_warehouse(tmp_path):
     replay = judge_inputs(INPUTS, backend="replay", embedder="hashing")
     write(path, rules)
     write(path, replay)
-    main, audit, configs, left_out = metrics.judge_comparison_arrays(path, rules.run_id, replay.run_id)
+    main, audit, configs, left_out = judge_io.judge_comparison_arrays(path, rules.run_id, replay.run_id)
     assert configs == ["demo-agent-a", "demo-agent-b"] and main.shape == audit.shape == (4 - left_out, 2)
     assert left_out == 1  # the one task with an invalid E+ replay verdict
-    run_id, measured, extra = metrics.judge_inputs(path, rules.run_id)
+    run_id, measured, extra = judge_io.judge_inputs(path, rules.run_id)
     result = pipeline.compute("judge", run_id, measured, pipeline.Settings(resamples=500), also=replay.run_id)
     assert result.run_id != pipeline.compute("judge", run_id, measured, pipeline.Settings(resamples=500)).run_id
     pipeline.add_judge_comparison(result, main, audit, configs, rules.run_id, replay.run_id)

@@ -73,7 +73,7 @@ def test_sheet_round_trip_through_the_cli(tmp_path, capsys):
     A sheet nobody filled in, or one whose every line is invalid, exits 2."""
     from acceptgate import warehouse
     from acceptgate.cli import main
-    from acceptgate.judge.run import write
+    from acceptgate.pipelines.judge import write
 
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)

@@ -14,6 +14,7 @@ from acceptgate.delivery import score_deliveries
 from acceptgate.errors import InvalidInput
 from acceptgate.gates import public_tasks, run_arm
 from acceptgate.gates import run as gates
+from acceptgate.pipelines import gate as gate_io
 from acceptgate.sources.codet import CodetSource
 from acceptgate.pipelines import stats as stats_io
 from acceptgate.stats import pipeline
@@ -29,15 +30,15 @@ def gate_warehouse(tmp_path_factory, humanevalplus_path, codet_samples_path, loc
     run = gates.make_run(source=source, tasks=tasks, tasks_from="test", arms=["conform", "off"], per_task=5,
                          backend="local")
     warehouse.migrate(path)
-    gates.start_run(path, run)
+    gate_io.start_run(path, run)
     outcomes = []
     for arm in ("conform", "off"):
         outcomes += run_arm(arm, public_tasks(tasks), CodetSource(codet_samples_path), local_backend)
-    gates.write_stage(path, run, "gate", gates.gate_frames(run, outcomes))
+    gate_io.write_stage(path, run, "gate", gates.gate_frames(run, outcomes))
     rows = score_deliveries(outcomes, gates.hidden_suites(tasks), local_backend)
-    gates.write_stage(path, run, "deliveries", gates.delivery_frames(run, rows),
+    gate_io.write_stage(path, run, "deliveries", gates.delivery_frames(run, rows),
                       related=gates.gate_frames(run, outcomes))
-    gates.finish_run(path, run, "ok", 1.0)
+    gate_io.finish_run(path, run, "ok", 1.0)
     return path, run.run_id
 
 

@@ -171,7 +171,7 @@ def test_table3_from_a_judge_stats_run(tmp_path):
     """The demo judge run through the stats pipeline: Table 3's rows carry both rates with their CIs."""
     from pathlib import Path
 
-    from acceptgate.judge import metrics
+    from acceptgate.pipelines import judge as judge_io
     from acceptgate.judge.run import Inputs, judge_inputs, write
     from acceptgate.pipelines.stats import write as write_stats
     from acceptgate.stats.pipeline import Settings, compute
@@ -182,7 +182,7 @@ def test_table3_from_a_judge_stats_run(tmp_path):
     warehouse.migrate(path)
     run = judge_inputs(inputs, backend="rules", embedder="hashing")
     write(path, run)
-    run_id, measured, extra = metrics.judge_inputs(path, run.run_id)
+    run_id, measured, extra = judge_io.judge_inputs(path, run.run_id)
     result = compute("judge", run_id, measured, Settings(resamples=500))
     write_stats(path, result, conditions="E+,E-")
     with duckdb.connect(str(path), read_only=True) as con:

@@ -9,7 +9,7 @@ import pytest
 from acceptgate import warehouse
 from acceptgate.cli import main
 from acceptgate.errors import InvalidInput
-from acceptgate.v4v import certified
+from acceptgate.pipelines import certify as certified
 
 VERSION = certified.GATE_VERIFIERS["V"][1]
 HASHES = {"T/0": "a" * 64, "T/1": "b" * 64}

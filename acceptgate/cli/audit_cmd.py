@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from acceptgate import warehouse
+from acceptgate import runids, warehouse
 from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.shards import DEFAULT_TASKS_PER_SHARD
@@ -79,7 +79,7 @@ def run(args) -> int:
     from acceptgate import audit
 
     limit = audit.check_limit(args.limit)
-    run_id = audit.check_run_id(args.run_id) if args.run_id is not None else None
+    run_id = runids.check_run_id(args.run_id) if args.run_id is not None else None
     if args.dataset != "humaneval" and not args.path:
         raise InvalidInput(f"{args.dataset} needs --path FILE", field="--path")
     if args.path and not Path(args.path).is_file():

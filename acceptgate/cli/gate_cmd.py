@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from acceptgate import warehouse
+from acceptgate import runids, warehouse
 from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.gates import ARMS
@@ -111,12 +111,12 @@ def _check(args) -> None:
     if args.run_id is not None:
         from acceptgate.gates import run as core
 
-        core.check_run_id(args.run_id)
+        runids.check_run_id(args.run_id)
 
 
 def _certified(args, path) -> str:
     from acceptgate import suitefiles
-    from acceptgate.v4v import certified
+    from acceptgate.pipelines import certify as certified
 
     if not args.suites:
         raise InvalidInput("a certification is checked against a suites directory: import the tasks with "

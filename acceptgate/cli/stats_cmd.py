@@ -54,10 +54,10 @@ def run(args) -> int:
     # Every id and arm checked before any flow starts (a bad one: exit 2 in seconds). The flow reads
     # them again: the inputs are those of the moment it runs.
     if args.judge_run is not None:
-        from acceptgate.judge import metrics
+        from acceptgate.pipelines import judge as judge_io
 
         for run_id in filter(None, (args.judge_run, args.audit_judge_run)):
-            metrics.read_verdicts(path, run_id)
+            judge_io.read_verdicts(path, run_id)
     else:
         from acceptgate.pipelines.stats import gate_inputs
 

@@ -78,7 +78,8 @@ def _trajectories(path: str) -> dict:
 
 
 def run_sample(args) -> int:
-    from acceptgate.judge import human, metrics
+    from acceptgate.judge import human
+    from acceptgate.pipelines import judge as judge_io
 
     if not Path(args.records).is_file():
         raise InvalidInput("no such file", source=args.records, field="--records")
@@ -86,7 +87,7 @@ def run_sample(args) -> int:
     path = warehouse.resolve_path(args.warehouse)
     if not path.exists():
         raise InvalidInput("no warehouse here", source=str(path), field="--warehouse")
-    run_id, verdicts, _ = metrics.read_verdicts(path, args.judge_run)
+    run_id, verdicts, _ = judge_io.read_verdicts(path, args.judge_run)
     trajs = _trajectories(args.records)
     missing = sorted(set(verdicts["trajectory_id"]) - set(trajs))
     if missing:
@@ -156,12 +157,12 @@ def _write_jsonl(path: str, rows: list[dict]) -> Path:
 
 
 def _verdicts(args):
-    from acceptgate.judge import metrics
+    from acceptgate.pipelines import judge as judge_io
 
     path = warehouse.resolve_path(args.warehouse)
     if not path.exists():
         raise InvalidInput("no warehouse here", source=str(path), field="--warehouse")
-    return metrics.read_verdicts(path, args.judge_run)
+    return judge_io.read_verdicts(path, args.judge_run)
 
 
 def _validation_tasks(labels_path: str | None, records_path: str | None) -> set[str]:

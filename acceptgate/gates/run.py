@@ -4,8 +4,8 @@ The Prefect flow (``flows/gate.py``) only sequences these functions. Stage ``gat
 gate_decisions, gate_attempts and gate_messages; stage ``deliveries`` writes deliveries. Each stage
 validates its frames against ``expectations/<table>.json`` first and then replaces its rows for the
 run id in one transaction: a failed expectation writes nothing, a re-run of the same run id leaves
-the same rows. The warehouse side (attempt, gate_runs row, stage writes, publish) is the run ledger's
-(``acceptgate.pipelines.ledger``); this module only names the run's tables.
+the same rows. The warehouse side (attempt, gate_runs row, stage writes, publish) is
+``acceptgate.pipelines.gate``; this module computes the run's frames and names its tables.
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from acceptgate import __version__, profiles
+from acceptgate import __version__, profiles, runids
 from acceptgate.delivery import ArmSummary, DeliveryRow, format_summary, summarize
 from acceptgate.errors import InvalidInput
 from acceptgate.hashing import sha256_file, sha256_text
 from acceptgate.gates import ARMS
 from acceptgate.gates.records import GateOutcome
-from acceptgate.pipelines import ledger
 from acceptgate.task import HIDDEN, VISIBLE, Task
 
 PIPELINE = "gate/1"
 STAGE_TABLES = {"gate": ("gate_decisions", "gate_attempts", "gate_messages"), "deliveries": ("deliveries",)}
+RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
 Frames = Mapping[str, pd.DataFrame]
 
 DECISION_COLUMNS = ["run_id", "arm", "task_id", "source", "visible_spec_hash", "decision", "stop_reason",
@@ -55,9 +55,6 @@ def check_arms(arms: list[str]) -> list[str]:
     if not out:
         raise InvalidInput("name at least one arm", field="--arm")
     return out
-
-
-check_run_id = ledger.check_run_id
 
 
 def tasks_sha256(tasks: list[Task]) -> str:
@@ -220,9 +217,9 @@ def make_run(*, source: str, tasks: list[Task], tasks_from: str, arms: list[str]
                   "backend": backend, "pipeline": PIPELINE}
         if gauge != GAUGE_CHECKED:  # a run without the gauge check is another run (gauged ids unchanged)
             inputs["gauge"] = gauge
-        run_id, origin = ledger.derive_run_id("gate", inputs), "derived"
+        run_id, origin = runids.derive_run_id("gate", inputs), "derived"
     else:
-        run_id, origin = check_run_id(run_id), "user"
+        run_id, origin = runids.check_run_id(run_id), "user"
     return GateRun(run_id, origin, source, src_hash, tasks_from, digest, len(tasks), tuple(arms), per_task,
                    backend, gauge)
 
@@ -262,42 +259,6 @@ def delivery_frames(run: GateRun, rows: list[DeliveryRow]) -> dict[str, pd.DataF
     data = [{"run_id": run.run_id, **r.as_row()} for r in rows]
     return {"deliveries": _frame(data, DELIVERY_COLUMNS, ("attempts_used", "delivered_attempt",
                                                           "gt_first_failure", "gt_cases_total"))}
-
-
-# -- warehouse (through the run ledger) -----------------------------------------------------------
-
-StageWrite = ledger.StageWrite
-RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
-
-
-def ledger_run(path: str | Path, run: GateRun) -> ledger.Run:
-    return ledger.attach(path, kind="gate", run_id=run.run_id, table="gate_runs", stage_tables=RESULT_TABLES)
-
-
-def start_run(path: str | Path, run: GateRun, *, expectations_dir: str | Path | None = None) -> ledger.Run:
-    """Begin an attempt, validate and upsert the run row; a new attempt of the run id starts with its
-    old rows removed (the snapshot keeps the last published ones until this attempt publishes)."""
-    return ledger.start(path, kind="gate", run_id=run.run_id, table="gate_runs", row=run.frame(),
-                        stage_tables=RESULT_TABLES, stage="gate", expectations_dir=expectations_dir)
-
-
-def write_stage(path: str | Path, run: GateRun, stage: str, frames: Frames, *, related: Frames | None = None,
-                expectations_dir: str | Path | None = None) -> StageWrite:
-    """Validate every frame of the stage, then replace the run's rows of its tables in one transaction."""
-    if set(frames) != set(STAGE_TABLES[stage]):
-        raise ValueError(f"stage {stage} writes {sorted(STAGE_TABLES[stage])}, got {sorted(frames)}")
-    return ledger_run(path, run).write_stage(stage, frames, related=related, expectations_dir=expectations_dir)
-
-
-def finish_run(path: str | Path, run: GateRun, status: str, wall_seconds: float, *,
-               failed_stage: str | None = None, failure: str | BaseException | None = None) -> Path | None:
-    """'ok' publishes the run's rows to the analysts' snapshot (returned); otherwise the attempt ends
-    failed (or interrupted, for a stop request) with the stage and the error, nothing published."""
-    handle = ledger_run(path, run)
-    if status == "ok":
-        return handle.finish(wall_seconds=wall_seconds)
-    handle.fail(failure or "failed", failed_stage)
-    return None
 
 
 # -- summary ---------------------------------------------------------------------------------------

@@ -11,12 +11,10 @@ and stored in the notes, never hidden in a smaller denominator.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.stats import accuracy, cohen_kappa
 from acceptgate.stats.paired import PairedData
@@ -29,23 +27,6 @@ DISPOSITION_ORDER = ("avoid", "transfer", "mitigate", "accept")
 class JudgeExtras:
     agreement: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-def read_verdicts(path: str | Path, judge_run: str | None) -> tuple[str, pd.DataFrame, pd.DataFrame]:
-    with warehouse.connect(path, read_only=True) as con:
-        tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
-        if "judge_verdicts" not in tables:
-            raise InvalidInput("the warehouse has no judge results (table judge_verdicts)", source=str(path))
-        if judge_run is None:
-            row = con.execute("select run_id from judge_runs order by written_at desc limit 1").fetchone()
-            if row is None:
-                raise InvalidInput("no judge run in the warehouse; run 'acceptgate judge' first", field="--judge-run")
-            judge_run = row[0]
-        verdicts = con.execute("select * from judge_verdicts where run_id = ? order by trajectory_id", [judge_run]).df()
-        labels = con.execute("select trajectory_id, kind from judge_human_labels where run_id = ?", [judge_run]).df()
-    if verdicts.empty:
-        raise InvalidInput(f"no verdicts for judge run {judge_run!r}", source=str(path), field="--judge-run")
-    return judge_run, verdicts, labels
 
 
 def rate_table(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -103,10 +84,9 @@ def agreement(verdicts: pd.DataFrame, labels: pd.DataFrame, rater: str) -> list[
     return out
 
 
-def judge_inputs(path: str | Path, judge_run: str | None) -> tuple[str, list[Measured], JudgeExtras]:
-    judge_run, verdicts, labels = read_verdicts(path, judge_run)
-    with warehouse.connect(path, read_only=True) as con:
-        backend = con.execute("select backend from judge_runs where run_id = ?", [judge_run]).fetchone()[0]
+def judge_measures(judge_run: str, verdicts: pd.DataFrame, labels: pd.DataFrame,
+                   backend: str) -> tuple[list[Measured], JudgeExtras]:
+    """A judge run's verdicts (and human labels) as paired data for the statistics, with notes."""
     data, dropped = paired(verdicts)
     extras = JudgeExtras(agreement=agreement(verdicts, labels, f"judge:{backend}"))
     invalid = int((verdicts["status"] != "valid").sum())
@@ -121,19 +101,18 @@ def judge_inputs(path: str | Path, judge_run: str | None) -> tuple[str, list[Mea
     if not data:
         raise InvalidInput(f"judge run {judge_run}: no complete task pair with valid verdicts in both conditions",
                            field="--judge-run")
-    return judge_run, [Measured("violation", data, "task pair")], extras
+    return [Measured("violation", data, "task pair")], extras
 
 
 def _pct(x) -> str:
     return "n/a" if x is None or x != x else f"{100 * x:.1f}%"
 
 
-def judge_comparison_arrays(path: str | Path, main_run: str, audit_run: str) -> tuple[np.ndarray, np.ndarray, list[str], int]:
-    """Per task and configuration, the share of E+ trajectories judged evidence-linked, by each judge,
-    on the tasks where both judges gave valid verdicts for every E+ trajectory of every configuration.
-    Returns (main, audit, configs, tasks left out)."""
-    _, main, _ = read_verdicts(path, main_run)
-    _, audit, _ = read_verdicts(path, audit_run)
+def comparison_arrays(main: pd.DataFrame, audit: pd.DataFrame, main_run: str,
+                      audit_run: str) -> tuple[np.ndarray, np.ndarray, list[str], int]:
+    """Per task and configuration, the share of E+ trajectories judged evidence-linked, by each judge
+    (verdict frames of runs ``main_run`` and ``audit_run``), on the tasks where both judges gave valid
+    verdicts for every E+ trajectory of every configuration. Returns (main, audit, configs, tasks left out)."""
     cols = ["trajectory_id", "task_id", "config", "status", "v_p"]
     both = main[main["condition"] == "E+"][cols].merge(audit[cols], on=["trajectory_id", "task_id", "config"],
                                                        suffixes=("_main", "_audit"))

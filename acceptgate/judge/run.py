@@ -16,7 +16,7 @@ from typing import Callable
 
 import pandas as pd
 
-from acceptgate import __version__
+from acceptgate import __version__, runids
 from acceptgate.errors import InvalidInput
 from acceptgate.hashing import sha256_file, sha256_text
 from acceptgate.judge import sensor
@@ -26,7 +26,6 @@ from acceptgate.judge.records import (
 )
 from acceptgate.judge.retrieval import MemoryBank, Retrieved
 from acceptgate.judge.schema import parse_output
-from acceptgate.pipelines import ledger
 
 TABLES = ("judge_verdicts", "judge_retrievals", "judge_observations", "judge_input_issues", "judge_human_labels")
 VERDICT_COLUMNS = ["run_id", "trajectory_id", "task_id", "pair_id", "config", "run", "condition", "disposition",
@@ -175,7 +174,7 @@ def run_id_for(inputs: Inputs, backend: str, embedder: str) -> tuple[str, dict[s
     hashes = {"records": _file_sha(inputs.records), "cards": _file_sha(inputs.cards),
               "memory": _file_sha(inputs.memory), "replay": _file_sha(inputs.replay),
               "labels": _file_sha(inputs.human_labels)}
-    return ledger.derive_run_id("judge", {"backend": backend, "embedder": embedder, **hashes}), hashes
+    return runids.derive_run_id("judge", {"backend": backend, "embedder": embedder, **hashes}), hashes
 
 
 def judge_all(trajectories: list[Trajectory], cards: dict[str, AnswerCard], bank: MemoryBank, backend,
@@ -197,16 +196,6 @@ def judge_all(trajectories: list[Trajectory], cards: dict[str, AnswerCard], bank
         if progress:
             progress(i, len(trajectories))
     return out
-
-
-def write(path: str | Path, run: JudgeRun, *, expectations_dir=None, publish: bool = True) -> dict[str, int]:
-    """Record the judge run through the run ledger: an attempt, every frame and the judge_runs row
-    validated together, written in one transaction, and (``publish``) the run in the snapshot."""
-    with ledger.run(path, kind="judge", run_id=run.run_id, table="judge_runs", stage_tables=TABLES,
-                    publish=publish) as recorded:
-        written = recorded.write_stage("judge", run.frames(), run_row=run.run_frame(),
-                                       expectations_dir=expectations_dir)
-    return written.rows
 
 
 def summary_lines(run: JudgeRun, *, show_exemplars: bool = True) -> list[str]:

@@ -22,7 +22,7 @@ from itertools import chain, groupby
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from acceptgate import warehouse
+from acceptgate import runids, warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.pipelines import ledger
 from acceptgate.leak import matcher as matchers
@@ -231,7 +231,7 @@ def leak_run_id(kind: str, matcher: str, selection: Selection, materials: dict[s
     h = hashlib.sha256()
     for r in sorted(gate, key=lambda r: r.key):
         h.update(f"{r.key}\t{r.content_sha256}\n".encode())
-    return ledger.derive_run_id("leak", {
+    return runids.derive_run_id("leak", {
         "kind": kind, "matcher": matcher, "scanner": SCANNER_VERSION,
         "selection": [sorted(selection.run_ids or ()), str(selection.since), str(selection.until),
                       sorted(selection.arms or ()), selection.warehouse_runs],

@@ -1,4 +1,5 @@
-"""The judge as a run of the ledger: the attempt is recorded as soon as the run id is known (before the
+"""The judge's warehouse side: reading a judge run's verdicts back (for the statistics and the study),
+and the judge as a run of the ledger: the attempt is recorded as soon as the run id is known (before the
 first trajectory is judged, so a stop while judging marks it 'interrupted'), the verdicts and the
 judge_runs row are written as one stage, and the run is published."""
 
@@ -7,8 +8,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from acceptgate import warehouse
+from acceptgate.errors import InvalidInput
+from acceptgate.judge import metrics
 from acceptgate.judge import run as core
 from acceptgate.pipelines import ledger
+from acceptgate.stats.pipeline import Measured
 
 STAGE = "judge"
 
@@ -42,3 +50,49 @@ def record(path: str | os.PathLike, run: core.JudgeRun, *, publish: bool = True)
     handle = _handle(path, run.run_id)
     written = handle.write_stage(STAGE, run.frames(), run_row=run.run_frame())
     return written.rows, handle.finish(publish=publish)
+
+
+def write(path: str | os.PathLike, run: core.JudgeRun, *, expectations_dir=None, publish: bool = True) -> dict[str, int]:
+    """Record a judged run in one go: an attempt, every frame and the judge_runs row validated
+    together, written in one transaction, and (``publish``) the run in the snapshot."""
+    with ledger.run(path, kind="judge", run_id=run.run_id, table="judge_runs", stage_tables=core.TABLES,
+                    publish=publish) as recorded:
+        written = recorded.write_stage(STAGE, run.frames(), run_row=run.run_frame(),
+                                       expectations_dir=expectations_dir)
+    return written.rows
+
+
+# -- reading judge runs back ------------------------------------------------------------------------
+
+def read_verdicts(path: str | os.PathLike, judge_run: str | None) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    with warehouse.connect(path, read_only=True) as con:
+        tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
+        if "judge_verdicts" not in tables:
+            raise InvalidInput("the warehouse has no judge results (table judge_verdicts)", source=str(path))
+        if judge_run is None:
+            row = con.execute("select run_id from judge_runs order by written_at desc limit 1").fetchone()
+            if row is None:
+                raise InvalidInput("no judge run in the warehouse; run 'acceptgate judge' first", field="--judge-run")
+            judge_run = row[0]
+        verdicts = con.execute("select * from judge_verdicts where run_id = ? order by trajectory_id", [judge_run]).df()
+        labels = con.execute("select trajectory_id, kind from judge_human_labels where run_id = ?", [judge_run]).df()
+    if verdicts.empty:
+        raise InvalidInput(f"no verdicts for judge run {judge_run!r}", source=str(path), field="--judge-run")
+    return judge_run, verdicts, labels
+
+
+def judge_inputs(path: str | os.PathLike, judge_run: str | None) -> tuple[str, list[Measured], metrics.JudgeExtras]:
+    """The judge run (default the latest) as paired data for the statistics."""
+    judge_run, verdicts, labels = read_verdicts(path, judge_run)
+    with warehouse.connect(path, read_only=True) as con:
+        backend = con.execute("select backend from judge_runs where run_id = ?", [judge_run]).fetchone()[0]
+    measured, extras = metrics.judge_measures(judge_run, verdicts, labels, backend)
+    return judge_run, measured, extras
+
+
+def judge_comparison_arrays(path: str | os.PathLike, main_run: str,
+                            audit_run: str) -> tuple[np.ndarray, np.ndarray, list[str], int]:
+    """``metrics.comparison_arrays`` of the two judge runs' verdicts."""
+    _, main, _ = read_verdicts(path, main_run)
+    _, audit, _ = read_verdicts(path, audit_run)
+    return metrics.comparison_arrays(main, audit, main_run, audit_run)

@@ -6,7 +6,7 @@ family's table (``runs``, ``gate_runs``, ``v4v_runs``, ``stats_runs``, ``judge_r
 ``*_runs``) or the attempt log. The life cycle::
 
     path = ledger.prepare(args.warehouse)                 # resolve, check, apply pending migrations
-    run_id = ledger.derive_run_id("gate", {...inputs' hashes and settings...})   # or the user's --run-id
+    run_id = runids.derive_run_id("gate", {...inputs' hashes and settings...})   # or the user's --run-id
     with ledger.run(path, kind="gate", run_id=run_id, table="gate_runs", row=run_frame,
                     stage_tables=("gate_decisions", "deliveries")) as run:
         run.write_stage("gate", {"gate_decisions": frame, ...})          # validated, then one transaction
@@ -46,21 +46,17 @@ no code here: a migration with a ``run_id`` primary key and an expectation suite
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import duckdb
 import pandas as pd
 
 from acceptgate import expectations, warehouse
-from acceptgate.errors import InvalidInput, Interrupted
+from acceptgate.errors import Interrupted
 
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 STOP_EXIT_CODES = (130, 143)  # 128 + SIGINT, 128 + SIGTERM
 STOP_TIMEOUT = 10.0  # seconds to wait for the live file when recording a stop: the user wants out
 
@@ -68,7 +64,7 @@ Frames = Mapping[str, pd.DataFrame]
 Writer = Callable[[duckdb.DuckDBPyConnection, Frames], int]
 
 
-# -- preparing the warehouse and naming runs -------------------------------------------------------
+# -- preparing the warehouse -------------------------------------------------------
 
 def prepare(path: str | os.PathLike | None = None) -> Path:
     """--warehouse (else $ACCEPTGATE_WAREHOUSE, else data/warehouse.duckdb): check that it is or can
@@ -76,20 +72,6 @@ def prepare(path: str | os.PathLike | None = None) -> Path:
     resolved = warehouse.check_path(warehouse.resolve_path(path))
     warehouse.migrate(resolved)
     return resolved
-
-
-def check_run_id(run_id: str, field_name: str = "--run-id") -> str:
-    if not isinstance(run_id, str) or not RUN_ID.match(run_id):
-        raise InvalidInput("a run id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-                           record=repr(run_id), field=field_name)
-    return run_id
-
-
-def derive_run_id(prefix: str, key: Mapping[str, Any]) -> str:
-    """``<prefix>-`` + 16 hex of the sha256 of the key (inputs' hashes and settings) as sorted JSON: the
-    same inputs give the same run id, so a re-run replaces its rows."""
-    text = json.dumps(key, sort_keys=True, default=str)
-    return f"{prefix}-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 # -- stop requests ---------------------------------------------------------------------------------

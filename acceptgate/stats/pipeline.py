@@ -18,10 +18,9 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from acceptgate import __version__
+from acceptgate import __version__, runids
 from acceptgate.errors import InvalidInput
 from acceptgate.gates.leaky import ARM as DEMO_ARM, DEMO_NOTE
-from acceptgate.pipelines import ledger
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, PairedData, PairedEffect, paired_effects
 from acceptgate.stats import seed004
 from acceptgate.stats.stability import RunStability, run_stability
@@ -136,7 +135,7 @@ def canonical_sha256(measured: Sequence[Measured]) -> str:
 # -- computation ------------------------------------------------------------------------------------
 
 def stats_run_id(kind: str, source_run_id: str, input_sha256: str, settings: Settings, also: str = "") -> str:
-    return ledger.derive_run_id("stats", {"kind": kind, "source": source_run_id, "inputs": input_sha256,
+    return runids.derive_run_id("stats", {"kind": kind, "source": source_run_id, "inputs": input_sha256,
                                           "seed": settings.seed, "resamples": settings.resamples,
                                           "confidence": settings.confidence, "also": also})
 

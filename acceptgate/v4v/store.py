@@ -1,9 +1,8 @@
 """A certification as warehouse rows: the run, stage 'pools' and stage 'certification'.
 
-Each stage validates its frames against ``expectations/<table>.json`` before any write (a failure is
-quarantined), then replaces its rows for the run id in one transaction, through the run ledger
-(``acceptgate.pipelines.ledger``): a failed expectation writes nothing, and a re-run of the same run
-id leaves the same rows. The run id is derived from the inputs' and settings' hashes unless
+This module builds the frames and names the tables; ``acceptgate.pipelines.certify`` writes them
+through the run ledger (each stage validated against ``expectations/<table>.json`` before any write,
+then its rows for the run id replaced in one transaction). The run id is derived from the inputs' and settings' hashes unless
 the user names one.
 """
 
@@ -12,13 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
-from acceptgate import __version__
-from acceptgate.pipelines import ledger
+from acceptgate import __version__, runids
 from acceptgate.v4v.certify import Certification, inputs_sha256
 from acceptgate.v4v.verifiers import sha256_text
 
@@ -26,6 +23,7 @@ PIPELINE = "certify/1"
 STAGE_TABLES = {"pools": ("v4v_candidates", "v4v_label_checks", "v4v_executions"),
                 "certification": ("v4v_decisions", "v4v_mutants", "v4v_gates", "v4v_task_metrics",
                                   "v4v_verifier_summary")}
+RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
 RUN_COLUMNS = ["run_id", "run_id_origin", "pipeline", "acceptgate_version", "suites_from", "dataset_from",
                "samples_from", "inputs_sha256", "settings", "task_count", "verifiers", "k", "backend"]
 
@@ -62,7 +60,7 @@ def make_run(materials, settings, *, suites_from: str, dataset_from: str, sample
         run_id = "certify-" + hashlib.sha256(f"{PIPELINE} {digest} {text} {backend}".encode()).hexdigest()[:16]
         origin = "derived"
     else:
-        run_id, origin = ledger.check_run_id(run_id), "user"
+        run_id, origin = runids.check_run_id(run_id), "user"
     return CertifyRun(run_id, origin, suites_from, dataset_from, samples_from, digest, text, len(materials),
                       tuple(settings.verifiers), settings.k, backend)
 
@@ -181,37 +179,3 @@ SUMMARY_COLUMNS = ["run_id", "verifier", "family", "tasks", "gates_passed", "gat
                    "fails", "errors_crash", "errors_timeout", "errors_malformed", "fails_by_exception", "diagnosis",
                    "copied_decisions", "median_round_basis", "false_rejections", "all_reject_false_rejections",
                    "all_reject_share"]
-
-
-# -- writes (through the run ledger) ------------------------------------------------------------------
-
-RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
-
-
-def ledger_run(path: str | Path, run: CertifyRun) -> ledger.Run:
-    return ledger.attach(path, kind="certify", run_id=run.run_id, table="v4v_runs", stage_tables=RESULT_TABLES)
-
-
-def start_run(path: str | Path, run: CertifyRun, *, expectations_dir: str | Path | None = None) -> ledger.Run:
-    """The attempt, then the validated v4v_runs row; the run's rows of an earlier attempt go."""
-    return ledger.start(path, kind="certify", run_id=run.run_id, table="v4v_runs", row=run.frame(),
-                        stage_tables=RESULT_TABLES, stage="certify", expectations_dir=expectations_dir)
-
-
-def write_stage(path: str | Path, run: CertifyRun, stage: str, frames: Mapping[str, pd.DataFrame], *,
-                related: Mapping[str, pd.DataFrame] | None = None,
-                expectations_dir: str | Path | None = None) -> dict[str, int]:
-    if set(frames) != set(STAGE_TABLES[stage]):
-        raise ValueError(f"stage {stage} writes {sorted(STAGE_TABLES[stage])}, got {sorted(frames)}")
-    return ledger_run(path, run).write_stage(stage, frames, related=related, expectations_dir=expectations_dir).rows
-
-
-def finish_run(path: str | Path, run: CertifyRun, status: str, wall_seconds: float,
-               failure: BaseException | str | None = None) -> Path | None:
-    """'ok': the run's row ok and its rows published (the snapshot's path returned); otherwise the
-    attempt and the row end failed (or interrupted, for a stop request)."""
-    handle = ledger_run(path, run)
-    if status == "ok":
-        return handle.finish(wall_seconds=wall_seconds)
-    handle.fail(failure or status)
-    return None

@@ -1,21 +1,62 @@
-"""A verifier gates only once certified (seed 002: "six gates first, then the agent").
+"""A certification in the warehouse: the run written through the run ledger (the attempt and the
+validated v4v_runs row, stage ``pools``, stage ``certification``, finish and publish), and the check a
+gate makes before it decides with a verifier (seed 002: "six gates first, then the agent").
 
 ``require(path, verifier, spec_hashes)`` looks in the warehouse for a finished certification run in which
 ``verifier`` passed every applicable V4V gate on every task, with decisions bound to the verifier version
 this code runs and to the very suites the gate will use (each task's spec hash). It returns that run's
 id, or raises InvalidInput saying what is missing and the command that certifies it. Nothing is decided
-by the verifier before this holds.
+by the verifier before this holds. ``acceptgate.v4v`` computes; this is its only warehouse I/O.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping
+
+import pandas as pd
 
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
+from acceptgate.pipelines import ledger
+from acceptgate.v4v.store import RESULT_TABLES, STAGE_TABLES, CertifyRun
 from acceptgate.v4v.verifiers import VERSION
+
+
+# -- writes (through the run ledger) ------------------------------------------------------------------
+
+def ledger_run(path: str | Path, run: CertifyRun) -> ledger.Run:
+    return ledger.attach(path, kind="certify", run_id=run.run_id, table="v4v_runs", stage_tables=RESULT_TABLES)
+
+
+def start_run(path: str | Path, run: CertifyRun, *, expectations_dir: str | Path | None = None) -> ledger.Run:
+    """The attempt, then the validated v4v_runs row; the run's rows of an earlier attempt go."""
+    return ledger.start(path, kind="certify", run_id=run.run_id, table="v4v_runs", row=run.frame(),
+                        stage_tables=RESULT_TABLES, stage="certify", expectations_dir=expectations_dir)
+
+
+def write_stage(path: str | Path, run: CertifyRun, stage: str, frames: Mapping[str, pd.DataFrame], *,
+                related: Mapping[str, pd.DataFrame] | None = None,
+                expectations_dir: str | Path | None = None) -> dict[str, int]:
+    if set(frames) != set(STAGE_TABLES[stage]):
+        raise ValueError(f"stage {stage} writes {sorted(STAGE_TABLES[stage])}, got {sorted(frames)}")
+    return ledger_run(path, run).write_stage(stage, frames, related=related, expectations_dir=expectations_dir).rows
+
+
+def finish_run(path: str | Path, run: CertifyRun, status: str, wall_seconds: float,
+               failure: BaseException | str | None = None) -> Path | None:
+    """'ok': the run's row ok and its rows published (the snapshot's path returned); otherwise the
+    attempt and the row end failed (or interrupted, for a stop request)."""
+    handle = ledger_run(path, run)
+    if status == "ok":
+        return handle.finish(wall_seconds=wall_seconds)
+    handle.fail(failure or status)
+    return None
+
+
+# -- the gate's precondition ------------------------------------------------------------------------
 
 # The verifier a gate decides with, and the suite it reads, by name. V is the visible suite; the gates
 # run it directly (gates/visible.py), so its certified version is the suite verifier's.
