@@ -13,7 +13,7 @@ x100 = 17,900 records, ~350 M v2 comparison items): synthetic tasks with hidden 
 task/harness/model texts, some harness texts carrying planted hidden cases (must be exactly the
 violations), some records truncated or unfinished (unverifiable). The history is written as a jsonl.gz
 file by a child process (not timed, and not in this process's memory), then
-``acceptgate.leak.audit.run_audit`` runs end to end into a fresh warehouse: read + validate the file
+``acceptgate.pipelines.leak.run_audit`` runs end to end into a fresh warehouse: read + validate the file
 (spooled), plan, scan with controls, validate (Great Expectations) and write every verdict, hit summary
 and v2 hit, publish the snapshot. Peak RSS is this process's (``ru_maxrss``): the audit's, with the
 tasks' material. Figures are wall-clock; say the machine load with them.
@@ -197,6 +197,7 @@ def _generate(n_tasks: int, cases: int, n_records: int, history: Path, truth: Pa
 def bench_history(args) -> None:
     from acceptgate import warehouse
     from acceptgate.leak import audit
+    from acceptgate.pipelines import leak as leak_io
 
     n_records = args.records or 179 * args.scale
     t0 = time.perf_counter()
@@ -230,7 +231,7 @@ def bench_history(args) -> None:
         marks.setdefault("first batch", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         marks["last batch"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    result = audit.run_audit(path, materials, audit.Selection(history=(str(history),), warehouse_runs=False),
+    result = leak_io.run_audit(path, materials, audit.Selection(history=(str(history),), warehouse_runs=False),
                              batch_records=args.batch_records or audit.BATCH_RECORDS, progress=progress,
                              publish=False)
     p0 = time.perf_counter()

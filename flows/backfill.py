@@ -17,6 +17,7 @@ from prefect.utilities.annotations import quote
 from acceptgate import shards
 from acceptgate.leak import audit as core
 from acceptgate.leak.matcher import DEFAULT
+from acceptgate.pipelines import leak as leak_io
 from flows import dask_runner
 from tasks import leak_tasks as t
 
@@ -45,7 +46,7 @@ def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, wa
                 def scan_many(runs):
                     return shards.merge_leak(run(t.leak_shard, shards.leak_shards(runs, materials, matcher,
                                                                                     shard_size)))
-                result = core.run_audit(path, materials, selection, matcher=matcher, rescan=rescan,
+                result = leak_io.run_audit(path, materials, selection, matcher=matcher, rescan=rescan,
                                         progress=progress, batch_records=batch_records, publish=False,
                                         history=spool, kind="leak-backfill", scan_many=scan_many)
         else:

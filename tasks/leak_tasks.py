@@ -18,6 +18,7 @@ from prefect.cache_policies import NO_CACHE
 from acceptgate import shards
 
 from acceptgate.leak import audit
+from acceptgate.pipelines import leak as leak_io
 from acceptgate.leak.material import TaskMaterial
 
 from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
@@ -39,7 +40,7 @@ def hidden_material(suites_dir: str | None, humanevalplus: str | None, backend: 
 @task(name="scan", **_STAGE)
 def scan(path: Path, materials: dict[str, TaskMaterial], selection: audit.Selection, matcher: str, rescan: bool,
          batch_records: int, progress, history=None, kind: str = "leak-audit") -> audit.AuditResult:
-    return audit.run_audit(path, materials, selection, matcher=matcher, rescan=rescan, progress=progress,
+    return leak_io.run_audit(path, materials, selection, matcher=matcher, rescan=rescan, progress=progress,
                            batch_records=batch_records, publish=False, history=history, kind=kind)
 
 
@@ -51,4 +52,4 @@ def leak_shard(shard: shards.LeakShard) -> shards.LeakShardResult:
 
 @task(name="publish", **_STAGE)
 def publish(path: Path, result: audit.AuditResult) -> audit.AuditResult:
-    return audit.publish_result(path, result)  # the leak audit's run and the scanned runs' leak rows
+    return leak_io.publish_result(path, result)  # the leak audit's run and the scanned runs' leak rows

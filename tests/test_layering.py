@@ -1,17 +1,28 @@
-"""The core package never reaches up: no module of ``acceptgate/`` (``acceptgate/cli`` and ``__main__``, the
-command line's entry point, aside) imports the
-command line, the Prefect flows and tasks, or Prefect itself -- not even lazily inside a function.
-Walks the syntax tree of every file, so an import anywhere in a module counts."""
+"""The layers of the code, checked on the syntax tree of every file (so an import anywhere in a module,
+even lazily inside a function, counts):
+
+- the core package never reaches up: no module of ``acceptgate/`` (``acceptgate/cli`` and ``__main__``,
+  the command line's entry point, aside) imports the command line, the Prefect flows and tasks, or
+  Prefect itself;
+- the domain packages compute: no module of ``gates/``, ``leak/``, ``v4v/``, ``judge/``, ``stats/`` or
+  ``sources/`` imports the warehouse, the pipelines (the ledger among them) or DuckDB;
+- one place writes run rows: only the run ledger writes a row of ``runs`` or of any ``*_runs`` table."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import acceptgate
 
 CORE = Path(acceptgate.__file__).parent
+REPO = CORE.parent
+LEDGER = CORE / "pipelines" / "ledger.py"
 FORBIDDEN = ("acceptgate.cli", "flows", "tasks", "prefect")
+DOMAIN = ("gates", "leak", "v4v", "judge", "stats", "sources")
+DOMAIN_FORBIDDEN = ("acceptgate.warehouse", "acceptgate.pipelines", "duckdb")
+WRITERS = {"replace_run_rows", "_insert_frame", "delete_run_rows", "_insert", "register"}
 
 
 def imported_modules(path: Path, root: Path) -> list[tuple[int, str]]:
@@ -32,13 +43,17 @@ def imported_modules(path: Path, root: Path) -> list[tuple[int, str]]:
     return out
 
 
-def violations(root: Path = CORE) -> list[str]:
+def violations(root: Path = CORE, packages: tuple[str, ...] | None = None,
+               forbidden: tuple[str, ...] = FORBIDDEN) -> list[str]:
+    """``file:line: imports module`` for each import of a ``forbidden`` module (or one under it) by a
+    module of ``root`` -- of the sub-packages ``packages`` only, or of all but the command line."""
     found = []
     for path in sorted(root.rglob("*.py")):
-        if path.relative_to(root).parts[0] in ("cli", "__main__.py"):
+        top = path.relative_to(root).parts[0]
+        if (top not in packages) if packages is not None else (top in ("cli", "__main__.py")):
             continue
         for line, module in imported_modules(path, root):
-            if any(module == f or module.startswith(f + ".") for f in FORBIDDEN):
+            if any(module == f or module.startswith(f + ".") for f in forbidden):
                 found.append(f"{path.relative_to(root.parent)}:{line}: imports {module}")
     return found
 
@@ -59,3 +74,94 @@ def test_the_check_finds_a_lazy_import_inside_a_function(tmp_path):
                      "acceptgate/sub/y.py:1: imports acceptgate.cli",
                      "acceptgate/sub/y.py:1: imports acceptgate.cli.main",
                      "acceptgate/sub/y.py:2: imports flows.gate"]
+
+
+# -- the domain packages compute; the pipelines do their warehouse I/O --------------------------------
+
+def test_the_domain_packages_do_no_warehouse_io():
+    assert violations(packages=DOMAIN, forbidden=DOMAIN_FORBIDDEN) == []
+
+
+def test_the_domain_check_finds_warehouse_io(tmp_path):
+    pkg = tmp_path / "acceptgate"
+    for sub in ("leak", "pipelines", "stats"):
+        (pkg / sub).mkdir(parents=True)
+    (pkg / "pipelines" / "leak.py").write_text("import duckdb\nfrom acceptgate import warehouse\n")  # may
+    (pkg / "leak" / "store.py").write_text("def f(con):\n    import duckdb\n")
+    (pkg / "leak" / "audit.py").write_text("from acceptgate.pipelines import ledger\nfrom acceptgate.hashing import x\n")
+    (pkg / "stats" / "io.py").write_text("from .. import warehouse\n")
+    assert violations(pkg, packages=DOMAIN, forbidden=DOMAIN_FORBIDDEN) == [
+        "acceptgate/leak/audit.py:1: imports acceptgate.pipelines",
+        "acceptgate/leak/audit.py:1: imports acceptgate.pipelines.ledger",
+        "acceptgate/leak/store.py:2: imports duckdb",
+        "acceptgate/stats/io.py:1: imports acceptgate.warehouse"]
+
+
+# -- one place writes run rows ----------------------------------------------------------------------
+
+def run_tables() -> set[str]:
+    """Every run family's table the migrations create: ``runs`` and each ``*_runs``."""
+    found = set()
+    for sql in (REPO / "sql").glob("*.sql"):
+        found |= set(re.findall(r"create table (?:if not exists )?(\w*runs)\s*\(", sql.read_text(), re.I))
+    return {t for t in found if t == "runs" or t.endswith("_runs")}
+
+
+def _write_sql(tables: set[str]) -> re.Pattern:
+    names = "|".join(sorted(tables))
+    return re.compile(rf'\b(?:insert\s+(?:or\s+replace\s+)?into|replace\s+into|update|delete\s+from)\s+"?(?:{names})"?\b',
+                      re.I)
+
+
+def run_row_writes(source: str, tables: set[str]) -> list[str]:
+    """What in this module's source writes a run table: an SQL write naming one (in any string or
+    f-string part), or a frame write (``replace_run_rows``, ``_insert_frame``, ...) given one by name."""
+    pattern = _write_sql(tables)
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and pattern.search(node.value):
+            found.append(f"line {node.lineno}: SQL {pattern.search(node.value).group(0)!r}")
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+            if name in WRITERS:
+                named = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and n.value in tables]
+                if named:
+                    found.append(f"line {node.lineno}: {name}(... {named[0]!r} ...)")
+    return found
+
+
+def test_the_detector_finds_the_ways_run_rows_used_to_be_written():
+    tables = run_tables()
+    assert {"runs", "gate_runs", "v4v_runs", "stats_runs", "judge_runs"} <= tables
+    # the statements of the five former copies of the life cycle, and frame writes
+    for source in ['SQL = """\ninsert into gate_runs by name\nselect * from f"""',
+                   'con.execute("update runs set status = \'ok\' where run_id = ?", [r])',
+                   'X = "insert or replace into stats_runs by name select *, now() as written_at from f"',
+                   'con.execute(f"update v4v_runs set status = ? where run_id = ?", [s, r])',
+                   'warehouse._insert_frame(con, "judge_runs", frame)',
+                   'warehouse.replace_run_rows(con, run_id, {"gate_runs": frame})']:
+        assert run_row_writes(source, tables), source
+    for source in ['con.execute("insert into _published_runs values (?)", [r])',  # a temp table, no run family
+                   'con.execute("select * from gate_runs where status = \'ok\'")',
+                   'warehouse.replace_run_rows(con, run_id, {"gate_decisions": frame})']:
+        assert not run_row_writes(source, tables), source
+
+
+def test_only_the_ledger_writes_run_rows():
+    tables = run_tables()
+    places = {}
+    for path in sorted(CORE.rglob("*.py")):
+        found = run_row_writes(path.read_text(encoding="utf-8"), tables)
+        if found:
+            places[str(path.relative_to(REPO))] = found
+    # the ledger writes a run's row through the table a pipeline names (ledger.start(table=...)), so
+    # it has no literal write; it is the place that writes them, and the only one
+    writers = {str(p.relative_to(REPO)) for p in CORE.rglob("*.py")
+               if re.search(r"def _upsert_run_row|def _set_run_status", p.read_text())}
+    assert places == {}, places
+    assert set(places) | writers == {"acceptgate/pipelines/ledger.py"}
+    # and no pipeline records attempts or publishes around it
+    others = [str(p.relative_to(REPO)) for p in CORE.rglob("*.py") if p not in (LEDGER, CORE / "warehouse.py")
+              and re.search(r"warehouse\.(begin_attempt|fail_attempt|end_attempt|publish|record_stage)\(", p.read_text())]
+    assert others == []

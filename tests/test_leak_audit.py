@@ -13,6 +13,7 @@ import pytest
 from acceptgate import warehouse
 from acceptgate.cli import main
 from acceptgate.leak import audit
+from acceptgate.pipelines import leak as leak_io
 from acceptgate.leak.records import write_jsonl
 
 ARMS = ["conform", "hmix", "off", "hmix-leaky-gt"]
@@ -67,7 +68,7 @@ def verdicts(path):
 def test_audit_flags_exactly_the_leaky_arm_and_resumes(gate_run, tmp_path):
     path = fresh_copy(gate_run, tmp_path)
     materials = audit.load_materials(gate_run["tasks"])
-    result = audit.run_audit(path, materials, audit.Selection(), publish=False)
+    result = leak_io.run_audit(path, materials, audit.Selection(), publish=False)
     assert (result.records, result.scanned, result.skipped) == (4 * TASKS, 4 * TASKS, 0)
     found = verdicts(path)
     flagged = {k for k, (v, _, _) in found.items() if v == "violation"}
@@ -90,20 +91,20 @@ def test_audit_flags_exactly_the_leaky_arm_and_resumes(gate_run, tmp_path):
     assert hits == all_hits > 0  # every stored offset points at its material in the stored message text
     counts = warehouse.row_counts(path, TABLES)
 
-    again = audit.run_audit(path, materials, audit.Selection(), publish=False)
+    again = leak_io.run_audit(path, materials, audit.Selection(), publish=False)
     assert (again.scanned, again.skipped) == (0, 4 * TASKS)
     assert warehouse.row_counts(path, TABLES) == counts
-    forced = audit.run_audit(path, materials, audit.Selection(arms=("hmix-leaky-gt",)), rescan=True, publish=False)
+    forced = leak_io.run_audit(path, materials, audit.Selection(arms=("hmix-leaky-gt",)), rescan=True, publish=False)
     assert forced.scanned == TASKS and verdicts(path) == found
     assert warehouse.row_counts(path, TABLES) == {**counts, "leak_scans": 2}  # the partial re-scan is a scan
-    everything = audit.run_audit(path, materials, audit.Selection(), rescan=True, publish=False)
+    everything = leak_io.run_audit(path, materials, audit.Selection(), rescan=True, publish=False)
     assert everything.scanned == 4 * TASKS and warehouse.row_counts(path, TABLES) == counts  # same rows again
 
 
 def test_disabled_matcher_makes_every_record_of_the_scan_unverifiable(gate_run, tmp_path):
     path = fresh_copy(gate_run, tmp_path)
     materials = audit.load_materials(gate_run["tasks"])
-    result = audit.run_audit(path, materials, audit.Selection(arms=("conform", "off")), matcher="disabled",
+    result = leak_io.run_audit(path, materials, audit.Selection(arms=("conform", "off")), matcher="disabled",
                              publish=False)
     assert not result.scans[0]["valid"]
     found = verdicts(path)
@@ -116,7 +117,7 @@ def test_disabled_matcher_makes_every_record_of_the_scan_unverifiable(gate_run, 
 def test_history_file_text_only_and_a_truncated_record(gate_run, tmp_path):
     """Exported without suite hashes, the leaky arm is found from its texts alone; a record cut short
     before the harness's stop decision is unverifiable."""
-    from acceptgate.leak.records import from_warehouse
+    from acceptgate.pipelines.leak import from_warehouse
 
     with warehouse.connect(gate_run["path"], read_only=True) as con:
         recs = from_warehouse(con)
@@ -127,7 +128,7 @@ def test_history_file_text_only_and_a_truncated_record(gate_run, tmp_path):
     write_jsonl(recs, history)
     path = tmp_path / "h.duckdb"
     warehouse.migrate(path)
-    audit.run_audit(path, audit.load_materials(gate_run["tasks"]),
+    leak_io.run_audit(path, audit.load_materials(gate_run["tasks"]),
                     audit.Selection(history=(str(history),), warehouse_runs=False), publish=False)
     found = verdicts(path)
     assert found[(cut.arm, cut.task_id)][0] == "unverifiable"
@@ -175,7 +176,7 @@ def test_leak_audit_deployment_runs_after_every_gate_run():
 
 def test_a_record_both_in_the_warehouse_and_a_history_file_is_invalid_and_nothing_is_written(gate_run, tmp_path):
     from acceptgate.errors import InvalidInput
-    from acceptgate.leak.records import from_warehouse
+    from acceptgate.pipelines.leak import from_warehouse
 
     path = fresh_copy(gate_run, tmp_path)
     with warehouse.connect(path, read_only=True) as con:
@@ -183,7 +184,7 @@ def test_a_record_both_in_the_warehouse_and_a_history_file_is_invalid_and_nothin
     history = tmp_path / "again.jsonl"
     write_jsonl(recs[:2], history)
     with pytest.raises(InvalidInput) as err:
-        audit.run_audit(path, audit.load_materials(gate_run["tasks"]), audit.Selection(history=(str(history),)),
+        leak_io.run_audit(path, audit.load_materials(gate_run["tasks"]), audit.Selection(history=(str(history),)),
                         publish=False)
     assert err.value.source == str(history) and err.value.record == "line 1" and "also in the warehouse" in str(err.value)
     assert warehouse.row_counts(path, TABLES) == {t: 0 for t in TABLES}

@@ -13,6 +13,7 @@ import pytest
 
 from acceptgate import literals, warehouse
 from acceptgate.leak import audit
+from acceptgate.pipelines import leak as leak_io
 from acceptgate.leak.material import ALONE_CHARS, BARE_CHARS, COMMON, json_text
 from acceptgate.leak.records import LeakRecord, RecordMessage, write_jsonl
 
@@ -134,7 +135,7 @@ def scanned(tmp_path_factory, humanevalplus_path, local_backend):
     write_jsonl(records, history)
     path = history.with_name("w.duckdb")
     warehouse.migrate(path)
-    result = audit.run_audit(path, materials, audit.Selection(history=(str(history),), warehouse_runs=False),
+    result = leak_io.run_audit(path, materials, audit.Selection(history=(str(history),), warehouse_runs=False),
                              publish=False)
     with warehouse.connect(path, read_only=True) as con:
         verdicts = {tuple(r[:3]): (r[3], r[4], r[5]) for r in con.execute(

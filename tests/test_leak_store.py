@@ -15,6 +15,7 @@ from acceptgate.leak import store
 from acceptgate.leak.controls import run_controls
 from acceptgate.leak.scanners import TaskScanner
 from acceptgate.leak.verdicts import judge
+from acceptgate.pipelines import leak as leak_io
 from acceptgate.pipelines import ledger
 from test_leak_scanners import MATERIAL, record
 
@@ -39,7 +40,7 @@ def test_a_batch_of_clean_records_with_one_unverifiable_at_the_end_is_written(tm
     cut = dataclasses.replace(record(stop=False), block="last")
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)
-    store.write(leak_run(path), [scan_of(clean + [cut], "a" * 64)])
+    leak_io.write(leak_run(path), [scan_of(clean + [cut], "a" * 64)])
     with warehouse.connect(path, read_only=True) as con:
         rows = dict(con.execute("select verdict, count(*) from leak_verdicts group by all").fetchall())
         (reasons,) = con.execute("select reasons from leak_verdicts where block = 'last'").fetchone()
@@ -52,11 +53,11 @@ def test_an_all_clean_batch_then_a_batch_with_a_leak_write_alike(tmp_path):
     warehouse.migrate(path)
     clean = [dataclasses.replace(record(), block=f"b{i}") for i in range(50)]
     run = leak_run(path)
-    written = store.write(run, [scan_of(clean, "b" * 64)])
+    written = leak_io.write(run, [scan_of(clean, "b" * 64)])
     # v1 finds the statement's own literals in every record: one summary row each, no hit rows
     assert written == {"leak_scans": 1, "leak_verdicts": 50, "leak_hit_rules": 50, "leak_hits": 0}
     leak = record("AssertionError: args=('kiwi lime mango', 2) got='kiwi' want='kiwi lime'")
-    store.write(run, [scan_of([dataclasses.replace(leak, run_id="R2")], "c" * 64)])
+    leak_io.write(run, [scan_of([dataclasses.replace(leak, run_id="R2")], "c" * 64)])
     with warehouse.connect(path, read_only=True) as con:
         verdicts = dict(con.execute("select run_id, list(distinct verdict) from leak_verdicts group by all").fetchall())
         types = dict(con.execute("select column_name, data_type from duckdb_columns() "
@@ -85,7 +86,7 @@ def test_a_failed_insert_reports_its_own_error_not_the_aborted_transaction(tmp_p
     frame = pa.table({"x": pa.array([1], pa.int32())})
     with pytest.raises(duckdb.CatalogException, match="no_such_table"):
         with warehouse.transaction(path) as con:
-            store._insert(con, "no_such_table", frame)
+            leak_io._insert(con, "no_such_table", frame)
 
 
 def test_migration_091_summarises_stored_v1_hits_and_keeps_v2_hits(tmp_path):

@@ -1,13 +1,11 @@
-"""The run ledger (acceptgate/pipelines/ledger.py): the one place that writes run rows, a failed
-expectation quarantines and fails a run with nothing of it written, a stop request (Ctrl-C, SIGTERM)
+"""The run ledger (acceptgate/pipelines/ledger.py; that it is the one place that writes run rows is
+checked in test_layering.py): a failed expectation quarantines and fails a run with nothing of it written, a stop request (Ctrl-C, SIGTERM)
 marks the attempt 'interrupted' and leaves the published snapshot as it was, and the stats and judge
 commands' rows reach the analysts' snapshot."""
 
 from __future__ import annotations
 
-import ast
 import json
-import re
 import shutil
 import signal
 from pathlib import Path
@@ -25,80 +23,6 @@ from acceptgate.pipelines import stats as stats_io
 from acceptgate.stats import pipeline
 from acceptgate.stats.paired import PairedData
 
-REPO = Path(__file__).resolve().parents[1]
-CORE = REPO / "acceptgate"
-LEDGER = CORE / "pipelines" / "ledger.py"
-WRITERS = {"replace_run_rows", "_insert_frame", "delete_run_rows", "_insert", "register"}
-
-
-# -- (a) one place writes run rows -------------------------------------------------------------------
-
-def run_tables() -> set[str]:
-    """Every run family's table the migrations create: ``runs`` and each ``*_runs``."""
-    found = set()
-    for sql in (REPO / "sql").glob("*.sql"):
-        found |= set(re.findall(r"create table (?:if not exists )?(\w*runs)\s*\(", sql.read_text(), re.I))
-    return {t for t in found if t == "runs" or t.endswith("_runs")}
-
-
-def _write_sql(tables: set[str]) -> re.Pattern:
-    names = "|".join(sorted(tables))
-    return re.compile(rf'\b(?:insert\s+(?:or\s+replace\s+)?into|replace\s+into|update|delete\s+from)\s+"?(?:{names})"?\b',
-                      re.I)
-
-
-def run_row_writes(source: str, tables: set[str]) -> list[str]:
-    """What in this module's source writes a run table: an SQL write naming one (in any string or
-    f-string part), or a frame write (``replace_run_rows``, ``_insert_frame``, ...) given one by name."""
-    pattern = _write_sql(tables)
-    tree = ast.parse(source)
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and pattern.search(node.value):
-            found.append(f"line {node.lineno}: SQL {pattern.search(node.value).group(0)!r}")
-        if isinstance(node, ast.Call):
-            name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
-            if name in WRITERS:
-                named = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and n.value in tables]
-                if named:
-                    found.append(f"line {node.lineno}: {name}(... {named[0]!r} ...)")
-    return found
-
-
-def test_the_detector_finds_the_ways_run_rows_used_to_be_written():
-    tables = run_tables()
-    assert {"runs", "gate_runs", "v4v_runs", "stats_runs", "judge_runs"} <= tables
-    # the statements of the five former copies of the life cycle, and frame writes
-    for source in ['SQL = """\ninsert into gate_runs by name\nselect * from f"""',
-                   'con.execute("update runs set status = \'ok\' where run_id = ?", [r])',
-                   'X = "insert or replace into stats_runs by name select *, now() as written_at from f"',
-                   'con.execute(f"update v4v_runs set status = ? where run_id = ?", [s, r])',
-                   'warehouse._insert_frame(con, "judge_runs", frame)',
-                   'warehouse.replace_run_rows(con, run_id, {"gate_runs": frame})']:
-        assert run_row_writes(source, tables), source
-    for source in ['con.execute("insert into _published_runs values (?)", [r])',  # a temp table, no run family
-                   'con.execute("select * from gate_runs where status = \'ok\'")',
-                   'warehouse.replace_run_rows(con, run_id, {"gate_decisions": frame})']:
-        assert not run_row_writes(source, tables), source
-
-
-def test_only_the_ledger_writes_run_rows():
-    tables = run_tables()
-    places = {}
-    for path in sorted(CORE.rglob("*.py")):
-        found = run_row_writes(path.read_text(encoding="utf-8"), tables)
-        if found:
-            places[str(path.relative_to(REPO))] = found
-    # the ledger writes a run's row through the table a pipeline names (ledger.start(table=...)), so
-    # it has no literal write; it is the place that writes them, and the only one
-    writers = {str(p.relative_to(REPO)) for p in CORE.rglob("*.py")
-               if re.search(r"def _upsert_run_row|def _set_run_status", p.read_text())}
-    assert places == {}, places
-    assert set(places) | writers == {"acceptgate/pipelines/ledger.py"}
-    # and no pipeline records attempts or publishes around it
-    others = [str(p.relative_to(REPO)) for p in CORE.rglob("*.py") if p not in (LEDGER, CORE / "warehouse.py")
-              and re.search(r"warehouse\.(begin_attempt|fail_attempt|end_attempt|publish|record_stage)\(", p.read_text())]
-    assert others == []
 
 
 # -- helpers ----------------------------------------------------------------------------------------

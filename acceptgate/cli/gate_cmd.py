@@ -109,8 +109,6 @@ def _check(args) -> None:
         if path is not None and not os.path.exists(path):
             raise InvalidInput("not found", source=path, field=flag)
     if args.run_id is not None:
-        from acceptgate.gates import run as core
-
         runids.check_run_id(args.run_id)
 
 

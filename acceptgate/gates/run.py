@@ -11,7 +11,6 @@ the same rows. The warehouse side (attempt, gate_runs row, stage writes, publish
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import pandas as pd
@@ -268,7 +267,7 @@ class GateSummary:
     run: GateRun
     arms: dict[str, ArmSummary]
     seconds: dict[str, float] = field(default_factory=dict)  # per arm (gate) and 'deliveries'
-    stages: list[StageWrite] = field(default_factory=list)
+    stages: list = field(default_factory=list)  # the run ledger's StageWrite of each stage written
     warehouse: str = ""
     coverage: SourceCoverage | None = None
     snapshot: str = ""

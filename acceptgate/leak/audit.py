@@ -1,4 +1,6 @@
-"""A leak audit over a selection of runs: load records, skip what is unchanged, scan per run, write, sum up.
+"""A leak audit over a selection of runs: the selection, the scans per run, the run id and the summary.
+The warehouse side (load the gate runs' records, skip what is unchanged, write, publish) is
+``acceptgate.pipelines.leak``.
 
 ``flows/leak_audit.py`` and ``flows/backfill.py`` sequence these functions; the CLI commands call the
 flows. History files are validated whole first (``records.read_history``: read once, bounded, spooled;
@@ -15,24 +17,20 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from itertools import chain, groupby
-from pathlib import Path
+from itertools import groupby
 from typing import Any, Callable, Iterable, Iterator
 
-from acceptgate import runids, warehouse
+from acceptgate import runids
 from acceptgate.errors import InvalidInput
-from acceptgate.pipelines import ledger
-from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records as records_mod
 from acceptgate.leak import store
 from acceptgate.leak.controls import run_controls
 from acceptgate.leak.material import TaskMaterial, materials_for_tasks
 from acceptgate.leak.records import LeakRecord
 from acceptgate.leak.scanners import SCANNER_VERSION, TaskScanner
-from acceptgate.leak.verdicts import VERDICTS, inputs_sha256, judge
+from acceptgate.leak.verdicts import judge
 
 Progress = Callable[[str, int, int, str], None]  # (run_id, records done, records total, what happened)
 BATCH_RECORDS = 2000  # records read, scanned and written per transaction
@@ -68,16 +66,6 @@ def _aware(t: datetime) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
-def warehouse_records(path: str | Path | None, selection: Selection) -> list[LeakRecord]:
-    """The selected records of the gate runs stored in the warehouse (none if it does not exist yet)."""
-    if not selection.warehouse_runs or path is None or not Path(path).exists():
-        return []
-    with warehouse.connect(path, read_only=True) as con:
-        return records_mod.from_warehouse(con, run_ids=list(selection.run_ids) if selection.run_ids else None,
-                                          since=selection.since, until=selection.until,
-                                          arms=list(selection.arms) if selection.arms else None)
-
-
 def read_history(selection: Selection) -> records_mod.History | None:
     """The selection's history files, validated whole and spooled (None when there are none)."""
     return records_mod.read_history(selection.history) if selection.history else None
@@ -109,34 +97,6 @@ def _gate_batches(records: list[LeakRecord], size: int) -> Iterator[list[LeakRec
 
 def load_materials(tasks: Iterable) -> dict[str, TaskMaterial]:
     return materials_for_tasks(tasks)
-
-
-@dataclass
-class Plan:
-    runs: dict[str, list[LeakRecord]]  # run id -> records to scan
-    skipped: dict[str, int]  # run id -> records unchanged since their last scan
-    inputs: dict[tuple, str]
-
-    @property
-    def to_scan(self) -> int:
-        return sum(len(v) for v in self.runs.values())
-
-
-def plan(path: str | Path, records: list[LeakRecord], materials: dict[str, TaskMaterial], matcher_name: str,
-         *, rescan: bool = False) -> Plan:
-    inputs = {r.key: inputs_sha256(r, materials.get(r.task_id), matcher_name) for r in records}
-    stored = {}
-    if not rescan and Path(path).exists():
-        with warehouse.connect(path, read_only=True) as con:
-            stored = store.stored_inputs(con, list(inputs))
-    runs: dict[str, list[LeakRecord]] = defaultdict(list)
-    skipped: dict[str, int] = defaultdict(int)
-    for r in records:
-        if stored.get(r.key) == inputs[r.key]:
-            skipped[r.run_id] += 1
-        else:
-            runs[r.run_id].append(r)
-    return Plan(dict(runs), dict(skipped), inputs)
 
 
 class ScannerCache:
@@ -237,116 +197,6 @@ def leak_run_id(kind: str, matcher: str, selection: Selection, materials: dict[s
                       sorted(selection.arms or ()), selection.warehouse_runs],
         "material": hashlib.sha256("\n".join(sorted(m.sha256 for m in materials.values())).encode()).hexdigest(),
         "warehouse_records": h.hexdigest(), "history": history.sha256 if history is not None else None})
-
-
-def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: Selection, *,
-              matcher: str = matchers.DEFAULT, rescan: bool = False, progress: Progress | None = None,
-              batch_records: int = BATCH_RECORDS, publish: bool = True,
-              expectations_dir: str | Path | None = None, kind: str = "leak-audit",
-              history: records_mod.History | None = None,
-              scan_many: Callable[[list[tuple[str, list[LeakRecord]]]], list[store.Scan]] | None = None) -> AuditResult:
-    """Scan the selection into the warehouse (already migrated) and return the summary.
-
-    The scan is a run of the run ledger (``kind``: leak-audit or leak-backfill; run id from the inputs'
-    hashes): its attempt is recorded before the first write, each batch is a stage write, and
-    ``publish`` (else ``publish_result`` later) publishes it with the scanned runs.
-    ``history``: the selection's history files already read (``read_history``, e.g. by the command's
-    input check), so they are read once; without it they are read here. Either way it is closed here.
-    ``scan_many``: scans a batch's runs elsewhere (record shards on a cluster, ``acceptgate.shards``),
-    the scans in the order given; the writes stay here.
-    """
-    matchers.check_name(matcher)
-    seconds: dict[str, float] = {}
-    t0 = time.monotonic()
-    try:
-        if history is None:
-            history = read_history(selection)
-        gate = warehouse_records(path, selection)
-        _check_distinct(gate, history)
-        seconds["load"] = time.monotonic() - t0
-        result = AuditResult(matcher, 0, 0, 0, warehouse=str(path), kind=kind,
-                             run_id=leak_run_id(kind, matcher, selection, materials, gate, history))
-        recorded = ledger.start(path, kind=kind, run_id=result.run_id)
-        with recorded.guard(store.STAGE):
-            _scan_all(recorded, materials, selection, gate, history, result, matcher=matcher, rescan=rescan,
-                      progress=progress, batch_records=batch_records, expectations_dir=expectations_dir,
-                      seconds=seconds, scan_many=scan_many)
-            with warehouse.connect(path, read_only=True) as con:
-                rows = store.summary_rows(con, result.run_ids)
-            result.per_run, result.per_arm = rows["runs"], rows["arms"]
-    finally:
-        if history is not None:
-            history.close()
-    if publish:
-        p0 = time.monotonic()
-        publish_result(path, result)  # the leak audit's run and the scanned runs' leak rows
-        seconds["publish"] = time.monotonic() - p0
-    seconds["total"] = time.monotonic() - t0
-    result.seconds = seconds
-    return result
-
-
-def _scan_all(recorded: ledger.Run, materials, selection, gate, history, result: AuditResult, *, matcher,
-              rescan, progress, batch_records, expectations_dir, seconds, scan_many=None) -> None:
-    path = recorded.path
-    scanners = ScannerCache(materials, matcher)
-    total = len(gate) + (history.records if history is not None else 0)  # before the selection's filter
-    batches = _gate_batches(gate, batch_records)
-    if history is not None:
-        batches = chain(batches, history.batches(batch_records))
-    run_ids: set[str] = set()
-    read = 0
-    plan_seconds = scan_seconds = write_seconds = 0.0
-    for batch in batches:
-        read += len(batch)
-        batch = [r for r in batch if selection.keeps(r)]
-        if not batch:
-            continue
-        result.records += len(batch)
-        run_ids.update(r.run_id for r in batch)
-        p0 = time.monotonic()
-        todo = plan(path, batch, materials, matcher, rescan=rescan)
-        plan_seconds += time.monotonic() - p0
-        result.scanned += todo.to_scan
-        result.skipped += sum(todo.skipped.values())
-        scans = []
-        s0 = time.monotonic()
-        ordered = sorted(set(todo.runs) | set(todo.skipped))
-        pending = [(run_id, todo.runs[run_id]) for run_id in ordered if todo.runs.get(run_id)]
-        ready = dict(zip([r for r, _ in pending], scan_many(pending))) if scan_many and pending else {}
-        for run_id in ordered:
-            run_records = todo.runs.get(run_id, [])
-            skipped = todo.skipped.get(run_id, 0)
-            if not run_records:
-                if progress:
-                    progress(run_id, read, total, f"{skipped} records unchanged, skipped")
-                continue
-            scan = ready[run_id] if run_id in ready else scan_run(run_id, run_records, scanners)
-            scans.append(scan)
-            result.scans.append({"run_id": run_id, "valid": scan.control.valid, "reason": scan.control.reason,
-                                 "detail": scan.control.detail})
-            if progress:
-                counts = Counter(v.verdict for v in scan.verdicts)
-                progress(run_id, read, total, ", ".join(f"{k} {counts[k]}" for k in VERDICTS)
-                         + (f"; {skipped} unchanged" if skipped else ""))
-        scanners.forget()
-        scan_seconds += time.monotonic() - s0
-        if scans:
-            w0 = time.monotonic()
-            store.write(recorded, scans, expectations_dir=expectations_dir)
-            write_seconds += time.monotonic() - w0
-    seconds["plan"], seconds["scan"], seconds["write"] = plan_seconds, scan_seconds, write_seconds
-    result.run_ids = sorted(run_ids)
-
-
-def publish_result(path: str | Path, result: AuditResult, run_ids: Iterable[str] | None = None) -> AuditResult:
-    """End the leak audit's run and publish it with the runs whose leak rows it holds (default: every
-    run selected now)."""
-    if run_ids is None:
-        run_ids = result.run_ids
-    recorded = ledger.attach(path, kind=result.kind, run_id=result.run_id)
-    result.snapshot = str(recorded.finish(also_publish=list(run_ids)))
-    return result
 
 
 def load_tasks(*, suites_dir: str | None = None, humanevalplus: str | None = None, backend: str = "local",

@@ -1,4 +1,5 @@
-"""Leak-audit rows for the warehouse: frames validated against expectations/, written per batch.
+"""Leak-audit rows for the warehouse: the frames and their declared types (the writes are
+``acceptgate.pipelines.leak``'s), validated against expectations/ and written per batch.
 
 A batch holds whole scans (the records of one run in one batch read, scanned together). It is
 validated (Great Expectations + the suites' rules) before anything is written, then, in one
@@ -13,10 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any
 
-import duckdb
 import pandas as pd
 import pyarrow as pa
 
@@ -163,75 +161,3 @@ def _utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-
-
-_DELETE_RECORDS = """
-delete from {table} t using _leak_keys k
-where t.run_id = k.run_id and t.arm = k.arm and t.block = k.block and t.task_id = k.task_id
-"""
-
-
-def write(run, scans: list[Scan], *, expectations_dir: str | Path | None = None) -> dict[str, int]:
-    """Write a batch of scans through the run ledger (``run``, an ``acceptgate.pipelines.ledger.Run``):
-    validated whole (quarantined on failure), then its records' verdicts and hits replaced in one
-    transaction."""
-    return run.write_stage(STAGE, frames(scans), write=replace_records, expectations_dir=expectations_dir).rows
-
-
-def replace_records(con, batch: dict[str, pd.DataFrame]) -> int:
-    """Within the stage's transaction: replace each record's old verdict, hit summaries and hits with
-    the batch's, written as Arrow tables of the declared types."""
-    keys = pa.Table.from_pandas(batch["leak_verdicts"][_KEYS_SCHEMA.names], schema=_KEYS_SCHEMA,
-                                preserve_index=False)
-    typed_batch = {table: typed(table, frame) for table, frame in batch.items()}
-    con.register("_leak_keys", keys)
-    try:
-        for table in ("leak_hits", "leak_hit_rules", "leak_verdicts"):
-            con.execute(_DELETE_RECORDS.format(table=table))
-        # a scan none of whose verdicts is current any more is history nobody can join to: drop it
-        con.execute("delete from leak_scans where scan_id not in (select distinct scan_id from leak_verdicts)")
-        for table in TABLES:
-            _insert(con, table, typed_batch[table])
-    finally:
-        _unregister(con, "_leak_keys")
-    return sum(len(f) for f in batch.values())
-
-
-def _insert(con, table: str, frame: pa.Table) -> None:
-    if frame.num_rows == 0:
-        return
-    con.register("_leak_frame", frame)
-    try:
-        con.execute(f"insert or replace into {table} by name select * from _leak_frame")
-    finally:
-        _unregister(con, "_leak_frame")
-
-
-def _unregister(con, name: str) -> None:
-    # after a failed statement the transaction is aborted and unregister fails too: the first error matters
-    try:
-        con.unregister(name)
-    except duckdb.Error:
-        pass
-
-
-def stored_inputs(con, keys: list[tuple[str, str, str, str]]) -> dict[tuple[str, str, str, str], str]:
-    """inputs_sha256 of the stored verdicts of these records (absent: never scanned)."""
-    if not keys:
-        return {}
-    frame = pd.DataFrame(keys, columns=["run_id", "arm", "block", "task_id"])
-    con.register("_leak_want", pa.Table.from_pandas(frame, schema=_KEYS_SCHEMA, preserve_index=False))
-    try:
-        rows = con.execute("select v.run_id, v.arm, v.block, v.task_id, v.inputs_sha256 from leak_verdicts v "
-                           "join _leak_want w using (run_id, arm, block, task_id)").fetchall()
-    finally:
-        _unregister(con, "_leak_want")
-    return {tuple(r[:4]): r[4] for r in rows}
-
-
-def summary_rows(con, run_ids: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The views' rows: per run (the runs given, or all) and per arm (over all runs)."""
-    where, params = ("where list_contains(?, run_id)", [run_ids]) if run_ids is not None else ("", [])
-    runs = con.execute(f"select * from leak_run_summary {where} order by run_id", params).fetchdf()
-    arms = con.execute("select * from leak_arm_summary order by arm").fetchdf()
-    return {"runs": runs.to_dict("records"), "arms": arms.to_dict("records")}
