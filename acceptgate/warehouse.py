@@ -467,18 +467,6 @@ def fail_attempt(path: str | os.PathLike, run_id: str, stage: str | None, error:
         end_attempt(con, run_id, status, stage=stage, failure=message)
 
 
-@contextlib.contextmanager
-def run_attempt(path: str | os.PathLike, run_id: str, *, flow: str) -> Iterator[int]:
-    """A run with no run table, through the ledger (``acceptgate.pipelines.ledger.run``): publishes when
-    the block returns, ends the attempt failed (or interrupted) when it raises."""
-    from acceptgate.pipelines import ledger  # the ledger builds on this module
-
-    with ledger.run(path, kind=flow, run_id=run_id):
-        with connect(path, read_only=True) as con:
-            attempt = current_attempt(con, run_id)
-        yield attempt
-
-
 # -- snapshot ------------------------------------------------------------------------------------
 
 def publish(path: str | os.PathLike, run_id: str | Sequence[str], *, timeout: float | None = None) -> Path:

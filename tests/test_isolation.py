@@ -19,7 +19,7 @@ import pytest
 
 from acceptgate import render, suitespec
 from acceptgate.sandbox import backend as backends
-from acceptgate.sandbox import bwrap, cgroup, hostprobe, local
+from acceptgate.sandbox import bwrap, cgroup, hostlayers, hostprobe, local
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import execute, run_calls
 from sandbox_probes import DYING_HARNESS, processes_named
@@ -339,7 +339,7 @@ def test_a_venv_interpreters_site_packages_are_hidden():
     site = [h for h in view["hidden"] if h.endswith("site-packages")]
     if not site:
         pytest.skip(f"{sys.executable} keeps no site-packages under its stdlib")
-    bw = hostprobe.Bwrap(path=CAPS.bwrap.path, origin="test", version="test", **view)
+    bw = hostlayers.Bwrap(path=CAPS.bwrap.path, origin="test", version="test", **view)
     listing = subprocess.run(
         bwrap.command(bw, [bw.python, "-I", "-S", "-c", f"import os; print(os.listdir({site[0]!r}))"]),
         capture_output=True, text=True, timeout=30)

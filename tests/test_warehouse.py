@@ -309,19 +309,21 @@ def test_the_snapshot_opens_in_the_duckdb_cli_from_pypi(tmp_path):
     assert out.stdout.split() == ["n", "2"]
 
 
-def test_run_attempt_publishes_on_success_and_records_the_stage_on_failure(tmp_path):
-    """The one-block API for new flows."""
+def test_a_ledger_run_publishes_on_success_and_records_the_stage_on_failure(tmp_path):
+    """The one-block API for new flows (a run with no run table), over this module's attempt log."""
     from acceptgate.expectations import ExpectationFailed
+    from acceptgate.pipelines import ledger
 
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)
-    with warehouse.run_attempt(path, "ok-run", flow="leak-audit") as attempt:
-        assert attempt == 1
+    with ledger.run(path, kind="leak-audit", run_id="ok-run"):
+        with warehouse.connect(path, read_only=True) as con:
+            assert warehouse.current_attempt(con, "ok-run") == 1
         with warehouse.transaction(path) as con:
             warehouse.replace_run_rows(con, "ok-run", {"cases": _cases("ok-run", 2)})
             warehouse.record_stage(con, "ok-run", "scan", 2, 0)
     with pytest.raises(ExpectationFailed):
-        with warehouse.run_attempt(path, "bad-run", flow="leak-audit"):
+        with ledger.run(path, kind="leak-audit", run_id="bad-run"):
             with warehouse.transaction(path) as con:
                 warehouse.replace_run_rows(con, "bad-run", {"cases": _cases("bad-run", 1)})
                 warehouse.record_stage(con, "bad-run", "scan", 1, 0)

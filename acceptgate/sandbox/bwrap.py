@@ -14,7 +14,7 @@ TIOCSTI on a terminal), and the sandbox dies with the harness.
 
 from __future__ import annotations
 
-from acceptgate.sandbox.hostprobe import SANDBOX_UID, Bwrap
+from acceptgate.sandbox.hostlayers import SANDBOX_UID, Bwrap
 
 WORKDIR = "/sandbox"
 SCRATCH_BYTES = 32 * 1024 * 1024  # per tmpfs (working dir, /tmp, /dev/shm)

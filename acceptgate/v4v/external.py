@@ -120,9 +120,9 @@ def digest_paths(paths: list[str], *, field: str) -> str:
 
 def _sandbox_may(st: os.stat_result, want: int) -> bool:
     """Would the sandbox's uid get ``want`` (R_OK | X_OK bits, as 4/1) on a file with this stat? As root
-    the local backend runs commands as an unprivileged uid (``hostprobe.SANDBOX_UID`` or a slot uid that
+    the local backend runs commands as an unprivileged uid (``hostlayers.SANDBOX_UID`` or a slot uid that
     owns nothing), so the owner's and the group's bits apply only to files that uid owns."""
-    from acceptgate.sandbox.hostprobe import SANDBOX_UID
+    from acceptgate.sandbox.hostlayers import SANDBOX_UID
 
     shift = 6 if st.st_uid == SANDBOX_UID else 3 if st.st_gid == SANDBOX_UID else 0
     return (st.st_mode >> shift) & want == want
@@ -156,7 +156,7 @@ def sandbox_access_problem(path: str) -> str | None:
 
 def check_sandbox_access(paths: list[str], *, field: str) -> None:
     """InvalidInput naming the first path the sandbox could not read, and what to change."""
-    from acceptgate.sandbox.hostprobe import SANDBOX_UID
+    from acceptgate.sandbox.hostlayers import SANDBOX_UID
 
     for path in paths:
         why = sandbox_access_problem(path)
