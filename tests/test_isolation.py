@@ -19,7 +19,7 @@ import pytest
 
 from acceptgate import render, suitespec
 from acceptgate.sandbox import backend as backends
-from acceptgate.sandbox import bwrap, cgroup, hostlayers, hostprobe, local
+from acceptgate.sandbox import bwrap, cgroup, hostlayers, hostprobe, local, uidslots
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import execute, run_calls
 from sandbox_probes import DYING_HARNESS, processes_named
@@ -322,7 +322,7 @@ def test_slot_uids_are_distinct_per_concurrent_execution_and_cleaned_up():
             p2.close()
         for uid in uids:
             assert not [e for e in os.scandir("/proc") if e.name.isdigit() and _uid_of(e) == uid
-                        and not local._is_zombie(e.name)]
+                        and not uidslots._is_zombie(e.name)]
 
 
 def _uid_of(entry) -> int | None:

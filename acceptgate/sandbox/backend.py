@@ -10,6 +10,7 @@ harness in ``executor.py``. A wrong answer, a crash or a timeout is a *result*; 
 from __future__ import annotations
 
 import abc
+import importlib
 import signal
 from dataclasses import dataclass, field
 from importlib import resources
@@ -164,6 +165,16 @@ class Backend(abc.ABC):
         self.close()
 
 
+# The registry by name. A backend's module registers its factories when imported (``register`` at its
+# end); this table says which module holds each built-in name, so that the interface imports none of
+# its implementations and a backend's dependencies (the Docker SDK) load only when it is asked for.
+BUILTIN_MODULES = {
+    "local": "acceptgate.sandbox.local",
+    "local-bwrap": "acceptgate.sandbox.local",
+    "local-forkserver": "acceptgate.sandbox.local",
+    "local-rlimits": "acceptgate.sandbox.local",
+    "docker": "acceptgate.sandbox.docker_backend",
+}
 _REGISTRY: dict[str, Callable[..., Backend]] = {}
 
 
@@ -171,25 +182,21 @@ def register(name: str, factory: Callable[..., Backend]) -> None:
     _REGISTRY[name] = factory
 
 
+def _load(name: str) -> bool:
+    """Import the module of a built-in backend (it registers itself); False if it cannot load here."""
+    if name not in _REGISTRY and name in BUILTIN_MODULES:
+        try:
+            importlib.import_module(BUILTIN_MODULES[name])
+        except ImportError:  # e.g. the Docker SDK is not installed: the name is not offered
+            return False
+    return name in _REGISTRY
+
+
 def create(name: str, **options: Any) -> Backend:
-    _load_builtin_backends()
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown backend {name!r}; valid backends: {', '.join(sorted(_REGISTRY))}") from None
-    return factory(**options)
+    if not _load(name):
+        raise ValueError(f"unknown backend {name!r}; valid backends: {', '.join(names())}")
+    return _REGISTRY[name](**options)
 
 
 def names() -> list[str]:
-    _load_builtin_backends()
-    return sorted(_REGISTRY)
-
-
-def _load_builtin_backends() -> None:
-    # Imported lazily so that the docker SDK is only loaded when asked for.
-    from acceptgate.sandbox import local  # noqa: F401
-
-    try:
-        from acceptgate.sandbox import docker_backend  # noqa: F401
-    except ImportError:
-        pass
+    return sorted(n for n in {*BUILTIN_MODULES, *_REGISTRY} if _load(n))

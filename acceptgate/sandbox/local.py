@@ -26,7 +26,6 @@ with RLIMIT_NPROC when root).
 
 from __future__ import annotations
 
-import collections
 import os
 import select
 import shutil
@@ -34,12 +33,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, seccomp
+from acceptgate.sandbox.uidslots import UidSlots, slot_pool
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, SandboxProcess, register, runner_source,
     time_limit_text,
@@ -167,99 +166,12 @@ class Plan:
     process_cap: str  # "cgroup" | "uid" | "none"
 
 
-class UidSlots:
-    """Per-execution uids for the RLIMIT_NPROC cap (the limit counts processes per real uid)."""
-
-    def __init__(self, uids: range) -> None:
-        self.size = len(uids)
-        self._free = collections.deque(uids)
-        self._cond = threading.Condition()
-
-    def acquire(self, timeout: float | None = None) -> int:
-        # Oldest first: zombies a slot's last run left for the host's init to reap still count
-        # against its RLIMIT_NPROC until then.
-        with self._cond:
-            if not self._cond.wait_for(lambda: self._free, timeout):
-                raise BackendUnavailable(f"all {self.size} per-slot uids of this harness are in use "
-                                         "(long-lived sandboxes of backends never closed?)")
-            return self._free.popleft()
-
-    def release(self, uid: int) -> None:
-        kill_uid(uid)
-        remove_owned(uid)
-        with self._cond:
-            self._free.append(uid)
-            self._cond.notify()
-
-
-def kill_uid(uid: int, rounds: int = 50) -> None:
-    """SIGKILL every live process running as uid (a slot uid: nothing else runs as it).
-
-    Zombies are skipped: they are already dead, and an orphaned one waits for the host's init.
-    """
-    for _ in range(rounds):
-        found = False
-        with os.scandir("/proc") as it:
-            for entry in it:
-                if not entry.name.isdigit():
-                    continue
-                try:
-                    if entry.stat().st_uid != uid or _is_zombie(entry.name):
-                        continue
-                    found = True
-                    os.kill(int(entry.name), signal.SIGKILL)
-                except (FileNotFoundError, ProcessLookupError):
-                    pass
-        if not found:
-            return
-        time.sleep(0.002)
-
-
-def _is_zombie(pid: str) -> bool:
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        return f.read().rpartition(b")")[2].split()[0] in (b"Z", b"X")
-
-
-SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
-
-
-def remove_owned(uid: int) -> None:
-    """Remove what a slot uid left in the host's shared writable dirs (no mount namespace here).
-
-    Hygiene, not a guarantee: other world-writable places may exist, which ``isolation`` says.
-    """
-    for top in SHARED_WRITABLE:
-        try:
-            entries = list(os.scandir(top))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                pass
-
-
 def make_workdir(owner_uid: int | None) -> str:
     workdir = tempfile.mkdtemp(prefix="acceptgate-")
     if owner_uid is not None:
         os.chown(workdir, owner_uid, owner_uid)
     os.chmod(workdir, 0o700)
     return workdir
-
-
-_slot_pools: dict[range, UidSlots] = {}
-_slot_lock = threading.Lock()
-
-
-def _slot_pool(uids: range) -> UidSlots:
-    with _slot_lock:
-        return _slot_pools.setdefault(uids, UidSlots(uids))
 
 
 class LocalBackend(Backend):
@@ -293,7 +205,7 @@ class LocalBackend(Backend):
         else:
             self.python = python or (caps.python if drop_privileges else sys.executable)
         self._runner = runner_source().decode("utf-8")
-        self._slots = _slot_pool(caps.uid_slots) if self.plan.process_cap == "uid" else None
+        self._slots = slot_pool(caps.uid_slots) if self.plan.process_cap == "uid" else None
         self.name = name or ("local" if self.plan.namespaces else "local-rlimits")
 
     def _fork_server_pool(self, wanted: bool | str) -> forkserver.SlotPool | None:
@@ -301,7 +213,7 @@ class LocalBackend(Backend):
             self.forkserver_problem = "not requested"
             return None
         # As root, every slot runs as a host uid of its own (from this process's claimed block).
-        pool = _slot_pool(self.caps.uid_slots) if self.uid is not None and self.caps.uid_slots else None
+        pool = slot_pool(self.caps.uid_slots) if self.uid is not None and self.caps.uid_slots else None
         config = forkserver.SlotConfig(caps=self.caps, uid=self.uid, uid_pool=pool)
         if not self.plan.namespaces or self.plan.process_cap != "cgroup":
             why = "it needs bubblewrap namespaces and the cgroup process cap"

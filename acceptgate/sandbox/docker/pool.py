@@ -87,10 +87,11 @@ def _cpu_counter(api, container_id: str):
 
 def _uid_pool():
     """The per-slot uid allocator of this harness process (None when not root or none is free)."""
-    from acceptgate.sandbox import hostprobe, local
+    from acceptgate.sandbox import hostprobe
+    from acceptgate.sandbox.uidslots import slot_pool
 
     caps = hostprobe.probe()
-    return local._slot_pool(caps.uid_slots) if caps.uid_slots else None
+    return slot_pool(caps.uid_slots) if caps.uid_slots else None
 
 
 class WarmContainer:
