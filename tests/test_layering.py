@@ -165,3 +165,28 @@ def test_only_the_ledger_writes_run_rows():
     others = [str(p.relative_to(REPO)) for p in CORE.rglob("*.py") if p not in (LEDGER, CORE / "warehouse.py")
               and re.search(r"warehouse\.(begin_attempt|fail_attempt|end_attempt|publish|record_stage)\(", p.read_text())]
     assert others == []
+
+
+# -- the sandbox interface does not import its backends ---------------------------------------------
+
+def test_the_sandbox_interface_imports_none_of_its_backends():
+    imported = [m for _, m in imported_modules(CORE / "sandbox" / "backend.py", CORE)]
+    assert [m for m in imported if m.startswith("acceptgate.")] == []
+
+
+def test_every_builtin_backend_registers_itself_under_its_table_name():
+    import importlib
+
+    from acceptgate.sandbox import backend as backends
+
+    for module in set(backends.BUILTIN_MODULES.values()):
+        importlib.import_module(module)
+    assert set(backends.names()) == set(backends.BUILTIN_MODULES)  # the Docker SDK is installed here
+    for name, module in backends.BUILTIN_MODULES.items():
+        assert backends._REGISTRY[name].__module__ == module, name
+    try:
+        backends.create("no-such-backend")
+    except ValueError as exc:
+        assert "valid backends: docker, local" in str(exc)
+    else:
+        raise AssertionError("an unknown backend name was accepted")
