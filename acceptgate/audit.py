@@ -34,7 +34,8 @@ from acceptgate.errors import InvalidInput
 from acceptgate.pipelines import ledger
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Backend
-from acceptgate.sandbox.executor import ExecutionResult, execute_many, sha256_text
+from acceptgate.hashing import sha256_text
+from acceptgate.sandbox.executor import ExecutionResult, execute_many
 from acceptgate.task import SUITE_KINDS, ImportResult, Task
 
 PIPELINE = "audit/1"

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from acceptgate import boundedjson, literals, suitespec
-from acceptgate.hashing import sha256_file
+from acceptgate.hashing import sha256_file, sha256_text
 from acceptgate.suitespec import Case, SuiteSpec
 from acceptgate.task import SUITE_KINDS, ImportIssue, ImportResult, Task, WrongSample
 
@@ -90,7 +90,7 @@ def key(dataset: str, source: str | Path, *, limit: int | None, gauge: bool) -> 
 
 
 def _entry_name(k: dict) -> str:
-    return hashlib.sha256(json.dumps(k, sort_keys=True).encode()).hexdigest()[:32]
+    return sha256_text(json.dumps(k, sort_keys=True))[:32]
 
 
 def _stored_key(entry: Path) -> dict | None:

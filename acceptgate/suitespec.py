@@ -11,7 +11,6 @@ their canonical spelling; ``spec_hash`` is the sha256 of the canonical JSON form
 
 from __future__ import annotations
 
-import hashlib
 import json
 from json.encoder import encode_basestring as _encode_string  # C-accelerated, ensure_ascii=False
 import keyword
@@ -22,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from acceptgate.hashing import sha256_text
 from acceptgate import boundedjson
 from acceptgate import dialects, literals
 from acceptgate.errors import InvalidInput
@@ -99,7 +99,7 @@ class SuiteSpec:
 
     @cached_property
     def spec_hash(self) -> str:
-        return hashlib.sha256(self.canonical_json().encode("ascii")).hexdigest()
+        return sha256_text(self.canonical_json())
 
     def to_json(self) -> str:
         """The spec file a user would write (canonical spellings, stable key order).

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
+from acceptgate.hashing import sha256_text
 from acceptgate.suitespec import SuiteSpec
 
 VISIBLE = "visible"  # V: decides delivery; its failures may be shown to the generator
@@ -48,11 +48,11 @@ class Task:
 
     @property
     def prompt_sha256(self) -> str:
-        return hashlib.sha256(self.prompt.encode("utf-8")).hexdigest()
+        return sha256_text(self.prompt)
 
     @property
     def reference_sha256(self) -> str:
-        return hashlib.sha256(self.reference.encode("utf-8")).hexdigest()
+        return sha256_text(self.reference)
 
 
 @dataclass

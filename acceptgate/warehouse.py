@@ -41,7 +41,6 @@ re-applied after the migrations.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import signal
@@ -54,6 +53,7 @@ from typing import Iterator, Mapping, Sequence
 
 import duckdb
 
+from acceptgate.hashing import sha256_text
 from acceptgate.errors import InvalidInput
 
 REPO = Path(__file__).resolve().parents[1]
@@ -212,7 +212,7 @@ class Migration:
     @property
     def sha256(self) -> str:
         """Of the statements, not the comments or layout: editing a comment is not a schema change."""
-        return hashlib.sha256(normalized_sql(self.sql).encode("utf-8")).hexdigest()
+        return sha256_text(normalized_sql(self.sql))
 
 
 def normalized_sql(sql: str) -> str:

@@ -190,3 +190,34 @@ def test_every_builtin_backend_registers_itself_under_its_table_name():
         assert "valid backends: docker, local" in str(exc)
     else:
         raise AssertionError("an unknown backend name was accepted")
+
+
+# -- one sha256 of a text ---------------------------------------------------------------------------
+
+STANDALONE = {"v4v/evalplus_judge.py"}  # runs under EvalPlus's interpreter, never imports acceptgate
+
+
+def text_hashes(source: str) -> list[int]:
+    """Lines of ``hashlib.sha256(<text>.encode(...)).hexdigest()``: the sha256 of a text written again
+    instead of ``acceptgate.hashing.sha256_text``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "hexdigest"
+                and isinstance(node.func.value, ast.Call) and ast.unparse(node.func.value.func) == "hashlib.sha256"
+                and node.func.value.args and isinstance(node.func.value.args[0], ast.Call)
+                and isinstance(node.func.value.args[0].func, ast.Attribute)
+                and node.func.value.args[0].func.attr == "encode"):
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def test_one_sha256_of_a_text():
+    found = {str(p.relative_to(CORE)): text_hashes(p.read_text(encoding="utf-8")) for p in sorted(CORE.rglob("*.py"))
+             if str(p.relative_to(CORE)) not in STANDALONE | {"hashing.py"}}
+    assert {p: lines for p, lines in found.items() if lines} == {}
+
+
+def test_the_text_hash_check_finds_one_written_again():
+    assert text_hashes("import hashlib\nx = hashlib.sha256(key.encode()).hexdigest()[:16]\n"
+                       "y = hashlib.sha256(f'{a}'.encode('utf-8')).hexdigest()\n") == [2, 3]
+    assert text_hashes("h = hashlib.sha256(b'x').hexdigest()\nd = hashlib.sha256(s.encode())\n") == []

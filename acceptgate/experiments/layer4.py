@@ -32,11 +32,11 @@ import os
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from acceptgate import suitespec
 from acceptgate.errors import InvalidInput
+from acceptgate.parallel import parallel_map
 from acceptgate.experiments.result import ExperimentResult, Row
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend
@@ -175,11 +175,10 @@ def run(dataset: str, backend: Backend, *, samples: str | None = None, limit: in
         programs = [r["prompt"] + r["canonical_solution"]] + drawn.get(r["task_id"], [])
         return r["task_id"], run_code_harness(r["entry_point"], r["test"], programs, r["prompt"] + WRONG_BODY)
 
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        for tid, (answer, err) in pool.map(code_job, rows):
-            outcomes[tid].code, outcomes[tid].code_error = answer, err
-            if answer is not None:
-                outcomes[tid].weak_samples = answer["plain"][1:]
+    for tid, (answer, err) in parallel_map(code_job, rows, workers=max(1, workers)):
+        outcomes[tid].code, outcomes[tid].code_error = answer, err
+        if answer is not None:
+            outcomes[tid].weak_samples = answer["plain"][1:]
     for r in rows:
         o = outcomes[r["task_id"]]
         o.data_smuggled, o.data_attempts = data_smuggling(r["entry_point"])

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceptgate.hashing import sha256_text
 from acceptgate import __version__
 
 
@@ -34,13 +34,13 @@ class ExperimentResult:
 
     @property
     def input_sha256(self) -> str:
-        return hashlib.sha256("\n".join(self.inputs).encode()).hexdigest()
+        return sha256_text("\n".join(self.inputs))
 
     @property
     def run_id(self) -> str:
         key = json.dumps({"experiment": self.experiment, "source": self.source, "params": self.params,
                           "inputs": self.input_sha256}, sort_keys=True, default=str)
-        return "exp-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+        return "exp-" + sha256_text(key)[:16]
 
     def frames(self) -> dict:
         import pandas as pd

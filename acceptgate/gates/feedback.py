@@ -8,9 +8,9 @@ mean the revision changed nothing that matters.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
+from acceptgate.hashing import sha256_text
 from acceptgate.gates.precheck import PrecheckResult
 from acceptgate.sandbox.executor import ExecutionResult
 
@@ -37,7 +37,7 @@ class Failure:
 
     @property
     def signature(self) -> str:
-        digest = hashlib.sha256(self.message.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        digest = sha256_text(self.message)[:16]
         return f"{self.kind}|{self.exc_type}|{digest}"
 
     @property

@@ -14,7 +14,6 @@ Everything random comes from ``seed``, which the key file records.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from acceptgate.hashing import sha256_text
 from acceptgate.errors import InvalidInput
 from acceptgate.judge.records import Loaded, RecordError, Trajectory, load_jsonl
 
@@ -76,7 +76,7 @@ def sample(verdicts: pd.DataFrame, raters: list[str], *, per_disposition: int = 
         k = by_task.get(row["task_id"], 0)
         by_task[row["task_id"]] = k + 1
         rater = raters[(task_offset[row["task_id"]] + k) % len(raters)]
-        item = "item-" + hashlib.sha256(f"{seed}:{row['trajectory_id']}".encode()).hexdigest()[:12]
+        item = "item-" + sha256_text(f"{seed}:{row['trajectory_id']}")[:12]
         out.append(Assignment(item, position, rater, row["trajectory_id"], row["task_id"], row["disposition"],
                               row["config"], int(row["v_p"]), row["degree"]))
     return out

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from acceptgate.hashing import sha256_text
 from acceptgate.errors import InvalidInput
 from acceptgate.judge.records import DISPOSITIONS, Exemplar
 
@@ -113,7 +114,7 @@ def freeze(records: list[Exemplar], out: str | Path, *, validation_tasks: set[st
             raise InvalidInput(f"{len(missing)} selected trajectories have no labelled record, e.g. {missing[0]}",
                                field="--memory")
     text = canonical(records)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    digest = sha256_text(text)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     for path, content in ((out, text), (out.with_name(out.name + ".sha256"), f"{digest}  {out.name}\n")):

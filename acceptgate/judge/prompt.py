@@ -3,10 +3,10 @@ observations, the four retrieved exemplars, the trajectory record, and the outpu
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 
+from acceptgate.hashing import sha256_text
 from acceptgate.judge.records import AnswerCard, Trajectory
 from acceptgate.judge.retrieval import Retrieved
 from acceptgate.judge.schema import SCHEMA_TEXT
@@ -52,7 +52,7 @@ class Prompt:
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256((self.system + "\0" + self.user).encode()).hexdigest()
+        return sha256_text(self.system + "\0" + self.user)
 
 
 def _trajectory_view(t: Trajectory) -> dict:

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from itertools import groupby
 from typing import Any, Callable, Iterable, Iterator
 
+from acceptgate.hashing import sha256_text
 from acceptgate import runids
 from acceptgate.errors import InvalidInput
 from acceptgate.leak import records as records_mod
@@ -130,7 +131,7 @@ def scan_run(run_id: str, records: list[LeakRecord], scanners: ScannerCache) -> 
     origins = sorted({"warehouse" if r.origin == "warehouse" else "history:" + r.origin.rpartition(":")[0]
                       for r in records})
     key = "\n".join([run_id, scanners.matcher_name, SCANNER_VERSION] + sorted(v.inputs_sha256 for v in verdicts))
-    return store.Scan(hashlib.sha256(key.encode()).hexdigest(), run_id, ",".join(origins), SCANNER_VERSION,
+    return store.Scan(sha256_text(key), run_id, ",".join(origins), SCANNER_VERSION,
                       scanners.matcher_name, control, verdicts, time.monotonic() - started,
                       datetime.now(timezone.utc))
 
@@ -195,7 +196,7 @@ def leak_run_id(kind: str, matcher: str, selection: Selection, materials: dict[s
         "kind": kind, "matcher": matcher, "scanner": SCANNER_VERSION,
         "selection": [sorted(selection.run_ids or ()), str(selection.since), str(selection.until),
                       sorted(selection.arms or ()), selection.warehouse_runs],
-        "material": hashlib.sha256("\n".join(sorted(m.sha256 for m in materials.values())).encode()).hexdigest(),
+        "material": sha256_text("\n".join(sorted(m.sha256 for m in materials.values()))),
         "warehouse_records": h.hexdigest(), "history": history.sha256 if history is not None else None})
 
 

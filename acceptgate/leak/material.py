@@ -22,11 +22,11 @@ alone: a short one counts only next to its case's expected value.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from acceptgate.hashing import sha256_text
 from acceptgate import literals
 from acceptgate.suitespec import Case, SuiteSpec
 
@@ -65,7 +65,7 @@ class TaskMaterial:
         """Of everything a scan of this task depends on (version, both suites, the renderings)."""
         doc = [MATERIAL_VERSION, self.task_id, self.hidden_spec_hash, self.visible_spec_hash,
                [(n.text, n.kind, n.case_index, n.alone, n.public) for n in self.needles]]
-        return hashlib.sha256(json.dumps(doc, ensure_ascii=True).encode()).hexdigest()
+        return sha256_text(json.dumps(doc, ensure_ascii=True))
 
     def hidden(self) -> list[Needle]:
         """The needles v2 looks for: not public."""

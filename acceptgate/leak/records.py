@@ -41,6 +41,7 @@ from typing import Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from acceptgate.hashing import sha256_text
 from acceptgate.errors import InvalidInput
 from acceptgate.gates.records import AUTHORS, PURPOSES, ROLES
 
@@ -89,7 +90,7 @@ class LeakRecord:
         """Of everything the verdict depends on, so an unchanged record is not scanned twice."""
         doc = [self.key, self.finished, self.decision, self.attempts_used, self.visible_spec_hash,
                self.hidden_spec_hash, [(m.seq, m.attempt, m.author, m.purpose, m.role, m.text) for m in self.messages]]
-        return hashlib.sha256(json.dumps(doc, ensure_ascii=True, default=str).encode()).hexdigest()
+        return sha256_text(json.dumps(doc, ensure_ascii=True, default=str))
 
 
 # -- jsonl history files --------------------------------------------------------------------------

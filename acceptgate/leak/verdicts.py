@@ -11,9 +11,9 @@ clean         none of the above
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
+from acceptgate.hashing import sha256_text
 from acceptgate.leak.controls import ControlResult
 from acceptgate.leak.material import TaskMaterial
 from acceptgate.leak.records import LeakRecord
@@ -41,7 +41,7 @@ class RecordVerdict:
 def inputs_sha256(record: LeakRecord, material: TaskMaterial | None, matcher_name: str) -> str:
     """What a verdict depends on: the record, its task's material, the scanner and matcher versions."""
     key = "\n".join([SCANNER_VERSION, matcher_name, record.content_sha256, material.sha256 if material else "-"])
-    return hashlib.sha256(key.encode()).hexdigest()
+    return sha256_text(key)
 
 
 def gaps(record: LeakRecord) -> list[str]:

@@ -6,13 +6,13 @@ records its hash and returns the key once.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from acceptgate.hashing import sha256_text
 from acceptgate import boundedjson, outputs
 from acceptgate.errors import InvalidInput
 
@@ -58,7 +58,7 @@ class ServiceConfig(BaseModel):
 
 
 def key_sha256(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return sha256_text(key)
 
 
 def client_for(clients: dict[str, str], key: str | None) -> str | None:

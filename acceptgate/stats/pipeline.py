@@ -11,13 +11,13 @@ inputs and seed replaces its rows with identical ones.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
+from acceptgate.hashing import sha256_text
 from acceptgate import __version__, runids
 from acceptgate.errors import InvalidInput
 from acceptgate.gates.leaky import ARM as DEMO_ARM, DEMO_NOTE
@@ -129,7 +129,7 @@ def canonical_sha256(measured: Sequence[Measured]) -> str:
             for i, unit in enumerate(d.units):
                 for cond, values in ((d.a_name, d.a[i]), (d.b_name, d.b[i])):
                     lines += [f"{m.measure}\t{d.config}\t{unit}\t{cond}\t{r + 1}\t{v!r}" for r, v in enumerate(values)]
-    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
+    return sha256_text("\n".join(sorted(lines)))
 
 
 # -- computation ------------------------------------------------------------------------------------

@@ -13,12 +13,12 @@ baselines are pure functions of the text; they are re-decided k times all the sa
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
+from acceptgate.hashing import sha256_text
 from acceptgate.errors import InvalidInput
 from acceptgate.parallel import parallel_map
 from acceptgate.render import harness_for
@@ -28,8 +28,7 @@ from acceptgate.v4v import external, gates, metrics, mutation, pools, runs
 from acceptgate.v4v.external import ExternalOptions
 from acceptgate.v4v.pools import LabelCheck, PoolCandidate, PoolSettings, ProposedPool, TaskMaterial
 from acceptgate.v4v.runs import RunJob, SuiteRun
-from acceptgate.v4v.verifiers import (BUILTIN, Decision, SuiteVerifier, Verifier, get as get_verifier,
-                                      sha256_text)
+from acceptgate.v4v.verifiers import BUILTIN, Decision, SuiteVerifier, Verifier, get as get_verifier
 
 Progress = Callable[[str, int, int], None] | None  # (stage, done, total)
 BASELINES = ("always-accept", "always-reject", "gold-exact-match")
@@ -439,12 +438,12 @@ def certify(materials: list[TaskMaterial], backend: Backend, settings: Settings 
 def inputs_sha256(materials: list[TaskMaterial]) -> str:
     lines = sorted(f"{m.task_id} {m.gold_sha256} " + " ".join(f"{k}={s.spec_hash}" for k, s in sorted(m.suites.items()))
                    + " " + sha256_text(json.dumps([o for o, _ in m.samples])) for m in materials)
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    return sha256_text("\n".join(lines))
 
 
 def pool_sha256(kept: dict[str, list[PoolCandidate]]) -> str:
     lines = sorted(f"{c.candidate_id} {c.sha256} {c.label}" for cs in kept.values() for c in cs)
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    return sha256_text("\n".join(lines))
 
 
 # -- progress and the summary table ----------------------------------------------------------------------

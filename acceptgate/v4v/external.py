@@ -31,7 +31,8 @@ from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import command as sandbox_command
 from acceptgate.sandbox.backend import Backend, BackendUnavailable, Limits, MiB
 from acceptgate.sandbox.executor import run_calls
-from acceptgate.v4v.verifiers import FAIL, PASS, VERSION, Binding, Decision, Verifier, error, sha256_text
+from acceptgate.hashing import sha256_text
+from acceptgate.v4v.verifiers import FAIL, PASS, VERSION, Binding, Decision, Verifier, error
 
 ENTRY = "verify"
 

@@ -22,7 +22,8 @@ from typing import Any
 from acceptgate import literals
 from acceptgate.render import Harness
 from acceptgate.v4v.pools import LEGAL, PoolCandidate
-from acceptgate.v4v.verifiers import FAIL, PASS, Decision, normalise, sha256_text
+from acceptgate.hashing import sha256_text
+from acceptgate.v4v.verifiers import FAIL, PASS, Decision, normalise
 
 GATES = ("replay", "repeatability", "provenance", "input-label-consistency", "trivial-baselines", "mutation")
 STATUSES = ("pass", "fail", "n/a")

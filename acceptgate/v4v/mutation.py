@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 import copy
 import math
-import hashlib
 import random
 from typing import Any, Iterator
 
+from acceptgate.hashing import sha256_text
 from acceptgate import dialects, literals
 from acceptgate.render import Harness
 from acceptgate.v4v.verifiers import WEAKENINGS, SuiteMutation
@@ -112,7 +112,7 @@ def _entry(tree: ast.Module, entry_point: str) -> ast.AST:
 
 
 def seeded(*parts: str) -> random.Random:
-    return random.Random(int(hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16], 16))
+    return random.Random(int(sha256_text("\x00".join(parts))[:16], 16))
 
 
 def near_miss(source: str, entry_point: str, per_operator: int = 1) -> Iterator[tuple[str, int, str]]:

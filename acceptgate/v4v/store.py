@@ -8,16 +8,15 @@ the user names one.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from acceptgate.hashing import sha256_text
 from acceptgate import __version__, runids
 from acceptgate.v4v.certify import Certification, inputs_sha256
-from acceptgate.v4v.verifiers import sha256_text
 
 PIPELINE = "certify/1"
 STAGE_TABLES = {"pools": ("v4v_candidates", "v4v_label_checks", "v4v_executions"),
@@ -57,7 +56,7 @@ def make_run(materials, settings, *, suites_from: str, dataset_from: str, sample
     key = settings.key()
     text = json.dumps(key, sort_keys=True)
     if run_id is None:
-        run_id = "certify-" + hashlib.sha256(f"{PIPELINE} {digest} {text} {backend}".encode()).hexdigest()[:16]
+        run_id = "certify-" + sha256_text(f"{PIPELINE} {digest} {text} {backend}")[:16]
         origin = "derived"
     else:
         run_id, origin = runids.check_run_id(run_id), "user"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from acceptgate import literals
-from acceptgate.hashing import sha256_text  # noqa: F401  (re-exported: v4v modules import it from here)
+from acceptgate.hashing import sha256_text
 
 from acceptgate.v4v.candidates import normalise  # noqa: F401  (re-exported)
 
