@@ -172,7 +172,8 @@ def test_table3_from_a_judge_stats_run(tmp_path):
     from pathlib import Path
 
     from acceptgate.pipelines import judge as judge_io
-    from acceptgate.judge.run import Inputs, judge_inputs, write
+    from acceptgate.judge.run import Inputs, judge_inputs
+    from acceptgate.pipelines.judge import write
     from acceptgate.pipelines.stats import write as write_stats
     from acceptgate.stats.pipeline import Settings, compute
 
