@@ -228,28 +228,31 @@ class _Channel:
         or reads its input pipe ahead, learns nothing of the later cases). ``calls``: the marshalled
         (args, kwargs) of each call.
         """
-        head = self.marker + b" call "
+        marker = self.marker + b" call "
         each = isinstance(self.case_seconds, (tuple, list))
+        timed = self.case_seconds is not None
+        measured, proc, monotonic, recv = self.measured, self.proc, time.monotonic, self.recv
+        ok_limits = self.ok_limits
         backstop = 0.0
-        if self.case_seconds is not None and not each:
-            backstop = self.limits.backstop(self.case_limit) if self.measured else self.case_limit
+        if timed and not each:
+            backstop = self.limits.backstop(self.case_limit) if measured else self.case_limit
         for answered, call in enumerate(calls):
-            if self.case_seconds is not None:  # this case's clocks start with the previous answer
+            if timed:  # this case's clocks start with the previous answer
                 if each:
                     self.case_limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)]
-                    backstop = self.limits.backstop(self.case_limit) if self.measured else self.case_limit
-                now = time.monotonic()
+                    backstop = self.limits.backstop(self.case_limit) if measured else self.case_limit
+                now = monotonic()
                 self.deadline = min(self.wall_deadline, now + backstop)
-                if self.measured:
-                    cpu = self.proc.cpu_seconds()
+                if measured:
+                    cpu = proc.cpu_seconds()
                     if cpu is not None:
                         self.cpu_seen, self.seen_at = cpu, now
                     self.case_cpu_start = self.cpu_seen
                 self.in_case = True
-            self.proc.write(head + str(len(call)).encode() + b"\n" + call, self.deadline)
-            if self.ok_limits is not None:
-                self.ok_limit = self.ok_limits[min(answered, len(self.ok_limits) - 1)]
-            answer = self.recv()
+            proc.write(marker + str(len(call)).encode() + b"\n" + call, self.deadline)
+            if ok_limits is not None:
+                self.ok_limit = ok_limits[min(answered, len(ok_limits) - 1)]
+            answer = recv()
             self.in_case = False
             yield answer
 
