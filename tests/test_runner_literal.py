@@ -33,7 +33,7 @@ def f(shape):
         "flat": [1, "a", b"b", 2.5, None, True, 3j],
         "flat_dict": {1: "a", "b": None},
         "set": {1, 2, "x"},
-        "tuple": (1, (2, 3), [4, {5: frozenset()}]) if False else (1, (2, 3), [4, {5: 6}]),
+        "tuple": (1, (2, 3), [4, {5: 6}]),
         "depth99": nest([1, 2], 99),    # scalars at depth 100: still literal
         "depth100": nest([1, 2], 100),  # scalars at depth 101: too deep
         "depth100_empty": nest([], 100),  # an empty list at depth 100: literal
