@@ -641,7 +641,7 @@ def open_backend(name: str) -> tuple[backends.Backend | None, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples-per-task", type=int, default=20)
-    parser.add_argument("--tasks", type=int, default=None, help="first N tasks only (default: all 164)")
+    parser.add_argument("--tasks", "--limit", type=int, default=None, help="first N tasks only (default: all 164)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--backends", default="local,local-bwrap,docker",
                         help="acceptgate backends, comma-separated (unreachable ones are skipped with a note)")

@@ -228,39 +228,45 @@ class _Channel:
         or reads its input pipe ahead, learns nothing of the later cases). ``calls``: the marshalled
         (args, kwargs) of each call.
         """
-        head = self.marker + b" call "
+        marker = self.marker + b" call "
         each = isinstance(self.case_seconds, (tuple, list))
+        timed = self.case_seconds is not None
+        measured, proc, monotonic, recv = self.measured, self.proc, time.monotonic, self.recv
+        ok_limits = self.ok_limits
         backstop = 0.0
-        if self.case_seconds is not None and not each:
-            backstop = self.limits.backstop(self.case_limit) if self.measured else self.case_limit
+        if timed and not each:
+            backstop = self.limits.backstop(self.case_limit) if measured else self.case_limit
         for answered, call in enumerate(calls):
-            if self.case_seconds is not None:  # this case's clocks start with the previous answer
+            if timed:  # this case's clocks start with the previous answer
                 if each:
                     self.case_limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)]
-                    backstop = self.limits.backstop(self.case_limit) if self.measured else self.case_limit
-                now = time.monotonic()
+                    backstop = self.limits.backstop(self.case_limit) if measured else self.case_limit
+                now = monotonic()
                 self.deadline = min(self.wall_deadline, now + backstop)
-                if self.measured:
-                    cpu = self.proc.cpu_seconds()
+                if measured:
+                    cpu = proc.cpu_seconds()
                     if cpu is not None:
                         self.cpu_seen, self.seen_at = cpu, now
                     self.case_cpu_start = self.cpu_seen
                 self.in_case = True
-            self.proc.write(head + str(len(call)).encode() + b"\n" + call, self.deadline)
-            if self.ok_limits is not None:
-                self.ok_limit = self.ok_limits[min(answered, len(self.ok_limits) - 1)]
-            answer = self.recv()
+            proc.write(marker + str(len(call)).encode() + b"\n" + call, self.deadline)
+            if ok_limits is not None:
+                self.ok_limit = ok_limits[min(answered, len(ok_limits) - 1)]
+            answer = recv()
             self.in_case = False
             yield answer
 
-    def _fill(self) -> None:
+    def _read(self) -> bytes:
+        """One read of what the runner wrote (waiting for it under the clocks); b"" at its end."""
         while True:
             try:
-                chunk = self.proc.read(self._wait_until())
-                break
+                return self.proc.read(self._wait_until())
             except TimeoutError:
                 if self._clocks_ran_out():
                     raise
+
+    def _fill(self) -> None:
+        chunk = self._read()
         if not chunk:
             raise EOFError
         self.buf += chunk
@@ -270,6 +276,21 @@ class _Channel:
         buffered: an ``ok`` frame beyond ``self.ok_limit`` (but within MAX_FRAME) is read and dropped as it
         arrives, and its payload returned as None (``self.skipped`` holds its size); any other frame
         beyond MAX_REPORT, or an ``ok`` frame beyond MAX_FRAME, is a protocol violation."""
+        if not self.buf:
+            # The usual case (one call at a time): the whole answer arrives in one read. It is parsed
+            # from that chunk, with the same checks as below and no copy through the buffer.
+            chunk = self._read()
+            if not chunk:
+                raise EOFError
+            nl = chunk.find(b"\n", 0, 257)
+            if nl >= 0:
+                kind, size = self._header(chunk[:nl])
+                if len(chunk) == nl + 1 + size:
+                    if kind in VALUE_FRAMES and size > self.ok_limit:
+                        self.skipped = size
+                        return kind, None
+                    return kind, chunk[nl + 1:]
+            self.buf += chunk
         while b"\n" not in self.buf:
             if len(self.buf) > 256:
                 raise ProtocolViolation("frame header too long")
@@ -277,16 +298,7 @@ class _Channel:
         nl = self.buf.index(b"\n")
         if nl > 256:
             raise ProtocolViolation("frame header too long")
-        head = bytes(self.buf[:nl]).split(b" ")
-        if len(head) != 3 or not secrets.compare_digest(head[0], self.marker):
-            raise ProtocolViolation("frame with a missing or forged marker")
-        kind, size = head[1], head[2]
-        if not size.isdigit() or len(size) > 12:
-            raise ProtocolViolation("frame with an invalid length")
-        size = int(size)
-        limit = MAX_FRAME if kind in VALUE_FRAMES else MAX_REPORT
-        if size > limit:
-            raise ProtocolViolation(f"a {kind[:20]!r} frame of {size} bytes (limit {limit})")
+        kind, size = self._header(bytes(self.buf[:nl]))
         del self.buf[: nl + 1]
         if kind in VALUE_FRAMES and size > self.ok_limit:
             left = size
@@ -303,6 +315,20 @@ class _Channel:
         payload = bytes(self.buf[:size])
         del self.buf[:size]
         return kind, payload
+
+    def _header(self, line: bytes) -> tuple[bytes, int]:
+        """(kind, size) of a frame's header line (without its newline), or a ProtocolViolation."""
+        head = line.split(b" ")
+        if len(head) != 3 or not secrets.compare_digest(head[0], self.marker):
+            raise ProtocolViolation("frame with a missing or forged marker")
+        kind, size = head[1], head[2]
+        if not size.isdigit() or len(size) > 12:
+            raise ProtocolViolation("frame with an invalid length")
+        size = int(size)
+        limit = MAX_FRAME if kind in VALUE_FRAMES else MAX_REPORT
+        if size > limit:
+            raise ProtocolViolation(f"a {kind[:20]!r} frame of {size} bytes (limit {limit})")
+        return kind, size
 
 
 # Frames that carry a result: "ok" (its repr) and "counter" (an exact collections.Counter's items, as
