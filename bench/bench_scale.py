@@ -274,7 +274,9 @@ def nightly_estimate(past: list[dict], tasks: int = 10_000, samples: int = 100, 
         kib = r.get("warehouse_kib_per_task", 0) * (samples / r.get("samples_per_task", 1) if stage == "gate" else 1)
         total_core_s += core_s
         total_bytes += kib * 1024 * tasks
-        lines.append(f"- {stage}: {r['seconds_per_task']} s/task at {r['tasks']} tasks ({r['runner']}, load "
+        note = (f" (an upper bound: scaled from {r.get('samples_per_task', 1)} to {samples} draws per task, as if "
+                f"every arm drew them all)" if stage == "gate" else "")
+        lines.append(f"- {stage}{note}: {r['seconds_per_task']} s/task at {r['tasks']} tasks ({r['runner']}, load "
                      f"{r['load_before']}, {r['when']}) -> {core_s / 3600:,.0f} core-hours, "
                      f"{kib * tasks / 2**20:,.1f} GiB of warehouse ({r.get('warehouse_bytes_per_row', '?')} bytes/row)")
     pairs = [(r, s) for r in past for s in past if r["stage"] == s["stage"] == "certify" and r["tasks"] == s["tasks"]
