@@ -93,7 +93,7 @@ def main() -> None:
             if where == "this process":
                 seconds, stages = run_shard(shard, settings)
             else:
-                seconds, stages = on_worker(shard, settings, nanny="Nanny" in where, tmp)
+                seconds, stages = on_worker(shard, settings, "Nanny" in where, tmp)
             print(f"| {i} | {where} | {seconds:.1f} | {stages['execute']:.1f} | {stages['repeat']:.1f} | "
                   f"{load0:.1f}→{os.getloadavg()[0]:.1f} |", flush=True)
 
