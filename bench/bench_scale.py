@@ -2,21 +2,33 @@
 tasks (and MBPP+ at 399: certify only -- the data has no MBPP+ model samples to gate), single-process
 and on a Dask LocalCluster of 1 and of 2 worker processes (``--dask 1`` / ``--dask 2``).
 
-    python3 bench/bench_scale.py                     # the full curve (hours on 2 cores; a quiet machine)
-    python3 bench/bench_scale.py --tasks 10 --no-mbppplus --stages gate,certify     # a smoke run
+    python3 bench/bench_scale.py --tasks 10 --stages certify          # a smoke run (minutes)
+    python3 bench/bench_scale.py --tasks 40 --stages certify          # the issue's 2-vs-1 workers point
+    python3 bench/bench_scale.py --tasks 10,40,164 --mbppplus         # the whole curve (hours; a quiet machine)
+
+The comparison is per core: every configuration runs ``--slots`` sandbox slots (default 1) per process
+that executes -- the single process, or each Dask worker (single-threaded, one shard at a time). So
+"single" is one core's worth of sandboxes, "dask1" the same on one worker (what the cluster costs:
+its start, shipping shards and rows, a Prefect task run per shard), and "dask2" two such workers (on a
+2-core machine: both cores). A single process can also use both cores itself (``--slots 2``); that
+is not what "2 workers vs 1" measures, which is how the work spreads over workers.
 
 Each measurement is the real command in a subprocess (``acceptgate gate|certify ... --no-gauge --quiet``
 into a fresh warehouse), all against one Prefect server the bench starts, so no run pays a server start;
 a Dask run pays its LocalCluster's start. Peak RSS: the largest sum of resident memory over the
 command's whole process tree (client, Dask workers, sandboxes), sampled every 0.2 s; the warehouse's
-size per task (the DuckDB file after the run). Every Dask run's
-result rows are compared with the single-process run's (times aside): "rows equal" in the output.
-Writes bench/out/scale.json (one object per run, appended across invocations) and bench/out/scale.png.
+size per task and per row (the DuckDB file after the run). Every Dask run's result rows are compared
+with the single-process run's (times aside): "rows equal" in the output. A configuration that runs
+longer than ``--timeout`` is stopped (its whole process group) and recorded as such.
+
+Writes bench/out/scale.json (one object per run, appended across invocations; git-ignored), the plot
+docs/scale.png (committed; the latest run of every point in scale.json), prints a markdown table for
+the README and the on-paper estimate of a 10,000-task x 100-samples nightly from the measured costs.
 
 Settings: gate arms conform and off, 5 draws per task, CodeT CodeGen-16B samples; certify with the
-default settings (k = 3, 3 re-run samples, the built-in verifiers). Single-process runs use 2 sandbox
-threads (both cores); a Dask shard uses 1 (one sandbox per single-threaded worker), tasks per shard =
-ceil(tasks / 8). Report the load average beside every figure: on a shared machine they move with it.
+default settings (k = 3, 3 re-run samples, 10 samples per task, the built-in verifiers); tasks per shard
+= ceil(tasks / 8) unless ``--shard-size``. Report the load average beside every figure: on a shared
+machine they move with it.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,6 +53,12 @@ HEPLUS = SHARED / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz"
 MBPPPLUS = SHARED / "mbppplus" / "MbppPlus-399.jsonl.gz"
 CODET = SHARED / "samples" / "codet_codegen16B.jsonl.gz"
 OUT = REPO / "bench" / "out"
+PLOT = REPO / "docs" / "scale.png"
+GATE_DRAWS = 5  # --per-task of the gate runs: model samples per task
+CERTIFY_SAMPLES = 10  # certify's default --samples-per-task
+# seconds per task, 1 slot, when scale.json has no earlier run of a configuration: only for the ETA
+# (the 2026-12-01 smoke on this 2-core machine at load 9-20)
+GUESS_SECONDS_PER_TASK = {"gate": 15.0, "certify": 40.0}
 
 
 def peak_tree_rss(proc: subprocess.Popen, stop: threading.Event, peak: list[int]) -> None:
@@ -63,40 +82,108 @@ def peak_tree_rss(proc: subprocess.Popen, stop: threading.Event, peak: list[int]
         stop.wait(0.2)
 
 
-def run_command(argv: list[str], env: dict) -> tuple[float, int, str]:
+def run_command(argv: list[str], env: dict, timeout: float) -> tuple[float, int, str, bool]:
+    """(seconds, peak RSS of the tree, output, finished): a run past ``timeout`` is stopped, group and all."""
     stop, peak = threading.Event(), [0]
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "acceptgate", *argv], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "acceptgate", *argv], cwd=REPO, env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     watcher = threading.Thread(target=peak_tree_rss, args=(proc, stop, peak), daemon=True)
     watcher.start()
-    out, _ = proc.communicate()
+    finished = True
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        finished = False
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            out, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
     seconds = time.monotonic() - started
     stop.set()
     watcher.join()
-    if proc.returncode != 0:
+    if finished and proc.returncode != 0:
         raise SystemExit(f"acceptgate {' '.join(argv)} exited {proc.returncode}:\n{out[-3000:]}")
-    return seconds, peak[0], out
+    return seconds, peak[0], out, finished
 
 
 def stage_argv(stage: str, suites: str, dataset: Path, tasks: int, warehouse: Path) -> list[str]:
     if stage == "gate":
         return ["gate", "--arm", "conform,off", "--source", f"codet:{CODET}", "--suites", suites, "--limit", str(tasks),
-                "--per-task", "5", "--warehouse", str(warehouse), "--no-gauge", "--quiet"]
+                "--per-task", str(GATE_DRAWS), "--warehouse", str(warehouse), "--no-gauge", "--quiet"]
     return ["certify", "--suites", suites, "--dataset", str(dataset), "--samples", str(CODET), "--limit", str(tasks),
             "--warehouse", str(warehouse), "--no-gauge", "--quiet"]
+
+
+def mode_workers(mode: str) -> int:
+    """``single`` -> 0; ``daskN`` -> N worker processes."""
+    if mode == "single":
+        return 0
+    if mode.startswith("dask") and mode[4:].isdigit() and int(mode[4:]) >= 1:
+        return int(mode[4:])
+    raise SystemExit(f"--modes: {mode!r} is neither 'single' nor 'daskN' (N >= 1)")
+
+
+def runner_name(workers: int, slots: int) -> str:
+    return (f"dask {workers} worker(s) x {slots} slot(s)" if workers else f"single process x {slots} slot(s)")
+
+
+def history(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def eta_seconds(past: list[dict], stage: str, dataset: str, workers: int, slots: int, tasks: int) -> float:
+    """From the latest earlier run of this stage and runner (any task count), else a rough guess."""
+    same = [r for r in past if r["stage"] == stage and r["dataset"] == dataset and r.get("workers") == workers
+            and r.get("slots", 1) == slots and r.get("finished", True)]
+    if same:
+        return same[-1]["seconds_per_task"] * tasks
+    return GUESS_SECONDS_PER_TASK[stage] * tasks / max(1, min(workers or 1, 2) * slots) + (30 if workers else 0)
+
+
+def row_counts(warehouse: Path, stage: str) -> int:
+    from shard_rows import TABLES
+    from acceptgate import warehouse as wh
+
+    with wh.connect(warehouse, read_only=True) as con:
+        return sum(con.execute(f"select count(*) from {t}").fetchone()[0] for t in TABLES[stage])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", default="10,40,164", help="HumanEval+ task counts (comma-separated)")
-    ap.add_argument("--no-mbppplus", action="store_true", help="leave out MBPP+ at 399 tasks")
-    ap.add_argument("--stages", default="gate,certify")
-    ap.add_argument("--workers", default="1,2", help="Dask LocalCluster sizes (comma-separated)")
+    ap.add_argument("--mbppplus", action="store_true", help="also certify MBPP+ at 399 tasks")
+    ap.add_argument("--no-mbppplus", action="store_true", help=argparse.SUPPRESS)  # the default now
+    ap.add_argument("--stages", default="gate,certify", help="gate, certify or both (comma-separated)")
+    ap.add_argument("--modes", default="single,dask1,dask2",
+                    help="single and/or daskN (a LocalCluster of N worker processes), comma-separated")
+    ap.add_argument("--slots", type=int, default=1,
+                    help="sandbox slots per executing process (the single process, each Dask worker); default 1")
+    ap.add_argument("--shard-size", type=int, default=None, help="tasks per shard (default ceil(tasks / 8))")
+    ap.add_argument("--timeout", type=float, default=3 * 3600, help="seconds; a longer configuration is stopped")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan and its ETA, run nothing")
     args = ap.parse_args()
-    counts = [int(x) for x in args.tasks.split(",")]
-    stages = args.stages.split(",")
-    cluster_sizes = [int(x) for x in args.workers.split(",")]
+    counts = [int(x) for x in args.tasks.split(",") if x]
+    stages = [x for x in args.stages.split(",") if x]
+    if not set(stages) <= {"gate", "certify"}:
+        raise SystemExit(f"--stages: {args.stages!r}: choose from gate, certify")
+    modes = [mode_workers(m) for m in args.modes.split(",") if m]
+    if args.slots < 1:
+        raise SystemExit("--slots: must be at least 1")
+
+    plan = [("humanevalplus", HEPLUS, n, stage) for n in counts for stage in stages]
+    if args.mbppplus and "certify" in stages:
+        plan.append(("mbppplus", MBPPPLUS, 399, "certify"))
+    past = history(OUT / "scale.json")
+    etas = {(d, n, st, w): eta_seconds(past, st, d, w, args.slots, n) for d, _, n, st in plan for w in modes}
+    print(f"plan: {len(etas)} configurations, ETA about {sum(etas.values()) / 60:.0f} min "
+          f"(from earlier runs in bench/out/scale.json where there are any)", flush=True)
+    for (d, n, st, w), e in etas.items():
+        print(f"  {st} {d} {n} tasks, {runner_name(w, args.slots)}: ~{e / 60:.0f} min", flush=True)
+    if args.dry_run:
+        return
 
     from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
     from flows import serve
@@ -105,51 +192,106 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench_scale."))
     OUT.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    plan = [("humanevalplus", HEPLUS, n, stages) for n in counts]
-    if not args.no_mbppplus:
-        plan.append(("mbppplus", MBPPPLUS, 399, [s for s in stages if s == "certify"]))
     results = []
     with serve.local_server(free_port()) as api:
         env["PREFECT_API_URL"] = api
-        for dataset, path, n, its_stages in plan:
+        imported: set[tuple[str, int]] = set()
+        for dataset, path, n, stage in plan:
             suites = tmp / f"{dataset}-{n}"
-            subprocess.run([sys.executable, "-m", "acceptgate", "import", dataset, "--path", str(path), "--out",
-                            str(suites), "--limit", str(n)], cwd=REPO, env=env, check=True, capture_output=True)
-            for stage in its_stages:
-                single_wh = None
-                for workers in [0, *cluster_sizes]:
-                    warehouse = tmp / f"{stage}-{dataset}-{n}-{workers}.duckdb"
-                    argv = stage_argv(stage, str(suites), path, n, warehouse)
-                    if workers:
-                        argv += ["--dask", str(workers), "--workers", "1", "--shard-size", str(math.ceil(n / 8))]
-                    else:
-                        argv += ["--workers", "2"]
-                    load0 = os.getloadavg()[0]
-                    seconds, rss, _ = run_command(argv, env)
-                    row = {"stage": stage, "dataset": dataset, "tasks": n,
-                           "runner": f"dask {workers} worker(s)" if workers else "single process",
-                           "workers": workers, "seconds": round(seconds, 1), "seconds_per_task": round(seconds / n, 2),
-                           "peak_rss_mib": round(rss / 2**20),
-                           "warehouse_kib_per_task": round(warehouse.stat().st_size / 1024 / n),
-                           "load_before": round(load0, 1),
-                           "load_after": round(os.getloadavg()[0], 1),
-                           "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cores": os.cpu_count()}
+            if (dataset, n) not in imported:
+                subprocess.run([sys.executable, "-m", "acceptgate", "import", dataset, "--path", str(path), "--out",
+                                str(suites), "--limit", str(n)], cwd=REPO, env=env, check=True, capture_output=True)
+                imported.add((dataset, n))
+            single_rows = None
+            for workers in modes:
+                warehouse = tmp / f"{stage}-{dataset}-{n}-{workers}.duckdb"
+                argv = stage_argv(stage, str(suites), path, n, warehouse) + ["--workers", str(args.slots)]
+                if workers:
+                    argv += ["--dask", str(workers), "--shard-size", str(args.shard_size or math.ceil(n / 8))]
+                print(f"{time.strftime('%H:%M:%S')} {stage} {dataset} {n} tasks, {runner_name(workers, args.slots)} "
+                      f"(ETA ~{etas[(dataset, n, stage, workers)] / 60:.0f} min)", flush=True)
+                load0 = os.getloadavg()[0]
+                seconds, rss, _, finished = run_command(argv, env, args.timeout)
+                row = {"stage": stage, "dataset": dataset, "tasks": n, "runner": runner_name(workers, args.slots),
+                       "workers": workers, "slots": args.slots, "finished": finished,
+                       "samples_per_task": GATE_DRAWS if stage == "gate" else CERTIFY_SAMPLES,
+                       "seconds": round(seconds, 1), "seconds_per_task": round(seconds / n, 2),
+                       "peak_rss_mib": round(rss / 2**20), "load_before": round(load0, 1),
+                       "load_after": round(os.getloadavg()[0], 1),
+                       "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cores": os.cpu_count()}
+                if finished:
+                    size = warehouse.stat().st_size
+                    rows = row_counts(warehouse, stage)
+                    row.update(warehouse_kib_per_task=round(size / 1024 / n), rows=rows,
+                               warehouse_bytes_per_row=round(size / max(rows, 1)))
+                    mine = table_rows(warehouse, stage)
                     if workers == 0:
-                        single_wh = warehouse
-                    else:
-                        row["rows_equal"] = table_rows(warehouse, stage) == table_rows(single_wh, stage)
-                    results.append(row)
-                    print(json.dumps(row), flush=True)
-    with open(OUT / "scale.json", "a") as f:
-        for row in results:
-            f.write(json.dumps(row) + "\n")
-    plot(OUT / "scale.json", OUT / "scale.png")
-    print("| stage | dataset | tasks | runner | seconds | s/task | peak RSS MiB | warehouse KiB/task | load | rows equal |")
-    print("|---|---|---:|---|---:|---:|---:|---:|---|---|")
+                        single_rows = mine
+                    elif single_rows is not None:
+                        row["rows_equal"] = mine == single_rows
+                results.append(row)
+                print(json.dumps(row), flush=True)
+                with open(OUT / "scale.json", "a") as f:  # each run as it ends: a stopped bench keeps them
+                    f.write(json.dumps(row) + "\n")
+    PLOT.parent.mkdir(parents=True, exist_ok=True)
+    plot(OUT / "scale.json", PLOT)
+    print(f"\nplot: {PLOT.relative_to(REPO)}\n")
+    print(markdown(results))
+    print()
+    print(nightly_estimate(history(OUT / "scale.json")))
+
+
+def markdown(results: list[dict]) -> str:
+    out = ["| stage | dataset | tasks | runner | seconds | s/task | vs single | peak RSS MiB | warehouse KiB/task "
+           "| load | rows equal |", "|---|---|---:|---|---:|---:|---:|---:|---:|---|---|"]
+    single = {(r["stage"], r["dataset"], r["tasks"]): r["seconds"] for r in results if r["workers"] == 0}
     for r in results:
-        print(f"| {r['stage']} | {r['dataset']} | {r['tasks']} | {r['runner']} | {r['seconds']} | "
-              f"{r['seconds_per_task']} | {r['peak_rss_mib']} | {r['warehouse_kib_per_task']} | {r['load_before']}→{r['load_after']} | "
-              f"{r.get('rows_equal', '-')} |")
+        base = single.get((r["stage"], r["dataset"], r["tasks"]))
+        ratio = f"{base / r['seconds']:.2f}x" if base and r["workers"] else "-"
+        secs = r["seconds"] if r.get("finished", True) else f"> {r['seconds']} (stopped)"
+        out.append(f"| {r['stage']} | {r['dataset']} | {r['tasks']} | {r['runner']} | {secs} | "
+                   f"{r['seconds_per_task']} | {ratio} | {r['peak_rss_mib']} | {r.get('warehouse_kib_per_task', '-')} | "
+                   f"{r['load_before']}→{r['load_after']} | {r.get('rows_equal', '-')} |")
+    return "\n".join(out)
+
+
+def nightly_estimate(past: list[dict], tasks: int = 10_000, samples: int = 100, hours: float = 8.0) -> str:
+    """On paper, from the largest measured run of each stage: core-hours of a nightly that gates
+    ``samples`` draws of each of ``tasks`` tasks and certifies every task, the workers (1 core each, at
+    the measured 2-worker efficiency) to fit it in ``hours``, and the warehouse it adds."""
+    lines = [f"On paper: a nightly of {tasks:,} tasks x {samples} samples, from the measured per-task costs "
+             f"(1 slot = 1 core; the largest finished run of each stage in bench/out/scale.json):"]
+    total_core_s, total_bytes = 0.0, 0.0
+    for stage in ("gate", "certify"):
+        runs = [r for r in past if r["stage"] == stage and r.get("finished", True) and r["workers"] in (0, 1)]
+        if not runs:
+            lines.append(f"- {stage}: not measured yet")
+            continue
+        r = max(runs, key=lambda r: (r["tasks"], r["workers"] == 0, r["when"]))
+        per_sample = r["seconds_per_task"] * r.get("slots", 1) / r.get("samples_per_task", 1)
+        # the gate's cost grows with the draws; certify's per task with its pools (fixed settings)
+        core_s = per_sample * samples * tasks if stage == "gate" else r["seconds_per_task"] * r.get("slots", 1) * tasks
+        kib = r.get("warehouse_kib_per_task", 0) * (samples / r.get("samples_per_task", 1) if stage == "gate" else 1)
+        total_core_s += core_s
+        total_bytes += kib * 1024 * tasks
+        note = (f" (an upper bound: scaled from {r.get('samples_per_task', 1)} to {samples} draws per task, as if "
+                f"every arm drew them all)" if stage == "gate" else "")
+        lines.append(f"- {stage}{note}: {r['seconds_per_task']} s/task at {r['tasks']} tasks ({r['runner']}, load "
+                     f"{r['load_before']}, {r['when']}) -> {core_s / 3600:,.0f} core-hours, "
+                     f"{kib * tasks / 2**20:,.1f} GiB of warehouse ({r.get('warehouse_bytes_per_row', '?')} bytes/row)")
+    pairs = [(r, s) for r in past for s in past if r["stage"] == s["stage"] == "certify" and r["tasks"] == s["tasks"]
+             and r.get("workers") == 1 and s.get("workers") == 2 and r.get("finished", True) and s.get("finished", True)]
+    eff = 1.0
+    if pairs:
+        r, s = max(pairs, key=lambda p: p[0]["tasks"])
+        eff = min(1.0, r["seconds"] / s["seconds"] / 2)
+        lines.append(f"- 2 workers vs 1 (certify, {r['tasks']} tasks): {r['seconds'] / s['seconds']:.2f}x, "
+                     f"i.e. {eff:.0%} per-worker efficiency")
+    if total_core_s:
+        workers = math.ceil(total_core_s / 3600 / hours / eff)
+        lines.append(f"- total {total_core_s / 3600:,.0f} core-hours: {workers:,} single-core workers for an "
+                     f"{hours:g}-hour night; warehouse +{total_bytes / 2**30:,.1f} GiB per night")
+    return "\n".join(lines)
 
 
 def plot(data: Path, png: Path) -> None:
@@ -162,6 +304,8 @@ def plot(data: Path, png: Path) -> None:
     latest: dict[tuple, dict] = {}
     for line in data.read_text().splitlines():
         r = json.loads(line)
+        if not r.get("finished", True):
+            continue
         latest[(r["stage"], r["dataset"], r["runner"], r["tasks"])] = r
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, key, label in ((axes[0], "seconds_per_task", "seconds per task"), (axes[1], "peak_rss_mib", "peak RSS (MiB)")):
