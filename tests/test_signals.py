@@ -5,7 +5,7 @@ and the run's attempt marked 'interrupted' where the command records attempts.
 Each case runs the real CLI in a subprocess (its own session, like a job a terminal starts) and sends
 the signal at a point the command announces on stderr, or at a named pause point (the process stops
 itself there, ``warehouse.pause_point``), never after a guessed delay. Most cases share one Prefect
-server (PREFECT_API_URL); two start their own temporary server, the one a SIGTERM used to orphan.
+server (the session's, PREFECT_API_URL); two start their own temporary server, the one a SIGTERM used to orphan.
 """
 
 from __future__ import annotations
@@ -149,14 +149,12 @@ def _port_closed(url: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    """One Prefect server for the cases that do not test the temporary server itself."""
-    from tasks import _prefect_env
+def api(prefect_harness):
+    """The session's Prefect server (one for all xdist workers) for the cases that do not test the
+    temporary server itself."""
+    from prefect.settings import PREFECT_API_URL
 
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path_factory.mktemp("prefect-home"))}
-    proc, url = _prefect_env.launch_server(env, timeout=WAIT)
-    yield url
-    _prefect_env.stop_server(proc)
+    return PREFECT_API_URL.value()
 
 
 @pytest.fixture(scope="module")
