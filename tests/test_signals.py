@@ -364,8 +364,6 @@ def _sandbox_running(pid: int) -> bool:
     return False
 
 
-@pytest.mark.xfail(strict=False, reason="known race, open: a Dask worker that outlives the scheduler by a moment "
-                   "logs distributed's heartbeat traceback on stderr (seen 1 of 4 runs); the rest of the stop holds")
 def test_score_dask_ctrl_c_while_a_worker_runs_a_sample(tmp_path, api, suites_3):
     """Ctrl-C at the terminal reaches the Dask workers too (one process group); the CLI still stops
     them, their sandboxes and the cluster, and writes no --out."""
