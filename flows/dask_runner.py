@@ -29,7 +29,31 @@ def task_runner(dask_workers: int | None = None, dask_address: str | None = None
     if dask_address:
         return DaskTaskRunner(address=dask_address)
     return DaskTaskRunner(cluster_kwargs={"n_workers": dask_workers or 2, "threads_per_worker": 1,
-                                          "processes": True, "dashboard_address": None})
+                                          "processes": True, "dashboard_address": None,
+                                          "worker_class": _nanny_class()})
+
+
+_NANNY = None
+
+
+def _nanny_class():
+    """distributed's Nanny, except that a worker process that dies once a stop was requested (the
+    stop kills every child: ``acceptgate.interrupt``) is not restarted: a fresh worker would outlive
+    the scheduler that closes next and print distributed's heartbeat traceback."""
+    global _NANNY
+    if _NANNY is None:
+        from distributed import Nanny
+
+        from acceptgate import interrupt
+
+        class StopAwareNanny(Nanny):
+            async def _on_worker_exit(self, exitcode):
+                if interrupt.requested():
+                    return None
+                return await super()._on_worker_exit(exitcode)
+
+        _NANNY = StopAwareNanny
+    return _NANNY
 
 
 def map_shards(task, batches: list, dask: str, *, progress: Callable[[int, int], None] | None = None,

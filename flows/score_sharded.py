@@ -51,14 +51,11 @@ def score_sharded(suites_dir: str, samples: str, suite: str = "hidden", backend:
 
 
 def task_runner(dask_workers: int | None = None, dask_address: str | None = None):
-    """A DaskTaskRunner: on an existing scheduler, or a LocalCluster of single-threaded worker processes
-    (the parallelism inside a shard is the sandbox's own processes, ``workers_per_shard``)."""
-    from prefect_dask import DaskTaskRunner
+    """The sharded stages' DaskTaskRunner (flows/dask_runner.py; the parallelism inside a shard is the
+    sandbox's own processes, ``workers_per_shard``)."""
+    from flows import dask_runner
 
-    if dask_address:
-        return DaskTaskRunner(address=dask_address)
-    return DaskTaskRunner(cluster_kwargs={"n_workers": dask_workers or 2, "threads_per_worker": 1,
-                                          "processes": True, "dashboard_address": None})
+    return dask_runner.task_runner(dask_workers, dask_address)
 
 
 def run(suites_dir: str, samples: str, *, dask_workers: int | None = None, dask_address: str | None = None,

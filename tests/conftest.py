@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from prefect_harness import PREFECT_STARTUP_TIMEOUT
+from prefect_harness import PREFECT_STARTUP_TIMEOUT, controller_configure, controller_unconfigure
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -103,8 +103,17 @@ def sandbox_backend(request, open_backend):
     return open_backend(request.param)
 
 
-# The session-scoped Prefect test server for flow tests (prefect is imported only when a test uses it).
+# The session-scoped Prefect test server for flow tests (prefect is imported only when a test uses it);
+# under pytest-xdist one server for all workers, which the controller stops at the end (prefect_harness.py).
 from prefect_harness import prefect_harness  # noqa: E402,F401
+
+
+def pytest_configure(config):
+    controller_configure(config)
+
+
+def pytest_unconfigure(config):
+    controller_unconfigure(config)
 
 
 # The files that take longest (measured with --durations; a few minutes each on a loaded machine) start

@@ -5,7 +5,7 @@ and the run's attempt marked 'interrupted' where the command records attempts.
 Each case runs the real CLI in a subprocess (its own session, like a job a terminal starts) and sends
 the signal at a point the command announces on stderr, or at a named pause point (the process stops
 itself there, ``warehouse.pause_point``), never after a guessed delay. Most cases share one Prefect
-server (PREFECT_API_URL); two start their own temporary server, the one a SIGTERM used to orphan.
+server (the session's, PREFECT_API_URL); two start their own temporary server, the one a SIGTERM used to orphan.
 """
 
 from __future__ import annotations
@@ -149,14 +149,12 @@ def _port_closed(url: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    """One Prefect server for the cases that do not test the temporary server itself."""
-    from tasks import _prefect_env
+def api(prefect_harness):
+    """The session's Prefect server (one for all xdist workers) for the cases that do not test the
+    temporary server itself."""
+    from prefect.settings import PREFECT_API_URL
 
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path_factory.mktemp("prefect-home"))}
-    proc, url = _prefect_env.launch_server(env, timeout=WAIT)
-    yield url
-    _prefect_env.stop_server(proc)
+    return PREFECT_API_URL.value()
 
 
 @pytest.fixture(scope="module")
@@ -366,8 +364,6 @@ def _sandbox_running(pid: int) -> bool:
     return False
 
 
-@pytest.mark.xfail(strict=False, reason="known race, open: a Dask worker that outlives the scheduler by a moment "
-                   "logs distributed's heartbeat traceback on stderr (seen 1 of 4 runs); the rest of the stop holds")
 def test_score_dask_ctrl_c_while_a_worker_runs_a_sample(tmp_path, api, suites_3):
     """Ctrl-C at the terminal reaches the Dask workers too (one process group); the CLI still stops
     them, their sandboxes and the cluster, and writes no --out."""
