@@ -65,3 +65,29 @@ def test_sharded_flow_takes_the_evalplus_profile(prefect_harness, inputs, local_
     assert {r.profile for r in sharded.report.rows} == {"evalplus"}
     assert [(r.task_id, r.sample_index, r.verdict) for r in sharded.report.rows] == [
         (r.task_id, r.sample_index, r.verdict) for r in single.rows]
+
+
+def test_the_local_workers_temp_dir_keeps_the_namespaced_sandbox(tmp_path):
+    """`score --dask N` points the workers' TMPDIR at a directory of its own; the sandbox stages its bwrap
+    copy there for the sandbox uid, so that directory must be traversable (once it was 0700, and every
+    worker's sandbox silently fell back to rlimits only)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import os, stat\n"
+        "from acceptgate.cli import score_cmd\n"
+        "path = score_cmd._workers_temp_dir()\n"
+        "import tempfile; tempfile.tempdir = None\n"
+        "assert tempfile.gettempdir() == path, (tempfile.gettempdir(), path)\n"
+        "assert stat.S_IMODE(os.stat(path).st_mode) & 0o001, oct(os.stat(path).st_mode)\n"
+        "from acceptgate.sandbox import backend as backends\n"
+        "from acceptgate.sandbox.backend import Limits\n"
+        "with backends.create('local') as b:\n"
+        "    print(' | '.join(b.isolation(Limits()).enforced))\n"
+    )
+    env = {**__import__("os").environ, "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "namespaces: user, pid, net" in out.stdout, out.stdout + out.stderr[-2000:]
+    assert "rlimits only" not in out.stdout + out.stderr

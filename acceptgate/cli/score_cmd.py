@@ -132,6 +132,9 @@ def _workers_temp_dir() -> str:
     import tempfile
 
     path = tempfile.mkdtemp(prefix="acceptgate-dask-")
+    # Traversable, not listable: the workers stage bwrap under TMPDIR for the sandbox uid to execute (a
+    # 0700 dir made that fail, and the sandbox fell back to rlimits only).
+    os.chmod(path, 0o711)
     atexit.register(shutil.rmtree, path, True)
     os.environ["TMPDIR"] = path  # the worker processes inherit it
     os.environ["DASK_TEMPORARY_DIRECTORY"] = path  # the cluster's scratch space (read when dask is imported)

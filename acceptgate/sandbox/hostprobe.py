@@ -208,8 +208,9 @@ def stage_for_sandbox_uid(path: str) -> str:
         return path
     src = Path(path)
     libs = src.parent.parent.parent / (src.parent.parent.name + ".libs")
-    _sweep_stale_stages()
-    stage = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-"))
+    parent = _stage_parent()
+    _sweep_stale_stages(parent)
+    stage = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-", dir=parent))
     atexit.register(shutil.rmtree, stage, True)
     dest = stage / src.parent.parent.name / src.parent.name / src.name
     dest.parent.mkdir(parents=True)
@@ -223,9 +224,18 @@ def stage_for_sandbox_uid(path: str) -> str:
     return str(dest)
 
 
-def _sweep_stale_stages() -> None:
+def _stage_parent() -> str:
+    """Where the copy can live: the temp dir if the sandbox uid can reach into it, else the first system
+    temp dir that it can (a user's TMPDIR of mode 0700 would otherwise turn the sandbox into rlimits only)."""
+    for parent in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"):
+        if os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK) and _others_can_reach(parent):
+            return parent
+    return tempfile.gettempdir()
+
+
+def _sweep_stale_stages(parent: str) -> None:
     """Remove copies staged by harness processes that are gone (killed before their atexit ran)."""
-    for stage in Path(tempfile.gettempdir()).glob(STAGE_PREFIX + "*"):
+    for stage in Path(parent).glob(STAGE_PREFIX + "*"):
         owner = stage.name[len(STAGE_PREFIX):].split("-")[0]
         try:
             ours = stage.lstat().st_uid == os.geteuid() and stage.is_dir() and not stage.is_symlink()
