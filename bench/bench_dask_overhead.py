@@ -1,12 +1,13 @@
 """Where a Dask run's time goes: one certify shard (the same few tasks, 1 sandbox slot) run here in this
-process, on a `dask worker --no-nanny` process, and on a `dask worker` process under its Nanny (what a
-LocalCluster, i.e. `--dask N`, starts), in turn, ``--rounds`` times; plain `distributed` (no Prefect).
+process, on a `dask worker --no-nanny` process, on a `dask worker` process under its Nanny with
+distributed's defaults, and under a Nanny with MALLOC_TRIM_THRESHOLD_ unset (what `--dask N`'s
+LocalCluster starts), in turn, ``--rounds`` times; plain `distributed` (no Prefect).
 
     python3 bench/bench_dask_overhead.py --tasks 2 --rounds 2
 
 Prints each shard's seconds (execute = round 0 + labels, repeat = re-runs from reset) and the load
 average. The shard function is `acceptgate.shards.certify_shard` with `--workers 1` settings, so the
-three differ only in the process that runs it. Interleaved rounds, because on a shared machine the
+four differ only in the process that runs it. Interleaved rounds, because on a shared machine the
 load moves between runs.
 """
 
@@ -43,11 +44,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def on_worker(shard, settings, nanny: bool, workdir: Path) -> tuple[float, dict]:
+def on_worker(shard, settings, nanny: bool, workdir: Path, trim: bool = True) -> tuple[float, dict]:
+    """``trim=False``: the Nanny's MALLOC_TRIM_THRESHOLD_ unset through a Dask config file (what
+    flows/dask_runner.py does for its LocalCluster)."""
     import distributed
 
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    if not trim:
+        config = workdir / "dask-config"
+        config.mkdir(exist_ok=True)
+        (config / "nanny.yaml").write_text(
+            "distributed:\n  nanny:\n    pre-spawn-environ:\n      MALLOC_TRIM_THRESHOLD_: null\n")
+        env["DASK_CONFIG"] = str(config)
     sched = subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
                              cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     worker = None
@@ -88,12 +97,13 @@ def main() -> None:
     print("| round | where | shard seconds | execute | repeat | load before→after |")
     print("|---:|---|---:|---:|---:|---|")
     for i in range(1, args.rounds + 1):
-        for where in ("this process", "dask worker --no-nanny", "dask worker (Nanny)"):
+        for where in ("this process", "dask worker --no-nanny", "dask worker (Nanny)",
+                      "dask worker (Nanny, MALLOC_TRIM_THRESHOLD_ unset)"):
             load0 = os.getloadavg()[0]
             if where == "this process":
                 seconds, stages = run_shard(shard, settings)
             else:
-                seconds, stages = on_worker(shard, settings, "Nanny" in where, tmp)
+                seconds, stages = on_worker(shard, settings, "Nanny" in where, tmp, trim="unset" not in where)
             print(f"| {i} | {where} | {seconds:.1f} | {stages['execute']:.1f} | {stages['repeat']:.1f} | "
                   f"{load0:.1f}→{os.getloadavg()[0]:.1f} |", flush=True)
 

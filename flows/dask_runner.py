@@ -24,10 +24,15 @@ from acceptgate import shards
 def task_runner(dask_workers: int | None = None, dask_address: str | None = None):
     """A DaskTaskRunner: on an existing scheduler, or a LocalCluster of single-threaded worker processes
     (the parallelism inside a shard is the sandbox's own processes)."""
+    import dask
     from prefect_dask import DaskTaskRunner
 
     if dask_address:
         return DaskTaskRunner(address=dask_address)
+    # A Nanny starts its worker with MALLOC_TRIM_THRESHOLD_=65536 (distributed's default): glibc then gives
+    # memory back on almost every free, and a certify shard ran 1.5x slower on a quiet machine (2.5-3x
+    # under load) than in this process; bench/bench_dask_overhead.py shows it. Unset for our workers.
+    dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None})
     return DaskTaskRunner(cluster_kwargs={"n_workers": dask_workers or 2, "threads_per_worker": 1,
                                           "processes": True, "dashboard_address": None,
                                           "worker_class": _nanny_class()})

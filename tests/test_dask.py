@@ -91,3 +91,25 @@ def test_the_local_workers_temp_dir_keeps_the_namespaced_sandbox(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "namespaces: user, pid, net" in out.stdout, out.stdout + out.stderr[-2000:]
     assert "rlimits only" not in out.stdout + out.stderr
+
+
+def _worker_malloc_trim() -> str | None:
+    import os
+
+    return os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+
+def test_local_cluster_workers_do_not_trim_malloc_on_every_free(prefect_harness, monkeypatch):
+    """distributed's Nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which made a certify shard
+    1.5-3x slower on a worker than in-process (bench/bench_dask_overhead.py); our LocalCluster unsets it."""
+    from prefect import task
+    from prefect.settings import PREFECT_API_URL
+
+    from flows import dask_runner
+
+    monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    probe = task(lambda shard: _worker_malloc_trim(), name="malloc-trim-probe")
+    with dask_runner.task_runner(dask_workers=1) as runner:
+        future = runner.submit(probe, parameters={"shard": 0})
+        assert future.result() is None
