@@ -61,4 +61,4 @@ fi
 # pytest-benchmark, when installed, only warns that xdist disables it: not loaded.
 # The slowest tests are listed so the suite stays well inside its 15-minute budget.
 python3 -m pytest -q -p no:cacheprovider -p no:benchmark -n "${ACCEPTGATE_TEST_WORKERS:-4}" --dist loadfile \
-    --no-loadscope-reorder --durations=25 "$@"
+    --durations=25 "$@"

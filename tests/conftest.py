@@ -116,15 +116,12 @@ def pytest_unconfigure(config):
     controller_unconfigure(config)
 
 
-# The files that take longest in all (measured with --durations; minutes each on a loaded machine) start
-# first: pytest-xdist hands out whole files in collection order (--dist loadfile with
-# --no-loadscope-reorder, which scripts/test.sh passes: xdist's own order is by test count, and put the
-# one-test files that run for minutes last), and a long file started last keeps one worker busy after
-# the others are done.
-SLOW_FILES = ("test_signals.py", "test_serve.py", "test_attacks.py", "test_dask_cluster.py", "test_crash_safety.py",
-              "test_exit_codes.py", "test_concurrency.py", "test_nightly_chain.py", "test_gate_flow.py",
-              "test_v4v_flow.py", "test_audit_flow.py", "test_report.py", "test_service_api.py", "test_dask.py",
-              "test_importers.py", "test_judge_core.py", "test_quarantine.py", "test_v4v_external.py",
+# The files that take longest (measured with --durations; a few minutes each on a loaded machine) start
+# first: pytest-xdist hands out whole files in collection order (--dist loadfile), and a long file
+# started last would keep one worker busy after the others are done.
+SLOW_FILES = ("test_signals.py", "test_serve.py", "test_crash_safety.py", "test_attacks.py", "test_exit_codes.py",
+              "test_concurrency.py", "test_report.py", "test_audit_flow.py", "test_gate_flow.py",
+              "test_service_api.py", "test_v4v_flow.py", "test_dask.py", "test_v4v_external.py",
               "test_service_fuzz.py")
 
 
