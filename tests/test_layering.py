@@ -1,8 +1,8 @@
 """The layers of the code, checked on the syntax tree of every file (so an import anywhere in a module,
 even lazily inside a function, counts):
 
-- the core package never reaches up: no module of ``acceptgate/`` (``acceptgate/cli`` and ``__main__``,
-  the command line's entry point, aside) imports the command line, the Prefect flows and tasks, or
+- the core package never reaches up: no module of ``acceptgate/`` (``acceptgate/cli`` aside; ``__main__``
+  finds the command by its declared name) imports the command line, the Prefect flows and tasks, or
   Prefect itself;
 - the domain packages compute: no module of ``gates/``, ``leak/``, ``v4v/``, ``judge/``, ``stats/`` or
   ``sources/`` imports the warehouse, the pipelines (the ledger among them) or DuckDB;
@@ -50,7 +50,7 @@ def violations(root: Path = CORE, packages: tuple[str, ...] | None = None,
     found = []
     for path in sorted(root.rglob("*.py")):
         top = path.relative_to(root).parts[0]
-        if (top not in packages) if packages is not None else (top in ("cli", "__main__.py")):
+        if (top not in packages) if packages is not None else (top == "cli"):
             continue
         for line, module in imported_modules(path, root):
             if any(module == f or module.startswith(f + ".") for f in forbidden):
