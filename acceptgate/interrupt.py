@@ -109,6 +109,21 @@ def spare(pgid: int) -> None:
     _spared.add(pgid)
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's counts); a zombie -- dead, not yet reaped -- is gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def descendants(pid: int | None = None) -> list[int]:
     """Every process below ``pid`` (default: this one), from /proc, parents before children."""
     root = os.getpid() if pid is None else pid

@@ -55,6 +55,7 @@ import duckdb
 
 from acceptgate.hashing import sha256_text
 from acceptgate.errors import InvalidInput
+from acceptgate.interrupt import pid_alive
 
 REPO = Path(__file__).resolve().parents[1]
 SQL_DIR = REPO / "sql"
@@ -380,22 +381,12 @@ def pause_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGSTOP)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
 def _mark_dead_attempts(con: duckdb.DuckDBPyConnection) -> int:
     """Attempts left 'running' by a process of this host that no longer exists: killed or crashed."""
     host = socket.gethostname()
     stale = [(r, a, pid) for r, a, pid in con.execute(
         f"select run_id, attempt, pid from {ATTEMPTS_TABLE} where status = 'running' and host = ?",
-        [host]).fetchall() if pid != os.getpid() and not _pid_alive(pid)]
+        [host]).fetchall() if pid != os.getpid() and not pid_alive(pid)]
     for run_id, attempt, pid in stale:
         con.execute(f"update {ATTEMPTS_TABLE} set status = 'failed', finished_at = now(), failure = ? "
                     "where run_id = ? and attempt = ?",
@@ -596,7 +587,7 @@ def _remove_stale_temps(target: Path) -> None:
     """Temp snapshots left by a publish that was killed (their process is gone)."""
     for stale in target.parent.glob(f".{target.name}.*.tmp*"):
         pid = stale.name[len(target.name) + 2:].split(".")[0]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             stale.unlink(missing_ok=True)
 
 

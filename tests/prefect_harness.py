@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
+from acceptgate.interrupt import pid_alive
 
 # A server start is a wait on its health check, not a measurement: with several pytest-xdist workers on a
 # busy 2-core machine a cold start (the SQLite migrations) has taken over 120 s, so the backstop is generous.
@@ -62,26 +63,13 @@ def controller_unconfigure(config) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(state["pid"], signal.SIGTERM)
         deadline = time.monotonic() + 30
-        while _alive(state["pid"]) and time.monotonic() < deadline:
+        while pid_alive(state["pid"]) and time.monotonic() < deadline:
             time.sleep(0.1)
         for pid in (state["pid"], state["server_pid"]):  # a server that would not stop (its own session)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
     os.environ.pop(SHARED_ENV, None)
     shutil.rmtree(directory, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (our own unreaped child) is gone for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @contextlib.contextmanager
@@ -105,7 +93,7 @@ def shared_server_url(directory: Path) -> str:
     """The shared server's API URL, starting it if no worker has yet (under the lock)."""
     with _locked(directory):
         state = _read_state(directory)
-        if state and _alive(state["pid"]):
+        if state and pid_alive(state["pid"]):
             return state["url"]
         controller = int((directory / "controller.pid").read_text())
         log = open(directory / "server.log", "ab")

@@ -21,16 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tasks import _prefect_env  # noqa: E402  (offline settings; launch_server/stop_server)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+from acceptgate.interrupt import pid_alive  # noqa: E402
 
 
 def main(directory: Path, controller: int) -> int:
@@ -46,7 +37,7 @@ def main(directory: Path, controller: int) -> int:
         state = directory / "server.json.tmp"
         state.write_text(json.dumps({"url": url, "pid": os.getpid(), "server_pid": proc.pid}))
         state.replace(directory / "server.json")
-        while not stop and proc.poll() is None and _alive(controller):
+        while not stop and proc.poll() is None and pid_alive(controller):
             time.sleep(0.5)
     finally:
         _prefect_env.stop_server(proc)

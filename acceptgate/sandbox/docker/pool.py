@@ -22,6 +22,7 @@ from importlib import resources
 from acceptgate.sandbox import seccomp
 from acceptgate.sandbox.backend import BackendUnavailable, Limits, runner_source
 from acceptgate.sandbox.docker.stream import KeeperStream, StreamClosed, StreamError
+from acceptgate.interrupt import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -295,7 +296,7 @@ def remove_stale(client, *, everything: bool = False) -> int:
     for c in client.containers.list(all=True, filters={"label": LABEL}):
         owner = c.labels.get(f"{LABEL}.owner", "")
         node, _, pid = owner.partition(":")
-        alive = node == host and pid.isdigit() and _pid_alive(int(pid))
+        alive = node == host and pid.isdigit() and pid_alive(int(pid))
         if everything or not alive:
             try:
                 c.remove(force=True)
@@ -303,13 +304,3 @@ def remove_stale(client, *, everything: bool = False) -> int:
             except docker.errors.APIError:
                 pass
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
