@@ -279,28 +279,43 @@ class CertifyShard:
     def __repr__(self) -> str:
         return f"CertifyShard({self.index}, {len(self.materials)} tasks)"
 
+    def cost(self) -> int:
+        """A rough size of the shard's sandbox work, to start the largest first: every execution runs
+        every case of a suite, and a pool is about as large as the task's samples plus a fixed number
+        of constructed candidates (``pools.propose``)."""
+        return sum(sum(len(s.cases) for s in m.suites.values()) * (len(m.samples) + 16) for m in self.materials)
+
 
 class CertifyShardResult:
-    """Per task: the proposed and kept pools, the label checks, every execution, every decision."""
+    """Per task: the proposed and kept pools, the label checks, every execution, and the judged
+    decisions: every decision record and the verdict (gates, mutants, metrics) of each task and
+    verifier. Only the verifiers' reports over all tasks are left to the client."""
 
-    __slots__ = ("index", "proposed", "kept", "checks", "runs", "decided", "seconds", "worker")
+    __slots__ = ("index", "proposed", "kept", "checks", "runs", "records", "verdicts", "seconds", "worker")
 
-    def __init__(self, index, proposed, kept, checks, runs, decided, seconds, worker) -> None:
+    def __init__(self, index, proposed, kept, checks, runs, records, verdicts, seconds, worker) -> None:
         self.index, self.proposed, self.kept, self.checks = index, proposed, kept, checks
-        self.runs, self.decided, self.seconds, self.worker = runs, decided, seconds, worker
+        self.runs, self.records, self.verdicts = runs, records, verdicts
+        self.seconds, self.worker = seconds, worker
 
 
 def certify_shards(materials: list, shard_size: int = DEFAULT_TASKS_PER_SHARD) -> list[CertifyShard]:
-    return [CertifyShard(i, batch) for i, batch in enumerate(split(materials, shard_size))]
+    """Shards of ``shard_size`` consecutive tasks (their index keeps the task order for the merge),
+    listed largest first (``CertifyShard.cost``): submitted in this order, the long shards start early
+    and the small ones fill the gaps, so the last shard does not run alone for long."""
+    batches = [CertifyShard(i, batch) for i, batch in enumerate(split(materials, shard_size))]
+    return sorted(batches, key=lambda b: (-b.cost(), b.index))
 
 
 def certify_shard(shard: CertifyShard, backend: str, settings) -> CertifyShardResult:
-    """Pools, executions (round 0, labels, re-runs from reset) and decisions of one shard's tasks, here;
-    the gates and metrics are the client's (``merge_certify``)."""
+    """Pools, executions (round 0, labels, re-runs from reset), decisions and their per-task gates and
+    metrics, of one shard's tasks, here; the client merges and reports (``merge_certify``)."""
     from acceptgate.v4v import certify as v4v
 
     seconds = {}
+    t0 = time.monotonic()
     with backends.create(backend) as sandbox:
+        seconds["backend"] = time.monotonic() - t0
         t0 = time.monotonic()
         proposed = v4v.propose_pools(shard.materials, settings)
         runs = v4v.execute_pools(shard.materials, proposed, sandbox, settings)
@@ -313,12 +328,16 @@ def certify_shard(shard: CertifyShard, backend: str, settings) -> CertifyShardRe
         verifiers = v4v.make_verifiers(settings.verifiers, sandbox, settings.limits, settings.external)
         decided = v4v.decide_all(shard.materials, kept, runs, verifiers, settings)
         seconds["decide"] = time.monotonic() - t0
-    return CertifyShardResult(shard.index, proposed, kept, checks, runs, decided, seconds, worker_name())
+    t0 = time.monotonic()
+    records, verdicts = v4v.judge_tasks(shard.materials, kept, runs, verifiers, decided, settings)
+    seconds["judge"] = time.monotonic() - t0
+    return CertifyShardResult(shard.index, proposed, kept, checks, runs, records, verdicts, seconds, worker_name())
 
 
 def merge_certify(materials: list, results: list[CertifyShardResult], settings):
-    """One ``Certification`` as the single-process flow builds it: pools and checks in task order, the
-    runs and decisions of every shard, then the gates and metrics computed here from those rows."""
+    """One ``Certification`` as the single-process flow builds it: pools, checks, records and verdicts
+    concatenated in task order (each shard's are in task, then verifier order), then the verifiers'
+    reports over all tasks, computed here."""
     from acceptgate.v4v import certify as v4v
 
     results = sorted(results, key=lambda r: r.index)
@@ -326,16 +345,17 @@ def merge_certify(materials: list, results: list[CertifyShardResult], settings):
     kept = {t: pool for r in results for t, pool in r.kept.items()}
     checks = [c for r in results for c in r.checks]
     runs = {k: v for r in results for k, v in r.runs.items()}
-    decided = {k: v for r in results for k, v in r.decided.items()}
+    records = [rec for r in results for rec in r.records]
+    verdicts = [v for r in results for v in r.verdicts]
     seconds: dict[str, float] = {}
     for r in results:
         for stage, s in r.seconds.items():
             seconds[stage] = seconds.get(stage, 0.0) + s
     t0 = time.monotonic()
-    # the verifiers' names, families and suites only: nothing runs on the client
+    # the verifiers' names and families only: nothing runs on the client
     verifiers = v4v.make_verifiers(settings.verifiers, None, settings.limits, settings.external)  # type: ignore[arg-type]
-    records, verdicts, reports = v4v.judge_all(materials, kept, runs, verifiers, decided, settings)
-    seconds["judge"] = time.monotonic() - t0
+    reports = v4v.verifier_reports(verifiers, verdicts)
+    seconds["report"] = time.monotonic() - t0
     return v4v.Certification(materials, proposed, kept, checks, runs, records, verdicts, reports, settings, seconds)
 
 

@@ -127,3 +127,15 @@ def test_cli_dask_errors_exit_2_before_any_work(tmp_path, suites_dir, humanevalp
             assert main(argv + ["--warehouse", str(path)] + bad) == 2, argv + bad
             assert field in capsys.readouterr().err
             assert not path.exists()
+
+
+def test_certify_shards_start_the_largest_first(suites_dir, humanevalplus_path, codet_samples_path):
+    from acceptgate.v4v import certify as C
+
+    materials = C.load_materials(suites_dir, str(humanevalplus_path), str(codet_samples_path))
+    batches = shards.certify_shards(materials, shard_size=1)
+    costs = [b.cost() for b in batches]
+    assert costs == sorted(costs, reverse=True) and len(set(costs)) > 1  # these tasks' suites differ in size
+    # the index still names the task order, which the merge restores
+    assert sorted((b.index, b.materials[0].task_id) for b in batches) == list(enumerate(m.task_id for m in materials))
+    assert [b.index for b in batches] != list(range(len(batches)))  # so the order really changed here

@@ -378,12 +378,12 @@ def decide_all(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate
     return decided
 
 
-def judge_all(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]], all_runs: dict[RunKey, SuiteRun],
-              verifiers: list[Verifier], decided: Decided,
-              settings: Settings = Settings()) -> tuple[list[gates.DecisionRecord], list[TaskVerdict], list[VerifierReport]]:
-    """The gates and metrics per task and verifier from the decisions (pure: runs nothing), and the
+def judge_tasks(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]], all_runs: dict[RunKey, SuiteRun],
+                verifiers: list[Verifier], decided: Decided,
+                settings: Settings = Settings()) -> tuple[list[gates.DecisionRecord], list[TaskVerdict]]:
+    """The gates and metrics per task and verifier from the decisions (pure: runs nothing), with the
     baselines the trivial-baselines gate compares against; records and verdicts in task, then verifier
-    order whatever order the decisions came in."""
+    order whatever order the decisions came in. Per task only, so a shard judges its own tasks."""
     baseline_vs = {v.name: v for v in make_verifiers(BASELINES, None, settings.limits)}  # type: ignore[arg-type]
     records: list[gates.DecisionRecord] = []
     verdicts: list[TaskVerdict] = []
@@ -396,12 +396,25 @@ def judge_all(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]
             recs, scope = decided[(m.task_id, v.name)]
             verdicts.append(judge_task(m, pool, v, recs, base, all_runs, settings, scope))
             records += recs
-    reports = []
+    return records, verdicts
+
+
+def verifier_reports(verifiers: list[Verifier], verdicts: list[TaskVerdict]) -> list[VerifierReport]:
+    """Each verifier's report over all tasks' verdicts (the cross-task part: means, the median round)."""
+    out = []
     for v in verifiers:
         mine = [t for t in verdicts if t.verifier == v.name]
         if mine:  # a suite verifier no task has (V where no task has examples) has nothing to report
-            reports.append(report(v.name, v.family, mine))
-    return records, verdicts, reports
+            out.append(report(v.name, v.family, mine))
+    return out
+
+
+def judge_all(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]], all_runs: dict[RunKey, SuiteRun],
+              verifiers: list[Verifier], decided: Decided,
+              settings: Settings = Settings()) -> tuple[list[gates.DecisionRecord], list[TaskVerdict], list[VerifierReport]]:
+    """``judge_tasks`` over every task, then the verifiers' reports."""
+    records, verdicts = judge_tasks(materials, kept, all_runs, verifiers, decided, settings)
+    return records, verdicts, verifier_reports(verifiers, verdicts)
 
 
 def evaluate(materials: list[TaskMaterial], kept: dict[str, list[PoolCandidate]], all_runs: dict[RunKey, SuiteRun],
