@@ -330,6 +330,7 @@ def certify_shard(shard: CertifyShard, backend: str, settings) -> CertifyShardRe
         seconds["decide"] = time.monotonic() - t0
     t0 = time.monotonic()
     records, verdicts = v4v.judge_tasks(shard.materials, kept, runs, verifiers, decided, settings)
+    runs = {key: run.for_storage() for key, run in runs.items()}  # every decision is made: values are no longer read
     seconds["judge"] = time.monotonic() - t0
     return CertifyShardResult(shard.index, proposed, kept, checks, runs, records, verdicts, seconds, worker_name())
 

@@ -49,6 +49,9 @@ class CertifySummary:
                f"({s.get('execute', 0):.1f} s), {sum(1 for k in cert.runs if k[3] > 0)} re-runs from reset "
                f"({s.get('repeat', 0):.1f} s); decisions, gates and mutants {s.get('decide', 0):.1f} s; "
                f"wall {self.wall_seconds:.1f} s"]
+        if "report" in s:  # a sharded run: the seconds above are summed over its shards
+            out.append(f"shards: sandbox backend starts {s.get('backend', 0):.1f} s and gates, mutants and metrics "
+                       f"{s.get('judge', 0):.1f} s (summed over shards); the reports here {s['report']:.1f} s")
         if self.warehouse:
             out.append(f"warehouse: {self.warehouse} (tables v4v_*; views v4v_certificates, v4v_pool_composition)")
         return out

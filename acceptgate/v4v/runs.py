@@ -9,6 +9,7 @@ fresh sandbox process each time).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ class SuiteRun:
     broken: tuple[str, str] | None = None  # (timeout|crash|memory|protocol, detail): the run ended early
     wall_seconds: float = 0.0
     round: int = 0  # 0 = the run every verifier decides from; 1.. = repeatability re-runs
+    stored: str | None = None  # ``outputs_json()``, once the values are dropped (``for_storage``)
 
     def outputs(self) -> list[list]:
         """Per case [status, got canonical text or exception type]: what the warehouse stores. A text
@@ -50,7 +52,13 @@ class SuiteRun:
         return out
 
     def outputs_json(self) -> str:
-        return json.dumps(self.outputs(), ensure_ascii=False)
+        return self.stored if self.stored is not None else json.dumps(self.outputs(), ensure_ascii=False)
+
+    def for_storage(self) -> "SuiteRun":
+        """A copy with what the warehouse stores (the outputs as their JSON text) instead of the values
+        and exception types: what a certify shard sends back once every decision is made, so the
+        client neither unpickles every returned value nor renders them again."""
+        return dataclasses.replace(self, values=[], errors=[], stored=self.outputs_json())
 
 
 def collect(harness: Harness, source: str, candidate_sha256: str, backend: Backend, *,
