@@ -27,7 +27,9 @@ the README and the on-paper estimate of a 10,000-task x 100-samples nightly from
 
 Settings: gate arms conform and off, 5 draws per task, CodeT CodeGen-16B samples; certify with the
 default settings (k = 3, 3 re-run samples, 10 samples per task, the built-in verifiers); tasks per shard
-= ceil(tasks / 8) unless ``--shard-size``. Report the load average beside every figure: on a shared
+= ceil(tasks / 20) unless ``--shard-size`` (about 20 shards: certify starts the largest first, so the
+last one to finish is a small one; a shard's own cost is a sandbox backend start, 0.6 s at load 15-19,
+and a Prefect task run). Report the load average beside every figure: on a shared
 machine they move with it.
 """
 
@@ -54,6 +56,7 @@ MBPPPLUS = SHARED / "mbppplus" / "MbppPlus-399.jsonl.gz"
 CODET = SHARED / "samples" / "codet_codegen16B.jsonl.gz"
 OUT = REPO / "bench" / "out"
 PLOT = REPO / "docs" / "scale.png"
+SHARDS = 20  # about this many shards per Dask run: small ones even out the workers' shares
 GATE_DRAWS = 5  # --per-task of the gate runs: model samples per task
 CERTIFY_SAMPLES = 10  # certify's default --samples-per-task
 # seconds per task, 1 slot, when scale.json has no earlier run of a configuration: only for the ETA
@@ -183,7 +186,7 @@ def main() -> None:
                     help="single and/or daskN (a LocalCluster of N worker processes), comma-separated")
     ap.add_argument("--slots", type=int, default=1,
                     help="sandbox slots per executing process (the single process, each Dask worker); default 1")
-    ap.add_argument("--shard-size", type=int, default=None, help="tasks per shard (default ceil(tasks / 8))")
+    ap.add_argument("--shard-size", type=int, default=None, help="tasks per shard (default ceil(tasks / 20))")
     ap.add_argument("--timeout", type=float, default=3 * 3600, help="seconds; a longer configuration is stopped")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and its ETA, run nothing")
     args = ap.parse_args()
@@ -233,7 +236,7 @@ def main() -> None:
                 warehouse = tmp / f"{stage}-{dataset}-{n}-{workers}.duckdb"
                 argv = stage_argv(stage, str(suites), path, n, warehouse) + ["--workers", str(args.slots)]
                 if workers:
-                    argv += ["--dask", str(workers), "--shard-size", str(args.shard_size or math.ceil(n / 8))]
+                    argv += ["--dask", str(workers), "--shard-size", str(args.shard_size or math.ceil(n / SHARDS))]
                 print(f"{time.strftime('%H:%M:%S')} {stage} {dataset} {n} tasks, {runner_name(workers, args.slots)} "
                       f"(ETA ~{etas[(dataset, n, stage, workers)] / 60:.0f} min)", flush=True)
                 load0 = os.getloadavg()[0]
