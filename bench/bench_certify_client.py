@@ -52,7 +52,6 @@ def main() -> None:
     ap.add_argument("--shard-size", type=int, default=2)
     args = ap.parse_args()
 
-    started = time.perf_counter()
     from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
     from flows import serve
     from bench_scale import free_port
