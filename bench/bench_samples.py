@@ -463,6 +463,10 @@ def breakdown(name: str, backend: backends.Backend, imported: ImportResult, samp
         "backend": name + _mode(backend), "executions": n, "cases": cases, "wall_seconds": wall,
         "load": (load0, load1), "stages": {}, "harness_user_s": harness[0], "harness_sys_s": harness[1],
         "sandbox_in_executions_s": inside if any(r.cpu_seconds is not None for r in results) else None,
+        # A timed-out execution uses its whole CPU limit (1 s per case here), whatever the sandbox costs:
+        # reported apart so that per-case figures can be read without it.
+        "timeouts": sum(r.verdict == "timeout" for r in results),
+        "sandbox_in_timeouts_s": sum(r.cpu_seconds or 0.0 for r in results if r.verdict == "timeout"),
         "slots_started": (getattr(backend.pool, "started") - started_slots) if started_slots is not None else None,
         "verdicts": dict(Counter(r.verdict for r in results)), "gc": collected,
     }
@@ -498,6 +502,9 @@ def breakdown_table(b: dict[str, Any]) -> str:
     lines.append(f"| harness process, kernel ({hs / (hu + hs) * 100:.0f} %) | {per(hs)} | | |")
     if b.get("sandbox_in_executions_s") is not None:
         lines.append(f"| sandbox: the executions' processes | {per(b['sandbox_in_executions_s'])} | | |")
+        if b.get("timeouts"):
+            lines.append(f"| of which the {b['timeouts']} timed-out execution(s), at their CPU limit | "
+                         f"{per(b['sandbox_in_timeouts_s'])} | | |")
     if b.get("sandbox_between_executions_s") is not None:
         lines.append(f"| sandbox: between executions (next environment, slot upkeep) | "
                      f"{per(b['sandbox_between_executions_s'])} | | |")
@@ -507,6 +514,8 @@ def breakdown_table(b: dict[str, Any]) -> str:
         lines.append(f"| sandbox, kernel ({ss / (su + ss) * 100:.0f} %) | {per(ss)} | | |")
         total = hu + hs + su + ss
         lines.append(f"| **all CPU** (kernel {(hs + ss) / total * 100:.0f} %) | **{per(total)}** | | |")
+        if b.get("timeouts"):
+            lines.append(f"| all CPU without the timed-out executions' own | {per(total - b['sandbox_in_timeouts_s'])} | | |")
     if b.get("floor"):
         f = b["floor"]
         lines.append(f"\nraw frames, 3,000 calls of f(x) = x on one runner (CPU µs per call, median of 3): one at a "
