@@ -427,6 +427,24 @@ def round_trip_floor(backend: backends.Backend, calls: int = 3000, repeats: int 
     return out
 
 
+def counter_read_cost(backend: backends.Backend, reads: int = 20_000) -> float | None:
+    """CPU µs of one read of an idle fork-server slot's CPU counter (what the harness does at every case
+    start): the pread and its parse, this thread's CPU time, median of 3."""
+    import statistics
+
+    slots = getattr(getattr(backend, "pool", None), "idle_slots", lambda: [])()
+    cpu = next((s.cpu for s in slots if getattr(s, "cpu", None) is not None), None)
+    if cpu is None:
+        return None
+    runs = []
+    for _ in range(3):
+        started = time.thread_time()
+        for _ in range(reads):
+            cpu.seconds()
+        runs.append((time.thread_time() - started) / reads * 1e6)
+    return statistics.median(runs)
+
+
 def breakdown(name: str, backend: backends.Backend, imported: ImportResult, samples: list[Sample],
               workers: int, limits: Limits) -> dict[str, Any]:
     from acceptgate.sandbox import stages
@@ -521,6 +539,9 @@ def breakdown_table(b: dict[str, Any]) -> str:
         lines.append(f"\nraw frames, 3,000 calls of f(x) = x on one runner (CPU µs per call, median of 3): one at a "
                      f"time {f['one_at_a_time_harness_us']:.1f} harness + {f['one_at_a_time_sandbox_us']:.1f} sandbox; "
                      f"written ahead {f['written_ahead_harness_us']:.1f} + {f['written_ahead_sandbox_us']:.1f}")
+    if b.get("counter_read_us"):
+        lines.append(f"\none read of a slot's CPU counter (at every case start): {b['counter_read_us']:.1f} µs of CPU "
+                     "(20,000 reads, median of 3)")
     if b.get("slot_start"):
         st = b["slot_start"]
         lines.append(f"\nslot start (5 started and discarded): {st['wall_ms']:.1f} ms wall, "
@@ -547,6 +568,7 @@ def run_breakdown(args: argparse.Namespace, argv: list[str] | None) -> int:
             b = breakdown(name, backend, imported, samples, args.workers, HEP_LIMITS)
             b["slot_start"] = slot_start_cost(backend, HEP_LIMITS)
             b["floor"] = round_trip_floor(backend)
+            b["counter_read_us"] = counter_read_cost(backend)
             found.append(b)
     command = " ".join(["python3", "bench/bench_samples.py", *(argv if argv is not None else sys.argv[1:])])
     md = f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores\n\n" + \
