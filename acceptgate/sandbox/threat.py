@@ -73,7 +73,14 @@ isolation.not_enforced, which every result carries. Each shared resource, and ho
   lookup of a cached one is faster); (4) executions running at the same time share the CPUs and the
   machine's memory, and global counters (/proc/meminfo, /proc/loadavg, /proc/sys/fs/dentry-state)
   show their load to each other: a noisy covert channel between two executions of one batch, which
-  needs a receiver running at the same moment and carries nothing to a later execution.
+  needs a receiver running at the same moment and carries nothing to a later execution; (5) found in
+  issue 25's round 5, not yet closed: a socketpair(AF_UNIX) socket can be bound to an abstract unix
+  name and can send to one (sendto, sendmsg). On docker a socket left in flight (sent into itself,
+  a cycle only the kernel's unix garbage collector frees) keeps its name in the reused container's
+  network namespace after the execution, where a later execution in that container can see it; on
+  local-rlimits the names are the host's, so a candidate can send datagrams to the host's abstract
+  unix sockets (tests/test_channels.py marks both as expected failures). The local fork server and
+  local-bwrap give every execution a new network namespace, which closes both.
 
 Verdict categories are what the harness observed, except where noted:
 - pass / fail: the harness's own comparison of a parsed answer. Only pass matters for delivery, gates
