@@ -45,7 +45,12 @@ isolation.not_enforced, which every result carries. Each shared resource, and ho
 - Sockets: socket() is denied for every family, socketpair() for all but AF_UNIX (anonymous). AF_VSOCK
   ports are the whole machine's, outside any network namespace; without a network namespace
   (local-rlimits) so are the host's loopback and abstract unix names; a reused container can keep TCP
-  TIME_WAIT entries. The protocol is two pipes and needs no socket.
+  TIME_WAIT entries. A socketpair's socket could still be bound to an abstract unix name, address one
+  and be sent into itself (SCM_RIGHTS: a cycle that outlives the execution until the kernel's unix
+  collector runs), reaching the host's names (local-rlimits) or a later execution in a reused
+  container (docker): bind, connect, listen, accept, sendto with an address, sendmsg and sendmmsg are
+  denied too (on docker the runner adds sendmsg to the container's profile, which leaves it to the
+  keeper). The protocol is two pipes and needs no socket.
 - Locks and watches on the files every execution reads: fcntl's POSIX and OFD byte-range lock, lease
   and notify commands, flock(), inotify and fanotify are denied.
 - System V IPC and POSIX message queues: denied (the host's own where there is no IPC namespace, and a
@@ -73,14 +78,7 @@ isolation.not_enforced, which every result carries. Each shared resource, and ho
   lookup of a cached one is faster); (4) executions running at the same time share the CPUs and the
   machine's memory, and global counters (/proc/meminfo, /proc/loadavg, /proc/sys/fs/dentry-state)
   show their load to each other: a noisy covert channel between two executions of one batch, which
-  needs a receiver running at the same moment and carries nothing to a later execution; (5) found in
-  issue 25's round 5, not yet closed: a socketpair(AF_UNIX) socket can be bound to an abstract unix
-  name and can send to one (sendto, sendmsg). On docker a socket left in flight (sent into itself,
-  a cycle only the kernel's unix garbage collector frees) keeps its name in the reused container's
-  network namespace after the execution, where a later execution in that container can see it; on
-  local-rlimits the names are the host's, so a candidate can send datagrams to the host's abstract
-  unix sockets (tests/test_channels.py marks both as expected failures). The local fork server and
-  local-bwrap give every execution a new network namespace, which closes both.
+  needs a receiver running at the same moment and carries nothing to a later execution.
 
 Verdict categories are what the harness observed, except where noted:
 - pass / fail: the harness's own comparison of a parsed answer. Only pass matters for delivery, gates
