@@ -427,6 +427,24 @@ def round_trip_floor(backend: backends.Backend, calls: int = 3000, repeats: int 
     return out
 
 
+def counter_read_cost(backend: backends.Backend, reads: int = 20_000) -> float | None:
+    """CPU µs of one read of an idle fork-server slot's CPU counter (what the harness does at every case
+    start): the pread and its parse, this thread's CPU time, median of 3."""
+    import statistics
+
+    slots = getattr(getattr(backend, "pool", None), "idle_slots", lambda: [])()
+    cpu = next((s.cpu for s in slots if getattr(s, "cpu", None) is not None), None)
+    if cpu is None:
+        return None
+    runs = []
+    for _ in range(3):
+        started = time.thread_time()
+        for _ in range(reads):
+            cpu.seconds()
+        runs.append((time.thread_time() - started) / reads * 1e6)
+    return statistics.median(runs)
+
+
 def breakdown(name: str, backend: backends.Backend, imported: ImportResult, samples: list[Sample],
               workers: int, limits: Limits) -> dict[str, Any]:
     from acceptgate.sandbox import stages
@@ -463,6 +481,10 @@ def breakdown(name: str, backend: backends.Backend, imported: ImportResult, samp
         "backend": name + _mode(backend), "executions": n, "cases": cases, "wall_seconds": wall,
         "load": (load0, load1), "stages": {}, "harness_user_s": harness[0], "harness_sys_s": harness[1],
         "sandbox_in_executions_s": inside if any(r.cpu_seconds is not None for r in results) else None,
+        # A timed-out execution uses its whole CPU limit (1 s per case here), whatever the sandbox costs:
+        # reported apart so that per-case figures can be read without it.
+        "timeouts": sum(r.verdict == "timeout" for r in results),
+        "sandbox_in_timeouts_s": sum(r.cpu_seconds or 0.0 for r in results if r.verdict == "timeout"),
         "slots_started": (getattr(backend.pool, "started") - started_slots) if started_slots is not None else None,
         "verdicts": dict(Counter(r.verdict for r in results)), "gc": collected,
     }
@@ -498,6 +520,9 @@ def breakdown_table(b: dict[str, Any]) -> str:
     lines.append(f"| harness process, kernel ({hs / (hu + hs) * 100:.0f} %) | {per(hs)} | | |")
     if b.get("sandbox_in_executions_s") is not None:
         lines.append(f"| sandbox: the executions' processes | {per(b['sandbox_in_executions_s'])} | | |")
+        if b.get("timeouts"):
+            lines.append(f"| of which the {b['timeouts']} timed-out execution(s), at their CPU limit | "
+                         f"{per(b['sandbox_in_timeouts_s'])} | | |")
     if b.get("sandbox_between_executions_s") is not None:
         lines.append(f"| sandbox: between executions (next environment, slot upkeep) | "
                      f"{per(b['sandbox_between_executions_s'])} | | |")
@@ -507,11 +532,16 @@ def breakdown_table(b: dict[str, Any]) -> str:
         lines.append(f"| sandbox, kernel ({ss / (su + ss) * 100:.0f} %) | {per(ss)} | | |")
         total = hu + hs + su + ss
         lines.append(f"| **all CPU** (kernel {(hs + ss) / total * 100:.0f} %) | **{per(total)}** | | |")
+        if b.get("timeouts"):
+            lines.append(f"| all CPU without the timed-out executions' own | {per(total - b['sandbox_in_timeouts_s'])} | | |")
     if b.get("floor"):
         f = b["floor"]
         lines.append(f"\nraw frames, 3,000 calls of f(x) = x on one runner (CPU µs per call, median of 3): one at a "
                      f"time {f['one_at_a_time_harness_us']:.1f} harness + {f['one_at_a_time_sandbox_us']:.1f} sandbox; "
                      f"written ahead {f['written_ahead_harness_us']:.1f} + {f['written_ahead_sandbox_us']:.1f}")
+    if b.get("counter_read_us"):
+        lines.append(f"\none read of a slot's CPU counter (at every case start): {b['counter_read_us']:.1f} µs of CPU "
+                     "(20,000 reads, median of 3)")
     if b.get("slot_start"):
         st = b["slot_start"]
         lines.append(f"\nslot start (5 started and discarded): {st['wall_ms']:.1f} ms wall, "
@@ -538,6 +568,7 @@ def run_breakdown(args: argparse.Namespace, argv: list[str] | None) -> int:
             b = breakdown(name, backend, imported, samples, args.workers, HEP_LIMITS)
             b["slot_start"] = slot_start_cost(backend, HEP_LIMITS)
             b["floor"] = round_trip_floor(backend)
+            b["counter_read_us"] = counter_read_cost(backend)
             found.append(b)
     command = " ".join(["python3", "bench/bench_samples.py", *(argv if argv is not None else sys.argv[1:])])
     md = f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores\n\n" + \

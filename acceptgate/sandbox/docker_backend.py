@@ -212,9 +212,12 @@ class DockerBackend(Backend):
         self._resident()
         config = ContainerConfig.for_limits(self.image, limits, self.fork_server)
         try:
-            return ContainerProcess(self.pool, self.pool.acquire(config))
+            proc = ContainerProcess(self.pool, self.pool.acquire(config))
         except StaleContainer:  # once: the next container is a new one if the engine restarted
-            return ContainerProcess(self.pool, self.pool.acquire(config))
+            proc = ContainerProcess(self.pool, self.pool.acquire(config))
+        # The container's profile leaves sendmsg to the keeper; the runner denies it to the candidate.
+        proc.runner_seccomp = seccomp.runner_bpf()
+        return proc
 
     def warm(self, limits: Limits = Limits(), count: int | None = None) -> None:
         """Start idle containers ahead of a batch (default: one per pool slot)."""

@@ -11,7 +11,9 @@ Shared kernel state that outlives or spans executions is closed by name and by a
 - sockets: socket() for every family (the protocol is two pipes; AF_VSOCK's port space is the whole
   machine's, outside any network namespace, and so is the host's loopback and abstract unix namespace
   where there is no network namespace); socketpair() except AF_UNIX (anonymous, asyncio and
-  multiprocessing use it);
+  multiprocessing use it); what would give a socketpair's socket a name or reach one: bind, connect,
+  listen, accept, sendto with an address, sendmsg and sendmmsg (SENDMSG: on docker loaded by the runner,
+  runner_bpf(), since the container's keeper passes descriptors with sendmsg);
 - locks and watches on the files every execution shares read-only: fcntl's byte-range, OFD, lease and
   notify commands, flock(), inotify and fanotify;
 - the page cache of those files: fadvise, readahead, mincore, cachestat, process_madvise, madvise
@@ -29,7 +31,8 @@ exported as BPF once per process. Where it goes:
 - fork-server mode: each execution's init loads it after building its namespaces, before it forks the
   runner (the fork server itself needs unshare and mount, so its own sandbox has no filter);
 - ``local-rlimits``: the runner loads it itself, before the candidate's code exists (``runner.py``);
-- ``docker``: ``security_opt=["seccomp=<json>"]`` with the same rules as Docker's JSON profile.
+- ``docker``: ``security_opt=["seccomp=<json>"]`` with the same rules as Docker's JSON profile, but for
+  SENDMSG, which the runner adds itself (``runner_bpf()``) before the candidate's code exists.
 """
 
 from __future__ import annotations
@@ -55,6 +58,10 @@ DENIED = (
     "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "uselib", "fanotify_init",
     # sockets of every family (socketpair of AF_UNIX is allowed below, by argument)
     "socket",
+    # unix socket names: without socket() the only sockets are socketpair's, already connected, but one
+    # can still be bound to an abstract name or address one (connect; sendto below, by argument), which
+    # reaches whatever else lives in the network namespace (the host's without one, a reused container's)
+    "bind", "connect", "listen", "accept", "accept4",
     # locks and watches on shared files (fcntl's lock commands are denied by argument below)
     "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_mark",
     # the page cache: controlling or probing what is resident
@@ -66,6 +73,11 @@ DENIED = (
     "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
 )
 AF_UNIX = 1
+# Denied to every candidate, but not by the docker container's profile: the in-container keeper passes
+# descriptors with sendmsg (there the runner loads runner_bpf() itself). sendmsg can name a destination
+# (msg_name, behind a pointer no filter can read) and can send a socket into itself (SCM_RIGHTS), a
+# cycle that outlives every process of the execution until the kernel's unix garbage collector runs.
+SENDMSG = ("sendmsg", "sendmmsg")
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW (and their 32-bit *64 numbers), F_OFD_GETLK, F_OFD_SETLK,
 # F_OFD_SETLKW, F_SETLEASE, F_GETLEASE, F_NOTIFY
 FCNTL_DENIED = (5, 6, 7, 12, 13, 14, 36, 37, 38, 1024, 1025, 1026)
@@ -80,6 +92,7 @@ ARG_RULES = (
     + [("madvise", [(2, "EQ", advice)]) for advice in MADVISE_DENIED]
     + [("preadv2", [(5, "NE", 0)]), ("pwritev2", [(5, "NE", 0)])]
     + [("prctl", [(0, "EQ", PR_SET_MEMORY_MERGE)])]
+    + [("sendto", [(4, "NE", 0)])]  # with a destination address (send() passes none)
 )
 # clone flags that make namespaces: clone() with any of them is denied (fork and threads are not).
 NAMESPACE_FLAGS = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
@@ -110,15 +123,27 @@ def _resolvable(sc, name: str) -> bool:
 @functools.cache
 def bpf() -> bytes:
     """The filter as a BPF program for this machine's architecture (what prctl/bwrap load)."""
+    return _export(DENIED + SENDMSG, full=True)
+
+
+@functools.cache
+def runner_bpf() -> bytes:
+    """What the docker runner adds to its container's profile before the candidate exists: SENDMSG."""
+    return _export(SENDMSG, full=False)
+
+
+def _export(denied: tuple[str, ...], *, full: bool) -> bytes:
     sc = _library()
     flt = sc.SyscallFilter(sc.ALLOW)
     try:  # a binary tree of syscall numbers rather than a linear list: fewer instructions per call
         flt.set_attr(sc.Attr.CTL_OPTIMIZE, 2)
     except Exception:  # libseccomp < 2.5: the linear filter, same rules
         pass
-    for name in DENIED:
+    for name in denied:
         if _resolvable(sc, name):
             flt.add_rule(sc.ERRNO(EPERM), name)
+    if not full:
+        return _bytes(flt)
     if _resolvable(sc, "clone3"):
         flt.add_rule(sc.ERRNO(ENOSYS), "clone3")
     for flag in NAMESPACE_FLAGS.values():
@@ -126,6 +151,10 @@ def bpf() -> bytes:
     for name, comparisons in ARG_RULES:
         if _resolvable(sc, name):
             flt.add_rule(sc.ERRNO(EPERM), name, *(sc.Arg(i, getattr(sc, op), v) for i, op, v in comparisons))
+    return _bytes(flt)
+
+
+def _bytes(flt) -> bytes:
     with tempfile.TemporaryFile() as f:
         flt.export_bpf(f)
         f.seek(0)
@@ -133,7 +162,8 @@ def bpf() -> bytes:
 
 
 def docker_profile() -> str:
-    """The same rules as a Docker seccomp profile (JSON), for ``security_opt``."""
+    """The same rules as a Docker seccomp profile (JSON), for ``security_opt``, except SENDMSG (the
+    keeper's; the runner loads runner_bpf() for them)."""
     syscalls = [
         {"names": list(DENIED), "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM},
         {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": ENOSYS},
@@ -168,4 +198,4 @@ def describe() -> str:
     return ("seccomp: denied (EPERM) " + ", ".join(DENIED) + "; clone with namespace flags; clone3 "
             "(ENOSYS, so clone is used); socketpair except AF_UNIX; fcntl lock, lease and notify commands; "
             "madvise advice that loads, evicts, probes or merges pages; preadv2/pwritev2 with flags; "
-            "prctl(PR_SET_MEMORY_MERGE)")
+            "prctl(PR_SET_MEMORY_MERGE); sendto with an address; " + ", ".join(SENDMSG))

@@ -45,7 +45,12 @@ isolation.not_enforced, which every result carries. Each shared resource, and ho
 - Sockets: socket() is denied for every family, socketpair() for all but AF_UNIX (anonymous). AF_VSOCK
   ports are the whole machine's, outside any network namespace; without a network namespace
   (local-rlimits) so are the host's loopback and abstract unix names; a reused container can keep TCP
-  TIME_WAIT entries. The protocol is two pipes and needs no socket.
+  TIME_WAIT entries. A socketpair's socket could still be bound to an abstract unix name, address one
+  and be sent into itself (SCM_RIGHTS: a cycle that outlives the execution until the kernel's unix
+  collector runs), reaching the host's names (local-rlimits) or a later execution in a reused
+  container (docker): bind, connect, listen, accept, sendto with an address, sendmsg and sendmmsg are
+  denied too (on docker the runner adds sendmsg to the container's profile, which leaves it to the
+  keeper). The protocol is two pipes and needs no socket.
 - Locks and watches on the files every execution reads: fcntl's POSIX and OFD byte-range lock, lease
   and notify commands, flock(), inotify and fanotify are denied.
 - System V IPC and POSIX message queues: denied (the host's own where there is no IPC namespace, and a

@@ -1,0 +1,151 @@
+"""What each step of the fork server's per-execution environment costs (issue 25, round 5).
+
+    python3 bench/bench_next_environment.py [--runs 30] [--rounds 8] [--variants all]
+
+One fork-server slot per variant; each variant runs ``--runs`` trivial executions (load ``f(x) = x``,
+one call, end) per round, the variants interleaved (the order reversed every other round) so that a
+shared, loaded machine affects them alike. Reported: the slot's CPU time (its cgroup counter: the
+execution's init and runner, their exits, the next environment, the fork server) and the harness
+process's, in µs per execution, median over rounds.
+
+The variants are the zygote's source with one step left out, to see what that step costs. They are
+ABLATIONS FOR MEASUREMENT ONLY, weaker than the real sandbox (no seccomp filter, no network namespace,
+...): this script never scores anything with them, and nothing else can select them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import marshal
+import os
+import secrets
+import statistics
+import sys
+import time
+
+from acceptgate.sandbox import forkserver, local
+from acceptgate.sandbox.backend import Limits
+
+# name -> (text in zygote.py, its replacement): one step left out
+ABLATIONS = {
+    "loopback left down": ("    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:\n"
+                           "        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack(\"16sH14x\", b\"lo\", IFF_UP_RUNNING))\n",
+                           ""),
+    # (and no loopback to bring up: the slot's own namespace is not the init's to change)
+    "no network namespace": ("CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS", "CLONE_NEWIPC | CLONE_NEWUTS"),
+    "no read-only /proc covers": ('PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")', "PROC_COVERS = ()"),
+    "no preloaded modules": ("    for name in PRELOAD:\n", "    for name in ():\n"),
+    "no seccomp filter": ("        load_filter(FILTER)  # after", "        pass  # after"),
+    # the init becomes the runner (pid 1: signal semantics differ, no wait status is reported): what one
+    # fork per execution instead of two could save at most
+    "runner as the init (one fork)": ("        runner = os.fork()\n        if runner == 0:\n",
+                                      "        runner = 0\n        if runner == 0:\n"),
+}
+LIMITS = Limits(wall_seconds=60)
+
+
+def variant_source(name: str) -> str:
+    source = forkserver.zygote_source()
+    if name == "as is":
+        return source
+    steps = [ABLATIONS[name]] + ([ABLATIONS["loopback left down"]] if name == "no network namespace" else [])
+    for old, new in steps:
+        if old not in source:
+            raise SystemExit(f"bench_next_environment: the step {name!r} is no longer in zygote.py; update ABLATIONS")
+        source = source.replace(old, new)
+    return source
+
+
+def backend_with(source: str) -> local.LocalBackend:
+    """A fork-server backend whose slots run ``source`` as their zygote (read when a slot starts)."""
+    original = forkserver.zygote_source
+    forkserver.zygote_source = lambda: source
+    try:
+        backend = local.forkserver_local()
+        run(backend, 2)  # the slot starts here, with this source
+    finally:
+        forkserver.zygote_source = original
+    FIRST_SLOT[id(backend)] = the_slot(backend)
+    return backend
+
+
+FIRST_SLOT: dict[int, object] = {}  # backend -> the slot started with its variant's source
+
+
+def run(backend: local.LocalBackend, n: int) -> None:
+    for _ in range(n):
+        proc = backend.spawn(LIMITS)
+        try:
+            marker, deadline = secrets.token_hex(16).encode(), time.monotonic() + 60
+            frame = lambda kind, p: marker + b" " + kind + b" " + str(len(p)).encode() + b"\n" + p  # noqa: E731
+            proc.write(marker + b"\n", deadline)
+            proc.write(frame(b"load", marshal.dumps({"source": "def f(x):\n    return x\n", "entry_point": "f",
+                                                      "limits": LIMITS.rlimits(),
+                                                      "seccomp": getattr(proc, "runner_seccomp", b"")})), deadline)
+            if b" ready " not in proc.read(deadline):
+                raise SystemExit("bench_next_environment: the runner did not load f")
+            proc.write(frame(b"call", marshal.dumps(((1,), {}))), deadline)
+            proc.read(deadline)
+            proc.write(frame(b"end", b""), deadline)
+            proc.wait(2.0)
+        finally:
+            proc.close()
+
+
+def the_slot(backend: local.LocalBackend):
+    slots = backend.pool.idle_slots()
+    if len(slots) != 1 or slots[0].cpu is None:
+        raise SystemExit("bench_next_environment: needs one idle fork-server slot with a cpuacct cgroup (as root)")
+    return slots[0]
+
+
+def slot_cpu(backend: local.LocalBackend) -> float:
+    slot = the_slot(backend)
+    if slot is not FIRST_SLOT[id(backend)]:  # a replacement slot would run the real zygote
+        raise SystemExit("bench_next_environment: a slot was discarded and replaced; rerun")
+    return slot.cpu.seconds()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=30, help="executions per variant per round")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--variants", default="all", help="comma-separated names of ABLATIONS, or all")
+    args = parser.parse_args(argv)
+    names = list(ABLATIONS) if args.variants == "all" else [v.strip() for v in args.variants.split(",")]
+    unknown = [n for n in names if n not in ABLATIONS]
+    if unknown:
+        print(f"unknown variant(s) {unknown}; known: {list(ABLATIONS)}", file=sys.stderr)
+        return 2
+    variants = [(name, backend_with(variant_source(name))) for name in ["as is", *names]]
+    load0 = os.getloadavg()[0]
+    found: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _ in variants}
+    try:
+        for r in range(args.rounds):
+            for name, backend in (variants if r % 2 == 0 else variants[::-1]):
+                sandbox0, harness0, wall0 = slot_cpu(backend), time.process_time(), time.perf_counter()
+                run(backend, args.runs)
+                wall = time.perf_counter() - wall0
+                time.sleep(0.05)  # the last init's exit and the next spare are counted in this round
+                found[name].append(((slot_cpu(backend) - sandbox0) / args.runs * 1e6,
+                                    (time.process_time() - harness0) / args.runs * 1e6, wall / args.runs * 1e3))
+    finally:
+        for _, backend in variants:
+            backend.close()
+    command = " ".join(["python3", "bench/bench_next_environment.py", *(argv if argv is not None else sys.argv[1:])])
+    print(f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores, "
+          f"load {load0:.1f}→{os.getloadavg()[0]:.1f}\n")
+    print("| zygote | sandbox CPU µs per execution (median) | rounds | harness process CPU µs per execution | "
+          "wall ms per execution (one after another) |")
+    print("|---|---:|---|---:|---:|")
+    base = statistics.median(x[0] for x in found["as is"])
+    for name, _ in variants:
+        sandbox = statistics.median(x[0] for x in found[name])
+        delta = "" if name == "as is" else f" ({sandbox - base:+,.0f})"
+        print(f"| {name} | {sandbox:,.0f}{delta} | {', '.join(f'{x[0]:,.0f}' for x in found[name])} | "
+              f"{statistics.median(x[1] for x in found[name]):,.0f} | {statistics.median(x[2] for x in found[name]):,.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
