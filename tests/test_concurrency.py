@@ -1,8 +1,8 @@
 """Readers and one writer in real processes: analysts query while runs write, never wait, never see a
 half-written run; then every example of sql/README.md runs, as written, on the warehouse they made.
 
-The writer runs the audit flow (``acceptgate audit --limit 2``) and then the gate flow (CONFORM and OFF
-on 3 HumanEval+ tasks with CodeT's samples) into ``data/warehouse.duckdb`` of a temporary directory. A
+The writer runs the audit flow (``acceptgate audit --limit 1``) and then the gate flow (CONFORM and OFF
+on 2 HumanEval+ tasks with CodeT's samples) into ``data/warehouse.duckdb`` of a temporary directory. A
 reader process loops until told to stop, each round through ``acceptgate sql --format json`` and the
 ``duckdb`` Python API on the snapshot, and also keeps one connection open from its first round on.
 """
@@ -48,6 +48,7 @@ READER = textwrap.dedent("""
     import duckdb
 
     warehouse, snapshot, stop, out, query = sys.argv[1:6]
+    PAUSE = 1.0  # seconds between rounds
     # A second process holds one connection open from the first snapshot it sees to the end: what it
     # reads must never change. (Its own process: within one process DuckDB shares an open database
     # per path, so a held connection would make this reader's new connections see the old file too.)
@@ -85,6 +86,13 @@ READER = textwrap.dedent("""
             rounds += 1
             if last:
                 break
+            # A short pause between rounds (ended early by the stop file): back to back, the reader's
+            # `acceptgate sql` processes took a whole core from the writers it watches. A half-written
+            # run published to the snapshot would stay there until the next publish, so rounds a second
+            # apart still see it.
+            pause_until = time.monotonic() + PAUSE
+            while time.monotonic() < pause_until and not os.path.exists(stop):
+                time.sleep(0.05)
     if holder is None or holder.wait(timeout=120) != 0:
         sys.exit(f"holder: {holder and holder.returncode}")
 """)
@@ -101,9 +109,9 @@ def concurrent_runs(prefect_harness, tmp_path_factory, humanevalplus_path, codet
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     env = cli_env(ACCEPTGATE_WAREHOUSE_LOCK_TIMEOUT="30")  # a writer kept waiting would fail loudly
     try:
-        codes = [run(["audit", "--limit", "2", "--warehouse", str(path)], env, home / "audit.log"),
+        codes = [run(["audit", "--limit", "1", "--warehouse", str(path)], env, home / "audit.log"),
                  run(["gate", "--arm", "conform", "--arm", "off", "--source", f"codet:{codet_samples_path}",
-                      "--humanevalplus", str(humanevalplus_path), "--limit", "3", "--warehouse", str(path)],
+                      "--humanevalplus", str(humanevalplus_path), "--limit", "2", "--warehouse", str(path)],
                      env, home / "gate.log")]
         stop.touch()
         _, err = reader.communicate(timeout=300)

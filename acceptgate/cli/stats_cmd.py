@@ -12,7 +12,6 @@ from acceptgate.cli import checks, flowrun
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
-from acceptgate.stats.pipeline import Settings, format_effects
 
 
 def add_parser(sub) -> None:
@@ -42,6 +41,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from acceptgate.stats.pipeline import Settings, format_effects  # pandas: not on every CLI start
+
     if args.audit_judge_run and not args.judge_run:
         raise InvalidInput("needs --judge-run (the main judge)", field="--audit-judge-run")
     settings = Settings(seed=args.seed, resamples=args.resamples, confidence=args.confidence).check()

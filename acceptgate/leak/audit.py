@@ -20,18 +20,20 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import groupby
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from acceptgate.hashing import sha256_text
 from acceptgate import runids
 from acceptgate.errors import InvalidInput
 from acceptgate.leak import records as records_mod
-from acceptgate.leak import store
 from acceptgate.leak.controls import run_controls
 from acceptgate.leak.material import TaskMaterial, materials_for_tasks
 from acceptgate.leak.records import LeakRecord
 from acceptgate.leak.scanners import SCANNER_VERSION, TaskScanner
 from acceptgate.leak.verdicts import judge
+
+if TYPE_CHECKING:  # pandas and pyarrow: imported when a scan runs, not by every CLI start
+    from acceptgate.leak import store
 
 Progress = Callable[[str, int, int, str], None]  # (run_id, records done, records total, what happened)
 BATCH_RECORDS = 2000  # records read, scanned and written per transaction
@@ -124,6 +126,8 @@ class ScannerCache:
 
 def scan_run(run_id: str, records: list[LeakRecord], scanners: ScannerCache) -> store.Scan:
     """The records of one run with their controls: every verdict of the scan shares them."""
+    from acceptgate.leak import store
+
     started = time.monotonic()
     control = run_controls(records, scanners)
     verdicts = [judge(r, scanners.materials.get(r.task_id), scanners(r.task_id), control, scanners.matcher_name)
