@@ -11,20 +11,20 @@ from shard_rows import suites_and_samples
 
 pytestmark = pytest.mark.prefect
 
-TASKS, PER_TASK = 6, 8
+TASKS, PER_TASK = 3, 8  # 24 samples in 5 shards of 5: both workers get shards, pass and fail among them
 
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backend):
-    """The first 6 HumanEval+ tasks as a suites directory, and 8 CodeT samples of each (EvalPlus format)."""
+    """The first 3 HumanEval+ tasks as a suites directory, and 8 CodeT samples of each (EvalPlus format)."""
     return suites_and_samples(tmp_path_factory.mktemp("dask"), humanevalplus_path, codet_samples_path, local_backend,
                               TASKS, PER_TASK)
 
 
 def test_shards_are_coarse_batches(inputs):
     loaded = shards.load_inputs(*inputs, "hidden")
-    batches = shards.make_shards(loaded.sample_file, loaded.suites, loaded.prompts, shard_size=10)
-    assert [len(b.samples) for b in batches] == [10, 10, 10, 10, 8]
+    batches = shards.make_shards(loaded.sample_file, loaded.suites, loaded.prompts, shard_size=5)
+    assert [len(b.samples) for b in batches] == [5, 5, 5, 5, 4]
     assert all(set(b.suites) == {s.task_id for s in b.samples} for b in batches)
 
 
@@ -36,7 +36,7 @@ def test_local_cluster_same_verdicts_as_single_process(prefect_harness, inputs, 
     # the Dask workers are new processes: they find the test server through the environment
     monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())
     suites_dir, samples = inputs
-    sharded = score_sharded.run(suites_dir, samples, suite="hidden", dask_workers=2, shard_size=10)
+    sharded = score_sharded.run(suites_dir, samples, suite="hidden", dask_workers=2, shard_size=5)
 
     loaded = shards.load_inputs(suites_dir, samples, "hidden")
     single = score.score_samples(loaded.sample_file, loaded.suites, loaded.prompts, local_backend, suite="hidden",
@@ -57,7 +57,7 @@ def test_sharded_flow_takes_the_evalplus_profile(prefect_harness, inputs, local_
     from flows import score_sharded
 
     suites_dir, samples = inputs
-    sharded = score_sharded.score_sharded(suites_dir, samples, suite="hidden", shard_size=16, profile="evalplus")
+    sharded = score_sharded.score_sharded(suites_dir, samples, suite="hidden", shard_size=8, profile="evalplus")
     loaded = shards.load_inputs(suites_dir, samples, "hidden", profile="evalplus")
     assert set(loaded.timing) == set(loaded.suites)
     single = score.score_samples(loaded.sample_file, loaded.suites, loaded.prompts, local_backend, suite="hidden",

@@ -306,12 +306,15 @@ def test_reference_timeouts_are_retried_alone_then_fail_loudly(local_backend, mo
     from acceptgate.importers import common
     from acceptgate.sandbox.backend import Limits
 
-    monkeypatch.setattr(common, "RETRY_LIMITS", Limits(wall_seconds=6.0, cpu_seconds=7))
+    # A sleep uses no CPU, so only the wall-clock backstop stops it: each pass's backstop is set (the
+    # default, max(3x, +20 s), would make this test wait 47 s). 1 s stops the 1.5 s sleep (a call 0 not
+    # answered within 1 s on a loaded machine is retried alone too); 10 s answers it, and stops a 30 s one.
+    monkeypatch.setattr(common, "RETRY_LIMITS", Limits(wall_seconds=6.0, cpu_seconds=7, backstop_seconds=10.0))
+    first_pass = Limits(wall_seconds=1.0, cpu_seconds=2, backstop_seconds=1.0)
     slow = "import time\ndef f(x):\n    if x:\n        time.sleep(x)\n    return x\n"
     run = common.reference_outputs("f", [((0,), {}), ((1.5,), {}), ((0,), {})], slow, local_backend,
-                                   limits=Limits(wall_seconds=1.0, cpu_seconds=2))
+                                   limits=first_pass)
     assert [o.status for o in run.outcomes] == ["ok", "ok", "ok"]  # 1.5 s: answered by the retry
     assert run.seconds[1] >= 1.4
     with pytest.raises(common.ReferenceTimeout, match="no answer"):
-        common.reference_outputs("f", [((0,), {}), ((30,), {})], slow, local_backend,
-                                 limits=Limits(wall_seconds=1.0, cpu_seconds=2))
+        common.reference_outputs("f", [((0,), {}), ((30,), {})], slow, local_backend, limits=first_pass)

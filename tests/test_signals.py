@@ -171,6 +171,32 @@ def _gate_argv(suites, samples, warehouse) -> list[str]:
             "--limit", "3", "--warehouse", str(warehouse)]
 
 
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory, api, suites_3, codet_samples_path):
+    """A warehouse with one published gate run (conform, off; 3 tasks): what stats and backfill read."""
+    path = tmp_path_factory.mktemp("gated") / "w.duckdb"
+    done = subprocess.run([sys.executable, "-m", "acceptgate", *_gate_argv(suites_3, codet_samples_path, path)],
+                          cwd=REPO, capture_output=True, text=True, timeout=WAIT,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": api})
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def _copy_warehouse(source: Path, into: Path) -> Path:
+    import shutil
+
+    for f in source.parent.glob(f"{source.stem}.*"):
+        shutil.copy(f, into / f.name)
+    return into / source.name
+
+
+def _snapshot_rows(path: Path, table: str) -> int:
+    import duckdb
+
+    with duckdb.connect(str(path.with_name(f"{path.stem}.snapshot.duckdb")), read_only=True) as con:
+        return con.execute(f"select count(*) from {table}").fetchone()[0]
+
+
 def test_audit_sigterm_mid_flow_stops_its_own_prefect_server(tmp_path):
     """The case that orphaned Prefect's server: SIGTERM to the CLI alone while the sandboxes run."""
     path = tmp_path / "w.duckdb"
@@ -202,17 +228,14 @@ def test_gate_sigint_while_arms_run(tmp_path, api, suites_3, codet_samples_path)
     assert _attempts(path)[-1][:2] == ("gate", "interrupted")
 
 
-def test_gate_sigterm_inside_a_write_transaction_keeps_the_published_run(tmp_path, api, suites_3,
+def test_gate_sigterm_inside_a_write_transaction_keeps_the_published_run(tmp_path, api, gated, suites_3,
                                                                           codet_samples_path):
-    """A first run publishes; a second attempt is stopped with its gate rows written but not committed:
-    the snapshot still holds the first run's rows."""
+    """A first run publishes (the ``gated`` warehouse, copied); a second attempt is stopped with its gate
+    rows written but not committed: the snapshot still holds the first run's rows."""
     import duckdb
 
-    path = tmp_path / "w.duckdb"
+    path = _copy_warehouse(gated, tmp_path)
     argv = _gate_argv(suites_3, codet_samples_path, path)
-    first = subprocess.run([sys.executable, "-m", "acceptgate", *argv], cwd=REPO, capture_output=True, text=True,
-                           env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": api}, timeout=WAIT)
-    assert first.returncode == 0, first.stderr
     snapshot = tmp_path / "w.snapshot.duckdb"
     with duckdb.connect(str(snapshot), read_only=True) as con:
         before = con.execute("select count(*) from gate_decisions").fetchone()[0]
@@ -283,32 +306,6 @@ def test_serve_ctrl_c_while_serving_exits_130(tmp_path, api, suites_3, codet_sam
     cli.send(signal.SIGINT, group=True)
     lines = cli.stopped(signal.SIGINT)
     assert "the schedules stopped" in lines[-1]
-
-
-@pytest.fixture(scope="module")
-def gated(tmp_path_factory, api, suites_3, codet_samples_path):
-    """A warehouse with one published gate run (conform, off; 3 tasks): what stats and backfill read."""
-    path = tmp_path_factory.mktemp("gated") / "w.duckdb"
-    done = subprocess.run([sys.executable, "-m", "acceptgate", *_gate_argv(suites_3, codet_samples_path, path)],
-                          cwd=REPO, capture_output=True, text=True, timeout=WAIT,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": api})
-    assert done.returncode == 0, done.stderr
-    return path
-
-
-def _copy_warehouse(source: Path, into: Path) -> Path:
-    import shutil
-
-    for f in source.parent.glob(f"{source.stem}.*"):
-        shutil.copy(f, into / f.name)
-    return into / source.name
-
-
-def _snapshot_rows(path: Path, table: str) -> int:
-    import duckdb
-
-    with duckdb.connect(str(path.with_name(f"{path.stem}.snapshot.duckdb")), read_only=True) as con:
-        return con.execute(f"select count(*) from {table}").fetchone()[0]
 
 
 def test_stats_sigterm_inside_its_write_transaction(tmp_path, api, gated):
