@@ -75,6 +75,8 @@ def cluster(dask: str) -> Iterator[Callable[..., list]]:
     ``with cluster(dask) as run: run(task, batches, **parameters)``."""
     workers, address = shards.parse_dask(dask)
     with task_runner(workers, address) as runner:
+        if workers:  # a LocalCluster's workers register one by one: the first must not take every shard
+            runner.client.wait_for_workers(workers)
         def run(task, batches: list, *, progress: Callable[[int, int], None] | None = None, **parameters) -> list:
             futures = [runner.submit(task, parameters={"shard": batch, **parameters}) for batch in batches]
             results = []
