@@ -15,8 +15,10 @@ is not what "2 workers vs 1" measures, which is how the work spreads over worker
 
 Each measurement is the real command in a subprocess (``acceptgate gate|certify ... --no-gauge --quiet``
 into a fresh warehouse), all against one Prefect server the bench starts, so no run pays a server start;
-a Dask run pays its LocalCluster's start. Peak RSS: the largest sum of resident memory over the
-command's whole process tree (client, Dask workers, sandboxes), sampled every 0.2 s; the warehouse's
+a Dask run pays its LocalCluster's start. Peak RSS: the largest sum of proportional resident memory
+(PSS: a page shared by n processes counts 1/n in each, so the sandbox view every process maps and
+locks counts once) over the command's whole process tree (client, Dask workers, sandboxes), sampled
+every 0.2 s; the warehouse's
 size per task and per row (the DuckDB file after the run). Every Dask run's result rows are compared
 with the single-process run's (times aside): "rows equal" in the output. A configuration that runs
 longer than ``--timeout`` is stopped (its whole process group) and recorded as such.
@@ -64,6 +66,18 @@ CERTIFY_SAMPLES = 10  # certify's default --samples-per-task
 GUESS_SECONDS_PER_TASK = {"gate": 15.0, "certify": 40.0}
 
 
+def _pss(pid: int) -> int:
+    """A process's proportional set size in bytes (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def peak_tree_rss(proc: subprocess.Popen, stop: threading.Event, peak: list[int]) -> None:
     import psutil
 
@@ -75,10 +89,7 @@ def peak_tree_rss(proc: subprocess.Popen, stop: threading.Event, peak: list[int]
         total = 0
         try:
             for p in [root, *root.children(recursive=True)]:
-                try:
-                    total += p.memory_info().rss
-                except psutil.Error:
-                    pass
+                total += _pss(p.pid)
         except psutil.Error:
             break
         peak[0] = max(peak[0], total)

@@ -20,6 +20,7 @@ import pytest
 
 from acceptgate import render, suitespec
 from acceptgate.sandbox.backend import Limits
+from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import execute, run_calls
 
 HERE = Path(__file__).resolve().parent
@@ -255,11 +256,14 @@ def test_pages_one_execution_loads_are_no_news_to_the_next(name, open_backend):
     counted in /proc/self/smaps). Every page was resident before the first candidate, so it reads
     nothing back."""
     backend = open_backend(name)  # skips docker without an engine (fails under CI)
+    if name == "local-rlimits":  # every host file is readable: nothing to make resident; it says so
+        assert any("page cache residency" in m for m in backend.isolation(Limits()).not_enforced)
+        return
     if name == "docker" and not backend.layers:
         pytest.skip("the engine's layer directories are not readable here")
-    if name == "docker" and backend.pinned is not None:
-        pytest.skip("this process pins the image's pages (no cold cache to start from): see "
-                    "test_the_docker_image_stays_resident_whatever_the_host_evicts")
+    if getattr(backend, "pinned", None) is not None:
+        pytest.skip("this process pins the view's pages (no cold cache to start from): see "
+                    "test_a_pinned_view_stays_resident_whatever_the_host_evicts")
     if not _evict(name, open_backend):
         pytest.skip("the host keeps the probed pages resident: no cold cache to start from")
     proc = subprocess.run([sys.executable, "-c", LOADS, name], input=program("page_loads"), text=True,
@@ -267,20 +271,20 @@ def test_pages_one_execution_loads_are_no_news_to_the_next(name, open_backend):
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["loaded"] == "loaded", got
-    if name == "local-rlimits":  # every host file is readable: nothing to make resident; it says so
-        assert any("page cache residency" in m for m in got["not_enforced"]), got["not_enforced"]
-        return
     assert got["before"] == got["after"] == (1 << 16) - 1, f"token {got['token']}: {got}"
 
 
-@pytest.mark.docker
-def test_the_docker_image_stays_resident_whatever_the_host_evicts(open_backend):
-    """Docker's image is small enough to be pinned (mapped and mlock'ed by the harness): a host eviction
-    after the backend started takes none of its pages, so a later execution still reads nothing back."""
-    backend = open_backend("docker")
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "local-rlimits"])
+def test_a_pinned_view_stays_resident_whatever_the_host_evicts(name, open_backend):
+    """The view every execution reads (Docker's image layers; the local sandboxes' interpreter, stdlib
+    and libraries) is pinned: mapped and mlock'ed by the harness while the backend lives. A host eviction
+    after the backend started (this machine kind's DAMON pages cold page cache out by itself) takes none
+    of its pages, so a later execution still reads nothing back."""
+    backend = open_backend(name)
     if backend.pinned is None:
-        pytest.skip("the image's layers could not be pinned here (unreadable layers, or mlock refused)")
-    assert not _evict("docker", open_backend), "a pinned page was evicted"
+        pytest.skip("the view could not be pinned here (unreadable layers, too large, or mlock refused)")
+    assert any("locked in memory" in m for m in backend.isolation(Limits()).enforced)
+    assert not _evict(name, open_backend), "a pinned page was evicted"
     token = 1 + secrets.randbelow((1 << 16) - 2)
     assert answer(backend, "page_loads", "load", token) == "loaded"
     seen = 0

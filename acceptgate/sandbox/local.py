@@ -196,9 +196,15 @@ class LocalBackend(Backend):
             drop_privileges = os.geteuid() == 0
         self.uid = NOBODY if drop_privileges else None
         self.plan = _resolve(caps, namespaces, process_cap, self.uid is not None)
+        # The read-only view locked in memory while the backend lives, else read in and re-checked.
+        self._pin = residency.hold(caps.bwrap.ro_binds, caps.bwrap.hidden) if self.plan.namespaces else None
         self._resident()  # before any sandbox starts, the trial slot included
         self.forkserver_problem = ""
-        self.pool = self._fork_server_pool(forkserver)
+        try:
+            self.pool = self._fork_server_pool(forkserver)
+        except BaseException:
+            residency.release(self._pin)
+            raise
         self._described: dict[Limits, Isolation] = {}
         if self.plan.namespaces:
             self.python = caps.bwrap.python
@@ -226,9 +232,16 @@ class LocalBackend(Backend):
             raise BackendUnavailable(f"fork-server sandbox unavailable: {why}")
         return forkserver.SlotPool(config)
 
+    @property
+    def pinned(self) -> residency.Pinned | None:
+        """The read-only view's pages, locked in memory while the backend lives (None: re-checked)."""
+        return residency.held(self._pin)
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
+        pin, self._pin = self._pin, None
+        residency.release(pin)
 
     def command(self, limits: Limits, seccomp_fd: int | None = None) -> list[str]:
         # The runner travels on the command line: no file of ours needs to be readable inside.
@@ -248,7 +261,7 @@ class LocalBackend(Backend):
 
     def _resident(self) -> None:
         """The read-only view's pages all resident (residency.py); a no-op when checked recently."""
-        if self.plan.namespaces:
+        if self.plan.namespaces and self._pin is None:
             residency.ensure(self.caps.bwrap.ro_binds, self.caps.bwrap.hidden)
 
     def spawn(self, limits: Limits) -> SandboxProcess:
@@ -343,9 +356,16 @@ TREE_COUNTER = "the runner's process tree in /proc, read by the harness"
 TREE_GAP = ("CPU time of every process (no cpuacct cgroup here: a child that ends outside the runner's tree "
             "is not counted; the wall-clock backstop bounds it)")
 
-PAGE_CACHE = ("page cache of the read-only view: every file read in by the harness before any candidate "
-              f"runs and re-checked every {residency.REFRESH_SECONDS:g} s, so no page is left for an execution "
-              "to load, and none it can evict (the evicting and probing calls are denied)")
+def page_cache(backend: "LocalBackend") -> str:
+    """What keeps the read-only view's page cache from carrying anything between executions."""
+    if backend.pinned is not None:
+        return (f"page cache of the read-only view: all {backend.pinned.bytes // MiB} MiB of its files mapped and locked in "
+                "memory by the harness before any candidate runs, for as long as the backend lives, so no "
+                "execution can load a page another one could see, nor anyone (the host included) evict one")
+    return ("page cache of the read-only view: every file read in by the harness before any candidate "
+            f"runs and re-checked every {residency.REFRESH_SECONDS:g} s, so no page is left for an execution "
+            "to load, and none it can evict (the evicting and probing calls are denied; pages the host "
+            "evicts between two checks can be loaded again)")
 
 
 def describe(backend: LocalBackend, limits: Limits) -> Isolation:
@@ -359,7 +379,7 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
                    str(backend.uid) if backend.uid is not None else "the harness's uid")
         iso.enforced += bwrap.describe(caps.bwrap, outside_uid=outside)
         iso.enforced.append(seccomp.describe() + " (loaded by bubblewrap before the runner starts)")
-        iso.enforced.append(PAGE_CACHE)
+        iso.enforced.append(page_cache(backend))
         iso.notes += list(caps.bwrap.notes)
         iso.notes.append(f"a new sandbox and interpreter per execution (fork server: {backend.forkserver_problem})")
     else:
@@ -450,7 +470,7 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
     ]
     iso.enforced.append(seccomp.describe() + " (loaded by each execution's init after its namespaces are "
                         "built, before the runner is forked)")
-    iso.enforced.append(PAGE_CACHE)
+    iso.enforced.append(page_cache(backend))
     if backend.pool.config.uid_pool is None:
         iso.not_enforced.append("a host uid per slot (not root: every slot runs as the harness's uid, so "
                                 "concurrent executions share its per-user kernel quotas)")

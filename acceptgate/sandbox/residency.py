@@ -30,7 +30,11 @@ from dataclasses import dataclass
 
 REFRESH_SECONDS = 300.0
 CHUNK = 1 << 20
-PIN_MAX_BYTES = 256 * 1024 * 1024
+# Pinned when at most this big: the Docker image's layers (~50 MB) and the local view (the interpreter,
+# its stdlib and /usr/lib: about 1 GiB here, 0.4 s of CPU to map and lock once per process). A host
+# that evicts cold page cache on its own (DAMON's pageout scheme on this machine kind) would otherwise
+# hand candidates fresh pages to load between two checks.
+PIN_MAX_BYTES = 2 * 1024 * 1024 * 1024
 
 
 @dataclass
@@ -216,3 +220,41 @@ class Pinned:
         spans, self._spans = self._spans, []
         for addr, size in spans:
             libc.munmap(ctypes.c_void_p(addr), size)  # unlocks too
+
+
+_held: dict[tuple[tuple[str, ...], tuple[str, ...]], list] = {}  # view -> [Pinned, holders]
+_held_lock = threading.Lock()
+
+
+def hold(roots: tuple[str, ...], hidden: tuple[str, ...] = ()) -> tuple | None:
+    """The view pinned for this process while anyone holds it (one pin, however many backends of the
+    process use the same view); a key for ``release``, or None when it cannot be pinned."""
+    key = (tuple(roots), tuple(hidden))
+    with _held_lock:
+        entry = _held.get(key)
+        if entry is None:
+            pinned = Pinned.try_pin(key[0], key[1], max_bytes=PIN_MAX_BYTES)
+            if pinned is None:
+                return None
+            entry = _held[key] = [pinned, 0]
+        entry[1] += 1
+        return key
+
+
+def held(key: tuple | None) -> Pinned | None:
+    with _held_lock:
+        entry = _held.get(key) if key is not None else None
+        return entry[0] if entry else None
+
+
+def release(key: tuple | None) -> None:
+    if key is None:
+        return
+    with _held_lock:
+        entry = _held.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] == 0:
+            entry[0].close()
+            del _held[key]

@@ -64,12 +64,14 @@ isolation.not_enforced, which every result carries. Each shared resource, and ho
   by the pages a fault maps around it (/proc/self/smaps) or by a read's time -- is closed by
   construction: the harness reads in every page of the view before the first candidate (sandbox/
   residency.py), so there is no page left to load, and those pages are not charged to any execution's
-  memory cgroup, so none can push them out by filling its own cap. Docker's image (about 50 MB) is
-  moreover pinned: the harness keeps its layer files mapped and locked in memory (mlock) while the
-  backend lives, so not even the host can evict a page of it.
-- Residual risks, not closed: (1) on the local backends (a view of about 1 GB, read in but not
-  pinned), pages the host itself evicts under its own memory pressure after the harness's check
-  (re-done every 300 s) can be loaded again by one execution and seen by a later one;
+  memory cgroup, so none can push them out by filling its own cap. The view is moreover pinned
+  (Docker's image, about 50 MB; the local sandboxes' interpreter, stdlib and libraries, about 1 GB):
+  the harness keeps its files mapped and locked in memory (mlock) while the backend lives, so not
+  even the host can evict a page of it (this machine kind's DAMON pages cold page cache out by
+  itself); where mlock is refused or the view is over 2 GiB, it is re-read every 300 s instead.
+- Residual risks, not closed: (1) where the view is not pinned (mlock refused, or over 2 GiB),
+  pages the host itself evicts after the harness's check (re-done every 300 s) can be loaded again
+  by one execution and seen by a later one;
   (2) local-rlimits can read every host file, which no harness can keep resident: its page-cache
   residency is named in isolation.not_enforced (the evicting and probing calls are denied there too);
   on docker, when the harness cannot read the engine's layer directories (not root, or a remote
