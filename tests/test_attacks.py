@@ -279,6 +279,9 @@ me = os.getpid()
 cases = [(tuple(me if a == "$harness_pid" else a for a in args), {}, literals.parse(want))
          for args, want in job["cases"]]
 harness = render.harness_for(suitespec.build(job["dialect"], "f", cases))
+def peak_mib():  # this process's own peak (VmHWM): ru_maxrss would also count a vfork parent's
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
 def cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)  # this process's threads; the sandbox is a child
     return usage.ru_utime + usage.ru_stime
@@ -286,8 +289,11 @@ with backends.create(job["backend"]) as backend:
     started, used = time.monotonic(), cpu()
     result = execute(harness, job["source"], backend, limits=Limits(wall_seconds=job["wall"]))
     wall, used = time.monotonic() - started, cpu() - used
-# What the trusted side paid for this answer: its peak memory, its CPU and wall time, and the stored size.
-out = result.as_dict() | {"harness": {"maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    pinned = getattr(backend, "pinned", None)  # the sandbox view, locked resident from start to end
+    pinned_mib = pinned.bytes / 2**20 if pinned is not None else 0.0
+# What the trusted side paid for this answer: its peak memory (beyond the pinned view every harness holds
+# whatever the candidate does), its CPU and wall time, and the stored size.
+out = result.as_dict() | {"harness": {"maxrss_mib": peak_mib() - pinned_mib,
                                       "wall_seconds": wall, "cpu_seconds": used,
                                       "stored_bytes": len(result.to_json())}}
 print(json.dumps(out))
@@ -574,12 +580,17 @@ jobs = []
 for item in job["jobs"]:
     cases = [(tuple(args), {}, literals.parse(want)) for args, want in item["cases"]]  # literal text
     jobs.append((render.harness_for(suitespec.build(item["dialect"], "f", cases)), item["source"]))
+def peak_mib():  # this process's own peak (VmHWM): ru_maxrss would also count a vfork parent's
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
 with backends.create(job["backend"]) as backend:
     started = time.monotonic()
     results = execute_many(jobs, backend, workers=2)
     wall = time.monotonic() - started
+    pinned = getattr(backend, "pinned", None)  # the sandbox view, locked resident from start to end
+    pinned_mib = pinned.bytes / 2**20 if pinned is not None else 0.0
 print(json.dumps({"verdicts": [r.verdict for r in results], "wall": wall,
-                  "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "maxrss_mib": peak_mib() - pinned_mib}))
 """
 
 
