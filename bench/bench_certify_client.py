@@ -58,7 +58,7 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_certify_client."))
     suites = tmp / "suites"
-    subprocess.run([sys.executable, "-m", "acceptgate", "import", "humanevalplus", "--path", str(HEPLUS), "--out",
+    subprocess.run([sys.executable, "-m", "acceptgate.cli", "import", "humanevalplus", "--path", str(HEPLUS), "--out",
                     str(suites), "--limit", str(args.tasks)], cwd=REPO, check=True, capture_output=True)
     with serve.local_server(free_port()) as api:
         os.environ["PREFECT_API_URL"] = api

@@ -89,7 +89,7 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_dask_overhead."))
     suites = tmp / "suites"
-    subprocess.run([sys.executable, "-m", "acceptgate", "import", "humanevalplus", "--path", str(HEPLUS), "--out",
+    subprocess.run([sys.executable, "-m", "acceptgate.cli", "import", "humanevalplus", "--path", str(HEPLUS), "--out",
                     str(suites), "--limit", str(args.tasks)], cwd=REPO, check=True, capture_output=True)
     materials = core.load_materials(str(suites), str(HEPLUS), str(CODET), limit=args.tasks)
     shard = shards.certify_shards(materials, args.tasks)[0]

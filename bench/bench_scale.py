@@ -100,7 +100,7 @@ def run_command(argv: list[str], env: dict, timeout: float) -> tuple[float, int,
     """(seconds, peak RSS of the tree, output, finished): a run past ``timeout`` is stopped, group and all."""
     stop, peak = threading.Event(), [0]
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "acceptgate", *argv], cwd=REPO, env=env, start_new_session=True,
+    proc = subprocess.Popen([sys.executable, "-m", "acceptgate.cli", *argv], cwd=REPO, env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     watcher = threading.Thread(target=peak_tree_rss, args=(proc, stop, peak), daemon=True)
     watcher.start()
@@ -239,7 +239,7 @@ def main() -> None:
         for dataset, path, n, stage in plan:
             suites = tmp / f"{dataset}-{n}"
             if (dataset, n) not in imported:
-                subprocess.run([sys.executable, "-m", "acceptgate", "import", dataset, "--path", str(path), "--out",
+                subprocess.run([sys.executable, "-m", "acceptgate.cli", "import", dataset, "--path", str(path), "--out",
                                 str(suites), "--limit", str(n)], cwd=REPO, env=env, check=True, capture_output=True)
                 imported.add((dataset, n))
             single_rows = None

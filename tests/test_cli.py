@@ -32,7 +32,7 @@ def test_every_command_has_help(capsys):
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "acceptgate", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "acceptgate.cli", *args], capture_output=True, text=True)
 
 
 def test_spec_check_valid_prints_hashes():

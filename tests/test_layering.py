@@ -1,8 +1,8 @@
 """The layers of the code, checked on the syntax tree of every file (so an import anywhere in a module,
 even lazily inside a function, counts):
 
-- the core package never reaches up: no module of ``acceptgate/`` (``acceptgate/cli`` aside; ``__main__``
-  finds the command by its declared name) imports the command line, the Prefect flows and tasks, or
+- the core package never reaches up: no module of ``acceptgate/`` (``acceptgate/cli`` aside, whose
+  ``__main__`` is ``python -m acceptgate.cli``) imports the command line, the Prefect flows and tasks, or
   Prefect itself;
 - the domain packages compute: no module of ``gates/``, ``leak/``, ``v4v/``, ``judge/``, ``stats/`` or
   ``sources/`` imports the warehouse, the pipelines (the ledger among them) or DuckDB;

@@ -329,7 +329,7 @@ def test_serve_api_refuses_bad_keys_and_paths_before_listening(tmp_path):
     import sys
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "acceptgate", "serve-api", *args], capture_output=True,
+        return subprocess.run([sys.executable, "-m", "acceptgate.cli", "serve-api", *args], capture_output=True,
                               text=True, timeout=120)
 
     missing = run("--keys", str(tmp_path / "nope.json"), "--no-warehouse")
