@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,12 +53,11 @@ def main() -> None:
 
     from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
     from flows import serve
-    from bench_scale import free_port
+    from bench_scale import free_port, import_suites
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_certify_client."))
     suites = tmp / "suites"
-    subprocess.run([sys.executable, "-m", "acceptgate.cli", "import", "humanevalplus", "--path", str(HEPLUS), "--out",
-                    str(suites), "--limit", str(args.tasks)], cwd=REPO, check=True, capture_output=True)
+    import_suites("humanevalplus", HEPLUS, args.tasks, suites)
     with serve.local_server(free_port()) as api:
         os.environ["PREFECT_API_URL"] = api
         log: list[dict] = []

@@ -86,11 +86,11 @@ def main() -> None:
 
     from acceptgate import shards
     from acceptgate.v4v import certify as core
+    from bench_scale import import_suites
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_dask_overhead."))
     suites = tmp / "suites"
-    subprocess.run([sys.executable, "-m", "acceptgate.cli", "import", "humanevalplus", "--path", str(HEPLUS), "--out",
-                    str(suites), "--limit", str(args.tasks)], cwd=REPO, check=True, capture_output=True)
+    import_suites("humanevalplus", HEPLUS, args.tasks, suites)
     materials = core.load_materials(str(suites), str(HEPLUS), str(CODET), limit=args.tasks)
     shard = shards.certify_shards(materials, args.tasks)[0]
     settings = core.Settings(workers=1)

@@ -72,17 +72,28 @@ def backend_with(source: str) -> local.LocalBackend:
 FIRST_SLOT: dict[int, object] = {}  # backend -> the slot started with its variant's source
 
 
+def load_identity(proc, limits: Limits, deadline: float):
+    """Raw frames to a spawned runner: its marker, then ``f(x) = x`` loaded. The frame maker and the
+    load's answer (also bench_samples.py's per-call floor)."""
+    marker = secrets.token_hex(16).encode()
+
+    def frame(kind: bytes, payload: bytes) -> bytes:
+        return marker + b" " + kind + b" " + str(len(payload)).encode() + b"\n" + payload
+
+    proc.write(marker + b"\n", deadline)
+    proc.write(frame(b"load", marshal.dumps({"source": "def f(x):\n    return x\n", "entry_point": "f",
+                                              "limits": limits.rlimits(),
+                                              "seccomp": getattr(proc, "runner_seccomp", b"")})), deadline)
+    return frame, proc.read(deadline)
+
+
 def run(backend: local.LocalBackend, n: int) -> None:
     for _ in range(n):
         proc = backend.spawn(LIMITS)
         try:
-            marker, deadline = secrets.token_hex(16).encode(), time.monotonic() + 60
-            frame = lambda kind, p: marker + b" " + kind + b" " + str(len(p)).encode() + b"\n" + p  # noqa: E731
-            proc.write(marker + b"\n", deadline)
-            proc.write(frame(b"load", marshal.dumps({"source": "def f(x):\n    return x\n", "entry_point": "f",
-                                                      "limits": LIMITS.rlimits(),
-                                                      "seccomp": getattr(proc, "runner_seccomp", b"")})), deadline)
-            if b" ready " not in proc.read(deadline):
+            deadline = time.monotonic() + 60
+            frame, answer = load_identity(proc, LIMITS, deadline)
+            if b" ready " not in answer:
                 raise SystemExit("bench_next_environment: the runner did not load f")
             proc.write(frame(b"call", marshal.dumps(((1,), {}))), deadline)
             proc.read(deadline)

@@ -380,7 +380,6 @@ def round_trip_floor(backend: backends.Backend, calls: int = 3000, repeats: int 
     call written after the previous answer, against every call written ahead (what the harness no
     longer does). CPU µs per call of this process and of the sandbox (its counter), medians."""
     import marshal
-    import secrets
     import statistics
     import threading
 
@@ -390,13 +389,10 @@ def round_trip_floor(backend: backends.Backend, calls: int = 3000, repeats: int 
     def once(ahead: bool) -> tuple[float, float] | None:
         proc = backend.spawn(limits)
         try:
-            marker, deadline = secrets.token_hex(16).encode(), time.monotonic() + 120
-            frame = lambda kind, p: marker + b" " + kind + b" " + str(len(p)).encode() + b"\n" + p  # noqa: E731
-            proc.write(marker + b"\n", deadline)
-            proc.write(frame(b"load", marshal.dumps({"source": "def f(x):\n    return x\n", "entry_point": "f",
-                                                      "limits": limits.rlimits(),
-                                                      "seccomp": getattr(proc, "runner_seccomp", b"")})), deadline)
-            proc.read(deadline)
+            from bench_next_environment import load_identity
+
+            deadline = time.monotonic() + 120
+            frame, _ = load_identity(proc, limits, deadline)
             cpu0, own0 = proc.cpu_seconds(), time.process_time()
             if cpu0 is None:
                 return None

@@ -239,8 +239,7 @@ def main() -> None:
         for dataset, path, n, stage in plan:
             suites = tmp / f"{dataset}-{n}"
             if (dataset, n) not in imported:
-                subprocess.run([sys.executable, "-m", "acceptgate.cli", "import", dataset, "--path", str(path), "--out",
-                                str(suites), "--limit", str(n)], cwd=REPO, env=env, check=True, capture_output=True)
+                import_suites(dataset, path, n, suites, env)
                 imported.add((dataset, n))
             single_rows = None
             for workers in modes:
@@ -361,6 +360,13 @@ def plot(data: Path, png: Path) -> None:
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(png, dpi=100)
+
+
+def import_suites(dataset: str, path: Path, n: int, out: Path, env: dict | None = None) -> None:
+    """The first n tasks' suites of a dataset, imported by the real command (also bench_certify_client's
+    and bench_dask_overhead's inputs)."""
+    subprocess.run([sys.executable, "-m", "acceptgate.cli", "import", dataset, "--path", str(path), "--out",
+                    str(out), "--limit", str(n)], cwd=REPO, env=env, check=True, capture_output=True)
 
 
 def free_port() -> int:
