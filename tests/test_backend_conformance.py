@@ -36,6 +36,35 @@ def test_verdicts(sandbox_backend, source, verdict):
     assert result.verdict in VERDICTS
 
 
+ONE = render.harness_for(suitespec.build("python-call/1", "add", [((1, 2), {}, 3)]))
+
+# Three children of 60 MiB each: together over the 128 MiB cap, each alone under it. The runner answers
+# right once the kernel has killed one of them (os.wait returns on that death).
+OOM_CHILD = """
+import os, time
+def add(a, b):
+    for _ in range(3):
+        if os.fork() == 0:
+            block = bytearray(60 << 20)
+            time.sleep(30)
+            os._exit(0)
+    os.wait()
+    return a + b
+"""
+
+
+def test_an_answer_after_the_memory_limit_killed_a_child_is_memory(sandbox_backend):
+    """Which process the kernel kills when the limit is hit (a child, or the runner) is a matter of timing,
+    so of load: hitting the limit decides, whoever answered."""
+    if sandbox_backend.name == "local-rlimits":
+        pytest.skip("local-rlimits caps each process's address space, not the process tree's memory")
+    result = execute(ONE, OOM_CHILD, sandbox_backend)
+    assert result.verdict == "memory", result.as_dict()
+    assert "memory limit was hit" in result.detail and "128 MiB" in result.detail, result.detail
+    after = execute(ONE, "def add(a, b): return a + b", sandbox_backend)
+    assert after.verdict == "pass", after.as_dict()  # the next execution's count starts from its own start
+
+
 def test_per_case_results_and_fail_fast(sandbox_backend):
     result = execute(ADD, "def add(a, b): return a * b", sandbox_backend)
     assert [c.status for c in result.cases] == ["fail", "pass", "fail", "fail"]

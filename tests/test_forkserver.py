@@ -312,9 +312,10 @@ def f(x):
 
 
 def test_memory_caps_hold_for_each_execution(fresh):
-    """3 x 100 MiB processes, each under the address-space rlimit: the slot's cgroup kills some."""
+    """3 x 100 MiB processes, each under the address-space rlimit: the slot's cgroup kills some. The runner
+    answers, but the limit was hit: memory, whoever the kernel chose."""
     result = execute(one_case(0), MANY, fresh)
-    assert result.verdict == "fail" and int(result.cases[0].got) > 0, result.as_dict()
+    assert result.verdict == "memory" and int(result.cases[0].got) > 0, result.as_dict()
     assert "memory limit" in result.exit  # the OOM kill is counted for this execution...
     single = execute(one_case(2), "def f(x):\n    b = bytearray(1 << 30)\n    return 2", fresh)
     assert single.verdict == "memory", single.as_dict()

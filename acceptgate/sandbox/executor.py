@@ -534,6 +534,7 @@ def execute(
     # The clocks start once the sandbox exists: waiting for a pooled slot is not the program's time.
     chan = _Channel(proc, marker, limits, time.monotonic())
     current: int | None = None  # the case being waited for (cases are answered in order)
+    answered: ExitStatus | None = None  # the runner's end after it answered every case it was sent
     try:
         proc.write(marker + b"\n", chan.deadline)
         load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits(),
@@ -579,7 +580,8 @@ def execute(
         if chan.measured:  # read before the runner ends (a fork server then builds its next environment)
             result.cpu_seconds = chan.cpu_used()
         chan.send(b"end", b"")
-        result.exit = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic()))).describe()
+        answered = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic())))
+        result.exit = answered.describe()
     except TimeoutError:
         result.verdict, result.detail, status = _clock_ran_out(proc, chan, limits)
         if result.verdict == "timeout":
@@ -610,13 +612,24 @@ def execute(
     finally:
         proc.kill()
         if not result.exit or result.exit.startswith("exit code None"):
-            result.exit = proc.wait(timeout=2.0).describe()
+            final = proc.wait(timeout=2.0)
+            result.exit = final.describe()
+            if answered is not None:
+                answered = final
         if chan.measured and result.cpu_seconds is None:
             result.cpu_seconds = chan.cpu_used()
         proc.close()
         result.wall_seconds = time.monotonic() - started
         if stages.ON:
             stages.mark("teardown")
+    if answered is not None and answered.oom_killed:
+        # The memory limit was hit while the candidate answered: which of its processes the kernel killed
+        # (a child, so the runner answered, or the runner itself) depends on timing, i.e. on the load.
+        # Hitting the limit decides, so the verdict does not depend on how busy the machine is.
+        result.verdict = "memory"
+        result.detail = (f"the {limits.memory_bytes >> 20} MiB memory limit was hit during the execution "
+                         "(an OOM kill), though the runner answered")
+        return result
     if result.verdict == "pass":
         bad = result.first_failure
         if bad is not None:

@@ -93,8 +93,10 @@ Verdict categories are what the harness observed, except where noted:
   tick-sampled clock, ahead of the counter on a loaded machine; without a counter: the wall clock is
   the limit, and SIGXCPU counts after the execution ran long enough to have used its CPU limit on
   every core). An earlier SIGXCPU is the candidate's own signal: crash.
-- memory: an OOM kill the cgroup or the container recorded (also when the wall clock ran out after it:
-  a forked child was killed while the runner slept on), or a MemoryError the runner reports. The
+- memory: an OOM kill the cgroup or the container recorded during the execution, whoever the kernel
+  chose (also when the runner answered every case: a forked child was killed and the runner went on;
+  which process dies is a matter of timing, so of load, and the limit being hit is not), or a
+  MemoryError the runner reports. The
   report is the runner's claim: a candidate that takes over the runner can forge it (never a class of
   its own named MemoryError, which is reported with its module, e.g. candidate.MemoryError: error).
 - error: an exception the runner reports (its type name and message are the runner's claim).
