@@ -106,6 +106,23 @@ def sandbox_backend(request, open_backend):
 # The session-scoped Prefect test server for flow tests (prefect is imported only when a test uses it);
 # under pytest-xdist one server for all workers, which the controller stops at the end (prefect_harness.py).
 from prefect_harness import prefect_harness  # noqa: E402,F401
+from prefect_harness import SHARED_ENV, shared_server_url  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prefect_api_for_subprocesses():
+    """Under pytest-xdist, every ``acceptgate`` command a test starts talks to the session's one Prefect
+    server instead of starting a temporary server of its own (about 14 s of CPU per start, measured: a
+    one-task audit took 32.8 s of CPU against 18.5 s with PREFECT_API_URL set). The tests whose subject is
+    the temporary server (test_signals, test_bad_ids, test_serve) remove PREFECT_API_URL from the
+    environment they pass, as before."""
+    directory = os.environ.get(SHARED_ENV)
+    if not (os.environ.get("PYTEST_XDIST_WORKER") and directory) or "PREFECT_API_URL" in os.environ:
+        yield
+        return
+    os.environ["PREFECT_API_URL"] = shared_server_url(Path(directory))
+    yield
+    os.environ.pop("PREFECT_API_URL", None)
 
 
 def pytest_configure(config):
