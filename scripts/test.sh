@@ -61,8 +61,9 @@ fi
 # Several pytest processes (pytest-xdist): most of the suite's time is spent waiting on subprocesses, sandboxes
 # and Prefect servers, so more workers than cores pay (ACCEPTGATE_TEST_WORKERS, default 4; `-n 0` runs in
 # one process). --dist loadfile keeps a file's tests in one worker, where its module fixtures (a Prefect
-# server, a suites directory, the attack battery) are built once; conftest.py starts the slowest files first.
+# server, a suites directory, the attack battery) are built once; conftest.py orders the files longest first
+# and --no-loadscope-reorder keeps that order (xdist would start the files with the most tests first).
 # pytest-benchmark, when installed, only warns that xdist disables it: not loaded.
 # The slowest tests are listed so the suite stays well inside its 15-minute budget.
-python3 -m pytest -q -p no:cacheprovider -p no:benchmark -n "${ACCEPTGATE_TEST_WORKERS:-4}" --dist loadfile \
+python3 -m pytest -q -p no:cacheprovider -p no:benchmark -n "${ACCEPTGATE_TEST_WORKERS:-4}" --dist loadfile --no-loadscope-reorder \
     --durations=25 "$@"

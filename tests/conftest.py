@@ -133,13 +133,34 @@ def pytest_unconfigure(config):
     controller_unconfigure(config)
 
 
-# The files that take longest (measured with --durations; a few minutes each on a loaded machine) start
-# first: pytest-xdist hands out whole files in collection order (--dist loadfile), and a long file
-# started last would keep one worker busy after the others are done.
-SLOW_FILES = ("test_signals.py", "test_serve.py", "test_crash_safety.py", "test_attacks.py", "test_exit_codes.py",
-              "test_concurrency.py", "test_report.py", "test_audit_flow.py", "test_gate_flow.py",
-              "test_service_api.py", "test_v4v_flow.py", "test_dask.py", "test_v4v_external.py",
-              "test_service_fuzz.py")
+# The files that take longest start first, longest first (a list-scheduling rule: the last file to start
+# is then a short one, and the workers end together). Their order is the total seconds per file of a full
+# run (`--junitxml`, summed per file: 2026-12-02, `scripts/test.sh --under-load`); scripts/test.sh passes
+# --no-loadscope-reorder, since pytest-xdist would otherwise start the files with the most tests first
+# (and a one-test file of three minutes last: it was the end of every run).
+SLOW_FILES = ("test_exit_codes.py", "test_dask_cluster.py", "test_serve.py", "test_service_api.py", "test_signals.py",
+              "test_attacks.py", "test_gate_flow.py", "test_concurrency.py", "test_ledger.py", "test_crash_safety.py",
+              "test_judge_backends.py", "test_leak_audit.py", "test_service_fuzz.py", "test_judge_core.py",
+              "test_stats_gates.py", "test_dask.py", "test_quarantine.py", "test_nightly_chain.py", "test_report.py",
+              "test_warehouse.py", "test_v4v_external.py", "test_audit.py", "test_experiments.py",
+              "test_expectations.py", "test_v4v_flow.py", "test_audit_flow.py", "test_shards.py", "test_digest.py",
+              "test_docker_backend.py", "test_channels.py", "test_bad_ids.py", "test_stats_seed004.py",
+              "test_v4v_certified.py", "test_cpu_time_limit.py", "test_v4v_certify.py", "test_importers.py")
+
+
+_CPU_LOG = os.environ.get("ACCEPTGATE_TEST_CPU_LOG")
+if _CPU_LOG:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        """Where the suite's CPU goes: each test's CPU seconds (this worker's and the children it reaped:
+        CLI commands, harness processes; not containers nor the shared Prefect server), one line per
+        test appended to $ACCEPTGATE_TEST_CPU_LOG. Fixture set-up counts with the test that needed it."""
+        before = os.times()
+        yield
+        after = os.times()
+        cpu = sum(b - a for a, b in zip(before[:4], after[:4]))
+        with open(_CPU_LOG, "a") as log:
+            log.write(f"{item.nodeid}\t{cpu:.2f}\n")
 
 
 def pytest_collection_modifyitems(config, items):
