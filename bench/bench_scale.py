@@ -59,6 +59,7 @@ CODET = SHARED / "samples" / "codet_codegen16B.jsonl.gz"
 OUT = REPO / "bench" / "out"
 PLOT = REPO / "docs" / "scale.png"
 SHARDS = 20  # about this many shards per Dask run: small ones even out the workers' shares
+SAMPLE_SECONDS = 2.0  # between two memory samples of the process tree
 GATE_DRAWS = 5  # --per-task of the gate runs: model samples per task
 CERTIFY_SAMPLES = 10  # certify's default --samples-per-task
 # seconds per task, 1 slot, when scale.json has no earlier run of a configuration: only for the ETA
@@ -93,7 +94,10 @@ def peak_tree_rss(proc: subprocess.Popen, stop: threading.Event, peak: list[int]
         except psutil.Error:
             break
         peak[0] = max(peak[0], total)
-        stop.wait(0.2)
+        # Every 2 s: a read of smaps_rollup walks the process's page tables, and each harness process maps
+        # the ~1 GB pinned sandbox view; at 0.2 s this sampler took about a third of a core (7.4 min of CPU
+        # in a 20-minute run, 2026-12-02), which the 2-worker runs, using both cores, paid.
+        stop.wait(SAMPLE_SECONDS)
 
 
 def run_command(argv: list[str], env: dict, timeout: float) -> tuple[float, int, str, bool]:
@@ -249,8 +253,13 @@ def main() -> None:
                     argv += ["--dask", str(workers), "--shard-size", str(args.shard_size or math.ceil(n / SHARDS))]
                 print(f"{time.strftime('%H:%M:%S')} {stage} {dataset} {n} tasks, {runner_name(workers, args.slots)} "
                       f"(ETA ~{etas[(dataset, n, stage, workers)] / 60:.0f} min)", flush=True)
+                # The host's share of two cores moves within minutes on this machine kind (2.03 then 1.17 in
+                # two runs 20 minutes apart, 2026-12-02), so each configuration gets its own ceiling.
+                scaling = core_scaling()
                 load0 = os.getloadavg()[0]
                 seconds, rss, _, finished = run_command(argv, env, args.timeout)
+                scaling_after = core_scaling()
+                print(f"  core scaling {scaling:.2f} before, {scaling_after:.2f} after", flush=True)
                 row = {"stage": stage, "dataset": dataset, "tasks": n, "runner": runner_name(workers, args.slots),
                        "workers": workers, "slots": args.slots, "finished": finished,
                        "samples_per_task": GATE_DRAWS if stage == "gate" else CERTIFY_SAMPLES,
@@ -258,7 +267,7 @@ def main() -> None:
                        "peak_rss_mib": round(rss / 2**20), "load_before": round(load0, 1),
                        "load_after": round(os.getloadavg()[0], 1),
                        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cores": os.cpu_count(),
-                       "core_scaling": round(scaling, 2)}
+                       "core_scaling": round(scaling, 2), "core_scaling_after": round(scaling_after, 2)}
                 if finished:
                     size = warehouse.stat().st_size
                     rows = row_counts(warehouse, stage)
@@ -283,7 +292,7 @@ def main() -> None:
 
 def markdown(results: list[dict]) -> str:
     out = ["| stage | dataset | tasks | runner | seconds | s/task | vs single | peak RSS MiB | warehouse KiB/task "
-           "| load | rows equal |", "|---|---|---:|---|---:|---:|---:|---:|---:|---|---|"]
+           "| load | core scaling before→after | rows equal |", "|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---|"]
     single = {(r["stage"], r["dataset"], r["tasks"]): r["seconds"] for r in results if r["workers"] == 0}
     for r in results:
         base = single.get((r["stage"], r["dataset"], r["tasks"]))
@@ -291,7 +300,8 @@ def markdown(results: list[dict]) -> str:
         secs = r["seconds"] if r.get("finished", True) else f"> {r['seconds']} (stopped)"
         out.append(f"| {r['stage']} | {r['dataset']} | {r['tasks']} | {r['runner']} | {secs} | "
                    f"{r['seconds_per_task']} | {ratio} | {r['peak_rss_mib']} | {r.get('warehouse_kib_per_task', '-')} | "
-                   f"{r['load_before']}→{r['load_after']} | {r.get('rows_equal', '-')} |")
+                   f"{r['load_before']}→{r['load_after']} | {r.get('core_scaling', '-')}→{r.get('core_scaling_after', '-')} | "
+                   f"{r.get('rows_equal', '-')} |")
     return "\n".join(out)
 
 
