@@ -29,8 +29,9 @@ the README and the on-paper estimate of a 10,000-task x 100-samples nightly from
 
 Settings: gate arms conform and off, 5 draws per task, CodeT CodeGen-16B samples; certify with the
 default settings (k = 3, 3 re-run samples, 10 samples per task, the built-in verifiers); tasks per shard
-= ceil(tasks / 20) unless ``--shard-size`` (about 20 shards: certify starts the largest first, so the
-last one to finish is a small one; a shard's own cost is a sandbox backend start, 0.6 s at load 15-19,
+= ceil(tasks / 40) unless ``--shard-size`` (one task per shard up to 40 tasks: certify starts the largest
+first, so the last one to finish is a small one, and one-task shards gave 1.48x against 1.21x for
+two-task shards at 40 tasks, 2026-12-02; a shard's own cost is a sandbox backend start, 0.6 s at load 15-19,
 and a Prefect task run). Report the load average beside every figure: on a shared
 machine they move with it.
 """
@@ -58,7 +59,7 @@ MBPPPLUS = SHARED / "mbppplus" / "MbppPlus-399.jsonl.gz"
 CODET = SHARED / "samples" / "codet_codegen16B.jsonl.gz"
 OUT = REPO / "bench" / "out"
 PLOT = REPO / "docs" / "scale.png"
-SHARDS = 20  # about this many shards per Dask run: small ones even out the workers' shares
+SHARDS = 40  # about this many shards per Dask run: small ones even out the workers' shares
 SAMPLE_SECONDS = 2.0  # between two memory samples of the process tree
 GATE_DRAWS = 5  # --per-task of the gate runs: model samples per task
 CERTIFY_SAMPLES = 10  # certify's default --samples-per-task
@@ -201,7 +202,7 @@ def main() -> None:
                     help="single and/or daskN (a LocalCluster of N worker processes), comma-separated")
     ap.add_argument("--slots", type=int, default=1,
                     help="sandbox slots per executing process (the single process, each Dask worker); default 1")
-    ap.add_argument("--shard-size", type=int, default=None, help="tasks per shard (default ceil(tasks / 20))")
+    ap.add_argument("--shard-size", type=int, default=None, help="tasks per shard (default ceil(tasks / 40))")
     ap.add_argument("--timeout", type=float, default=3 * 3600, help="seconds; a longer configuration is stopped")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and its ETA, run nothing")
     args = ap.parse_args()
