@@ -2,18 +2,17 @@
 
 Prefect-free (the flows in ``flows/nightly.py`` and ``flows/history_backfill.py`` sequence these).
 
-The nightly chain is a declared list of stages, each naming the flow module that implements it. A
-stage whose module is not installed (another issue adds it) is skipped by an explicit check that is
-logged and recorded in the summary -- never by catching an ImportError raised from inside a flow. A
-stage's flow receives the nightly parameters its signature names (``warehouse``, ``backend``,
-``limit``, ``arms``...), so a stage added later needs only its line here.
+The nightly chain is a declared list of stages by name. Which flow implements a stage is known only
+to the flows layer (``flows/stage_flows.py``): the core never names nor imports a flow. A stage whose
+flow is not installed is skipped there by an explicit check that is logged and recorded in the summary
+-- never by catching an ImportError raised from inside a flow. A stage's flow receives the nightly
+parameters its signature names (``warehouse``, ``backend``, ``limit``, ``arms``...), so a stage added
+later needs its line here and its flow's line there.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import importlib
-import importlib.util
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,31 +36,11 @@ class Skip:
 @dataclass(frozen=True)
 class Stage:
     name: str
-    module: str  # e.g. "flows.audit"
-    flow: str  # attribute of the module holding the Prefect flow
     what: str
     # extra keyword arguments from the parameters; returns Skip when the parameters do not ask for it
     arguments: Callable[[dict[str, Any]], dict[str, Any] | Skip] = lambda params: {}
     # the parameter later stages read this stage's run id from (e.g. stats reads tonight's gate run)
     produces: str | None = None
-
-    def installed(self) -> bool:
-        """The module exists in the same package directory as its parent (``flows/``): an editable
-        install of another checkout must not lend this one a stage it does not have."""
-        parent_name, _, leaf = self.module.rpartition(".")
-        try:
-            spec = importlib.util.find_spec(self.module)
-            parent = importlib.import_module(parent_name) if parent_name else None
-        except ModuleNotFoundError:  # the parent package itself is missing
-            return False
-        if spec is None or spec.origin is None:
-            return False
-        if parent is None:
-            return True
-        return any(Path(spec.origin).parent.resolve() == Path(p).resolve() for p in parent.__path__)
-
-    def load(self) -> Callable[..., Any]:
-        return getattr(importlib.import_module(self.module), self.flow)
 
     def call_arguments(self, fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any] | Skip:
         """The parameters the flow's signature names, plus the stage's own arguments."""
@@ -210,15 +189,15 @@ def _backfill_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
 
 # The nightly chain, in order. ``produces`` hands a stage's run id to the stages after it.
 NIGHTLY_STAGES: tuple[Stage, ...] = (
-    Stage("audit", "flows.audit", "audit", "import -> suites -> gauge -> execute (references, wrong samples)"),
-    Stage("gates", "flows.gate", "gate", "CONFORM / H-MIX / OFF on the replayed or live source", _gate_arguments,
+    Stage("audit", "import -> suites -> gauge -> execute (references, wrong samples)"),
+    Stage("gates", "CONFORM / H-MIX / OFF on the replayed or live source", _gate_arguments,
           produces="gate_run"),
-    Stage("leak-audit", "flows.leak_audit", "leak_audit", "leak audit of the experiment records", _hidden_material),
-    Stage("certify", "flows.certify", "certify", "V4V certification of the verifiers", _certify_arguments),
-    Stage("stats", "flows.stats", "stats", "paired statistics over tonight's gate run", _stats_arguments),
-    Stage("judge", "flows.judge", "judge", "over-defence judge of the trajectory records", _judge_arguments,
+    Stage("leak-audit", "leak audit of the experiment records", _hidden_material),
+    Stage("certify", "V4V certification of the verifiers", _certify_arguments),
+    Stage("stats", "paired statistics over tonight's gate run", _stats_arguments),
+    Stage("judge", "over-defence judge of the trajectory records", _judge_arguments,
           produces="judge_run"),
-    Stage("judge-stats", "flows.stats", "stats", "statistics over tonight's judge run", _judge_stats_arguments),
+    Stage("judge-stats", "statistics over tonight's judge run", _judge_stats_arguments),
 )
 
 
@@ -229,7 +208,7 @@ def run_id_of(result: Any) -> str | None:
 
 # What a backfill request runs over the selected history.
 BACKFILL_STAGES: tuple[Stage, ...] = (
-    Stage("leak-backfill", "flows.backfill", "backfill", "leak audit of the selected historical runs",
+    Stage("leak-backfill", "leak audit of the selected historical runs",
           _backfill_arguments),
 )
 

@@ -16,6 +16,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from acceptgate import schedule, shards
+from flows import stage_flows
 from tasks import publish
 
 
@@ -67,10 +68,11 @@ def nightly(warehouse: str | None = None, backend: str = "local", limit: int | N
 def run_stage(stage: schedule.Stage, params: dict, logger) -> schedule.StageOutcome:
     """Run one stage's flow as a sub-flow, or record why it is skipped. A stage that ``produces`` a run
     id puts it in ``params`` for the stages after it."""
-    if not stage.installed():
-        logger.warning("stage %s skipped: its flow module %s is not installed", stage.name, stage.module)
-        return schedule.StageOutcome(stage.name, "skipped", f"{stage.module} not installed")
-    fn = stage.load()
+    module = stage_flows.module_of(stage)
+    if not stage_flows.installed(module):
+        logger.warning("stage %s skipped: its flow module %s is not installed", stage.name, module)
+        return schedule.StageOutcome(stage.name, "skipped", f"{module} not installed")
+    fn = stage_flows.load(stage)
     kwargs = stage.call_arguments(fn, params)
     if isinstance(kwargs, schedule.Skip):
         logger.warning("stage %s skipped: %s", stage.name, kwargs.reason)

@@ -22,6 +22,7 @@ LEDGER = CORE / "pipelines" / "ledger.py"
 FORBIDDEN = ("acceptgate.cli", "flows", "tasks", "prefect")
 DOMAIN = ("gates", "leak", "v4v", "judge", "stats", "sources")
 DOMAIN_FORBIDDEN = ("acceptgate.warehouse", "acceptgate.pipelines", "duckdb")
+MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")  # dotted: a bare word ("tasks") is mostly a key
 WRITERS = {"replace_run_rows", "_insert_frame", "delete_run_rows", "_insert", "register"}
 
 
@@ -43,6 +44,13 @@ def imported_modules(path: Path, root: Path) -> list[tuple[int, str]]:
     return out
 
 
+def named_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string in the file that is a module name: one named as text is an import in
+    disguise (importlib.import_module, find_spec, a table of flows to load)."""
+    return [(node.lineno, node.value) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value)]
+
+
 def violations(root: Path = CORE, packages: tuple[str, ...] | None = None,
                forbidden: tuple[str, ...] = FORBIDDEN) -> list[str]:
     """``file:line: imports module`` for each import of a ``forbidden`` module (or one under it) by a
@@ -52,7 +60,7 @@ def violations(root: Path = CORE, packages: tuple[str, ...] | None = None,
         top = path.relative_to(root).parts[0]
         if (top not in packages) if packages is not None else (top == "cli"):
             continue
-        for line, module in imported_modules(path, root):
+        for line, module in imported_modules(path, root) + named_modules(path):
             if any(module == f or module.startswith(f + ".") for f in forbidden):
                 found.append(f"{path.relative_to(root.parent)}:{line}: imports {module}")
     return found
@@ -62,18 +70,21 @@ def test_the_core_imports_no_cli_flows_or_prefect():
     assert violations() == []
 
 
-def test_the_check_finds_a_lazy_import_inside_a_function(tmp_path):
+def test_the_check_finds_a_lazy_import_and_a_module_named_as_text(tmp_path):
     pkg = tmp_path / "acceptgate"
     (pkg / "cli").mkdir(parents=True)
     (pkg / "cli" / "x.py").write_text("import prefect\n")  # the command line may
     (pkg / "core.py").write_text("def f():\n    from acceptgate.cli.score_cmd import load_suites\n")
     (pkg / "sub").mkdir()
     (pkg / "sub" / "y.py").write_text("from ..cli import main\nimport flows.gate\n")
+    (pkg / "sub" / "z.py").write_text("import importlib\nFLOW = 'flows.audit'\n"
+                                      "def load():\n    return importlib.import_module(FLOW)\n")
     assert violations(pkg) == ["acceptgate/core.py:2: imports acceptgate.cli.score_cmd",
                      "acceptgate/core.py:2: imports acceptgate.cli.score_cmd.load_suites",
                      "acceptgate/sub/y.py:1: imports acceptgate.cli",
                      "acceptgate/sub/y.py:1: imports acceptgate.cli.main",
-                     "acceptgate/sub/y.py:2: imports flows.gate"]
+                     "acceptgate/sub/y.py:2: imports flows.gate",
+                     "acceptgate/sub/z.py:2: imports flows.audit"]
 
 
 # -- the domain packages compute; the pipelines do their warehouse I/O --------------------------------

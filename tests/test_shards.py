@@ -99,15 +99,16 @@ def test_certify_shards_give_the_single_process_rows(suites_dir, humanevalplus_p
 
 def test_nightly_hands_dask_to_the_sharded_stages():
     from acceptgate import schedule
+    from flows import stage_flows
 
     params = {"warehouse": "w.duckdb", "backend": "local", "dask": "tcp://127.0.0.1:8786"}
     audit = next(s for s in schedule.NIGHTLY_STAGES if s.name == "audit")
-    assert audit.call_arguments(audit.load(), params)["dask"] == "tcp://127.0.0.1:8786"
+    assert audit.call_arguments(stage_flows.load(audit), params)["dask"] == "tcp://127.0.0.1:8786"
     for name in ("certify", "gates"):  # their flows take it too (the chain passes what a flow names)
         import inspect
 
         stage = next(s for s in schedule.NIGHTLY_STAGES if s.name == name)
-        assert "dask" in inspect.signature(stage.load().fn).parameters
+        assert "dask" in inspect.signature(stage_flows.load(stage).fn).parameters
 
 
 @pytest.mark.prefect
