@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
+import asyncio
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -114,9 +116,9 @@ def deployments(nightly_parameters: dict[str, Any], backfill_parameters: dict[st
 
 def serve(nightly_parameters: dict[str, Any], backfill_parameters: dict[str, Any], *,
           cron: str = schedule.NIGHTLY_CRON, api_url: str | None = None, port: int = DEFAULT_PORT,
-          limit: int = 1) -> None:
-    """Serve every deployment until interrupted (SIGINT/SIGTERM). With no ``api_url`` (and no
-    PREFECT_API_URL), start a local server first and stop it afterwards."""
+          limit: int = 1) -> int | None:
+    """Serve every deployment until SIGINT or SIGTERM, and return that signal's number. With no
+    ``api_url`` (and no PREFECT_API_URL), start a local server first and stop it afterwards."""
     api_url = api_url or os.environ.get("PREFECT_API_URL")
     with contextlib.ExitStack() as stack:
         if api_url:
@@ -130,10 +132,61 @@ def serve(nightly_parameters: dict[str, Any], backfill_parameters: dict[str, Any
             print(f"acceptgate serve: Prefect API and UI at {api_url.removesuffix('/api')}", file=sys.stderr,
                   flush=True)
         os.environ["PREFECT_API_URL"] = api_url  # this process and the flow-run subprocesses it starts
-        from prefect import serve as prefect_serve
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
         with temporary_settings({PREFECT_API_URL: api_url}):
-            # limit: flow runs at once; the warehouse has one writer, so by default one at a time
-            prefect_serve(*deployments(nightly_parameters, backfill_parameters, cron), limit=limit,
-                          print_starting_message=True)
+            return asyncio.run(_serve_until_signalled(deployments(nightly_parameters, backfill_parameters, cron),
+                                                      limit))
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+async def _serve_until_signalled(served: list, limit: int) -> int | None:
+    """Prefect's runner (what ``prefect.serve`` runs) until a signal, which is taken by the event loop
+    (``add_signal_handler``), never raised as an exception into whatever code the main thread runs: a
+    KeyboardInterrupt raised there can be swallowed (a task's exception nobody reads, a finalizer) and
+    the service then went on serving, deaf to every later signal. A signal stops the runner the way
+    Prefect stops it on SIGTERM (``astop``: flow runs cancelled, polling stopped, schedules paused on
+    exit); before the runner has started it cancels this task. Returns the signal, or None."""
+    from prefect.runner import Runner
+
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    received: list[int] = []
+
+    class _Runner(Runner):
+        def handle_sigterm(self, *args: Any, **kwargs: Any) -> None:  # Runner.start installs it for SIGTERM
+            loop.call_soon_threadsafe(on_signal, signal.SIGTERM)
+
+    runner = _Runner(pause_on_shutdown=True, limit=limit)
+
+    def on_signal(signum: int) -> None:
+        if received:  # a repeated signal must not cut the stop short
+            return
+        received.append(signum)
+        print(f"acceptgate serve: {signal.Signals(signum).name} received: stopping the schedules",
+              file=sys.stderr, flush=True)
+        if runner.started and not runner.stopping:
+            stopping = loop.create_task(runner.astop())
+            stopping.add_done_callback(lambda t: t.cancelled() or t.exception() is None or main.cancel())
+        else:
+            main.cancel()
+
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    try:
+        for deployment in served:
+            await runner.add_deployment(deployment)
+        names = ", ".join(f"{d.flow_name}/{d.name}" for d in served)
+        print(f"acceptgate serve: serving {names}", file=sys.stderr, flush=True)
+        await runner.start()
+    except asyncio.CancelledError:
+        if not received:
+            raise
+    finally:
+        for sig in STOP_SIGNALS:  # remove_signal_handler sets the defaults: back to the command's handlers,
+            loop.remove_signal_handler(sig)  # or, once stopping, to ignoring (the server's stop is not cut short)
+            signal.signal(sig, signal.SIG_IGN if received else previous[sig])
+    return received[0] if received else None

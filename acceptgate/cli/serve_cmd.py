@@ -121,7 +121,7 @@ def parameters(args) -> tuple[dict, dict]:
 _received: list[int] = []
 
 
-def _terminate(signum, frame):  # SIGTERM ends the service like Ctrl-C: schedules paused, server stopped
+def _terminate(signum, frame):  # before and after serving: SIGTERM ends the command like Ctrl-C
     if _received:  # a repeated signal must not cut the server's stop short
         return
     _received.append(signum)
@@ -132,17 +132,16 @@ def run(args) -> int:
     nightly, backfill = parameters(args)
     from flows import serve  # Prefect is imported here, and only here
 
-    # Both signals first unwind Prefect's serve (it pauses the schedules and swallows the interrupt) and
-    # stop the server it started; then the command exits 130 / 143 with its one line, like every other.
+    # While serving, flows.serve takes both signals in its event loop (it stops the runner and returns the
+    # signal); before (imports, the server's start) and after (the server's stop) they unwind as here.
+    # Either way the command exits 130 / 143 with its one line, like every other.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _terminate)
     try:
-        serve.serve(nightly, backfill, cron=args.cron, port=args.port)
+        received = serve.serve(nightly, backfill, cron=args.cron, port=args.port)
     except serve.ServeError as exc:
         print(f"acceptgate serve: Prefect unavailable: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    except (KeyboardInterrupt, SystemExit):  # SystemExit: Prefect's runner, a SIGTERM before it started
-        pass
-    # serve() returns only when stopped: a SIGINT is recorded by _terminate; a SIGTERM while serving is
-    # taken by Prefect's runner (its own handler, a graceful stop) and reaches us only as this return.
-    raise Interrupted(_received[0] if _received else signal.SIGTERM)
+    except KeyboardInterrupt:
+        received = None
+    raise Interrupted(received or (_received[0] if _received else signal.SIGTERM))
