@@ -14,10 +14,12 @@ from tasks import _prefect_env  # noqa: F401  (offline settings before prefect i
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -142,6 +144,13 @@ def serve(nightly_parameters: dict[str, Any], backfill_parameters: dict[str, Any
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+async def _announce_when_started(runner, names: str) -> None:
+    """One line once the runner polls for runs: the service is up (what a user, or a test, waits for)."""
+    while not runner.started:
+        await asyncio.sleep(0.1)
+    print(f"acceptgate serve: serving {names}; Ctrl-C stops", file=sys.stderr, flush=True)
+
+
 async def _serve_until_signalled(served: list, limit: int) -> int | None:
     """Prefect's runner (what ``prefect.serve`` runs) until a signal, which is taken by the event loop
     (``add_signal_handler``), never raised as an exception into whatever code the main thread runs: a
@@ -180,12 +189,22 @@ async def _serve_until_signalled(served: list, limit: int) -> int | None:
         for deployment in served:
             await runner.add_deployment(deployment)
         names = ", ".join(f"{d.flow_name}/{d.name}" for d in served)
-        print(f"acceptgate serve: serving {names}", file=sys.stderr, flush=True)
-        await runner.start()
+        announced = loop.create_task(_announce_when_started(runner, names))
+        try:
+            await runner.start()
+        finally:
+            announced.cancel()
     except asyncio.CancelledError:
         if not received:
             raise
     finally:
+        # The runner removes its directory under runner_storage/ on a full exit (not when stopped inside its
+        # start), never runner_storage/ itself; rmdir leaves it when another runner of this TMPDIR uses it.
+        own = getattr(runner, "_tmp_dir", None)
+        if own is not None:
+            shutil.rmtree(own, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.rmdir(Path(tempfile.gettempdir()) / "runner_storage")
         for sig in STOP_SIGNALS:  # remove_signal_handler sets the defaults: back to the command's handlers,
             loop.remove_signal_handler(sig)  # or, once stopping, to ignoring (the server's stop is not cut short)
             signal.signal(sig, signal.SIG_IGN if received else previous[sig])
