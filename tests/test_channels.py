@@ -277,7 +277,7 @@ def test_pages_one_execution_loads_are_no_news_to_the_next(name, open_backend):
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "local-rlimits"])
 def test_a_pinned_view_stays_resident_whatever_the_host_evicts(name, open_backend):
     """The view every execution reads (Docker's image layers; the local sandboxes' interpreter, stdlib
-    and libraries) is pinned: mapped and mlock'ed by the harness while the backend lives. A host eviction
+    and libraries) is pinned: mapped and mlock'ed by the harness from its first backend on. A host eviction
     after the backend started (this machine kind's DAMON pages cold page cache out by itself) takes none
     of its pages, so a later execution still reads nothing back."""
     backend = open_backend(name)

@@ -173,10 +173,14 @@ class DockerBackend(Backend):
         self._engine = engine.describe(self.client)
         self._cpu_counted: bool | None = None
         self.layers = self._layer_dirs()
-        # Before the first container: pinned in memory while the backend lives, or else read in and
-        # re-checked (residency.py).
-        self.pinned = residency.Pinned.try_pin(self.layers) if self.layers else None
+        # Before the first container: pinned in memory until the process exits (one pin for every backend
+        # of the process, residency.hold), or else read in and re-checked.
+        self._pin = residency.hold(self.layers) if self.layers else None
         self._resident()
+
+    @property
+    def pinned(self) -> residency.Pinned | None:
+        return residency.held(self._pin)
 
     def _layer_dirs(self) -> tuple[str, ...]:
         """The image's overlay layer directories on this host, when the harness can read them (root,
@@ -257,7 +261,7 @@ class DockerBackend(Backend):
         if self.pinned is not None:
             iso.enforced.append(
                 f"page cache of the image's files: all {self.pinned.bytes // mib} MiB of its layers mapped and "
-                "locked in memory by the harness before the first container, for as long as the backend lives, "
+                "locked in memory by the harness before the first container, until the harness exits, "
                 "so no execution can load a page another one could see, nor anyone evict one")
         elif self.layers:
             iso.enforced.append(
@@ -293,8 +297,8 @@ class DockerBackend(Backend):
 
     def close(self) -> None:
         self.pool.close()
-        if self.pinned is not None:
-            self.pinned.close()
+        pin, self._pin = self._pin, None
+        residency.release(pin)
         try:
             self.client.close()
         except Exception:  # noqa: BLE001

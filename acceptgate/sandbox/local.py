@@ -196,7 +196,7 @@ class LocalBackend(Backend):
             drop_privileges = os.geteuid() == 0
         self.uid = NOBODY if drop_privileges else None
         self.plan = _resolve(caps, namespaces, process_cap, self.uid is not None)
-        # The read-only view locked in memory while the backend lives, else read in and re-checked.
+        # The read-only view locked in memory from the first backend until the process exits, else read in and re-checked.
         self._pin = residency.hold(caps.bwrap.ro_binds, caps.bwrap.hidden) if self.plan.namespaces else None
         self._resident()  # before any sandbox starts, the trial slot included
         self.forkserver_problem = ""
@@ -234,7 +234,7 @@ class LocalBackend(Backend):
 
     @property
     def pinned(self) -> residency.Pinned | None:
-        """The read-only view's pages, locked in memory while the backend lives (None: re-checked)."""
+        """The read-only view's pages, locked in memory until the process exits (None: re-checked)."""
         return residency.held(self._pin)
 
     def close(self) -> None:
@@ -360,7 +360,7 @@ def page_cache(backend: "LocalBackend") -> str:
     """What keeps the read-only view's page cache from carrying anything between executions."""
     if backend.pinned is not None:
         return (f"page cache of the read-only view: all {backend.pinned.bytes // MiB} MiB of its files mapped and locked in "
-                "memory by the harness before any candidate runs, for as long as the backend lives, so no "
+                "memory by the harness before any candidate runs, until the harness exits, so no "
                 "execution can load a page another one could see, nor anyone (the host included) evict one")
     return ("page cache of the read-only view: every file read in by the harness before any candidate "
             f"runs and re-checked every {residency.REFRESH_SECONDS:g} s, so no page is left for an execution "

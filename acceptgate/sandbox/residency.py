@@ -15,7 +15,7 @@ What stays: pages the *host* evicts later under its own memory pressure (not any
 could be loaded again by a candidate and seen by a later one; ``ensure`` is called before executions
 and re-checks the view at most every REFRESH_SECONDS. A view small enough (PIN_MAX_BYTES, e.g. the
 Docker image's ~50 MB) is also *pinned*: ``Pinned`` keeps every file mapped and mlock'ed while the
-backend lives, so no eviction at all reaches it (needs CAP_IPC_LOCK or a large RLIMIT_MEMLOCK; where
+process lives, so no eviction at all reaches it (needs CAP_IPC_LOCK or a large RLIMIT_MEMLOCK; where
 mlock is refused the view is only re-checked).
 """
 
@@ -227,8 +227,9 @@ _held_lock = threading.Lock()
 
 
 def hold(roots: tuple[str, ...], hidden: tuple[str, ...] = ()) -> tuple | None:
-    """The view pinned for this process while anyone holds it (one pin, however many backends of the
-    process use the same view); a key for ``release``, or None when it cannot be pinned."""
+    """The view pinned for this process from its first holder on (one pin, however many backends of the
+    process use the same view, one after another or at once); a key for ``release``, or None when it
+    cannot be pinned."""
     key = (tuple(roots), tuple(hidden))
     with _held_lock:
         entry = _held.get(key)
@@ -248,13 +249,13 @@ def held(key: tuple | None) -> Pinned | None:
 
 
 def release(key: tuple | None) -> None:
+    """One holder fewer. The pin itself stays until the process exits: a process that ran sandboxes
+    once (a gate run creates six backends one after another, a service one per request, a test worker
+    hundreds) would otherwise map and lock the ~1 GiB view again each time (0.4 s of CPU each), and the
+    locked pages are the page cache's, shared with every other process using the view."""
     if key is None:
         return
     with _held_lock:
         entry = _held.get(key)
-        if entry is None:
-            return
-        entry[1] -= 1
-        if entry[1] == 0:
-            entry[0].close()
-            del _held[key]
+        if entry is not None and entry[1] > 0:
+            entry[1] -= 1

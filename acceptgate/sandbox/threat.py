@@ -66,9 +66,9 @@ isolation.not_enforced, which every result carries. Each shared resource, and ho
   residency.py), so there is no page left to load, and those pages are not charged to any execution's
   memory cgroup, so none can push them out by filling its own cap. The view is moreover pinned
   (Docker's image, about 50 MB; the local sandboxes' interpreter, stdlib and libraries, about 1 GB):
-  the harness keeps its files mapped and locked in memory (mlock) while the backend lives, so not
-  even the host can evict a page of it (this machine kind's DAMON pages cold page cache out by
-  itself); where mlock is refused or the view is over 2 GiB, it is re-read every 300 s instead.
+  the harness keeps its files mapped and locked in memory (mlock) from its first backend until it
+  exits, so not even the host can evict a page of it (this machine kind's DAMON pages cold page cache
+  out by itself); where mlock is refused or the view is over 2 GiB, it is re-read every 300 s instead.
 - Residual risks, not closed: (1) where the view is not pinned (mlock refused, or over 2 GiB),
   pages the host itself evicts after the harness's check (re-done every 300 s) can be loaded again
   by one execution and seen by a later one;
