@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate.cli import build_parser, main
+from acceptgate.cli import COMMAND_MODULES, build_parser, command_module, main
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -29,6 +29,21 @@ def test_every_command_has_help(capsys):
             main([*cmd, "--help"])
         assert exit_.value.code == 0
         assert "usage:" in capsys.readouterr().out
+
+
+def test_each_command_parses_with_only_its_own_module():
+    """main() builds only the named command's parser: every module registers exactly the command its name
+    maps to, so none is unreachable that way, and a command starts without the others' imports."""
+    top = {cmd[0] for cmd in _commands(build_parser()) if len(cmd) == 1}
+    assert {command_module([name]) for name in top} == set(COMMAND_MODULES)
+    for name in top:
+        assert {cmd[0] for cmd in _commands(build_parser(command_module([name]))) if len(cmd) == 1} == {name}
+    assert command_module(["--help"]) is None and command_module([]) is None and command_module(["nope"]) is None
+    done = subprocess.run([sys.executable, "-c", "import sys; from acceptgate.cli import main; "
+                           "code = main(['spec', 'check', sys.argv[1]]); "
+                           "print(sorted(m for m in ('duckdb', 'numpy', 'acceptgate.warehouse') if m in sys.modules))",
+                           str(GOLDEN.parent / "no-such-spec.json")], capture_output=True, text=True)
+    assert done.stdout.strip() == "[]", (done.stdout, done.stderr[-2000:])
 
 
 def run_cli(*args):
