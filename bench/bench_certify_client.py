@@ -62,7 +62,7 @@ def main() -> None:
         os.environ["PREFECT_API_URL"] = api
         log: list[dict] = []
         from acceptgate import expectations, shards
-        from acceptgate.cli import main as cli
+        from cli import main as cli
         from acceptgate.pipelines import certify as certify_io
         from acceptgate.v4v import certify as core
         from acceptgate.v4v import store

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from acceptgate import audit, runids, suitespec, warehouse
-from acceptgate.cli import main
+from cli import main
 from acceptgate.errors import InvalidInput
 from acceptgate.expectations import EXPECTATIONS_DIR, ExpectationFailed
 from acceptgate.task import HIDDEN, VISIBLE, ImportIssue, ImportResult, Task, WrongSample
@@ -229,7 +229,7 @@ def test_the_cli_rejects_an_unusable_warehouse_path_with_exit_2(tmp_path, capsys
 
 def test_the_core_never_imports_prefect():
     code = ("import sys, acceptgate.audit, acceptgate.warehouse, acceptgate.expectations, "
-            "acceptgate.cli.audit_cmd; from acceptgate.cli import build_parser; build_parser(); "
+            "cli.audit_cmd; from cli import build_parser; build_parser(); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('prefect', 'great_expectations')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from acceptgate import audit, warehouse
-from acceptgate.cli import main
+from cli import main
 
 pytestmark = pytest.mark.prefect
 

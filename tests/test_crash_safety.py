@@ -7,7 +7,7 @@ its commit (``<stage>:committed``), or with the new snapshot written but not yet
 (``publish:copied``) -- and the test SIGKILLs it there: the kill point does not depend on timing.
 
 The first run and the re-run after the kills are the same command called in this process
-(``acceptgate.cli.main``): a process of its own costs a Prefect and Great Expectations start (about
+(``cli.main``): a process of its own costs a Prefect and Great Expectations start (about
 15 s of CPU) and adds nothing here. One task is enough: every stage still writes rows.
 """
 
@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from acceptgate import audit, warehouse
-from acceptgate.cli import main
+from cli import main
 from writer_process import cli_env, kill_group, start, wait_stopped
 
 pytestmark = pytest.mark.prefect

@@ -76,7 +76,7 @@ def test_the_local_workers_temp_dir_keeps_the_namespaced_sandbox(tmp_path):
 
     probe = (
         "import os, stat\n"
-        "from acceptgate.cli import score_cmd\n"
+        "from cli import score_cmd\n"
         "path = score_cmd._workers_temp_dir()\n"
         "import tempfile; tempfile.tempdir = None\n"
         "assert tempfile.gettempdir() == path, (tempfile.gettempdir(), path)\n"

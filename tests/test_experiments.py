@@ -6,7 +6,7 @@ import duckdb
 import pytest
 
 from acceptgate import delivery, warehouse
-from acceptgate.cli import main
+from cli import main
 from acceptgate.experiments import r532
 
 

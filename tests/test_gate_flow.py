@@ -8,7 +8,7 @@ import json
 import pytest
 
 from acceptgate import warehouse
-from acceptgate.cli import main
+from cli import main
 
 pytestmark = pytest.mark.prefect
 

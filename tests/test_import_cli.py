@@ -8,7 +8,7 @@ import json
 import pytest
 
 from acceptgate import suitefiles
-from acceptgate.cli import main
+from cli import main
 
 
 @pytest.fixture(autouse=True)

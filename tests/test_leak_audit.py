@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from acceptgate import warehouse
-from acceptgate.cli import main
+from cli import main
 from acceptgate.leak import audit
 from acceptgate.pipelines import leak as leak_io
 from acceptgate.leak.records import write_jsonl

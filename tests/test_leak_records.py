@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from acceptgate.cli import main
+from cli import main
 from acceptgate.errors import InvalidInput
 from acceptgate.leak.records import FORMAT, read_jsonl, write_jsonl
 

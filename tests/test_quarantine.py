@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from acceptgate import audit, expectations, warehouse
-from acceptgate.cli import main
+from cli import main
 from acceptgate.expectations import EXPECTATIONS_DIR, ExpectationFailed
 
 

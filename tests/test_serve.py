@@ -96,7 +96,7 @@ def served(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backe
     api = f"http://127.0.0.1:{port}/api"
     log = open(root / "serve.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "acceptgate.cli", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
+        [sys.executable, "-m", "cli", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
          "--gate-source", f"codet:{codet_samples_path}", "--gate-suites", str(suites), "--limit", "5"],
         env=_env(root / "prefect"), cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:

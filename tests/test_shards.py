@@ -121,7 +121,7 @@ def test_nightly_refuses_a_bad_dask_value_before_any_stage(prefect_harness, tmp_
 
 
 def test_cli_dask_errors_exit_2_before_any_work(tmp_path, suites_dir, humanevalplus_path, codet_samples_path, capsys):
-    from acceptgate.cli import main
+    from cli import main
 
     path = tmp_path / "w.duckdb"
     for argv in (["gate", "--arm", "off", "--source", f"codet:{codet_samples_path}", "--suites", suites_dir],

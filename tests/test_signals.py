@@ -73,7 +73,7 @@ class Cli:
         full.pop("PREFECT_API_URL", None)
         if api_url:
             full["PREFECT_API_URL"] = api_url
-        self.proc = subprocess.Popen([sys.executable, "-m", "acceptgate.cli", *argv], cwd=REPO, env=full,
+        self.proc = subprocess.Popen([sys.executable, "-m", "cli", *argv], cwd=REPO, env=full,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, start_new_session=True)
         self.lines: list[str] = []
@@ -175,7 +175,7 @@ def _gate_argv(suites, samples, warehouse) -> list[str]:
 def gated(tmp_path_factory, api, suites_3, codet_samples_path):
     """A warehouse with one published gate run (conform, off; 3 tasks): what stats and backfill read."""
     path = tmp_path_factory.mktemp("gated") / "w.duckdb"
-    done = subprocess.run([sys.executable, "-m", "acceptgate.cli", *_gate_argv(suites_3, codet_samples_path, path)],
+    done = subprocess.run([sys.executable, "-m", "cli", *_gate_argv(suites_3, codet_samples_path, path)],
                           cwd=REPO, capture_output=True, text=True, timeout=WAIT,
                           env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": api})
     assert done.returncode == 0, done.stderr

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from acceptgate import warehouse
-from acceptgate.cli import main
+from cli import main
 from acceptgate.errors import InvalidInput
 from acceptgate.pipelines import certify as certified
 

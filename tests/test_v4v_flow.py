@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from acceptgate import warehouse
-from acceptgate.cli import main
+from cli import main
 from acceptgate.v4v import certify as C
 from acceptgate.v4v.pools import PoolSettings
 

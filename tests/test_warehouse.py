@@ -342,7 +342,7 @@ def test_a_ledger_run_publishes_on_success_and_records_the_stage_on_failure(tmp_
 def test_acceptgate_sql_prints_table_csv_json_from_the_snapshot_only(tmp_path, capsys):
     import json
 
-    from acceptgate.cli import main
+    from cli import main
 
     path = tmp_path / "w.duckdb"
     assert main(["sql", "--warehouse", str(path), "select 1"]) == 2

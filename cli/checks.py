@@ -1,5 +1,5 @@
 """Checks the commands run before any work: output paths writable, the warehouse not locked, the
-sandbox backend able to run here. Each raises what ``acceptgate.cli.main`` maps to an exit code, so a
+sandbox backend able to run here. Each raises what ``cli.main`` maps to an exit code, so a
 run that cannot finish stops in its first seconds and leaves nothing on disk.
 
 (A helper module, not a command: it is not listed in ``COMMAND_MODULES``.)

@@ -155,7 +155,7 @@ def _run_dask(args) -> int:
             raise InvalidInput(str(exc), field="--backend") from None
         with sandbox:
             _require_gauge(args, sandbox, {s.task_id for s in read_samples(args.samples).samples})
-    from acceptgate.cli import flowrun
+    from cli import flowrun
 
     if workers is not None:
         _workers_temp_dir()

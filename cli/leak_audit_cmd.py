@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from acceptgate import warehouse
-from acceptgate.cli import checks, flowrun
+from cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records
@@ -82,7 +82,7 @@ def call_flow(name: str, quiet: bool, load, spooled: records.History | None = No
         say(f"[{done}/{total} records] run {run_id}: {what}")
 
     say("loading the tasks' hidden material")
-    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
+    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     try:
         result = fn(**kwargs, progress=None if quiet else progress, spooled=spooled)
     finally:

@@ -8,7 +8,7 @@ p-values, e.g. CONFORM vs OFF false delivery over all tasks, paired by task.
 from __future__ import annotations
 
 
-from acceptgate.cli import checks, flowrun
+from cli import checks, flowrun
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
@@ -69,7 +69,7 @@ def run(args) -> int:
 
     say(f"paired statistics, {settings.resamples} resamples")
 
-    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
+    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     result = stats_flow.stats(warehouse=str(path), gate_run=args.gate_run, judge_run=args.judge_run,
                               baseline=args.baseline, arms=arms, settings=settings,
                               audit_judge_run=args.audit_judge_run)

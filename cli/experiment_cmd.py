@@ -10,7 +10,7 @@ table beside the measured one and stores both (tables experiment_runs, experimen
 from __future__ import annotations
 
 from acceptgate import warehouse
-from acceptgate.cli import checks
+from cli import checks
 from acceptgate.errors import InvalidInput
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import contextlib
 import sys
 
-from acceptgate.cli import checks, flowrun
+from cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.shards import DEFAULT_TASKS_PER_SHARD
@@ -193,7 +193,7 @@ def run(args) -> int:
     say("loading the tasks and building the candidate pools")
     progress = (contextlib.nullcontext(None) if args.quiet else
                 BarProgress() if sys.stderr.isatty() else LineProgress(say))
-    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
+    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     with progress as bar:
         summary = certify_flow.run(bar, suites_dir=args.suites, dataset=args.dataset, samples=args.samples,
                                    warehouse=str(path), backend=args.backend, run_id=args.run_id,

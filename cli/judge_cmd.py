@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from acceptgate.cli import checks, flowrun
+from cli import checks, flowrun
 from acceptgate import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.judge.backends import BACKENDS
@@ -85,7 +85,7 @@ def run(args) -> int:
 
     say(f"judging the trajectories of {args.records} (backend {args.backend}, embedder {args.embedder})")
 
-    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
+    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     result = judge_flow.judge(inputs=inputs, backend=args.backend, embedder=args.embedder,
                               warehouse=str(path), strict=args.strict, chat_config=chat_config)
     for name, issue in result.issues:

@@ -15,7 +15,7 @@ from acceptgate import outputs
 from acceptgate.errors import InvalidInput
 
 DEFAULT_JOURNAL = Path("data") / "service.sqlite"
-OPENAPI_FILE = Path(__file__).resolve().parents[1] / "service" / "openapi.json"
+OPENAPI_FILE = Path(__file__).resolve().parents[1] / "acceptgate" / "service" / "openapi.json"
 
 
 def add_parser(sub) -> None:

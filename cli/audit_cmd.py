@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from acceptgate import runids, warehouse
-from acceptgate.cli import checks, flowrun
+from cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.shards import DEFAULT_TASKS_PER_SHARD
 
@@ -94,7 +94,7 @@ def run(args) -> int:
     flowrun.prepare(flowrun.Say("audit", args.quiet))
     from flows import audit as audit_flow  # Prefect is imported here, and only here
 
-    # A failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
+    # A failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,
                              reporter=None if args.quiet else StderrProgress(), dataset=args.dataset, data_path=args.path,
                              dask=args.dask, shard_size=args.shard_size)

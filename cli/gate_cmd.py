@@ -12,7 +12,7 @@ import os
 import sys
 
 from acceptgate import runids, warehouse
-from acceptgate.cli import checks, flowrun
+from cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.gates import ARMS
 from acceptgate.sandbox import backend as backends
@@ -148,7 +148,7 @@ def run(args) -> int:
     flowrun.prepare(say)
     from flows import gate as gate_flow  # Prefect is imported here, and only here
 
-    # A failed expectation (exit 1), a lock (4) or another warehouse error (2): acceptgate.cli.main
+    # A failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     summary = gate_flow.gate(arms=arms, source=args.source, humanevalplus=args.humanevalplus,
                              suites_dir=args.suites, warehouse=str(path), backend=args.backend,
                              run_id=args.run_id, per_task=args.per_task, limit=args.limit,
