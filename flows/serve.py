@@ -154,7 +154,8 @@ async def _announce_when_started(runner, names: str) -> None:
 async def _serve_until_signalled(served: list, limit: int) -> int | None:
     """Prefect's runner (what ``prefect.serve`` runs) until a signal, which is taken by the event loop
     (``add_signal_handler``), never raised as an exception into whatever code the main thread runs: a
-    KeyboardInterrupt raised there can be swallowed (a task's exception nobody reads, a finalizer) and
+    KeyboardInterrupt raised there was once lost (where exactly was not pinned down: a task's exception
+    nobody reads and a finalizer are candidates) and
     the service then went on serving, deaf to every later signal. A signal stops the runner the way
     Prefect stops it on SIGTERM (``astop``: flow runs cancelled, polling stopped, schedules paused on
     exit); before the runner has started it cancels this task. Returns the signal, or None."""
