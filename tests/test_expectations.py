@@ -6,6 +6,11 @@ Each mutation breaks one declared expectation; validation must name the stage an
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,6 +20,8 @@ from acceptgate.errors import InvalidInput
 from acceptgate.expectations import ExpectationFailed
 from acceptgate.sandbox.executor import CASE_STATUSES, VERDICTS
 from acceptgate.task import SUITE_KINDS
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +157,37 @@ def test_an_unknown_ge_expectation_is_invalid_input(tmp_path):
         {"name": "t", "expectations": [{"type": "expect_the_moon", "kwargs": {"column": "a"}}]}))
     with pytest.raises(InvalidInput, match="invalid Great Expectations expectation"):
         expectations.validate("t", pd.DataFrame({"a": [1]}), where=tmp_path)
+
+
+def test_a_failed_ge_check_is_described_with_counts_and_examples(frames):
+    """Validation asks GE for verdicts only; a failure is validated again for what describes it."""
+    stage_frames = dict(frames["execute"])
+    bad = stage_frames["executions"].copy()
+    bad.loc[bad.index[0], "verdict"] = "bogus"
+    stage_frames["executions"] = bad
+    with pytest.raises(ExpectationFailed) as err:
+        expectations.validate_stage("execute", stage_frames, related={**_related(frames), **stage_frames})
+    assert err.value.expectation.startswith("executions.expect_column_values_to_be_in_set(column='verdict'")
+    assert f"1 of {len(bad)} rows unexpected, e.g. ['bogus']" in err.value.details
+
+
+def test_ge_starts_without_the_modules_no_suite_uses_and_imports_them_on_first_use():
+    """altair and scipy.stats (GE's renderer and distribution tests) wait until something reads them."""
+    code = textwrap.dedent("""
+        import sys
+        import pandas as pd
+        from acceptgate import expectations
+        frame = pd.DataFrame({"call_id": [1], "client": ["a"], "route": ["/v1/health"], "method": ["GET"],
+                              "status": [200], "latency_seconds": [0.01],
+                              "called_at": [pd.Timestamp(0, unit="s", tz="UTC")]})
+        expectations.validate("api_calls", frame)
+        print(sorted(type(sys.modules[n]).__name__ for n in expectations.DEFERRED_IMPORTS))
+        from scipy.stats import norm
+        import altair
+        print(norm.cdf(0.0), altair.Chart.__name__, type(sys.modules["scipy.stats"]).__name__,
+              type(sys.modules["altair"]).__name__)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines() == ["['_DeferredModule', '_DeferredModule']", "0.5 Chart module module"]
