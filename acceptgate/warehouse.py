@@ -548,31 +548,35 @@ def _fill_snapshot(con: duckdb.DuckDBPyConnection, source: str, previous: str | 
     con.execute("create or replace temp table _published_runs (run_id varchar)")
     for r in run_ids:
         con.execute("insert into _published_runs values (?)", [r])
-    for table in _tables(con, source):
+    # Each database's tables and columns in one query: asked table by table (duckdb_columns() lists every
+    # attached database's columns at each call) they cost 1.3 s of CPU per publish of a 60-table warehouse.
+    tables = _table_columns(con, source)
+    kept = _table_columns(con, previous) if previous else {}
+    for table, columns in tables.items():
         if table in NEVER_PUBLISHED:
             con.execute(f'drop table {new}."{table}"')  # the schema copy made it; it stays empty, so drop it
             continue
-        columns = _columns(con, source, table)
         if table in COPIED_WHOLE or "run_id" not in columns:
             con.execute(f'insert into {new}."{table}" select * from "{source}"."{table}"')
             continue
         con.execute(f'insert into {new}."{table}" select * from "{source}"."{table}" '
                     "where run_id in (select run_id from _published_runs)")
-        if previous and table in _tables(con, previous):
-            shared = ", ".join(f'"{c}"' for c in columns if c in set(_columns(con, previous, table)))
+        if table in kept:
+            shared = ", ".join(f'"{c}"' for c in columns if c in set(kept[table]))
             con.execute(f'insert into {new}."{table}" ({shared}) select {shared} from {previous}."{table}" '
                         "where run_id is null or run_id not in (select run_id from _published_runs)")
 
 
-def _tables(con: duckdb.DuckDBPyConnection, database: str) -> list[str]:
-    return [r[0] for r in con.execute("select table_name from duckdb_tables() where database_name = ? "
-                                      "and schema_name = 'main' order by table_name", [database]).fetchall()]
-
-
-def _columns(con: duckdb.DuckDBPyConnection, database: str, table: str) -> list[str]:
-    return [r[0] for r in con.execute("select column_name from duckdb_columns() where database_name = ? "
-                                      "and schema_name = 'main' and table_name = ? order by column_index",
-                                      [database, table]).fetchall()]
+def _table_columns(con: duckdb.DuckDBPyConnection, database: str) -> dict[str, list[str]]:
+    """The database's tables (main schema, by name; views not included) and their columns in order."""
+    out: dict[str, list[str]] = {}
+    for table, column in con.execute(
+            "select c.table_name, c.column_name from duckdb_columns() c join duckdb_tables() t "
+            "on c.database_name = t.database_name and c.schema_name = t.schema_name and c.table_name = t.table_name "
+            "where c.database_name = ? and c.schema_name = 'main' order by c.table_name, c.column_index",
+            [database]).fetchall():
+        out.setdefault(table, []).append(column)
+    return out
 
 
 def _fsync_directory(directory: Path) -> None:
