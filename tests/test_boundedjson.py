@@ -55,3 +55,19 @@ def test_load_path_refuses_a_file_beyond_the_bound_unread(tmp_path):
     with pytest.raises(JSONInputError, match="bytes, limit 100 characters"):
         boundedjson.load_path(path, max_chars=100)
     assert len(boundedjson.load_path(path)) == 1001
+
+
+@pytest.mark.parametrize("interpreter_limit", [0, 100_000])
+def test_the_integer_bound_holds_whatever_the_interpreter_allows(interpreter_limit):
+    """The fast path leans on CPython's own int limit; where that limit is off or higher, the bound still
+    holds (the per-integer check runs)."""
+    import sys
+
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(interpreter_limit)
+    try:
+        with pytest.raises(JSONInputError, match="an integer of 5000 digits, limit 4300 at line 1 column 5"):
+            boundedjson.loads("[1, " + "9" * 5000 + "]")
+        assert boundedjson.loads("[" + "7" * 4300 + "]") == [int("7" * 4300)]
+    finally:
+        sys.set_int_max_str_digits(before)
