@@ -9,7 +9,7 @@ Deployments:
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from tasks import _prefect_env  # offline settings before prefect is imported
 
 import asyncio
 import contextlib
@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-import httpx
 
 from acceptgate import schedule
 
@@ -35,13 +34,6 @@ STARTUP_TIMEOUT = 120.0  # a cold server start takes 10-20 s, longer on a busy 2
 
 class ServeError(RuntimeError):
     """The Prefect API cannot be reached or started."""
-
-
-def api_healthy(api_url: str, timeout: float = 2.0) -> bool:
-    try:
-        return httpx.get(api_url.rstrip("/") + "/health", timeout=timeout).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def port_free(port: int, host: str = LOOPBACK) -> bool:
@@ -74,7 +66,7 @@ def local_server(port: int = DEFAULT_PORT, *, log_path: Path | None = None,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + timeout
-        while not api_healthy(api_url):
+        while not _prefect_env.api_healthy(api_url):
             if proc.poll() is not None:
                 raise ServeError(f"prefect server exited with {proc.returncode} while starting; see {log_path}")
             if time.monotonic() > deadline:
@@ -124,7 +116,7 @@ def serve(nightly_parameters: dict[str, Any], backfill_parameters: dict[str, Any
     api_url = api_url or os.environ.get("PREFECT_API_URL")
     with contextlib.ExitStack() as stack:
         if api_url:
-            if not api_healthy(api_url, timeout=10):
+            if not _prefect_env.api_healthy(api_url, timeout=10):
                 raise ServeError(f"no Prefect API answers at {api_url} (PREFECT_API_URL)")
             print(f"acceptgate serve: using the Prefect API at {api_url}", file=sys.stderr, flush=True)
         else:

@@ -13,6 +13,7 @@ import datetime as dt
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -21,12 +22,16 @@ from pathlib import Path
 import duckdb
 import httpx
 import pytest
+from prefect_harness import seed_prefect_home
 
 pytestmark = pytest.mark.prefect
 
 REPO = Path(__file__).resolve().parents[1]
 STARTUP = 240  # seconds: server start plus deployment registration on a loaded machine
 RUN_TIMEOUT = 300
+# One client for every call to the served API: the tests poll it each second, and a new client costs a
+# TLS context (36 ms of CPU) even for plain http.
+HTTP = httpx.Client(timeout=10, verify=ssl.create_default_context())
 
 
 def _free_port() -> int:
@@ -49,14 +54,14 @@ def _env(home: Path, api_url: str | None = None) -> dict[str, str]:
 
 def _deployment_id(api: str, name: str) -> str | None:
     flow, dep = name.split("/")
-    r = httpx.get(f"{api}/deployments/name/{flow}/{dep}", timeout=10)
+    r = HTTP.get(f"{api}/deployments/name/{flow}/{dep}")
     return r.json()["id"] if r.status_code == 200 else None
 
 
 def _wait_terminal(api: str, flow_run_id: str, timeout: float = RUN_TIMEOUT) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        run = httpx.get(f"{api}/flow_runs/{flow_run_id}", timeout=10).json()
+        run = HTTP.get(f"{api}/flow_runs/{flow_run_id}").json()
         if run["state_type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
             return run
         time.sleep(1)
@@ -67,7 +72,7 @@ def _trigger(api: str, name: str, parameters: dict) -> str:
     dep = _deployment_id(api, name)
     assert dep, f"deployment {name} not registered"
     for _ in range(30):  # a 503 is the busy server's "try again" (Prefect's own client retries it too)
-        r = httpx.post(f"{api}/deployments/{dep}/create_flow_run", json={"parameters": parameters}, timeout=10)
+        r = HTTP.post(f"{api}/deployments/{dep}/create_flow_run", json={"parameters": parameters})
         if r.status_code != 503:
             break
         time.sleep(2)
@@ -76,8 +81,7 @@ def _trigger(api: str, name: str, parameters: dict) -> str:
 
 
 def _artifact(api: str, flow_run_id: str) -> str:
-    r = httpx.post(f"{api}/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}},
-                   timeout=10)
+    r = HTTP.post(f"{api}/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}})
     texts = [a["data"] for a in r.json() if a["type"] == "markdown"]
     assert texts, "no markdown artifact on the flow run"
     return texts[0]
@@ -94,6 +98,7 @@ def served(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backe
     suites = suitefiles.write_suites(humanevalplus.load(humanevalplus_path, local_backend, limit=5), root / "suites")
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
+    seed_prefect_home(root / "prefect")  # the server serve starts skips the migrations the shared one ran
     log = open(root / "serve.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
