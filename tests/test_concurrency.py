@@ -1,24 +1,29 @@
-"""Readers and one writer in real processes: analysts query while runs write, never wait, never see a
-half-written run; then every example of sql/README.md runs, as written, on the warehouse they made.
+"""Readers and one writer in separate processes: analysts query while runs write, never wait, never see
+a half-written run; then every example of sql/README.md runs, as written, on the warehouse they made.
 
-The writer runs the audit flow (``acceptgate audit --limit 1``) and then the gate flow (CONFORM and OFF
-on 2 HumanEval+ tasks with CodeT's samples) into ``data/warehouse.duckdb`` of a temporary directory. A
-reader process loops until told to stop, each round through ``acceptgate sql --format json`` and the
+The writer (this test process, ``cli.main``) runs the audit flow (``acceptgate audit --limit 1``) and then
+the gate flow (CONFORM and OFF on 2 HumanEval+ tasks with CodeT's samples) into ``data/warehouse.duckdb``
+of a temporary directory. A reader process loops until told to stop, each round through ``acceptgate sql --format json`` and the
 ``duckdb`` Python API on the snapshot, and also keeps one connection open from its first round on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import duckdb
 import pytest
 
-from writer_process import REPO, cli_env, kill_group, run
+from acceptgate.warehouse import ENV_LOCK_TIMEOUT
+from cli import main
+from writer_process import REPO, cli_env, kill_group
 
 pytestmark = pytest.mark.prefect
 
@@ -99,6 +104,13 @@ READER = textwrap.dedent("""
 
 
 
+def _write(args: list[str], log: Path) -> int:
+    """One writer command, in this process: the readers are processes of their own either way, and a
+    writer process of its own would cost a Prefect and Great Expectations start (about 8 s of CPU)."""
+    with open(log, "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        return main(args)
+
+
 @pytest.fixture(scope="module")
 def concurrent_runs(prefect_harness, tmp_path_factory, humanevalplus_path, codet_samples_path):
     home = tmp_path_factory.mktemp("analyst")
@@ -107,15 +119,20 @@ def concurrent_runs(prefect_harness, tmp_path_factory, humanevalplus_path, codet
     reader = subprocess.Popen([sys.executable, "-c", READER, str(path), str(path.with_name("warehouse.snapshot.duckdb")),
                                str(stop), str(observed), COMPLETE], env=cli_env(), cwd=REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    env = cli_env(ACCEPTGATE_WAREHOUSE_LOCK_TIMEOUT="30")  # a writer kept waiting would fail loudly
+    lock_timeout = os.environ.get(ENV_LOCK_TIMEOUT)
+    os.environ[ENV_LOCK_TIMEOUT] = "30"  # a writer kept waiting would fail loudly
     try:
-        codes = [run(["audit", "--limit", "1", "--warehouse", str(path)], env, home / "audit.log"),
-                 run(["gate", "--arm", "conform", "--arm", "off", "--source", f"codet:{codet_samples_path}",
-                      "--humanevalplus", str(humanevalplus_path), "--limit", "2", "--warehouse", str(path)],
-                     env, home / "gate.log")]
+        codes = [_write(["audit", "--limit", "1", "--warehouse", str(path)], home / "audit.log"),
+                 _write(["gate", "--arm", "conform", "--arm", "off", "--source", f"codet:{codet_samples_path}",
+                         "--humanevalplus", str(humanevalplus_path), "--limit", "2", "--warehouse", str(path)],
+                        home / "gate.log")]
         stop.touch()
         _, err = reader.communicate(timeout=300)
     finally:
+        if lock_timeout is None:
+            os.environ.pop(ENV_LOCK_TIMEOUT, None)
+        else:
+            os.environ[ENV_LOCK_TIMEOUT] = lock_timeout
         if reader.poll() is None:
             kill_group(reader)
     return home, codes, reader.returncode, err, [json.loads(line) for line in observed.read_text().splitlines()]
