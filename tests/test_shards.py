@@ -143,3 +143,22 @@ def test_certify_shards_start_the_largest_first(suites_dir, humanevalplus_path, 
     # the index still names the task order, which the merge restores
     assert sorted((b.index, b.materials[0].task_id) for b in batches) == list(enumerate(m.task_id for m in materials))
     assert [b.index for b in batches] != list(range(len(batches)))  # so the order really changed here
+
+
+def test_a_task_material_compiles_its_harnesses_where_they_are_first_read(suites_dir, humanevalplus_path):
+    """An unpickled copy (what Dask's tokenizer and its scheduler make in the client) carries the suites
+    and compiles its harnesses only when something reads them; a copy of a copy loses nothing."""
+    from acceptgate.v4v import certify as C
+
+    material = C.load_materials(suites_dir, str(humanevalplus_path))[0]
+    copy = pickle.loads(pickle.dumps(material))
+    assert "harnesses" not in copy.__dict__  # nothing compiled by the unpickling itself
+    again = pickle.loads(pickle.dumps(copy))  # pickling an uncompiled copy compiles nothing either
+    assert "harnesses" not in copy.__dict__
+    for m in (copy, again):
+        assert sorted(m.harnesses) == sorted(material.harnesses)
+        assert all(m.harnesses[k].spec_hash == material.harnesses[k].spec_hash for k in material.harnesses)
+    assert (copy.task_id, copy.gold, copy.suites, copy.samples) == (material.task_id, material.gold, material.suites,
+                                                                    material.samples)
+    with pytest.raises(AttributeError):
+        copy.no_such_attribute  # noqa: B018

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 from acceptgate.hashing import sha256_text
 from acceptgate.render import Harness, harness_for
@@ -76,13 +77,24 @@ class TaskMaterial:
     def __getstate__(self) -> dict:
         # A harness holds functions compiled from its suite, in no importable module: a copy for another
         # process (a Dask worker, acceptgate.shards) carries the suites and compiles its own harnesses.
-        state = {k: v for k, v in self.__dict__.items() if k != "_gold_norm"}
-        state["harnesses"] = sorted(self.harnesses)
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_gold_norm", "_harness_keys")}
+        keys = self.__dict__.get("_harness_keys")
+        state["harnesses"] = sorted(keys if keys is not None else self.harnesses)
         return state
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.harnesses = {k: harness_for(self.suites[k]) for k in state["harnesses"]}
+        # Compiled where first read: the copies that Dask's tokenizer and its scheduler unpickle in the
+        # client never run one (compiling them there cost the client 9 s of a 40-task certify's CPU).
+        self.__dict__.update({k: v for k, v in state.items() if k != "harnesses"})
+        self.__dict__["_harness_keys"] = list(state["harnesses"])
+
+    def __getattr__(self, name: str) -> Any:  # only for attributes not set: ``harnesses`` of an unpickled copy
+        keys = self.__dict__.get("_harness_keys")
+        if name != "harnesses" or keys is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        harnesses = self.__dict__["harnesses"] = {k: harness_for(self.suites[k]) for k in keys}
+        self.__dict__.pop("_harness_keys", None)
+        return harnesses
 
     @property
     def gold_sha256(self) -> str:
