@@ -279,11 +279,30 @@ class CertifyShard:
     def __repr__(self) -> str:
         return f"CertifyShard({self.index}, {len(self.materials)} tasks)"
 
-    def cost(self) -> int:
-        """A rough size of the shard's sandbox work, to start the largest first: every execution runs
-        every case of a suite, and a pool is about as large as the task's samples plus a fixed number
-        of constructed candidates (``pools.propose``)."""
-        return sum(sum(len(s.cases) for s in m.suites.values()) * (len(m.samples) + 16) for m in self.materials)
+    def cost(self, history: Mapping[str, float] | None = None) -> float:
+        """The shard's guessed seconds of sandbox work, to start the largest first (``task_cost``)."""
+        return sum(task_cost(m, history) for m in self.materials)
+
+
+# A certified task's seconds without history, fitted to a 40-task HumanEval+ certification (CodeT
+# samples, default settings; 2026-12-02): per pool candidate 57 ms, plus 48 us per case of its suites,
+# plus 0.9 times the reference's own time over those cases (big inputs and outputs: HumanEval/15's
+# strings, /36's loops). A pool is about the task's samples plus 16 constructed candidates. What no
+# suite predicts is a candidate that runs to its time limit (HumanEval/39: 1.5 s guessed, 68 s spent):
+# history (the task's last certification in the warehouse) knows it.
+POOL_EXTRA = 16
+CANDIDATE_SECONDS, CASE_SECONDS, REFERENCE_FACTOR = 0.057, 48e-6, 0.9
+
+
+def task_cost(material, history: Mapping[str, float] | None = None) -> float:
+    """Seconds a task's certification is expected to take: its last certification's where ``history``
+    has it (``pipelines.certify.task_seconds``), else the estimate above."""
+    if history and material.task_id in history:
+        return float(history[material.task_id])
+    cases = sum(len(s.cases) for s in material.suites.values())
+    reference = getattr(material, "reference_seconds", 0.0)
+    return (len(material.samples) + POOL_EXTRA) * (CANDIDATE_SECONDS + cases * CASE_SECONDS
+                                                   + reference * REFERENCE_FACTOR)
 
 
 class CertifyShardResult:
@@ -299,12 +318,14 @@ class CertifyShardResult:
         self.seconds, self.worker = seconds, worker
 
 
-def certify_shards(materials: list, shard_size: int = DEFAULT_TASKS_PER_SHARD) -> list[CertifyShard]:
+def certify_shards(materials: list, shard_size: int = DEFAULT_TASKS_PER_SHARD,
+                   history: Mapping[str, float] | None = None) -> list[CertifyShard]:
     """Shards of ``shard_size`` consecutive tasks (their index keeps the task order for the merge),
-    listed largest first (``CertifyShard.cost``): submitted in this order, the long shards start early
-    and the small ones fill the gaps, so the last shard does not run alone for long."""
+    listed largest first (``CertifyShard.cost``, with ``history``: task -> seconds of its last
+    certification): submitted in this order, the long shards start early and the small ones fill the
+    gaps, so the last shard does not run alone for long."""
     batches = [CertifyShard(i, batch) for i, batch in enumerate(split(materials, shard_size))]
-    return sorted(batches, key=lambda b: (-b.cost(), b.index))
+    return sorted(batches, key=lambda b: (-b.cost(history), b.index))
 
 
 def certify_shard(shard: CertifyShard, backend: str, settings) -> CertifyShardResult:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
+import contextlib
 import dataclasses
 import json
 import time
@@ -75,27 +76,34 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
     settings = core.with_external(settings, verifier_commands or [], verifier_mounts or [], evalplus_venv, dataset)
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
     materials = t.load_materials(suites_dir, dataset, samples, limit, task_ids)
-    if gauge:
-        t.require_gauge(suites_dir, quote(materials), backend)
-    path = t.prepare_warehouse(warehouse)
-    run = store.make_run(materials, settings, suites_from=suites_dir, dataset_from=dataset, samples_from=samples,
-                         backend=backend, run_id=run_id)
-    run = dataclasses.replace(run, settings=json.dumps({**json.loads(run.settings),
-                                                        "gauge": "checked" if gauge else "skipped"}, sort_keys=True))
-    ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
-    # quote(): materials hold ~10^5 nested cases and runs every output; Prefect must not walk them
-    with ledger_run.guard():
-        if dask:
-            batches = shards.certify_shards(materials, shard_size)
-            report = core.current_progress()
-            results = dask_runner.map_shards(t.certify_shard, batches, dask, backend=backend, settings=settings,
-                                             progress=(lambda d, n: report("shards", d, n)) if report else None)
-            cert = shards.merge_certify(materials, results, settings)
-        else:
-            stage = t.pools_and_runs(quote(materials), backend, settings)
-            cert = t.evaluate(quote(materials), quote(stage), backend, settings)
-        rows = t.write_pools(path, run, quote(cert))
-        rows.update(t.write_certification(path, run, quote(cert)))
+    with contextlib.ExitStack() as cluster:
+        # the cluster starts now, in the background, while the suites are checked and the run recorded
+        run_shards = cluster.enter_context(dask_runner.cluster(dask)) if dask else None
+        if gauge:
+            t.require_gauge(suites_dir, quote(materials), backend)
+        path = t.prepare_warehouse(warehouse)
+        run = store.make_run(materials, settings, suites_from=suites_dir, dataset_from=dataset,
+                             samples_from=samples, backend=backend, run_id=run_id)
+        run = dataclasses.replace(run, settings=json.dumps({**json.loads(run.settings),
+                                                            "gauge": "checked" if gauge else "skipped"},
+                                                           sort_keys=True))
+        # how long each task took the last time (read before this attempt replaces a previous one's rows)
+        history = t.task_seconds(path, [m.task_id for m in materials]) if dask else {}
+        ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
+        # quote(): materials hold ~10^5 nested cases and runs every output; Prefect must not walk them
+        with ledger_run.guard():
+            if run_shards is not None:
+                batches = shards.certify_shards(materials, shard_size, history)
+                report = core.current_progress()
+                results = run_shards(t.certify_shard, batches, backend=backend, settings=settings,
+                                     progress=(lambda d, n: report("shards", d, n)) if report else None)
+                cluster.close()  # the workers go before the client merges and writes
+                cert = shards.merge_certify(materials, results, settings)
+            else:
+                stage = t.pools_and_runs(quote(materials), backend, settings)
+                cert = t.evaluate(quote(materials), quote(stage), backend, settings)
+            rows = t.write_pools(path, run, quote(cert))
+            rows.update(t.write_certification(path, run, quote(cert)))
     wall = time.monotonic() - started
     t.finish_run(path, run, wall)
     return CertifySummary(run, cert, rows, str(path), wall)

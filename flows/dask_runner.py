@@ -16,6 +16,7 @@ from __future__ import annotations
 from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import contextlib
+import threading
 from typing import Callable, Iterator
 
 from acceptgate import shards
@@ -35,7 +36,13 @@ def task_runner(dask_workers: int | None = None, dask_address: str | None = None
     dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None})
     return DaskTaskRunner(cluster_kwargs={"n_workers": dask_workers or 2, "threads_per_worker": 1,
                                           "processes": True, "dashboard_address": None,
-                                          "worker_class": _nanny_class()})
+                                          "worker_class": _nanny_class(), "preload": [PRELOAD]})
+
+
+# Imported by each LocalCluster worker as it starts (distributed's ``preload``), before any shard
+# arrives: Prefect's task engine and the shard code, about 2 s of imports a worker would otherwise pay
+# inside its first shard, while the client waits.
+PRELOAD = "flows.dask_preload"
 
 
 _NANNY = None
@@ -72,17 +79,47 @@ def map_shards(task, batches: list, dask: str, *, progress: Callable[[int, int],
 @contextlib.contextmanager
 def cluster(dask: str) -> Iterator[Callable[..., list]]:
     """The cluster held open for several maps (a stage that sends shards batch after batch):
-    ``with cluster(dask) as run: run(task, batches, **parameters)``."""
+    ``with cluster(dask) as run: run(task, batches, **parameters)``.
+
+    The cluster starts in the background as the block is entered (a LocalCluster's workers spawn and
+    import while the flow loads its inputs and records its run); the first ``run`` waits for it."""
     workers, address = shards.parse_dask(dask)
-    with task_runner(workers, address) as runner:
-        if workers:  # a LocalCluster's workers register one by one: the first must not take every shard
-            runner.client.wait_for_workers(workers)
-        def run(task, batches: list, *, progress: Callable[[int, int], None] | None = None, **parameters) -> list:
-            futures = [runner.submit(task, parameters={"shard": batch, **parameters}) for batch in batches]
-            results = []
-            for done, future in enumerate(futures, 1):
-                results.append(future.result())
-                if progress:
-                    progress(done, len(futures))
-            return results
+    runner = task_runner(workers, address)
+    started: list[BaseException] = []
+    entered: list[bool] = []
+
+    def start() -> None:
+        try:
+            runner.__enter__()
+            entered.append(True)
+            if workers:  # a LocalCluster's workers register one by one: the first must not take every shard
+                runner.client.wait_for_workers(workers)
+            else:
+                runner.client  # noqa: B018  (connects to the scheduler)
+        except BaseException as exc:  # raised where the cluster is used
+            started.append(exc)
+
+    starter = threading.Thread(target=start, name="acceptgate-dask-start", daemon=True)
+    starter.start()
+
+    def ready() -> None:
+        starter.join()
+        if started:
+            raise started[0]
+
+    def run(task, batches: list, *, progress: Callable[[int, int], None] | None = None, **parameters) -> list:
+        ready()
+        futures = [runner.submit(task, parameters={"shard": batch, **parameters}) for batch in batches]
+        results = []
+        for done, future in enumerate(futures, 1):
+            results.append(future.result())
+            if progress:
+                progress(done, len(futures))
+        return results
+
+    try:
         yield run
+    finally:
+        starter.join()
+        if entered:
+            runner.__exit__(None, None, None)

@@ -38,6 +38,11 @@ def require_gauge(suites_dir: str, materials: list, backend: str) -> None:
                           references={m.task_id: m.gold for m in materials})
 
 
+@task(name="task-seconds", **_STAGE)
+def task_seconds(path: Path, task_ids: list[str]) -> dict[str, float]:
+    return certify_io.task_seconds(path, task_ids)
+
+
 @task(name="start-run", **_STAGE)
 def start_run(path: Path, run: store.CertifyRun):
     return certify_io.start_run(path, run)

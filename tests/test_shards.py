@@ -4,6 +4,7 @@ single-process rows of the gate and certify stages, row for row (times aside).""
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import pytest
@@ -143,6 +144,22 @@ def test_certify_shards_start_the_largest_first(suites_dir, humanevalplus_path, 
     # the index still names the task order, which the merge restores
     assert sorted((b.index, b.materials[0].task_id) for b in batches) == list(enumerate(m.task_id for m in materials))
     assert [b.index for b in batches] != list(range(len(batches)))  # so the order really changed here
+
+
+def test_certify_shards_take_the_last_certifications_times(suites_dir, humanevalplus_path, codet_samples_path):
+    """Without history the order is a guess from the suites (cases, and the reference's measured time);
+    with it (task -> seconds of its last certification) the task that took longest goes first."""
+    from acceptgate.v4v import certify as C
+
+    materials = C.load_materials(suites_dir, str(humanevalplus_path), str(codet_samples_path))
+    assert all(m.reference_seconds > 0 for m in materials)  # the import's timing sidecars, summed
+    slow = max(materials, key=lambda m: m.reference_seconds)
+    assert shards.task_cost(slow) > shards.task_cost(dataclasses.replace(slow, reference_seconds=0.0))
+    guessed = [b.materials[0].task_id for b in shards.certify_shards(materials, shard_size=1)]
+    last = guessed[-1]
+    ordered = [b.materials[0].task_id for b in shards.certify_shards(materials, 1, {last: 1000.0})]
+    assert ordered == [last] + guessed[:-1]
+    assert shards.task_cost(materials[0], {materials[0].task_id: 12.5}) == 12.5
 
 
 def test_a_task_material_compiles_its_harnesses_where_they_are_first_read(suites_dir, humanevalplus_path):

@@ -51,6 +51,13 @@ def test_certify_flow_writes_the_v4v_tables(prefect_harness, tmp_path, suites_2,
         assert kinds == {"gold", "legal-variant", "ordinary-wrong", "attack"}
         outputs = con.execute("select count(*) from v4v_executions where round = 0 and outputs_json is null").fetchone()
         assert outputs == (0,)
+        spent = dict(con.execute("select task_id, sum(wall_seconds) from v4v_executions group by 1").fetchall())
+    # what a sharded certify of the same tasks orders its shards by: this finished run's times per task
+    from acceptgate.pipelines import certify as certify_io
+
+    history = certify_io.task_seconds(path, sorted(spent) + ["HumanEval/999"])
+    assert history.keys() == spent.keys() and all(history[t] == pytest.approx(spent[t]) and spent[t] > 0 for t in spent)
+    assert certify_io.task_seconds(tmp_path / "none.duckdb", sorted(spent)) == {}
 
 
 @pytest.mark.parametrize("extra, fragment", [

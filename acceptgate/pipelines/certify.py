@@ -56,6 +56,29 @@ def finish_run(path: str | Path, run: CertifyRun, status: str, wall_seconds: flo
     return None
 
 
+def task_seconds(path: str | Path, task_ids: list[str]) -> dict[str, float]:
+    """Per task, what its newest finished certification in this warehouse spent executing (the sum of
+    its executions' wall seconds): a sharded certify starts the longest first (``shards.task_cost``).
+    Read before the run starts (a new attempt of the same run id replaces its rows). Only an order
+    depends on it: a warehouse that cannot be read gives no history, not an error."""
+    if not task_ids or not Path(path).exists():
+        return {}
+    query = """
+        select task_id, seconds from (
+            select e.task_id, sum(e.wall_seconds) as seconds,
+                   row_number() over (partition by e.task_id order by r.finished_at desc) as newest
+            from v4v_executions e join v4v_runs r using (run_id)
+            where r.status = 'ok' and e.task_id in (select unnest(?))
+            group by e.task_id, e.run_id, r.finished_at)
+        where newest = 1"""
+    try:
+        with warehouse.connect(path, read_only=True) as con:
+            return {task: float(seconds) for task, seconds in con.execute(query, [list(task_ids)]).fetchall()
+                    if seconds is not None}
+    except Exception:  # noqa: BLE001  (a locked, older or foreign file: no history)
+        return {}
+
+
 # -- the gate's precondition ------------------------------------------------------------------------
 
 # The verifier a gate decides with, and the suite it reads, by name. V is the visible suite; the gates

@@ -73,6 +73,9 @@ class TaskMaterial:
     suites: dict[str, SuiteSpec]
     harnesses: dict[str, Harness]
     samples: list[tuple[str, str]] = field(default_factory=list)  # (origin, full program)
+    # the reference's time over every case of its suites where the import measured it (0: not known);
+    # only to guess how long the task's certification takes (shards.task_cost)
+    reference_seconds: float = 0.0
 
     def __getstate__(self) -> dict:
         # A harness holds functions compiled from its suite, in no importable module: a copy for another

@@ -102,7 +102,8 @@ def load_materials(suites_dir: str, dataset: str, samples: str | None = None, *,
     for tid in ids:
         t = sd.tasks[tid]
         out.append(TaskMaterial(tid, t.entry_point, t.prompt, gold[tid], dict(t.suites),
-                                {k: harness_for(s) for k, s in t.suites.items()}, drawn.get(tid, [])))
+                                {k: harness_for(s) for k, s in t.suites.items()}, drawn.get(tid, []),
+                                sum(sum(seconds) for seconds in t.reference_seconds.values())))
     return out
 
 
