@@ -168,7 +168,8 @@ def test_nothing_planted_in_one_execution_reaches_the_next(fresh):
     # Keyrings are per host uid, outside every namespace; System V IPC, message queues and sockets are
     # the host's where a backend has no namespace for them: the syscall filter denies them all.
     assert not {"user keyring", "sysv shm", "sysv msg", "sysv sem", "posix mqueue", "abstract socket"} & set(planted)
-    assert not processes_named(tag), "the survivor outlived its execution"
+    # The slot's watcher sees the execution gone before the slot is reused (SlotPool.ended).
+    assert fresh.pool.idle_slots() and not processes_named(tag), "the survivor outlived its execution"
     found, pid, child = call(fresh, STATE, tag, "look")
     assert found == [], found
     assert (pid, child) == (2, 3), "the pid counter is the execution's own"
@@ -447,6 +448,40 @@ def _mixed_harness():
             {float("nan"): 1} if x == 1502 else x * 2
         cases.append(((x,), {}, want))
     return render.harness_for(suitespec.build("python-call/1", "f", cases))
+
+
+def test_a_busy_pool_takes_another_slot_while_the_last_execution_ends(fresh):
+    """Past its warm-up the pool may keep one slot more than it runs executions at once, so the next
+    execution need not wait for the last one's teardown; a slot is still reused only once every
+    process of its last execution is gone, and closing the pool ends every slot, tearing down or not."""
+    pool = fresh.pool
+    runs = pool.WARM_UP + 12
+    answers = [call(fresh, "import os\ndef f(x): return [x, os.getpid()]", i) for i in range(runs)]
+    assert answers == [[i, 2] for i in range(runs)]  # each runner pid 2 of a namespace of its own
+    assert 1 <= pool.started <= 2 and pool.discarded == 0, (pool.started, pool.discarded)
+    slots = pool.idle_slots()
+    assert len(slots) == pool.started
+    pids = [pid for slot in slots for pid in slot.host_pids()]
+    assert pids
+    tag = "ag" + secrets.token_hex(6)
+    assert call(fresh, SURVIVOR.replace("TAG", tag), 1) == 1
+    fresh.close()  # at once: the last execution's slot may still be tearing down
+    assert not processes_named(tag)
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists() and not _is_zombie(pid)]
+    assert pool.idle_slots() == []
+
+
+SURVIVOR = r'''
+import os, sys, ctypes
+def f(x):
+    if os.fork() == 0:
+        ctypes.CDLL(None).prctl(15, b"TAG", 0, 0, 0)  # PR_SET_NAME: findable by name
+        os.setsid()
+        import time
+        while True:
+            time.sleep(1)
+    return x
+'''
 
 
 def test_a_long_mixed_suite_is_judged_case_by_case(fresh):

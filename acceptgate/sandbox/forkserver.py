@@ -302,7 +302,7 @@ class ForkServerProcess(SandboxProcess):
         self._oom_before = oom_before
         self._exit: ExitStatus | None = None
         self._closed = False
-        self._release: Callable[[Slot, bool], None] | None = None
+        self._release: Callable[[Slot, int], None] | None = None
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
         self._poll = select.poll()
@@ -386,24 +386,45 @@ class ForkServerProcess(SandboxProcess):
             return
         self._closed = True
         self.kill()
-        gone = _readable(self._pidfd, GONE_SECONDS)  # every process of the execution has ended
-        _close(self._in, self._out, self._status, self._pidfd)
-        self._pidfd = -1
-        if self._release is not None:
-            self._release(self.slot, gone)
+        _close(self._in, self._out, self._status)
+        pidfd, self._pidfd = self._pidfd, -1
+        if self._release is not None:  # the pool waits for the end, off this thread (SlotPool.ended)
+            self._release(self.slot, pidfd)
+            return
+        _readable(pidfd, GONE_SECONDS)
+        _close(pidfd)
 
 
 # --- the pool of slots -------------------------------------------------------------------------------
 
 class SlotPool:
-    """Idle slots of one backend; a slot serves one execution at a time."""
+    """Slots of one backend; a slot serves one execution at a time.
+
+    An ended execution's slot is not reusable until every process of that execution is gone (its
+    init's pidfd readable: the kernel has killed and reaped them and released their namespaces) and
+    its fork server has built the next environment. That takes milliseconds of mostly waiting, so
+    the harness does not wait for it: ``ended`` hands the slot to one watcher thread, which returns
+    it to the idle list once it is gone (or discards it after GONE_SECONDS), and the harness's next
+    execution takes the slot that has been idle longest. Once the pool has served WARM_UP executions
+    it may keep one slot more per execution running at once, so that a busy run never waits for a
+    teardown; before that, or at that size, the next execution waits for the ended slot instead.
+    Nothing is shared between slots but the host's kernel: each is its own sandbox, cgroup and uid.
+    """
+
+    WARM_UP = 32  # executions before the pool grows past one slot per concurrent execution
 
     def __init__(self, config: SlotConfig, *, max_idle: int | None = None) -> None:
         self.config = config
         self.max_idle = max_idle or 2 * (os.cpu_count() or 1)
         self._idle: list[Slot] = []
-        self._lock = threading.Lock()
+        self._ending: dict[int, Slot] = {}  # pidfd of an ended execution's init -> its slot
+        self._lock = threading.Condition()
         self._closed = False
+        self._running = 0  # executions in flight
+        self._peak = 0  # the most executions in flight at once so far
+        self._served = 0
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._watcher: threading.Thread | None = None
         self.started = 0  # slots started so far (diagnostics)
         self.discarded = 0
 
@@ -422,19 +443,89 @@ class SlotPool:
                 if slot is not None:
                     self._discard(slot)
                 continue
-            proc._release = self._release
+            proc._release = self.ended
+            with self._lock:
+                self._running += 1
+                self._served += 1
+                self._peak = max(self._peak, self._running)
             return proc
         raise BackendUnavailable("fork-server sandbox failed three times: " + "; ".join(problems))
 
     def _take(self) -> Slot | None:
+        """The slot idle longest (its next environment most likely built); else, while a new slot would
+        not pay for itself, the next one to finish its teardown; else None (start one)."""
+        deadline = time.monotonic() + GONE_SECONDS + 1.0
         while True:
             with self._lock:
+                while not self._idle and self._ending and not self._may_grow():
+                    if not self._lock.wait(max(0.0, deadline - time.monotonic())):
+                        break
                 if not self._idle:
                     return None
-                slot = self._idle.pop()
+                slot = self._idle.pop(0)
             if slot.healthy():
                 return slot
             self._discard(slot)
+
+    def _may_grow(self) -> bool:
+        alive = self._running + len(self._ending) + len(self._idle)
+        return self._served >= self.WARM_UP and alive < 2 * self._peak and alive < self.max_idle
+
+    def ended(self, slot: Slot, pidfd: int) -> None:
+        """An execution of ``slot`` is over (its init killed); ``pidfd`` is the init's."""
+        with self._lock:
+            self._running -= 1
+            if self._closed:
+                closed = True
+            else:
+                closed = False
+                self._ending[pidfd] = slot
+                if self._watcher is None:
+                    self._watcher = threading.Thread(target=self._watch, name="acceptgate-slot-ends", daemon=True)
+                    self._watcher.start()
+        if closed:
+            _close(pidfd)
+            self._discard(slot)
+            return
+        try:
+            os.write(self._wake_w, b"x")  # open: close() closes it only after the watcher has ended
+        except BlockingIOError:  # the watcher has wake-ups pending already
+            pass
+
+    def _watch(self) -> None:
+        """The watcher thread: slots whose ended execution is gone go back to the idle list."""
+        poll = select.poll()
+        poll.register(self._wake_r, select.POLLIN)
+        watched: dict[int, float] = {}  # pidfd -> deadline
+        while True:
+            with self._lock:
+                if self._closed and not self._ending:
+                    return
+                for fd in self._ending:
+                    if fd not in watched:
+                        watched[fd] = time.monotonic() + GONE_SECONDS
+                        poll.register(fd, select.POLLIN)
+            now = time.monotonic()
+            timeout = max(0.0, min(watched.values()) - now) if watched else None
+            events = poll.poll(None if timeout is None else timeout * 1000 + 1)
+            now = time.monotonic()
+            done = {fd: True for fd, _ in events if fd != self._wake_r}
+            done.update({fd: False for fd, limit in watched.items() if fd not in done and now >= limit})
+            if any(fd == self._wake_r for fd, _ in events):
+                try:
+                    os.read(self._wake_r, 4096)
+                except BlockingIOError:
+                    pass
+            for fd, gone in done.items():
+                poll.unregister(fd)
+                del watched[fd]
+                with self._lock:
+                    slot = self._ending.pop(fd, None)
+                if slot is not None:  # else a close() whose watcher seemed gone took it (and the fd)
+                    _close(fd)
+                    self._release(slot, gone)
+                with self._lock:
+                    self._lock.notify_all()  # spawns waiting for a slot
 
     def _release(self, slot: Slot, clean: bool) -> None:
         if clean and slot.healthy():
@@ -450,15 +541,35 @@ class SlotPool:
             self.discarded += 1
 
     def idle_slots(self) -> list[Slot]:
+        """Idle slots, after waiting for every ended execution's slot to be back (or discarded)."""
         with self._lock:
+            self._lock.wait_for(lambda: not self._ending, GONE_SECONDS + 1.0)
             return list(self._idle)
 
     def close(self) -> None:
+        """Discard every slot not running an execution, those still tearing down included (once gone:
+        the watcher discards them, at most GONE_SECONDS); a running execution's slot when it ends."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            watcher = self._watcher
         for slot in idle:
             slot.discard()
+        if watcher is not None:
+            try:
+                os.write(self._wake_w, b"x")  # the watcher: discard what ends from now on, then stop
+            except (BlockingIOError, OSError):
+                pass
+            watcher.join(GONE_SECONDS + 1.0)
+        with self._lock:
+            if watcher is not None and watcher.is_alive():
+                return  # it still owns what it watches (and the wake-up pipe): never seen, but never closed twice
+            left, self._ending = self._ending, {}
+            wake, self._wake_r, self._wake_w = (self._wake_r, self._wake_w), -1, -1
+        for fd, slot in left.items():
+            slot.discard()
+            _close(fd)
+        _close(*wake)
 
 
 # --- does it work here? ------------------------------------------------------------------------------
