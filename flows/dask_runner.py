@@ -40,8 +40,8 @@ def task_runner(dask_workers: int | None = None, dask_address: str | None = None
 
 
 # Imported by each LocalCluster worker as it starts (distributed's ``preload``), before any shard
-# arrives: Prefect's task engine and the shard code, about 2 s of imports a worker would otherwise pay
-# inside its first shard, while the client waits.
+# arrives: Prefect's task engine and the shard code, 4-5 s of imports here (after distributed's own) that a
+# worker would otherwise pay inside its first shard, while the client waits.
 PRELOAD = "flows.dask_preload"
 
 
