@@ -62,6 +62,7 @@ def backend_with(source: str) -> local.LocalBackend:
     forkserver.zygote_source = lambda: source
     try:
         backend = local.forkserver_local()
+        backend.pool.WARM_UP = 10**9  # one slot per variant: a busy pool would add slots of the real zygote
         run(backend, 2)  # the slot starts here, with this source
     finally:
         forkserver.zygote_source = original
