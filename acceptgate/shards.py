@@ -300,9 +300,8 @@ def task_cost(material, history: Mapping[str, float] | None = None) -> float:
     if history and material.task_id in history:
         return float(history[material.task_id])
     cases = sum(len(s.cases) for s in material.suites.values())
-    reference = getattr(material, "reference_seconds", 0.0)
     return (len(material.samples) + POOL_EXTRA) * (CANDIDATE_SECONDS + cases * CASE_SECONDS
-                                                   + reference * REFERENCE_FACTOR)
+                                                   + material.reference_seconds * REFERENCE_FACTOR)
 
 
 class CertifyShardResult:

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-
 from acceptgate import schedule
 
 LOOPBACK = "127.0.0.1"

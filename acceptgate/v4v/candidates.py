@@ -77,6 +77,16 @@ class TaskMaterial:
     # only to guess how long the task's certification takes (shards.task_cost)
     reference_seconds: float = 0.0
 
+    @classmethod
+    def from_suites(cls, task_id: str, entry_point: str, prompt: str, gold: str, suites: dict[str, SuiteSpec],
+                    samples: list[tuple[str, str]], reference_seconds: float = 0.0) -> "TaskMaterial":
+        """A material whose harnesses are compiled where first read (``__getattr__``): a client that only
+        ships materials to Dask workers never compiles them (1.6 s for 40 HumanEval+ tasks)."""
+        material = cls(task_id, entry_point, prompt, gold, suites, {}, samples, reference_seconds)
+        del material.__dict__["harnesses"]
+        material.__dict__["_harness_keys"] = list(suites)
+        return material
+
     def __getstate__(self) -> dict:
         # A harness holds functions compiled from its suite, in no importable module: a copy for another
         # process (a Dask worker, acceptgate.shards) carries the suites and compiles its own harnesses.
@@ -91,7 +101,7 @@ class TaskMaterial:
         self.__dict__.update({k: v for k, v in state.items() if k != "harnesses"})
         self.__dict__["_harness_keys"] = list(state["harnesses"])
 
-    def __getattr__(self, name: str) -> Any:  # only for attributes not set: ``harnesses`` of an unpickled copy
+    def __getattr__(self, name: str) -> Any:  # only for attributes not set: ``harnesses`` not compiled yet
         keys = self.__dict__.get("_harness_keys")
         if name != "harnesses" or keys is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

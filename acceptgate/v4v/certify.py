@@ -21,7 +21,6 @@ from typing import Callable
 from acceptgate.hashing import sha256_text
 from acceptgate.errors import InvalidInput
 from acceptgate.parallel import parallel_map
-from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.task import HIDDEN, VISIBLE
 from acceptgate.v4v import external, gates, metrics, mutation, pools, runs
@@ -101,9 +100,8 @@ def load_materials(suites_dir: str, dataset: str, samples: str | None = None, *,
     out = []
     for tid in ids:
         t = sd.tasks[tid]
-        out.append(TaskMaterial(tid, t.entry_point, t.prompt, gold[tid], dict(t.suites),
-                                {k: harness_for(s) for k, s in t.suites.items()}, drawn.get(tid, []),
-                                sum(sum(seconds) for seconds in t.reference_seconds.values())))
+        out.append(TaskMaterial.from_suites(tid, t.entry_point, t.prompt, gold[tid], dict(t.suites), drawn.get(tid, []),
+                                            sum(sum(seconds) for seconds in t.reference_seconds.values())))
     return out
 
 
