@@ -1,0 +1,72 @@
+"""The floor behind `bench/bench_floor.py` (issue 25): what it counts for a sample, so that the README's
+"no evaluator can be faster than this" stays a lower bound. Its worker runs in the sandbox's interpreter."""
+
+import marshal
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import bench_floor  # noqa: E402
+from acceptgate import dialects  # noqa: E402
+from acceptgate.sandbox import hostprobe  # noqa: E402
+
+CASE_LIMIT = 0.3  # CPU seconds per case (the bench uses 1 s), short to keep the test short
+SAMPLE_LIMIT = 2.0
+
+
+def _floor(programs: dict[str, str], cases: list, case_limit: float = CASE_LIMIT, workers: int = 1):
+    tasks = {"t": marshal.dumps(("f", cases, case_limit, SAMPLE_LIMIT))}
+    jobs = [(key, "t", src.encode()) for key, src in programs.items()]
+    found, wall = bench_floor.run_floor(tasks, jobs, workers, hostprobe.sandbox_python())
+    assert wall > 0
+    return found
+
+
+CASES = [((i,), {}, i * 2) for i in range(50)]
+
+
+def test_a_right_candidate_is_called_on_every_case_and_a_wrong_one_stops_at_its_first_failure():
+    found = _floor({"right": "def f(x):\n    return 2 * x\n",
+                    "wrong_at_10": "def f(x):\n    return 2 * x if x != 10 else -1\n",
+                    "raises": "def f(x):\n    raise ValueError(x)\n",
+                    "no_entry": "def g(x):\n    return x\n",
+                    "exits": "import os\ndef f(x):\n    os._exit(3)\n"}, CASES)
+    assert found["right"][1:] == (0, 50)
+    assert found["wrong_at_10"][1:] == (0, 11)
+    assert found["raises"][1:] == (0, 1)
+    assert found["no_entry"][1:] == (0, 0)
+    assert found["exits"][1:] == (0, 0)  # the child ended itself: its CPU from rusage, no count
+    assert all(0 <= used < CASE_LIMIT for used, _, _ in found.values())
+
+
+def test_a_looping_case_counts_its_cpu_limit_and_no_more():
+    found = _floor({"loops_at_3": "def f(x):\n    while x == 3:\n        pass\n    return 2 * x\n",
+                    "swallows": "def f(x):\n    while True:\n        try:\n            while True:\n"
+                                "                pass\n        except BaseException:\n            pass\n"}, CASES)
+    used, expired, called = found["loops_at_3"]
+    assert (expired, called) == (1, 4)
+    assert CASE_LIMIT * 0.95 <= used <= CASE_LIMIT + 0.1
+    # A candidate that catches the timer's exception is ended by the kernel's backstop; it counts the
+    # sample's limit at most.
+    used, _, _ = found["swallows"]
+    assert CASE_LIMIT * 0.95 <= used <= SAMPLE_LIMIT
+
+
+def test_the_sample_limit_bounds_many_slow_cases():
+    slow = [((i,), {}, i) for i in range(20)]
+    found = _floor({"slow": "import time\ndef f(x):\n    t = time.process_time()\n"
+                            "    while time.process_time() - t < 0.25:\n        pass\n    return x\n"},
+                   slow, case_limit=1.0)
+    used, expired, called = found["slow"]
+    assert expired == 1 and called == 8  # 7 cases of 0.25 s, the 8th reaches the 2 s
+    assert SAMPLE_LIMIT * 0.95 <= used <= SAMPLE_LIMIT
+
+
+@pytest.mark.parametrize("want, plain", [(("value", [1, 2]), [1, 2]),
+                                         (("sha256", "ab" * 32, 7), bench_floor.DIGEST)])
+def test_a_digest_suites_cases_are_compared_as_their_values_or_not_at_all(want, plain):
+    assert bench_floor._plain(dialects.DIGEST, want) == plain
+    assert bench_floor._plain("python-call/1", ("value", [1, 2])) == ("value", [1, 2])
