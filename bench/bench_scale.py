@@ -350,11 +350,18 @@ def nightly_estimate(past: list[dict], tasks: int = 10_000, samples: int = 100, 
         lines.append(f"- {stage}{note}: {r['seconds_per_task']} s/task at {r['tasks']} tasks ({r['runner']}, load "
                      f"{r['load_before']}, {r['when']}) -> {core_s / 3600:,.0f} core-hours, "
                      f"{kib * tasks / 2**20:,.1f} GiB of warehouse ({r.get('warehouse_bytes_per_row', '?')} bytes/row)")
-    pairs = [(r, s) for r in past for s in past if r["stage"] == s["stage"] == "certify" and r["tasks"] == s["tasks"]
-             and r.get("workers") == 1 and s.get("workers") == 2 and r.get("finished", True) and s.get("finished", True)]
+    # The newest 2-worker certification of the largest point, against the newest 1-worker one before it
+    # (``past`` is in the order the runs ended): one bench invocation's pair, never two runs far apart.
+    pairs = []
+    for j, s in enumerate(past):
+        if s["stage"] == "certify" and s.get("workers") == 2 and s.get("finished", True):
+            ones = [(i, r) for i, r in enumerate(past[:j]) if r["stage"] == "certify" and r.get("workers") == 1
+                    and r["tasks"] == s["tasks"] and r.get("finished", True)]
+            if ones:
+                pairs.append((s["tasks"], j, ones[-1][1], s))
     eff = 1.0
     if pairs:
-        r, s = max(pairs, key=lambda p: p[0]["tasks"])
+        _, _, r, s = max(pairs, key=lambda p: (p[0], p[1]))
         eff = min(1.0, r["seconds"] / s["seconds"] / 2)
         lines.append(f"- 2 workers vs 1 (certify, {r['tasks']} tasks): {r['seconds'] / s['seconds']:.2f}x, "
                      f"i.e. {eff:.0%} per-worker efficiency")
