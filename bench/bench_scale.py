@@ -355,10 +355,10 @@ def nightly_estimate(past: list[dict], tasks: int = 10_000, samples: int = 100, 
     pairs = []
     for j, s in enumerate(past):
         if s["stage"] == "certify" and s.get("workers") == 2 and s.get("finished", True):
-            ones = [(i, r) for i, r in enumerate(past[:j]) if r["stage"] == "certify" and r.get("workers") == 1
+            ones = [r for r in past[:j] if r["stage"] == "certify" and r.get("workers") == 1
                     and r["tasks"] == s["tasks"] and r.get("finished", True)]
             if ones:
-                pairs.append((s["tasks"], j, ones[-1][1], s))
+                pairs.append((s["tasks"], j, ones[-1], s))
     eff = 1.0
     if pairs:
         _, _, r, s = max(pairs, key=lambda p: (p[0], p[1]))
