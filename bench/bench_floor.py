@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_samples  # noqa: E402
 from acceptgate import dialects, render  # noqa: E402
+from acceptgate.parallel import parallel_map  # noqa: E402
 from acceptgate.sandbox import hostprobe, zygote  # noqa: E402
 from acceptgate.task import HIDDEN  # noqa: E402
 
@@ -184,15 +185,10 @@ def run_floor(tasks: dict[str, bytes], jobs: list[tuple[str, str, bytes]], worke
                     failed.append(key)
                     break
                 found[key] = struct.unpack("=dBI", got)
-            proc.stdin.close()
 
     with tempfile.TemporaryDirectory(prefix="acceptgate-floor-") as tmp:
         started = time.perf_counter()
-        threads = [threading.Thread(target=drive, args=(tmp,)) for _ in range(workers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        parallel_map(lambda _: drive(tmp), range(workers), workers=workers)  # one worker process per thread
         wall = time.perf_counter() - started
     if failed or len(found) != len(jobs):
         raise SystemExit(f"bench_floor: a floor worker ended at {failed[:1]}; {len(jobs) - len(found)} samples not run")
