@@ -5,11 +5,13 @@
 One fork-server slot per variant; each variant runs ``--runs`` trivial executions (load ``f(x) = x``,
 one call, end) per round, the variants interleaved (the order reversed every other round) so that a
 shared, loaded machine affects them alike. Reported: the slot's CPU time (its cgroup counter: the
-execution's init and runner, their exits, the next environment, the fork server) and the harness
-process's, in µs per execution, median over rounds.
+execution's init and runner, their exits, the next environment, the fork server), the whole machine's
+(/proc/stat: everything above plus the harness and the kernel's workers, e.g. a network namespace's
+teardown; meaningful on an otherwise idle machine) and the harness process's, in µs per execution,
+median over rounds.
 
 The variants are the zygote's source with one step left out, to see what that step costs. They are
-ABLATIONS FOR MEASUREMENT ONLY, weaker than the real sandbox (no seccomp filter, no network namespace,
+ABLATIONS FOR MEASUREMENT ONLY, weaker than the real sandbox (no seccomp filter, no /proc covers,
 ...): this script never scores anything with them, and nothing else can select them.
 """
 
@@ -19,27 +21,32 @@ import argparse
 import marshal
 import os
 import secrets
+import shlex
 import statistics
 import sys
 import time
 
 from acceptgate.sandbox import forkserver, local
+from cpu_busy import busy_seconds
 from acceptgate.sandbox.backend import Limits
 
-# name -> (text in zygote.py, its replacement): one step left out
+# name -> [(text in zygote.py, its replacement)]: one step left out (or, for the network namespace, put
+# back as it was before stop 35: a new one per execution, its loopback brought up by the init)
 ABLATIONS = {
-    "loopback left down": ("    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:\n"
-                           "        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack(\"16sH14x\", b\"lo\", IFF_UP_RUNNING))\n",
-                           ""),
-    # (and no loopback to bring up: the slot's own namespace is not the init's to change)
-    "no network namespace": ("CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS", "CLONE_NEWIPC | CLONE_NEWUTS"),
-    "no read-only /proc covers": ('PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")', "PROC_COVERS = ()"),
-    "no preloaded modules": ("    for name in PRELOAD:\n", "    for name in ():\n"),
-    "no seccomp filter": ("        load_filter(FILTER)  # after", "        pass  # after"),
+    "a network namespace per execution (before)": [
+        ("NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS",
+         "NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | 0x40000000 | CLONE_NEWUTS"),
+        ("    drop_capabilities()\n\n\ndef init_main",
+         "    import fcntl\n    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:\n"
+         "        fcntl.ioctl(s, 0x8914, struct.pack(\"16sH14x\", b\"lo\", 0x41))\n"
+         "    drop_capabilities()\n\n\ndef init_main")],
+    "no read-only /proc covers": [('PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")', "PROC_COVERS = ()")],
+    "no preloaded modules": [("    for name in PRELOAD:\n", "    for name in ():\n")],
+    "no seccomp filter": [("        load_filter(FILTER)  # after", "        pass  # after")],
     # the init becomes the runner (pid 1: signal semantics differ, no wait status is reported): what one
     # fork per execution instead of two could save at most
-    "runner as the init (one fork)": ("        runner = os.fork()\n        if runner == 0:\n",
-                                      "        runner = 0\n        if runner == 0:\n"),
+    "runner as the init (one fork)": [("        runner = os.fork()\n        if runner == 0:\n",
+                                       "        runner = 0\n        if runner == 0:\n")],
 }
 LIMITS = Limits(wall_seconds=60)
 
@@ -48,8 +55,7 @@ def variant_source(name: str) -> str:
     source = forkserver.zygote_source()
     if name == "as is":
         return source
-    steps = [ABLATIONS[name]] + ([ABLATIONS["loopback left down"]] if name == "no network namespace" else [])
-    for old, new in steps:
+    for old, new in ABLATIONS[name]:
         if old not in source:
             raise SystemExit(f"bench_next_environment: the step {name!r} is no longer in zygote.py; update ABLATIONS")
         source = source.replace(old, new)
@@ -131,31 +137,37 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     variants = [(name, backend_with(variant_source(name))) for name in ["as is", *names]]
     load0 = os.getloadavg()[0]
-    found: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _ in variants}
+    found: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name, _ in variants}
     try:
         for r in range(args.rounds):
             for name, backend in (variants if r % 2 == 0 else variants[::-1]):
                 sandbox0, harness0, wall0 = slot_cpu(backend), time.process_time(), time.perf_counter()
+                machine0 = busy_seconds()
                 run(backend, args.runs)
                 wall = time.perf_counter() - wall0
                 time.sleep(0.05)  # the last init's exit and the next spare are counted in this round
                 found[name].append(((slot_cpu(backend) - sandbox0) / args.runs * 1e6,
-                                    (time.process_time() - harness0) / args.runs * 1e6, wall / args.runs * 1e3))
+                                    (time.process_time() - harness0) / args.runs * 1e6, wall / args.runs * 1e3,
+                                    (busy_seconds() - machine0) / args.runs * 1e6))
     finally:
         for _, backend in variants:
             backend.close()
-    command = " ".join(["python3", "bench/bench_next_environment.py", *(argv if argv is not None else sys.argv[1:])])
+    command = shlex.join(["python3", "bench/bench_next_environment.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores, "
           f"load {load0:.1f}→{os.getloadavg()[0]:.1f}\n")
-    print("| zygote | sandbox CPU µs per execution (median) | rounds | harness process CPU µs per execution | "
-          "wall ms per execution (one after another) |")
-    print("|---|---:|---|---:|---:|")
+    print("| zygote | sandbox CPU µs per execution (median) | rounds | machine CPU µs per execution (median) | "
+          "harness process CPU µs per execution | wall ms per execution (one after another) |")
+    print("|---|---:|---|---:|---:|---:|")
     base = statistics.median(x[0] for x in found["as is"])
+    machine_base = statistics.median(x[3] for x in found["as is"])
     for name, _ in variants:
         sandbox = statistics.median(x[0] for x in found[name])
+        machine = statistics.median(x[3] for x in found[name])
         delta = "" if name == "as is" else f" ({sandbox - base:+,.0f})"
+        machine_delta = "" if name == "as is" else f" ({machine - machine_base:+,.0f})"
         print(f"| {name} | {sandbox:,.0f}{delta} | {', '.join(f'{x[0]:,.0f}' for x in found[name])} | "
-              f"{statistics.median(x[1] for x in found[name]):,.0f} | {statistics.median(x[2] for x in found[name]):,.1f} |")
+              f"{machine:,.0f}{machine_delta} | {statistics.median(x[1] for x in found[name]):,.0f} | "
+              f"{statistics.median(x[2] for x in found[name]):,.1f} |")
     return 0
 
 

@@ -19,6 +19,13 @@ def _stat() -> list[int]:
         return [int(x) for x in f.readline().split()[1:]]
 
 
+def busy_seconds() -> float:
+    """CPU seconds every core has spent busy since boot (not idle, not iowait): the whole machine's,
+    kernel workers included (e.g. a namespace's teardown, which no process's or cgroup's counter holds)."""
+    d = _stat()
+    return (sum(d) - d[3] - d[4]) / CLK
+
+
 def main() -> None:
     stop: list[int] = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))

@@ -85,8 +85,8 @@ def test_no_socket_family_is_reachable(backend):
 def test_an_abstract_unix_name_left_in_flight_reaches_no_later_execution(backend):
     """A socketpair socket bound to an abstract name and sent into itself (a cycle only the kernel's unix
     collector frees) would outlive the execution in a reused network namespace (docker's container,
-    the host's for local-rlimits): bind and sendmsg are denied, and local and local-bwrap moreover
-    give every execution a new network namespace (why the fork server does not reuse one)."""
+    the fork server's slot, the host's for local-rlimits): bind and sendmsg are denied, so nothing can
+    be in flight (local-bwrap moreover gives every execution a new network namespace)."""
     token = 1 + secrets.randbelow(10**6)
     assert answer(backend, "unix_names", "record", token, None) == []
     assert answer(backend, "unix_names", "find", token, None) == [[], False]

@@ -231,7 +231,8 @@ def test_isolation_states_the_fork_server_mode(fresh):
     enforced = "\n".join(iso["enforced"])
     assert iso["backend"] == "local-forkserver" or iso["backend"] == fresh.name
     assert "fork server: every execution is a fresh process" in enforced
-    assert "fresh user, pid, mount, ipc, net, uts namespaces for every execution" in enforced
+    assert "fresh user, pid, mount, ipc, uts namespaces for every execution" in enforced
+    assert "the slot's empty network namespace" in enforced
     assert "process cap: cgroup pids.max=16" in enforced and "memory cap: cgroup 128 MiB" in enforced
     assert any("hash seed" in n for n in iso["notes"])
 
@@ -383,6 +384,53 @@ def _is_zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] in ("Z", "X")
     except OSError:
         return True
+
+
+SOCKETS_LEFT = r'''
+import os, socket
+def f(x):
+    held = [socket.socketpair() for _ in range(x)]  # never closed; a child holds copies past the answer
+    if os.fork() == 0:
+        import time
+        time.sleep(30)
+        os._exit(0)
+    counts = open("/proc/net/sockstat").read().split()
+    return [os.readlink("/proc/self/ns/net"), int(counts[counts.index("used") + 1])]
+'''
+
+
+def test_the_network_namespace_is_the_slots_and_nothing_stays_in_it(fresh):
+    """Executions of one slot share its network namespace (one at a time); sockets an execution leaves
+    open, even in a process that outlives its answer, are gone with it: the fork server finds the
+    counts it started with and keeps the slot."""
+    first_ns, first_used = call(fresh, SOCKETS_LEFT, 3)
+    zygote = _zygote(fresh)
+    assert first_ns == os.readlink(f"/proc/{zygote}/ns/net"), "the slot's namespace"
+    second_ns, second_used = call(fresh, SOCKETS_LEFT, 3)
+    assert second_ns == first_ns and second_used == first_used, "the first execution's 6 sockets are gone"
+    assert call(fresh, "def f(x): return x", 1) == 1
+    assert fresh.pool.started == 1 and fresh.pool.discarded == 0, "the slot was kept"
+
+
+def test_a_socket_left_in_the_slots_network_namespace_retires_the_slot(fresh):
+    """Should anything stay in the namespace (here a socket put there from outside, as a leftover would
+    be), the fork server builds no environment in it again: the next execution gets a new slot."""
+    assert call(fresh, "def f(x): return x", 1) == 1
+    zygote = _zygote(fresh)
+    holder = subprocess.Popen(
+        ["nsenter", f"--net=/proc/{zygote}/ns/net", "--", sys.executable, "-c",
+         "import socket, sys, time\ns = socket.socketpair()\nprint('held', flush=True)\ntime.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        # The environment for this execution was built before the socket appeared; the next one is not.
+        assert call(fresh, "def f(x): return x", 2) == 2
+        assert call(fresh, "def f(x): return x", 3) == 3
+        assert fresh.pool.started == 2 and fresh.pool.discarded == 1
+        assert _zygote(fresh) != zygote
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_zygote_killed_during_an_execution(fresh):

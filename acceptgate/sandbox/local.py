@@ -445,11 +445,13 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
         "(trusted, started before any candidate) in a long-lived per-slot sandbox; pid 1 of the "
         "execution's namespace ends with the runner and takes every process left with it",
         f"namespaces: user, pid, net, ipc, uts, cgroup, mount (bubblewrap {caps.bwrap.version.split()[-1]}, "
-        f"{caps.bwrap.origin}, per slot) and fresh user, pid, mount, ipc, net, uts namespaces for every "
+        f"{caps.bwrap.origin}, per slot) and fresh user, pid, mount, ipc, uts namespaces for every "
         "execution; no nested user namespaces (user.max_user_namespaces=0)",
         f"uid 65534 inside, {outside} outside the sandbox; all capabilities dropped (every set, "
         "no_new_privs)",
-        "network: none (a new empty network namespace per execution: nothing to connect to)",
+        "network: none (the slot's empty network namespace, loopback only: nothing to connect to; its "
+        "executions use it one at a time, and the fork server checks that its socket counts are back to "
+        "what it found before it builds each execution's environment, or the slot is discarded)",
         "filesystem: read-only view of the interpreter only (" + ", ".join(caps.bwrap.ro_binds) + ")",
         f"writable: private tmpfs cwd {bwrap.WORKDIR}, /tmp and /dev/shm, {scratch} MiB each, new for every "
         "execution",

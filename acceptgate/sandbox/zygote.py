@@ -5,19 +5,25 @@
 # Per execution it builds a fresh environment, then forks the candidate runner into it:
 #
 #   zygote Z (slot userns S, no capabilities, non-dumpable, child subreaper)
-#     `- I: made by one clone(new user, pid, mount, ipc, net, uts namespaces) -- or, where the
+#     `- I: made by one clone(new user, pid, mount, ipc, uts namespaces) -- or, where the
 #          syscall number is not known here, by a child C that unshares them, forks I and exits
 #          (I is then adopted by Z). pid 1 of its pid namespace; maps uid/gid 65534 -> 65534,
 #          mounts a new /proc (/proc/sys and co. read-only), fresh tmpfs /sandbox, /tmp, /dev/shm,
-#          brings lo up, sets user.max_user_namespaces=0, drops every capability, loads the seccomp
+#          sets user.max_user_namespaces=0, drops every capability, loads the seccomp
 #          filter (BPF built by the harness with libseccomp, see seccomp.py), waits for the go.
 #            `- R: the runner (runner.py's _main), uid 65534, no capabilities, cwd /sandbox.
 #
 # I is built ahead of time (the "spare", right after the previous execution has ended), so a run
 # starts with one fork. When R ends, I writes R's wait status to the harness's status pipe and exits;
 # as pid 1 its exit kills every process left in the namespace, and the namespaces (files, IPC
-# objects, sockets, the pid counter) go with it. Keyrings are the host uid's, not a namespace's: the
+# objects, the pid counter) go with it. Keyrings are the host uid's, not a namespace's: the
 # seccomp filter I loads denies the keyring calls.
+# The network namespace is the slot's (bubblewrap's: loopback only), not one per execution: a new one
+# costs a fifth of an execution's CPU, and nothing of an execution can stay in it. The filter denies
+# socket(), accept() and sendmsg(), so an execution's only sockets are socketpair()s, held by its own
+# processes alone (no descriptor can be in flight), and gone with them. Z proves it before every
+# environment: the namespace's socket counts must be what they were when Z started (network_state),
+# or Z builds nothing more and the harness discards the slot.
 # Nothing of one execution can reach the next: R never sees Z (another pid namespace), holds none of
 # Z's descriptors, has no capability anywhere, and cannot signal or ptrace I (pid-namespace init,
 # non-dumpable).
@@ -39,8 +45,7 @@ CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
-NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS
+NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -56,8 +61,6 @@ PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 CAPABILITY_VERSION_3 = 0x20080522
-SIOCSIFFLAGS = 0x8914
-IFF_UP_RUNNING = 0x1 | 0x40
 
 UID = 65534
 # Imported once here, before any candidate, so that no execution pays for them: what the runner needs,
@@ -180,10 +183,6 @@ def build_environment():
             mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     for path, mode in ((WORKDIR, "0700"), ("/tmp", "1777"), ("/dev/shm", "1777")):
         mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=%s" % (SCRATCH_BYTES, mode))
-    import fcntl  # (pre-imported) loopback up, as bubblewrap leaves it (nothing else in this namespace)
-
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP_RUNNING))
     drop_capabilities()
 
 
@@ -283,7 +282,44 @@ def clone_init(ctl, z_end, i_end):
     return pid
 
 
+class NotEmpty(Exception):
+    """Something is left in the slot's network namespace: no environment is built in it again."""
+
+
+def network_state():
+    """What an execution could leave in the slot's network namespace, counted by the kernel for this
+    namespace: sockets in use (every family), and per protocol those in use and in TIME_WAIT."""
+    state = []
+    for name in ("sockstat", "sockstat6"):
+        try:
+            with open("/proc/net/" + name) as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:  # no IPv6 in this kernel
+            continue
+        for line in lines:  # "sockets: used 1", "TCP: inuse 0 orphan 0 tw 0 alloc 0 mem 0", ...
+            words = line.split()
+            # (orphan, alloc and mem are the machine's, not the namespace's: they move with the host)
+            state += [(words[0], words[i], words[i + 1]) for i in range(1, len(words) - 1, 2)
+                      if words[i] in ("used", "inuse", "tw")]
+    return state
+
+
+def check_network():
+    """Raise NotEmpty unless the namespace holds what it held when this fork server started. The
+    previous execution's processes are all gone (its init has exited), and with them its sockets;
+    a discarded spare's init may still be dying, hence a short wait before concluding."""
+    for _ in range(50):
+        now = network_state()
+        if now == NETWORK_BASELINE:
+            return
+        reap()
+        select.select([], [], [], 0.01)
+    raise NotEmpty("the slot's network namespace is not as the fork server found it: %r, not %r"
+                   % (now, NETWORK_BASELINE))
+
+
 def build_spare(ctl):
+    check_network()
     z_end, i_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     if SYS_CLONE:
         try:
@@ -351,11 +387,33 @@ def reap():
 
 
 def serve(ctl):
+    global NETWORK_BASELINE
+    NETWORK_BASELINE = network_state()
     spare = build_spare(ctl)
     if spare is None:
         send(ctl, b"error cannot build the execution environment")
         return
     send(ctl, b"ready")
+    try:
+        serve_runs(ctl, spare)
+    except NotEmpty as exc:  # refuse every request from now on: the harness discards the slot
+        refuse(ctl, exc)
+
+
+def refuse(ctl, why):
+    while True:
+        data, fds = recv(ctl)
+        close_all(fds)
+        if not data:
+            return
+        send(ctl, error_text(why))
+
+
+def error_text(why):
+    return ("error " + str(why)).encode("utf-8", "replace")[:4000]
+
+
+def serve_runs(ctl, spare):
     running = []  # pidfds of inits still alive, to reap them (and free their pids) promptly
     while True:
         ready, _, _ = select.select([ctl] + running, [], [])
@@ -377,11 +435,16 @@ def serve(ctl):
             close_all(fds)
             send(ctl, b"error bad request")
             continue
-        for _ in range(SPARE_TRIES):
-            if spare is not None:
-                break
-            reap()
-            spare = build_spare(ctl)
+        try:
+            for _ in range(SPARE_TRIES):
+                if spare is not None:
+                    break
+                reap()
+                spare = build_spare(ctl)
+        except NotEmpty as exc:  # answered here, then every later request is refused (serve)
+            close_all(fds)
+            send(ctl, error_text(exc))
+            raise
         if spare is None:
             close_all(fds)
             send(ctl, b"error cannot build the execution environment")
@@ -441,6 +504,7 @@ RUNNER = {}
 FILTER = b""
 MAX_FD = 1024
 LAST_CAP = 63
+NETWORK_BASELINE = None
 
 if __name__ == "__main__":
     main()
