@@ -1,4 +1,4 @@
-"""The one sha256 of a text and of a file, hex-encoded, used for every content hash of the project."""
+"""The one sha256 of a text, of bytes and of a file, hex-encoded, used for every content hash of the project."""
 
 from __future__ import annotations
 
@@ -9,6 +9,10 @@ import os
 def sha256_text(text: str) -> str:
     """Of the text's UTF-8 bytes (lone surrogates kept, as a program may hold them)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def sha256_file(path: str | os.PathLike) -> str:

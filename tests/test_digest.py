@@ -267,6 +267,29 @@ def test_digest_cases_pass_exactly_when_the_result_equals(local_backend):
         assert result.verdict == "fail" and result.first_failure.index == failing, result.as_dict()
 
 
+def test_a_long_answer_is_judged_once_per_distinct_text(local_backend, monkeypatch):
+    """Long answers are parsed and compared once per text and case (executor._judge_once): a later
+    execution sending the same text gets the same CaseResult; a verdict the harness's CPU budget
+    decided is never kept."""
+    from acceptgate.sandbox import executor
+
+    n = 300_000
+    h = render.harness_for(digest_spec([((n,), {}, ("sha256", *dialects.equality_digest("x" * n)))]))
+    limits = Limits(wall_seconds=30, cpu_seconds=31)
+    right, wrong = "def f(n):\n    return 'x' * n\n", "def f(n):\n    return 'y' * n\n"
+    judged = executor._prepare(h).judged
+    monkeypatch.setattr(executor, "JUDGE_CPU_SECONDS", 0.0)  # no budget: the parse gives up at once
+    result = execute(h, right, local_backend, limits=limits)
+    assert result.verdict == "fail" and executor.TOO_COSTLY in result.cases[0].got, result.as_dict()
+    assert not judged.get(0), "a verdict of the budget is not kept"
+    monkeypatch.undo()
+    first = [execute(h, source, local_backend, limits=limits) for source in (right, wrong)]
+    assert [r.verdict for r in first] == ["pass", "fail"] and len(judged[0]) == 2
+    again = [execute(h, source, local_backend, limits=limits) for source in (right, wrong)]
+    assert [r.cases for r in again] == [r.cases for r in first] and len(judged[0]) == 2
+    assert again[1].cases[0].got == first[1].cases[0].got and again[1].cases[0].got.startswith("'yyyy")
+
+
 # ---------------------------------------------------------------------------------------------
 # import: a too-large output becomes a digest case, never an exclusion
 
