@@ -19,11 +19,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping
 
 from acceptgate.errors import InvalidInput
-from acceptgate.parallel import parallel_map
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate import profiles
-from acceptgate.sandbox.executor import ExecutionResult, execute, execute_many
+from acceptgate.sandbox.executor import ExecutionResult, execute, execute_many, map_interleaved
 from acceptgate.sources.replay import LineProblem, SampleFile
 from acceptgate.suitespec import SuiteSpec
 
@@ -226,5 +225,5 @@ def execute_jobs(jobs: list[tuple], backend: Backend, fail_fast: bool, workers: 
         limits = jobs[0][2] if jobs else Limits()
         return execute_many([(h, src) for h, src, _ in jobs], backend, limits=limits, fail_fast=fail_fast,
                             workers=workers, progress=progress)
-    return parallel_map(lambda job: execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast), jobs,
-                        workers=workers, progress=progress)
+    return map_interleaved(lambda job: execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast), jobs,
+                           workers=workers, progress=progress)

@@ -282,3 +282,26 @@ def test_an_answer_too_costly_to_judge_is_a_failed_case_not_the_candidates_timeo
     result = execute(harness, "def f(x):\n    return [[]] * 100_000 if x == 0 else 1\n", local_backend)
     assert [c.status for c in result.cases] == ["fail", "pass"], result.as_dict()
     assert "too costly to judge" in result.cases[0].got and result.verdict == "fail"
+
+
+def test_many_jobs_run_one_harness_at_a_time_in_turn_and_come_back_in_order(local_backend, monkeypatch):
+    """execute_many takes one job of each harness in turn (in windows of INTERLEAVE_HARNESSES), so a
+    task's samples, which tend to cost alike, are spread over the run; results keep the jobs' order."""
+    from acceptgate.sandbox import executor
+
+    monkeypatch.setattr(executor, "INTERLEAVE_HARNESSES", 2)
+    harnesses = [render.harness_for(suitespec.build("python-call/1", "f", [((1,), {}, 1 + k)])) for k in range(3)]
+    jobs = [(harnesses[k], f"def f(x):\n    return x + {k if i != 1 else 9}\n") for k in range(3) for i in range(3)]
+    seen: list[tuple[int, str]] = []
+    real = executor.execute
+
+    def recorded(harness, source, *args, **kwargs):
+        seen.append((harnesses.index(harness), source))
+        return real(harness, source, *args, **kwargs)
+
+    monkeypatch.setattr(executor, "execute", recorded)
+    results = executor.execute_many(jobs, local_backend, fail_fast=True, workers=1)
+    assert [k for k, _ in seen] == [0, 1, 0, 1, 0, 1, 2, 2, 2]
+    assert [s for _, s in seen][:2] == [jobs[0][1], jobs[3][1]]
+    assert [r.verdict for r in results] == ["pass", "fail", "pass"] * 3
+    assert [r.spec_hash for r in results] == [h.spec_hash for h, _ in jobs]

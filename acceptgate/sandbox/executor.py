@@ -506,8 +506,34 @@ def execute_many(jobs: list[tuple[Harness, str]], backend: Backend, *, limits: L
 
     Threads are enough: each execution's work happens in its own process.
     """
-    return parallel_map(lambda job: execute(job[0], job[1], backend, limits=limits, fail_fast=fail_fast), jobs,
-                        workers=workers, progress=progress)
+    return map_interleaved(lambda job: execute(job[0], job[1], backend, limits=limits, fail_fast=fail_fast), jobs,
+                           workers=workers, progress=progress)
+
+
+INTERLEAVE_HARNESSES = 256  # harnesses taken in turn at once (fewer than the _prepare cache holds)
+
+
+def map_interleaved(fn: Callable[[tuple], ExecutionResult], jobs: list[tuple], *, workers: int | None,
+                    progress: Callable[[int, int], None] | None = None) -> list[ExecutionResult]:
+    """``fn`` over ``jobs`` (each a tuple whose first item is its harness) on ``parallel_map``, results in
+    the jobs' order, run one job of each harness in turn: the samples of one task tend to cost alike
+    (one slow case, the same endless loop), and run back to back they can leave one worker with the
+    last costly ones while the others wait at the end. Harnesses are taken in windows of
+    INTERLEAVE_HARNESSES, in the order they first appear."""
+    by_harness: dict[int, list[int]] = {}
+    for i, job in enumerate(jobs):
+        by_harness.setdefault(id(job[0]), []).append(i)
+    groups = list(by_harness.values())
+    order: list[int] = []
+    for start in range(0, len(groups), INTERLEAVE_HARNESSES):
+        window = groups[start:start + INTERLEAVE_HARNESSES]
+        for turn in range(max(len(g) for g in window)):
+            order += [g[turn] for g in window if turn < len(g)]
+    results = parallel_map(fn, [jobs[i] for i in order], workers=workers, progress=progress)
+    ordered: list[ExecutionResult | None] = [None] * len(jobs)
+    for i, result in zip(order, results):
+        ordered[i] = result
+    return ordered  # type: ignore[return-value]
 
 
 def execute(
