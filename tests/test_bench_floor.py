@@ -15,6 +15,7 @@ from acceptgate.sandbox import hostprobe  # noqa: E402
 
 CASE_LIMIT = 0.3  # CPU seconds per case (the bench uses 1 s), short to keep the test short
 SAMPLE_LIMIT = 2.0
+TICKS = 0.05  # five ticks at HZ=100: how far the CPU timer can run ahead of the precise counter
 
 
 def _floor(programs: dict[str, str], cases: list, case_limit: float = CASE_LIMIT, workers: int = 1):
@@ -48,11 +49,13 @@ def test_a_looping_case_counts_its_cpu_limit_and_no_more():
                                 "                pass\n        except BaseException:\n            pass\n"}, CASES)
     used, expired, called = found["loops_at_3"]
     assert (expired, called) == (1, 4)
-    assert CASE_LIMIT * 0.95 <= used <= CASE_LIMIT + 0.1
+    # The CPU timer fires on the kernel's tick-sampled CPU time, which can run a few ticks ahead of the
+    # precise counter read here (0.285 s measured for the 0.3 s timer on a loaded machine).
+    assert CASE_LIMIT - TICKS <= used <= CASE_LIMIT + 0.1
     # A candidate that catches the timer's exception is ended by the kernel's backstop; it counts the
     # sample's limit at most.
     used, _, _ = found["swallows"]
-    assert CASE_LIMIT * 0.95 <= used <= SAMPLE_LIMIT
+    assert CASE_LIMIT - TICKS <= used <= SAMPLE_LIMIT
 
 
 def test_the_sample_limit_bounds_many_slow_cases():
@@ -62,7 +65,7 @@ def test_the_sample_limit_bounds_many_slow_cases():
                    slow, case_limit=1.0)
     used, expired, called = found["slow"]
     assert expired == 1 and called == 8  # 7 cases of 0.25 s, the 8th reaches the 2 s
-    assert SAMPLE_LIMIT * 0.95 <= used <= SAMPLE_LIMIT
+    assert SAMPLE_LIMIT - TICKS <= used <= SAMPLE_LIMIT
 
 
 @pytest.mark.parametrize("want, plain", [(("value", [1, 2]), [1, 2]),

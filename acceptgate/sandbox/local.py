@@ -450,8 +450,8 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
         f"uid 65534 inside, {outside} outside the sandbox; all capabilities dropped (every set, "
         "no_new_privs)",
         "network: none (the slot's empty network namespace, loopback only: nothing to connect to; its "
-        "executions use it one at a time, and the fork server checks that its socket counts are back to "
-        "what it found before it builds each execution's environment, or the slot is discarded)",
+        "executions use it one at a time, and before it builds each execution's environment the fork "
+        "server checks that it holds no socket, or the slot is discarded)",
         "filesystem: read-only view of the interpreter only (" + ", ".join(caps.bwrap.ro_binds) + ")",
         f"writable: private tmpfs cwd {bwrap.WORKDIR}, /tmp and /dev/shm, {scratch} MiB each, new for every "
         "execution",

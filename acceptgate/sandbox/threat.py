@@ -53,8 +53,8 @@ isolation.not_enforced, which every result carries. Each shared resource, and ho
   keeper). The protocol is two pipes and needs no socket. So an execution's only sockets are
   socketpairs its own processes hold, gone with them: the fork server's executions use their slot's
   network namespace one at a time (a new one per execution cost a fifth of its CPU), and before it
-  builds each execution's environment the fork server checks that the namespace's socket counts are
-  what it found when it started, or the slot is discarded.
+  builds each execution's environment the fork server checks that the namespace holds no socket, or
+  the slot is discarded.
 - Locks and watches on the files every execution reads: fcntl's POSIX and OFD byte-range lock, lease
   and notify commands, flock(), inotify and fanotify are denied.
 - System V IPC and POSIX message queues: denied (the host's own where there is no IPC namespace, and a

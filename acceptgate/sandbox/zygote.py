@@ -22,8 +22,9 @@
 # costs a fifth of an execution's CPU, and nothing of an execution can stay in it. The filter denies
 # socket(), accept() and sendmsg(), so an execution's only sockets are socketpair()s, held by its own
 # processes alone (no descriptor can be in flight), and gone with them. Z proves it before every
-# environment: the namespace's socket counts must be what they were when Z started (network_state),
-# or Z builds nothing more and the harness discards the slot.
+# environment: the namespace must hold no socket at all then (network_state; Z's control socket is the
+# harness's namespace's, the spare's socketpair is made after the check), or Z builds nothing more and
+# the harness discards the slot.
 # Nothing of one execution can reach the next: R never sees Z (another pid namespace), holds none of
 # Z's descriptors, has no capability anywhere, and cannot signal or ptrace I (pid-namespace init,
 # non-dumpable).
@@ -39,6 +40,7 @@ import select
 import socket
 import struct
 import sys
+import time
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -305,17 +307,19 @@ def network_state():
 
 
 def check_network():
-    """Raise NotEmpty unless the namespace holds what it held when this fork server started. The
-    previous execution's processes are all gone (its init has exited), and with them its sockets;
-    a discarded spare's init may still be dying, hence a short wait before concluding."""
-    for _ in range(50):
+    """Raise NotEmpty unless the namespace holds no socket. The previous execution's processes are all
+    gone (its init has exited), and with them its sockets; but a socket's memory may be freed after a
+    grace period of the kernel's (a discarded spare's init still dying, bubblewrap's netlink socket
+    that set up the loopback), hence a wait of up to NETWORK_SETTLE seconds before concluding."""
+    deadline = time.monotonic() + NETWORK_SETTLE
+    while True:
         now = network_state()
-        if now == NETWORK_BASELINE:
+        if not any(count != "0" for _, _, count in now):
             return
+        if time.monotonic() >= deadline:
+            raise NotEmpty("the slot's network namespace holds sockets no execution may leave: %r" % (now,))
         reap()
         select.select([], [], [], 0.01)
-    raise NotEmpty("the slot's network namespace is not as the fork server found it: %r, not %r"
-                   % (now, NETWORK_BASELINE))
 
 
 def build_spare(ctl):
@@ -387,9 +391,11 @@ def reap():
 
 
 def serve(ctl):
-    global NETWORK_BASELINE
-    NETWORK_BASELINE = network_state()
-    spare = build_spare(ctl)
+    try:
+        spare = build_spare(ctl)
+    except NotEmpty as exc:
+        send(ctl, error_text(exc))
+        return
     if spare is None:
         send(ctl, b"error cannot build the execution environment")
         return
@@ -504,7 +510,7 @@ RUNNER = {}
 FILTER = b""
 MAX_FD = 1024
 LAST_CAP = 63
-NETWORK_BASELINE = None
+NETWORK_SETTLE = 2.0
 
 if __name__ == "__main__":
     main()
