@@ -520,20 +520,19 @@ class SlotPool:
                 poll.unregister(fd)
                 del watched[fd]
                 with self._lock:
+                    # Out of _ending and into _idle in one step: idle_slots() waits for _ending to be
+                    # empty, and must not see the slot in neither. (healthy() only polls, no wait.)
                     slot = self._ending.pop(fd, None)
+                    kept = (slot is not None and gone and not self._closed and len(self._idle) < self.max_idle
+                            and slot.healthy())
+                    if kept:
+                        self._idle.append(slot)
                 if slot is not None:  # else a close() whose watcher seemed gone took it (and the fd)
                     _close(fd)
-                    self._release(slot, gone)
+                    if not kept:
+                        self._discard(slot)
                 with self._lock:
                     self._lock.notify_all()  # spawns waiting for a slot
-
-    def _release(self, slot: Slot, clean: bool) -> None:
-        if clean and slot.healthy():
-            with self._lock:
-                if not self._closed and len(self._idle) < self.max_idle:
-                    self._idle.append(slot)
-                    return
-        self._discard(slot)
 
     def _discard(self, slot: Slot) -> None:
         slot.discard()
