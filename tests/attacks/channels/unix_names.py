@@ -3,7 +3,7 @@
 # the execution by sending them into themselves (an SCM_RIGHTS cycle that only the kernel's unix
 # garbage collector frees). Abstract names belong to the network namespace.
 #   f("record", token, _): bind names carrying the token and leave them in flight; what worked
-#   f("find", token, _): [the "agun-" names this network namespace lists, whether the token's name is taken]
+#   f("find", token, _): [the "agun-<n>-<n>" names this network namespace lists, whether the token's name is taken]
 #   f("reach", _, name): a datagram to the host's abstract name, by sendto and by sendmsg; what worked
 import array
 import socket
@@ -32,7 +32,9 @@ def f(mode, token, host_name):
     if mode == "find":
         try:
             with open("/proc/net/unix") as fh:
-                names = [line.split()[-1] for line in fh.read().splitlines()[1:] if "agun-" in line]
+                # names as "record" makes them (the host's "agun-host-..." of a test running beside is not one)
+                names = [line.split()[-1] for line in fh.read().splitlines()[1:]
+                         if "@agun-" in line and line.split()[-1][6:].replace("-", "").isdigit()]
         except OSError:
             names = []
         a, _ = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
