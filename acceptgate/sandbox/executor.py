@@ -39,7 +39,7 @@ CANONICAL_SHOWN = 64 * 1024  # results up to this size are shown canonically, lo
 JUDGE_CPU_SECONDS = 10.0
 TOO_COSTLY = "too costly to judge"
 # An answer at least this long is judged once per distinct text and harness case (_Prepared.judged): its
-# hash costs a fraction of its parse and comparison (4 ms against 26 ms for HumanEval+'s 6.9 MB strings).
+# hash costs a fraction of its parse and comparison (the digest cases' compare row of --breakdown).
 LONG_ANSWER = 64 * 1024
 JUDGED_PER_CASE = 8
 
@@ -737,10 +737,14 @@ def _judge_once(harness: Harness, prepared: _Prepared, index: int, payload: byte
         return replace(found)
     args, kwargs, want = harness.cases[index]
     case = _judge_case(harness, index, args, kwargs, want, b"ok", payload, chan)
-    if len(seen) < JUDGED_PER_CASE and not (case.got or "").endswith(f"{TOO_COSTLY} within the harness's "
-                                                                       f"{JUDGE_CPU_SECONDS:g} s CPU budget>"):
+    if len(seen) < JUDGED_PER_CASE and not (case.got or "").endswith(_over_budget()):
         seen[key] = replace(case)
     return case
+
+
+def _over_budget() -> str:
+    """The end of a case's ``got`` when the harness's CPU budget, not the answer, decided it."""
+    return f"{TOO_COSTLY} within the harness's {JUDGE_CPU_SECONDS:g} s CPU budget>"
 
 
 def _harness_failure(exc: Exception) -> str:
@@ -772,8 +776,7 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
         except (literals.LiteralError, UnicodeDecodeError) as exc:
             raise ProtocolViolation(_clip(f"case {index}: result is not a literal ({exc})", DETAIL_CHARS)) from None
         except TimeoutError:
-            return failing("fail", got=f"<a result of {len(payload)} bytes: {TOO_COSTLY} within the harness's "
-                                       f"{JUDGE_CPU_SECONDS:g} s CPU budget>")
+            return failing("fail", got=f"<a result of {len(payload)} bytes: {_over_budget()}")
         try:
             same = bool(harness.judge(got, want, args, kwargs))
         except Exception as exc:  # any comparison is total: an exception on this answer is its failure
