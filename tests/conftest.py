@@ -68,20 +68,24 @@ def local_backend():
 
 # Every sandbox backend the attack and conformance suites run on. "docker" is skipped when no engine
 # is reachable -- except under CI (CI=true), where an unavailable backend fails the run.
-SANDBOX_BACKENDS = ("local", "local-rlimits", pytest.param("docker", marks=pytest.mark.docker))
+# "docker:attach" is the docker backend with its keeper spoken to through the engine's attach instead of
+# the FIFOs it uses on this machine: both channels face every attack.
+SANDBOX_BACKENDS = ("local", "local-rlimits", pytest.param("docker", marks=pytest.mark.docker),
+                    pytest.param("docker:attach", marks=pytest.mark.docker))
 
 
 @pytest.fixture(scope="session")
 def open_backend():
-    """name -> an open Backend, created once per session and closed at its end."""
+    """name (or name:channel for docker) -> an open Backend, created once per session and closed at its end."""
     from acceptgate.sandbox import backend as backends
 
     opened: dict = {}
 
     def get(name: str):
         if name not in opened:
+            base, _, channel = name.partition(":")
             try:
-                opened[name] = backends.create(name)
+                opened[name] = backends.create(base, **({"channel": channel} if channel else {}))
             except (ValueError, backends.BackendUnavailable) as exc:
                 opened[name] = exc
         found = opened[name]

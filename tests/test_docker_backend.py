@@ -346,6 +346,114 @@ def test_a_vanished_container_is_a_crash_and_is_replaced(solo):
     assert run(solo, "def f(x):\n    return x\n").verdict == "pass"
 
 
+# -- the keeper's channel ----------------------------------------------------------------------------
+CHANNELS = ("fifo", "attach")
+HOLD_ONE = """
+import sys, time
+from acceptgate.sandbox.docker_backend import DockerBackend
+b = DockerBackend(pool_size=1, channel=sys.argv[1])
+b.warm(count=1)
+print(b.pool._idle[0].id, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the FIFOs are given to the container's uid: needs root")
+def test_auto_takes_the_fifos_on_this_machine_and_leaves_no_name_to_open(docker_engine):
+    with backends.create("docker", pool_size=1) as b:
+        probe = ("import os\n"
+                 "def f(x):\n"
+                 "    found = []\n"
+                 "    try:\n"
+                 "        found += os.listdir('/run/acceptgate-keeper')\n"
+                 "    except OSError:\n"
+                 "        pass\n"
+                 "    for name in ('in', 'out'):\n"
+                 "        for flags in (os.O_RDONLY, os.O_WRONLY, os.O_RDWR):\n"
+                 "            try:\n"
+                 "                os.open('/run/acceptgate-keeper/' + name, flags | os.O_NONBLOCK)\n"
+                 "                found.append(name)\n"
+                 "            except OSError:\n"
+                 "                pass\n"
+                 "    return found or x\n")
+        assert run(b, probe).verdict == "pass"
+        wc = b.pool._idle[0]
+        assert b.pool.channel_in_use == wc.channel == "fifo"
+        assert wc.channel_dir and not os.path.exists(wc.channel_dir)  # the host's names are gone too
+        assert any("keeper channel: two FIFOs" in n for n in b.isolation(Limits()).notes)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the FIFOs are given to the container's uid: needs root")
+def test_a_refused_fifo_mount_falls_back_to_attach(docker_engine, monkeypatch):
+    import docker.types
+
+    from acceptgate.sandbox.docker import pool
+
+    # the engine on another machine: the directory it is asked to mount does not exist there
+    monkeypatch.setattr(pool.FifoChannel, "mount", lambda self: docker.types.Mount(
+        pool.FIFO_DIR, self.dir + "-elsewhere", type="bind", read_only=True))
+    with backends.create("docker", pool_size=1) as b:
+        assert b.pool.channel_in_use == "fifo"
+        assert run(b, "def f(x):\n    return x\n").verdict == "pass"
+        assert b.pool.channel_in_use == "attach"
+    with pytest.raises(BackendUnavailable, match="cannot mount the keeper's FIFOs"):
+        with backends.create("docker", pool_size=1, channel="fifo") as b:
+            run(b, "def f(x):\n    return x\n")
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_the_container_goes_when_the_harness_is_killed(docker_engine, channel):
+    import time
+
+    import docker as sdk
+
+    if channel == "fifo" and os.geteuid() != 0:
+        pytest.skip("the FIFOs are given to the container's uid: needs root")
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_ONE, channel], stdout=subprocess.PIPE, text=True)
+    try:
+        cid = proc.stdout.readline().strip()
+        assert cid, "the holder printed no container id"
+    finally:
+        proc.kill()  # SIGKILL: no cleanup of its own runs
+        proc.wait()
+    client = sdk.from_env()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                client.containers.get(cid)
+            except sdk.errors.NotFound:
+                return
+            time.sleep(0.2)
+        pytest.fail(f"container {cid[:12]} outlived its harness ({channel})")
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_container_killed_mid_execution_is_a_crash_on_either_channel(docker_engine, channel):
+    import threading
+
+    import docker as sdk
+
+    if channel == "fifo" and os.geteuid() != 0:
+        pytest.skip("the FIFOs are given to the container's uid: needs root")
+    with backends.create("docker", pool_size=1, channel=channel) as b:
+        assert run(b, "def f(x):\n    return x\n").verdict == "pass"
+        victim = b.pool._idle[0].id
+        client = sdk.from_env()
+        try:
+            timer = threading.Timer(1.0, lambda: client.api.kill(victim))
+            timer.start()
+            r = run(b, "import time\ndef f(x):\n    time.sleep(8)\n    return x\n")
+            timer.join()
+        finally:
+            client.close()
+        assert r.verdict == "crash" and r.wall_seconds < 6, (r.verdict, r.detail)
+        assert run(b, "def f(x):\n    return x\n").verdict == "pass"
+        assert b.pool.channel_in_use == channel
+
+
 # -- prerequisites and command line ---------------------------------------------------------------
 def test_missing_engine_says_how_to_start_one(monkeypatch, tmp_path):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")

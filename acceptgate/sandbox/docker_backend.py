@@ -161,7 +161,7 @@ class DockerBackend(Backend):
 
     def __init__(self, image: str | None = None, *, pool_size: int | None = None, reuse: bool = True,
                  max_uses: int = MAX_USES, fork_server: bool = True, python: str | None = None,
-                 client=None) -> None:
+                 channel: str = "auto", client=None) -> None:
         self.client = client or engine.connect()
         self.image = image or os.environ.get(IMAGE_ENV) or self._local_image(python)
         if not images.image_exists(self.client, self.image):
@@ -169,7 +169,8 @@ class DockerBackend(Backend):
                                      "sandbox image build` (or `--from-rootfs` without a registry)")
         self.reuse = reuse
         self.fork_server = fork_server
-        self.pool = Pool(self.client, size=pool_size or os.cpu_count() or 1, max_uses=max_uses, reuse=reuse)
+        self.pool = Pool(self.client, size=pool_size or os.cpu_count() or 1, max_uses=max_uses, reuse=reuse,
+                         channel=channel)
         self._engine = engine.describe(self.client)
         self._cpu_counted: bool | None = None
         self.layers = self._layer_dirs()
@@ -272,6 +273,11 @@ class DockerBackend(Backend):
             iso.not_enforced.append(
                 "page cache residency of the image's files (the harness cannot read the engine's layer "
                 "directories: a read by one execution can load pages whose read time a later one measures)")
+        if self.pool.channel_in_use == "fifo":
+            iso.notes.append("keeper channel: two FIFOs bind-mounted read-only, opened by the keeper before "
+                             "any execution and then unlinked by the harness (no name left to open)")
+        else:
+            iso.notes.append("keeper channel: the container's stdin/stdout through the engine's attach")
         if self.reuse:
             iso.notes.append(f"warm containers reused up to {self.pool.max_uses} executions when the "
                              "keeper proves them clean; a container that hit a limit is replaced")

@@ -17,7 +17,11 @@
 # opened. The zygote can be killed or stopped: the keeper notices and the container is replaced. The
 # runner talks to pipes; it never holds the container's stdin/stdout, so it cannot forge keeper frames.
 #
-# Frames on the container's stdin/stdout: 1 byte kind + 4 bytes big-endian length + payload.
+# The host's channel: the container's stdin/stdout (through the engine's attach), or, when the engine
+# runs on the host's machine, two FIFOs the host made and bind-mounted read-only (argv: fifo:<in>:<out>),
+# which the keeper opens before any execution exists; the host then takes every permission off them,
+# so no process of the container can open them again, and holds the only other ends.
+# Frames on that channel: 1 byte kind + 4 bytes big-endian length + payload.
 #   host -> keeper: b"S" start an execution, b"I" bytes for the runner's stdin, b"K" kill it now.
 #   keeper -> host: b"H" hello (JSON), b"O" bytes from the runner's stdout, b"X" finished (JSON).
 import json
@@ -35,6 +39,7 @@ PIDS_FILES = ("/sys/fs/cgroup/pids/pids.events", "/sys/fs/cgroup/pids.events")
 CHUNK = 1 << 16
 RUNNER_FLAGS = ["-I", "-S", "-B", "-c"]
 SPAWN_TIMEOUT = 5.0
+IN_FD, OUT_FD = 0, 1  # the host's channel (the FIFOs' descriptors instead, in fifo mode)
 
 
 def _counter(paths, key):
@@ -74,7 +79,7 @@ def _write_all(fd, data):
 
 
 def send(kind, payload=b""):
-    _write_all(1, kind + struct.pack(">I", len(payload)) + payload)
+    _write_all(OUT_FD, kind + struct.pack(">I", len(payload)) + payload)
 
 
 def _empty_dir(top):
@@ -462,7 +467,7 @@ class Keeper:
         # anything else (a kill that crossed the end report, say) is stale and ignored
 
     def watch(self, cur):
-        rlist, wlist, timeout = [0], [], None
+        rlist, wlist, timeout = [IN_FD], [], None
         if cur is not None:
             if cur.out_open:
                 rlist.append(cur.from_child)
@@ -486,9 +491,12 @@ class Keeper:
                 cur.pump_out()
             if cur is not None and writable:
                 cur.pump_in()
-            if 0 in readable:
-                data = os.read(0, CHUNK)
-                if not data:  # the host is gone (its attach closed our stdin): end everything
+            if IN_FD in readable:
+                try:
+                    data = os.read(IN_FD, CHUNK)
+                except BlockingIOError:
+                    continue
+                if not data:  # the host is gone (its attach or FIFO end closed): end everything
                     break
                 self.buf += data
                 for kind, payload in self.frames():
@@ -499,12 +507,27 @@ class Keeper:
         _kill_all({1})
 
 
+def open_fifos(spec):
+    """fifo:<in>:<out> -> the host channel's descriptors (close-on-exec, never inherited by a runner)."""
+    global IN_FD, OUT_FD
+    _, path_in, path_out = spec.split(":")
+    flags = os.O_CLOEXEC | os.O_NONBLOCK
+    IN_FD = os.open(path_in, os.O_RDONLY | flags)
+    OUT_FD = os.open(path_out, os.O_WRONLY | flags)  # the host's reading end is open already
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):  # the engine's stdin/stdout carry nothing
+        os.dup2(null, fd)
+    os.close(null)
+
+
 def main():
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as init: signals from inside are then ignored
     runner = sys.argv[1]
     fork_server = len(sys.argv) < 3 or sys.argv[2] != "exec"
     dumpable = _prctl_dumpable(0)  # before the zygote forks: it inherits the flag
     keeper = Keeper(runner, fork_server)
+    if len(sys.argv) > 3 and sys.argv[3].startswith("fifo:"):
+        open_fifos(sys.argv[3])  # after the zygote's fork: it never holds them
     keeper.prespawn()
     hello = {"dumpable": dumpable != 0, "pid": os.getpid(), "uid": os.getuid(),
              "fork_server": keeper.zygote.pid if keeper.zygote else None, "python": "%d.%d.%d" % sys.version_info[:3]}

@@ -4,8 +4,18 @@ A container runs the keeper as PID 1 and serves one execution at a time. After a
 keeper reports whether it left the container as it found it (no other process, empty tmpfs mounts,
 no IPC objects, no memory or process limit hit); only then does the container go back to the pool,
 else it is removed and a fresh one started in the background. A container also retires after
-``max_uses`` executions. Containers are started with ``stdin_once`` and ``auto_remove``: if this
-process dies, the engine closes the keeper's stdin, the keeper ends, and the container disappears.
+``max_uses`` executions. Containers are started with ``auto_remove``: if this process dies, the
+keeper's input closes (the engine's attach, or the FIFO whose other end this process held), the keeper
+ends, and the container disappears.
+
+The keeper's channel (``CHANNELS``): ``fifo`` -- two FIFOs this process makes in a directory of its own
+and bind-mounts read-only; the keeper opens them before any execution exists, then this process unlinks
+them, so no later process of the container has a name to open, and the frames go from the harness to
+the keeper with no engine in between. It needs an engine on this machine (the directory is bind-mounted
+by path) and a harness that can give the FIFOs to the container's uid (root). ``attach`` -- the
+container's stdin/stdout through the engine's attach socket: any engine, one more hop per frame each
+way. ``auto`` takes ``fifo`` where it can and falls back to ``attach`` when the engine cannot mount the
+directory (an engine on another machine or in another mount namespace).
 """
 
 from __future__ import annotations
@@ -13,6 +23,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
+import stat
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +44,8 @@ SANDBOX_USER = "65534:65534"
 START_TIMEOUT = 20.0  # seconds for a new container's keeper to say hello
 KEEPER_FLAGS = ["-I", "-S", "-B", "-c"]
 KEEPER_PROCESSES = 2  # the keeper (PID 1) and its fork server
+CHANNELS = ("auto", "fifo", "attach")
+FIFO_DIR = "/run/acceptgate-keeper"  # where the keeper finds the FIFOs, inside the container
 
 
 def keeper_source() -> str:
@@ -54,9 +69,10 @@ class ContainerConfig:
         return cls(image=image, memory_bytes=limits.memory_bytes, pids=limits.processes + KEEPER_PROCESSES,
                    tmpfs_bytes=limits.file_bytes, fork_server=fork_server)
 
-    def host_config(self, api, uid: int = 65534) -> dict:
+    def host_config(self, api, uid: int = 65534, mounts: list | None = None) -> dict:
         size = self.tmpfs_bytes
         return api.create_host_config(
+            mounts=mounts,
             network_mode="none",
             mem_limit=self.memory_bytes,
             memswap_limit=self.memory_bytes,  # equal: no swap beyond the limit
@@ -72,6 +88,11 @@ class ContainerConfig:
             },
             auto_remove=True,
         )
+
+
+def _local_socket(client) -> bool:
+    base = str(getattr(client.api, "base_url", ""))
+    return base.startswith(("http+docker://localhost", "http+unix://", "unix://"))
 
 
 def _cpu_counter(api, container_id: str):
@@ -95,12 +116,74 @@ def _uid_pool():
     return slot_pool(caps.uid_slots) if caps.uid_slots else None
 
 
-class WarmContainer:
-    """One started container with its keeper on the other end of an attach socket."""
+class FifoRefused(BackendUnavailable):
+    """The engine cannot bind-mount this process's FIFO directory (it runs elsewhere)."""
 
-    def __init__(self, client, config: ContainerConfig) -> None:
+
+class FifoChannel:
+    """The host's side of a keeper's two FIFOs, from before the container exists to the keeper's hello."""
+
+    def __init__(self, uid: int) -> None:
+        self.dir = tempfile.mkdtemp(prefix="acceptgate-keeper-")
+        self.paths = (os.path.join(self.dir, "in"), os.path.join(self.dir, "out"))
+        self.in_rw = self.out_r = -1
+        try:
+            os.chmod(self.dir, 0o711)  # the keeper's uid passes through; nobody else lists or writes it
+            for path in self.paths:
+                os.mkfifo(path, 0o600)
+                os.chown(path, uid, uid)  # the container's uid alone may open them (and root)
+            # Held open before the container starts: the keeper's reader must not see end-of-file
+            # before the first frame (a read-write end counts as a writer and never blocks the open),
+            # and its writer's open needs a reader.
+            self.in_rw = os.open(self.paths[0], os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+            self.out_r = os.open(self.paths[1], os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            self.close()
+            raise
+
+    def mount(self):
+        import docker.types
+
+        return docker.types.Mount(FIFO_DIR, self.dir, type="bind", read_only=True)
+
+    @staticmethod
+    def argv() -> str:
+        return f"fifo:{FIFO_DIR}/in:{FIFO_DIR}/out"
+
+    def stream(self) -> KeeperStream:
+        stream = KeeperStream(self.out_r, self.in_rw, demux=False)
+        self.in_rw = self.out_r = -1  # the stream owns them now
+        return stream
+
+    def seal(self, stream: KeeperStream) -> None:
+        """After the hello (the keeper holds both ends): a plain writer in place of the read-write end,
+        so a keeper that is gone is EPIPE at once, and no name left for any process to open."""
+        in_w = os.open(self.paths[0], os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        rw, stream.write_fd = stream.write_fd, in_w
+        os.close(rw)
+        self.close()
+
+    def close(self) -> None:
+        for fd in (self.in_rw, self.out_r):
+            if fd >= 0:
+                os.close(fd)
+        self.in_rw = self.out_r = -1
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _fifo_refused(exc) -> bool:
+    text = str(getattr(exc, "explanation", "") or exc)
+    return "bind source path" in text or "mount" in text.lower() and "no such file" in text.lower()
+
+
+class WarmContainer:
+    """One started container with its keeper on the other end of the channel (FIFOs or attach)."""
+
+    def __init__(self, client, config: ContainerConfig, channel: str = "attach") -> None:
         self.client = client
         self.config = config
+        self.channel = channel
+        self.channel_dir: str | None = None  # fifo: the host directory its FIFOs were made in (gone once started)
         self.uses = 0
         self.id = ""
         self.stream: KeeperStream | None = None
@@ -118,32 +201,52 @@ class WarmContainer:
         api = self.client.api
         command = ["python3", *KEEPER_FLAGS, keeper_source(), runner_source().decode("utf-8"),
                    "fork" if self.config.fork_server else "exec"]
+        fifo = None
         try:
+            if self.channel == "fifo":
+                fifo = FifoChannel(self.uid)
+                self.channel_dir = fifo.dir
+                command.append(fifo.argv())
             created = api.create_container(
                 self.config.image, command=command, user=f"{self.uid}:{self.uid}", working_dir="/sandbox",
                 environment={}, hostname="sandbox", tty=False,
-                stdin_open=True, detach=False,  # the SDK sets StdinOnce for exactly this pair
+                # attach: the SDK sets StdinOnce for this pair; fifo: no stdin, nothing attached
+                stdin_open=fifo is None, detach=fifo is not None,
                 labels={LABEL: "pool", f"{LABEL}.owner": f"{os.uname().nodename}:{os.getpid()}"},
-                host_config=self.config.host_config(api, self.uid),
+                host_config=self.config.host_config(api, self.uid, [fifo.mount()] if fifo else None),
             )
             self.id = created["Id"]
-            # Attach before start (as `docker run -i` does) so no output is lost.
-            sock = api.attach_socket(self.id, params={"stdin": 1, "stdout": 1, "stderr": 0, "stream": 1})
-            self.stream = KeeperStream(sock)
+            if fifo is not None:
+                self.stream = fifo.stream()
+            else:  # attach before start (as `docker run -i` does) so no output is lost
+                sock = api.attach_socket(self.id, params={"stdin": 1, "stdout": 1, "stderr": 0, "stream": 1})
+                self.stream = KeeperStream.attach(sock)
             api.start(self.id)
             kind, payload = self.stream.recv(time.monotonic() + START_TIMEOUT)
+            if fifo is not None and kind == b"H":
+                fifo.seal(self.stream)
         except docker.errors.ImageNotFound:
-            self.remove()
+            self._abandon(fifo)
             raise BackendUnavailable(f"sandbox image {self.config.image} not found; build it with "
                                      "`acceptgate sandbox image build --from-rootfs`") from None
-        except (docker.errors.APIError, StreamClosed, StreamError, TimeoutError) as exc:
-            self.remove()
+        except docker.errors.APIError as exc:
+            self._abandon(fifo)
+            if fifo is not None and _fifo_refused(exc):
+                raise FifoRefused(f"the engine cannot mount the keeper's FIFOs: {exc}") from None
+            raise BackendUnavailable(f"sandbox container did not start: {exc}") from None
+        except (OSError, StreamClosed, StreamError, TimeoutError) as exc:
+            self._abandon(fifo)
             raise BackendUnavailable(f"sandbox container did not start: {exc or type(exc).__name__}") from None
         if kind != b"H":
             self.remove()
             raise BackendUnavailable(f"sandbox keeper sent {kind!r} instead of hello")
         self.hello = json.loads(payload)
         self.cpu = _cpu_counter(api, self.id)
+
+    def _abandon(self, fifo: FifoChannel | None) -> None:
+        if fifo is not None:
+            fifo.close()
+        self.remove()
 
     @property
     def keeper_protected(self) -> bool:
@@ -174,8 +277,15 @@ class WarmContainer:
 class Pool:
     """At most ``size`` live containers; idle ones are reused for the same ContainerConfig."""
 
-    def __init__(self, client, *, size: int, max_uses: int, reuse: bool = True) -> None:
+    def __init__(self, client, *, size: int, max_uses: int, reuse: bool = True, channel: str = "auto") -> None:
+        if channel not in CHANNELS:
+            raise ValueError(f"channel must be one of {', '.join(CHANNELS)}, not {channel!r}")
         self.client = client
+        self.channel = channel
+        # auto: FIFOs when this process can give them to a container's uid and the engine listens on a
+        # unix socket (on this machine); the first refused mount turns it to attach for good.
+        self._channel = channel if channel != "auto" else (
+            "fifo" if os.geteuid() == 0 and _local_socket(client) else "attach")
         self.size = max(1, size)
         self.max_uses = max_uses if reuse else 1
         self.reuse = reuse
@@ -214,8 +324,19 @@ class Pool:
                 self._cond.notify()
             raise
 
+    @property
+    def channel_in_use(self) -> str:
+        return self._channel
+
     def _new(self, config: ContainerConfig) -> WarmContainer:
-        wc = WarmContainer(self.client, config)
+        try:
+            wc = WarmContainer(self.client, config, self._channel)
+        except FifoRefused as exc:
+            if self.channel != "auto":
+                raise
+            log.warning("keeper channel: attach (%s)", exc)
+            self._channel = "attach"
+            wc = WarmContainer(self.client, config, self._channel)
         with self._cond:
             self.started += 1
         return wc

@@ -1,15 +1,17 @@
-"""Keeper frames over a container's attach socket, with monotonic deadlines.
+"""Keeper frames between the host and a container's keeper, with monotonic deadlines.
 
-Two layers: the engine multiplexes a non-tty container's output into records of an 8-byte header
-(stream type: 1 stdout, 2 stderr; 3 zero bytes; big-endian length) plus payload -- only stdout is
-ours; inside stdout, the keeper speaks 1 byte kind + 4-byte big-endian length + payload. Input to the
-container is raw (no multiplexing), so host->keeper frames are written as they are.
+Two channels carry them. On an engine on this machine, a pair of FIFOs the host made and bind-mounted
+into the container (``pool.FifoChannel``): the bytes go straight from the harness to the keeper. Else
+the container's attach socket, through the engine: the engine multiplexes a non-tty container's output
+into records of an 8-byte header (stream type: 1 stdout, 2 stderr; 3 zero bytes; big-endian length)
+plus payload -- only stdout is ours -- and passes input raw. Inside either, the keeper speaks 1 byte
+kind + 4-byte big-endian length + payload.
 """
 
 from __future__ import annotations
 
+import os
 import select
-import socket
 import struct
 import time
 
@@ -32,24 +34,37 @@ def frame(kind: bytes, payload: bytes = b"") -> bytes:
 
 
 class KeeperStream:
-    def __init__(self, sock) -> None:
-        # docker-py hands back a SocketIO (or a socket); select and sendall need the socket itself.
-        self.sock: socket.socket = getattr(sock, "_sock", sock)
-        self._owner = sock  # keeps the HTTP response (and so the connection) alive
-        self.sock.setblocking(False)
+    """Frames over ``read_fd`` (the keeper's output) and ``write_fd`` (its input): the attach socket's
+    one descriptor twice, with ``demux`` (the engine's records), or two FIFO ends. ``owner`` is closed
+    with the stream (the attach's HTTP response, which keeps the connection alive)."""
+
+    def __init__(self, read_fd: int, write_fd: int, *, demux: bool, owner=None) -> None:
+        self.read_fd, self.write_fd, self.demux = read_fd, write_fd, demux
+        self._owner = owner
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
         self._poll = select.poll()  # one poll object, not a select() list per wait
-        self._poll.register(self.sock.fileno(), select.POLLIN)
+        self._poll.register(read_fd, select.POLLIN)
         self.raw = bytearray()  # engine-multiplexed bytes not yet split
-        self.out = bytearray()  # the keeper's stdout, demultiplexed
+        self.out = bytearray()  # the keeper's output, demultiplexed
         self.closed = False
+
+    @classmethod
+    def attach(cls, sock) -> "KeeperStream":
+        # docker-py hands back a SocketIO (or a socket); its socket's descriptor is the channel.
+        inner = getattr(sock, "_sock", sock)
+        return cls(inner.fileno(), inner.fileno(), demux=True, owner=(inner, sock))
 
     # -- sending -------------------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes, deadline: float) -> None:
         data = frame(kind, payload)
-        try:  # the socket is nearly always writable: try first, wait only when it is full
-            n = self.sock.send(data)
+        try:  # the channel is nearly always writable: try first, wait only when it is full
+            n = os.write(self.write_fd, data)
         except BlockingIOError:
             n = 0
+        except OSError as exc:  # EPIPE: the keeper is gone
+            self.closed = True
+            raise StreamClosed(f"container input closed: {exc}") from None
         if n == len(data):
             return
         view = memoryview(data)[n:]
@@ -57,21 +72,23 @@ class KeeperStream:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
-            _, ready, _ = select.select([], [self.sock], [], remaining)
+            _, ready, _ = select.select([], [self.write_fd], [], remaining)
             if not ready:
                 raise TimeoutError
             try:
-                n = self.sock.send(view)
+                n = os.write(self.write_fd, view)
             except BlockingIOError:
                 continue
+            except OSError as exc:
+                self.closed = True
+                raise StreamClosed(f"container input closed: {exc}") from None
             view = view[n:]
 
     def idle_ok(self) -> bool:
         """Between executions nothing may be waiting: readable now means closed (or out of step)."""
         if self.closed or self.raw or self.out:
             return False
-        ready, _, _ = select.select([self.sock], [], [], 0)
-        if ready:
+        if self._poll.poll(0):
             self.closed = True
             return False
         return True
@@ -88,7 +105,7 @@ class KeeperStream:
                 raise TimeoutError
             return
         try:
-            data = self.sock.recv(1 << 18)
+            data = os.read(self.read_fd, 1 << 18)
         except BlockingIOError:
             return
         except OSError as exc:
@@ -97,8 +114,11 @@ class KeeperStream:
         if not data:
             self.closed = True
             raise StreamClosed("container output closed")
-        self.raw += data
-        self._demux()
+        if self.demux:
+            self.raw += data
+            self._demux()
+        else:
+            self.out += data
 
     def _demux(self) -> None:
         while len(self.raw) >= ENGINE_HEADER:
@@ -127,9 +147,19 @@ class KeeperStream:
             self._fill(deadline)
 
     def close(self) -> None:
+        if self.read_fd < 0:
+            return
         self.closed = True
-        for thing in (self.sock, self._owner):
-            try:
-                thing.close()
-            except OSError:
-                pass
+        if self._owner is not None:  # the attach socket: closed through its objects, not the bare fd
+            for thing in self._owner:
+                try:
+                    thing.close()
+                except OSError:
+                    pass
+        else:
+            for fd in {self.read_fd, self.write_fd}:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.read_fd = self.write_fd = -1
