@@ -131,6 +131,15 @@ def test_a_lock_on_a_shared_file_is_invisible_to_a_parallel_execution(backend):
 
 # --- the page cache of shared files ------------------------------------------------------------------
 
+def test_no_execution_changes_the_priority_or_limits_a_later_one_starts_with(backend):
+    """The program renices, re-pins and re-limits every process it can see (in a container: the keeper
+    and its fork server); the next executions start as the ones before it did."""
+    before = answer(backend, "sched", "probe")
+    done = answer(backend, "sched", "attack")
+    after = [answer(backend, "sched", "probe") for _ in range(3)]  # the attacked slot or container among them
+    assert all(a == before for a in after), (done, before, after)
+
+
 def test_the_page_cache_can_be_neither_controlled_nor_probed(backend):
     assert answer(backend, "page_cache", 1) == []
 

@@ -60,6 +60,12 @@ isolation.not_enforced, which every result carries. Each shared resource, and ho
 - System V IPC and POSIX message queues: denied (the host's own where there is no IPC namespace, and a
   reused container's otherwise).
 - Keyrings (per host uid, outside every namespace): denied.
+- The scheduling state of the processes a reused container keeps: its keeper and fork server can be
+  reniced, re-pinned to other CPUs, given another I/O priority or lower resource limits by any
+  process of their uid (no ptrace needed), and every runner the fork server forks later would
+  inherit that. The keeper compares their nice value, CPU mask, scheduling policy, I/O priority and
+  resource limits after every execution with what they were at its start; a change retires the
+  container. (A fork-server slot's candidate sees only its own pid namespace.)
 - Page cache of the files every execution reads (the interpreter's view, bound read-only from the
   host, or the image's layers): the calls that evict or probe pages are denied (fadvise, readahead,
   mincore, cachestat, process_madvise, madvise WILLNEED/REMOVE/MERGEABLE/COLD/PAGEOUT/POPULATE_*/

@@ -26,6 +26,7 @@
 #   keeper -> host: b"H" hello (JSON), b"O" bytes from the runner's stdout, b"X" finished (JSON).
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -53,6 +54,36 @@ def _counter(paths, key):
         except OSError:
             continue
     return None
+
+
+RLIMITS = tuple(getattr(resource, n) for n in sorted(dir(resource)) if n.startswith("RLIMIT_"))
+IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)  # ioprio_get(2): no libc wrapper
+
+
+def _ioprio(pid):
+    if IOPRIO_GET is None:
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).syscall(IOPRIO_GET, 1, pid)  # IOPRIO_WHO_PROCESS
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _sched_state(pids):
+    """What a process of the same uid may change in another without ptrace or /proc: its nice value,
+    CPU mask, scheduling policy, I/O priority and resource limits. The fork server's are inherited by
+    every runner it forks later, the keeper's by its exec fallback: a change would reach a later
+    execution, so the container is not reused."""
+    state = {}
+    for pid in sorted(pids):
+        try:
+            state[pid] = (os.getpriority(os.PRIO_PROCESS, pid), sorted(os.sched_getaffinity(pid)),
+                          os.sched_getscheduler(pid), _ioprio(pid), [resource.prlimit(pid, r) for r in RLIMITS])
+        except OSError:
+            state[pid] = None
+    return state
 
 
 def _prctl_dumpable(value):
@@ -401,6 +432,7 @@ class Keeper:
         self.current = None
         self.spare = None  # a runner started ahead, idle until the next execution claims it
         self.zygote = None
+        self.sched_before = {}
         if fork_server:
             try:
                 self.zygote = Zygote(runner)
@@ -427,6 +459,7 @@ class Keeper:
             self.spare = None
 
     def claim(self):
+        self.sched_before = _sched_state(self.keep())  # as the host left them (it may set CPU masks)
         spare, self.spare = self.spare, None
         if spare is not None and not spare.poll():
             spare.begin()
@@ -442,6 +475,9 @@ class Keeper:
         if self.zygote is not None and not self.zygote.healthy():
             report["problems"].append("fork server killed or stopped")
             self.zygote = None
+        after = _sched_state(self.keep())
+        if any(after[pid] != self.sched_before.get(pid) for pid in after):
+            report["problems"].append("the keeper's or fork server's priority, CPU mask or limits changed")
         send(b"X", json.dumps(report).encode())
         if not report["problems"]:
             self.prespawn()
