@@ -378,7 +378,11 @@ def slot_start_cost(backend: backends.Backend, limits: Limits, n: int = 5) -> di
 def round_trip_floor(backend: backends.Backend, calls: int = 3000, repeats: int = 3) -> dict[str, float] | None:
     """What one call at a time costs by itself: raw frames to one runner answering ``f(x) = x``, each
     call written after the previous answer, against every call written ahead (what the harness no
-    longer does). CPU µs per call of this process and of the sandbox (its counter), medians."""
+    longer does), and one at a time from a worker pinned to a CPU with its sandbox, as a batch's
+    workers are (acceptgate/affinity.py). CPU µs per call of this process and of the sandbox (its
+    counter), medians."""
+    from acceptgate.parallel import parallel_map
+
     import marshal
     import statistics
     import threading
@@ -413,11 +417,14 @@ def round_trip_floor(backend: backends.Backend, calls: int = 3000, repeats: int 
             proc.close()
 
     out = {}
-    for ahead in (False, True):
-        runs = [r for r in (once(ahead) for _ in range(repeats)) if r is not None]
+    for key in ("one_at_a_time", "written_ahead", "pinned"):
+        if key == "pinned":  # the same calls from a pool's one pinned worker thread
+            runs = parallel_map(lambda _: once(False), range(repeats), workers=1, pin=True)
+        else:
+            runs = [once(key == "written_ahead") for _ in range(repeats)]
+        runs = [r for r in runs if r is not None]
         if not runs:
             return None
-        key = "written_ahead" if ahead else "one_at_a_time"
         out[key + "_harness_us"] = statistics.median(r[0] for r in runs)
         out[key + "_sandbox_us"] = statistics.median(r[1] for r in runs)
     return out
@@ -534,7 +541,9 @@ def breakdown_table(b: dict[str, Any]) -> str:
         f = b["floor"]
         lines.append(f"\nraw frames, 3,000 calls of f(x) = x on one runner (CPU µs per call, median of 3): one at a "
                      f"time {f['one_at_a_time_harness_us']:.1f} harness + {f['one_at_a_time_sandbox_us']:.1f} sandbox; "
-                     f"written ahead {f['written_ahead_harness_us']:.1f} + {f['written_ahead_sandbox_us']:.1f}")
+                     f"written ahead {f['written_ahead_harness_us']:.1f} + {f['written_ahead_sandbox_us']:.1f}; "
+                     f"one at a time, worker and sandbox pinned to one CPU {f['pinned_harness_us']:.1f} + "
+                     f"{f['pinned_sandbox_us']:.1f}")
     if b.get("counter_read_us"):
         lines.append(f"\none read of a slot's CPU counter (at every case start): {b['counter_read_us']:.1f} µs of CPU "
                      "(20,000 reads, median of 3)")

@@ -454,6 +454,24 @@ def test_a_container_killed_mid_execution_is_a_crash_on_either_channel(docker_en
         assert b.pool.channel_in_use == channel
 
 
+def test_a_container_runs_on_its_workers_cpu_and_an_unpinned_caller_gets_every_cpu(docker):
+    from acceptgate import affinity
+    from acceptgate.parallel import parallel_map
+
+    cpus = sorted(affinity.process_cpus())
+    if len(cpus) < 2:
+        pytest.skip("pins need two CPUs")
+    probe = "import os\ndef f(x):\n    return sorted(os.sched_getaffinity(0))\n"
+
+    def mask(_):
+        r = run(docker, probe)
+        return r.first_failure.got, affinity.current()
+
+    for got, cpu in parallel_map(mask, range(6), workers=2, pin=True):
+        assert got == str([cpu])
+    assert [mask(0)[0] for _ in range(3)] == [str(cpus)] * 3  # the same containers, from this thread
+
+
 # -- prerequisites and command line ---------------------------------------------------------------
 def test_missing_engine_says_how_to_start_one(monkeypatch, tmp_path):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")

@@ -246,6 +246,10 @@ class CpuCounter:
             return None
         return int(raw) / 1e9
 
+    def pids(self) -> list[int]:
+        """The cgroup's processes (host pids)."""
+        return _tasks(self.path.parent)
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)

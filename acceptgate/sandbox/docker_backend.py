@@ -21,6 +21,7 @@ import os
 import signal
 import time
 
+from acceptgate import affinity
 from acceptgate.sandbox import residency, seccomp
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, SandboxProcess, register, time_limit_text,
@@ -217,12 +218,20 @@ class DockerBackend(Backend):
         self._resident()
         config = ContainerConfig.for_limits(self.image, limits, self.fork_server)
         try:
-            proc = ContainerProcess(self.pool, self.pool.acquire(config))
+            proc = ContainerProcess(self.pool, self._on_callers_cpu(self.pool.acquire(config)))
         except StaleContainer:  # once: the next container is a new one if the engine restarted
-            proc = ContainerProcess(self.pool, self.pool.acquire(config))
+            proc = ContainerProcess(self.pool, self._on_callers_cpu(self.pool.acquire(config)))
         # The container's profile leaves sendmsg to the keeper; the runner denies it to the candidate.
         proc.runner_seccomp = seccomp.runner_bpf()
         return proc
+
+    @staticmethod
+    def _on_callers_cpu(wc: WarmContainer) -> WarmContainer:
+        # The keeper, its fork server and the runner it has ready: where the calling thread runs
+        # (affinity.py). The keeper finds its and the fork server's mask as the host left it at the
+        # execution's start, and retires the container if the candidate changed it.
+        affinity.follow(wc, wc.host_pids)
+        return wc
 
     def warm(self, limits: Limits = Limits(), count: int | None = None) -> None:
         """Start idle containers ahead of a batch (default: one per pool slot)."""

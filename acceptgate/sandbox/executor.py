@@ -529,7 +529,7 @@ def map_interleaved(fn: Callable[[tuple], ExecutionResult], jobs: list[tuple], *
         window = groups[start:start + INTERLEAVE_HARNESSES]
         for turn in range(max(len(g) for g in window)):
             order += [g[turn] for g in window if turn < len(g)]
-    results = parallel_map(fn, [jobs[i] for i in order], workers=workers, progress=progress)
+    results = parallel_map(fn, [jobs[i] for i in order], workers=workers, progress=progress, pin=True)
     ordered: list[ExecutionResult | None] = [None] * len(jobs)
     for i, result in zip(order, results):
         ordered[i] = result

@@ -42,6 +42,7 @@ from importlib import resources
 from queue import SimpleQueue
 from typing import Callable
 
+from acceptgate import affinity
 from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp
 from acceptgate.sandbox.backend import BackendUnavailable, ExitStatus, Limits, SandboxProcess, runner_source
 
@@ -119,6 +120,7 @@ class _Spawner:
         return done.result()
 
     def _loop(self) -> None:
+        affinity.unpin()  # started by whichever thread came first: the slots it starts may run anywhere
         while True:
             fn, done = self._jobs.get()
             try:
@@ -221,6 +223,7 @@ class Slot:
             except OSError as exc:  # e.g. a memory cap below what the slot holds: a new slot gets it
                 raise SlotBroken(f"cannot change the slot's caps: {exc}") from exc
             self.limits = limits
+        affinity.follow(self, self.host_pids)  # on its caller's CPU: each case's wake-ups stay on one CPU
         oom_before = self.cgroup.oom_count()
         # Runner stdin, runner stdout, status: fresh pipes for every execution.
         to_r, to_w = os.pipe2(os.O_CLOEXEC)
@@ -494,6 +497,7 @@ class SlotPool:
 
     def _watch(self) -> None:
         """The watcher thread: slots whose ended execution is gone go back to the idle list."""
+        affinity.unpin()  # started by a pinned worker, perhaps
         poll = select.poll()
         poll.register(self._wake_r, select.POLLIN)
         watched: dict[int, float] = {}  # pidfd -> deadline

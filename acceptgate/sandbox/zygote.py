@@ -456,6 +456,13 @@ def serve_runs(ctl, spare):
             send(ctl, b"error cannot build the execution environment")
             continue
         try:
+            # The harness puts this fork server on the CPU of the thread that drives the execution
+            # (affinity.py); the environment may have been built before that: it follows now, and its
+            # runner, forked after "go", inherits it.
+            os.sched_setaffinity(spare.pid, os.sched_getaffinity(0))
+        except OSError:
+            pass
+        try:
             send(spare.go, b"go", fds)
         except OSError:
             spare.discard()

@@ -98,5 +98,6 @@ def collect_many(jobs: list[RunJob], backend: Backend, *, limits: Limits = Limit
                  progress: Callable[[int, int], None] | None = None) -> dict[Any, SuiteRun]:
     """Run jobs in parallel (threads: the work is in the sandbox processes); results by key."""
     runs = parallel_map(lambda j: collect(j.harness, j.source, j.candidate_sha256, backend, limits=limits,
-                                          round=j.round), jobs, workers=workers, progress=progress)
+                                          round=j.round), jobs, workers=workers, progress=progress,
+                        pin=True)
     return {j.key: run for j, run in zip(jobs, runs)}

@@ -86,6 +86,15 @@ def _sched_state(pids):
     return state
 
 
+def _follow(pid):
+    """The host sets the keeper's CPU mask before an execution (the CPU of the thread that drives it); a
+    runner started ahead of that takes it now."""
+    try:
+        os.sched_setaffinity(pid, os.sched_getaffinity(0))
+    except OSError:
+        pass
+
+
 def _prctl_dumpable(value):
     """Set PR_SET_DUMPABLE; return the flag read back (None without ctypes)."""
     try:
@@ -463,6 +472,7 @@ class Keeper:
         spare, self.spare = self.spare, None
         if spare is not None and not spare.poll():
             spare.begin()
+            _follow(spare.pid)
             return spare
         if spare is not None:  # it died while idle: clean up silently and start afresh
             _kill_all(self.keep())

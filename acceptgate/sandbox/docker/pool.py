@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 
+from acceptgate import affinity
 from acceptgate.sandbox import seccomp
 from acceptgate.sandbox.backend import BackendUnavailable, Limits, runner_source
 from acceptgate.sandbox.docker.stream import KeeperStream, StreamClosed, StreamError
@@ -248,6 +249,10 @@ class WarmContainer:
             fifo.close()
         self.remove()
 
+    def host_pids(self) -> list[int]:
+        """The container's processes as this host sees them (none when its engine is elsewhere)."""
+        return self.cpu.pids() if self.cpu is not None else []
+
     @property
     def keeper_protected(self) -> bool:
         """The keeper made itself non-dumpable: a candidate cannot ptrace it, so reuse is safe."""
@@ -292,7 +297,8 @@ class Pool:
         self._idle: list[WarmContainer] = []
         self._live = 0  # busy + idle + starting
         self._cond = threading.Condition()
-        self._background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="acceptgate-docker")
+        self._background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="acceptgate-docker",
+                                              initializer=affinity.unpin)  # perhaps started by a pinned worker
         self._closed = False
         self.started = 0
         self.retired = 0

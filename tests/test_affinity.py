@@ -1,0 +1,67 @@
+"""CPU pins of batch workers (acceptgate/affinity.py): each worker and the sandbox it drives on one CPU,
+only inside a pinned parallel map, never leaking to helper threads or unpinned callers."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from acceptgate import affinity
+from acceptgate.parallel import parallel_map
+from acceptgate.sandbox.executor import run_calls
+
+CPUS = sorted(affinity.process_cpus())
+pytestmark = pytest.mark.skipif(len(CPUS) < 2, reason="pins need two CPUs")
+MASK = "import os\ndef f(x):\n    return sorted(os.sched_getaffinity(0))\n"
+
+
+def _own_mask(_):
+    barrier.wait(timeout=30)  # every worker holds an item at once: one thread per item
+    return sorted(os.sched_getaffinity(0)), affinity.current()
+
+
+barrier = threading.Barrier(2)
+
+
+def test_a_pinned_map_gives_each_worker_a_cpu_of_its_own():
+    global barrier
+    barrier = threading.Barrier(2)
+    got = parallel_map(_own_mask, range(2), workers=2, pin=True)
+    assert sorted(cpu for _, cpu in got) == CPUS[:2]
+    assert all(mask == [cpu] for mask, cpu in got)
+    assert sorted(os.sched_getaffinity(0)) == CPUS and affinity.current() is None  # the caller untouched
+
+
+def test_no_pins_without_pin_or_with_more_workers_than_cpus():
+    global barrier
+    barrier = threading.Barrier(2)
+    assert all(mask == CPUS and cpu is None for mask, cpu in parallel_map(_own_mask, range(2), workers=2))
+    assert affinity.worker_pins(len(CPUS) + 1) is None
+
+
+def test_a_helper_thread_started_by_a_pinned_worker_unpins_itself():
+    def start_helper(_):
+        seen = []
+        inherited = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))
+        helper = threading.Thread(target=lambda: (affinity.unpin(), seen.append(sorted(os.sched_getaffinity(0)))))
+        for t in (inherited, helper):
+            t.start()
+            t.join()
+        return seen
+
+    (inherited, unpinned), = parallel_map(start_helper, [0], workers=1, pin=True)
+    assert len(inherited) == 1 and unpinned == CPUS
+
+
+def test_the_sandbox_runs_on_its_workers_cpu_and_an_unpinned_caller_gets_every_cpu(local_backend):
+    def mask(_):
+        outcomes, detail = run_calls("f", [((0,), {})], MASK, local_backend)
+        assert detail == "" and outcomes[0].status == "ok", (outcomes, detail)
+        return outcomes[0].value, affinity.current()
+
+    for value, cpu in parallel_map(mask, range(6), workers=2, pin=True):
+        assert value == [cpu]
+    # the same slots, now from this (unpinned) thread: back on every CPU
+    assert [mask(0)[0] for _ in range(3)] == [CPUS] * 3
