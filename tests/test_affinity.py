@@ -55,6 +55,37 @@ def test_a_helper_thread_started_by_a_pinned_worker_unpins_itself():
     assert len(inherited) == 1 and unpinned == CPUS
 
 
+HOLDER = """
+import sys, threading
+from acceptgate import affinity
+from acceptgate.parallel import parallel_map
+affinity.claims_dir = lambda: sys.argv[1]
+def hold(_):
+    print(affinity.current(), flush=True)
+    sys.stdin.read()  # until the test closes it
+parallel_map(hold, [0], workers=1, pin=True)
+"""
+
+
+def test_pinned_workers_of_two_processes_take_different_cpus(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(affinity, "claims_dir", lambda: str(tmp_path))
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        theirs = int(holder.stdout.readline())
+        (_, ours), = parallel_map(lambda _: (None, affinity.current()), [0], workers=1, pin=True)
+        assert ours != theirs and {ours, theirs} <= set(CPUS)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    # its claim went with it: two workers here take two CPUs, the first being the first CPU again
+    got = parallel_map(lambda _: affinity.current(), [0], workers=1, pin=True)
+    assert got == [CPUS[0]]
+
+
 def test_the_sandbox_runs_on_its_workers_cpu_and_an_unpinned_caller_gets_every_cpu(local_backend):
     def mask(_):
         outcomes, detail = run_calls("f", [((0,), {})], MASK, local_backend)
