@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import shutil
-import stat
 import tempfile
 import threading
 import time
@@ -174,7 +173,7 @@ class FifoChannel:
 
 def _fifo_refused(exc) -> bool:
     text = str(getattr(exc, "explanation", "") or exc)
-    return "bind source path" in text or "mount" in text.lower() and "no such file" in text.lower()
+    return "bind source path" in text or ("mount" in text.lower() and "no such file" in text.lower())
 
 
 class WarmContainer:
