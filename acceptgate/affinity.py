@@ -9,24 +9,23 @@ Pins are taken only by the worker threads of one parallel map, and only when it 
 than the process has CPUs (else they would queue on one CPU while another idles). Each worker takes
 the CPU that the fewest pinned workers of this host hold -- those of every process of this user, so
 that two harnesses (two single-threaded Dask workers, say) do not both take the first CPU: a worker
-holds a lock on a file of its CPU in a directory of the user's (``claims_dir``) while it lives, and
-the kernel drops it with the thread's file or the process. Pins change no limit and no verdict: an
+holds a name of its CPU while it lives (an abstract unix socket name, ``claims_prefix``), which the
+kernel frees with the thread's socket or the process. Pins change no limit and no verdict: an
 execution's time limit is its cgroup's CPU counter, whichever CPU runs it. A thread started by a
 pinned one inherits the pin, so long-lived helper threads call ``unpin`` first.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
-import tempfile
+import socket
 import threading
 from typing import Callable, Iterable
 
 _local = threading.local()
 _UNSET = object()
 _choosing = threading.Lock()
-SLOTS_PER_CPU = 64  # lock files per CPU: more pinned workers than this on one CPU count as this many
+SLOTS_PER_CPU = 32  # claim names per CPU: more pinned workers than this on one CPU count as this many
 
 
 def process_cpus() -> frozenset[int]:
@@ -54,51 +53,50 @@ def worker_pins(workers: int):
             if claim is not None:
                 claim.close()
             return
-        _local.cpu, _local.claim = cpu, claim  # the claim's file closes with the thread's locals
+        _local.cpu, _local.claim = cpu, claim  # the claim's socket closes with the thread's locals
 
     return pin
 
 
-def claims_dir() -> str:
-    return os.path.join(tempfile.gettempdir(), f"acceptgate-cpus-{os.getuid()}")
+def claims_prefix() -> str:
+    """The names of this user's CPU claims: abstract unix socket names (no file to leave behind; the
+    kernel frees a name with its socket, at the thread's end or the process's death)."""
+    return f"acceptgate-cpu-{os.getuid()}-"
+
+
+def _bind(name: str) -> socket.socket | None:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        s.bind("\0" + name)
+    except OSError:  # in use: claimed by a live worker
+        s.close()
+        return None
+    return s
 
 
 def _claim(cpus: list[int]):
-    """(the CPU with the fewest claims on this host, an open file whose lock claims it), or the first CPU
-    with no claim (None) where the directory cannot be used."""
-    try:
-        os.makedirs(claims_dir(), mode=0o700, exist_ok=True)
-        with _choosing, open(os.path.join(claims_dir(), "choosing"), "a") as choosing:
-            fcntl.flock(choosing, fcntl.LOCK_EX)  # one chooser at a time on the host: no two take one count
-            counts = {cpu: 0 for cpu in cpus}
-            free: dict[int, object] = {}
-            for cpu in cpus:
-                # A CPU's files are made in order (only its first free one is ever made), so the first
-                # missing one ends them; every existing one is either held by a worker or free.
-                for slot in range(SLOTS_PER_CPU):
-                    path = os.path.join(claims_dir(), f"cpu{cpu}-{slot}")
-                    if cpu in free and not os.path.exists(path):
-                        break
-                    f = open(path, "a")
-                    try:
-                        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        counts[cpu] += 1
-                        f.close()
-                        continue
-                    if cpu in free:
-                        f.close()  # another free one: only counted
-                    else:
-                        free[cpu] = f  # held from now: this CPU's first free slot
-            best = min((cpu for cpu in cpus if cpu in free), key=lambda c: counts[c], default=None)
-            for cpu, f in free.items():
-                if cpu != best:
-                    f.close()
-            if best is None:
-                return cpus[0], None
-            return best, free[best]
-    except OSError:
-        return cpus[0], None
+    """(the CPU with the fewest claims on this host, the socket whose name claims it), or the first CPU
+    with no claim (None) where no name can be bound."""
+    prefix = claims_prefix()
+    with _choosing:  # across processes two choosers may meet: at worst one CPU gets one worker more
+        counts = {cpu: 0 for cpu in cpus}
+        free: dict[int, socket.socket] = {}
+        for cpu in cpus:
+            for slot in range(SLOTS_PER_CPU):
+                s = _bind(f"{prefix}{cpu}-{slot}")
+                if s is None:
+                    counts[cpu] += 1
+                elif cpu in free:
+                    s.close()  # another free name: only counted
+                else:
+                    free[cpu] = s  # held from now: this CPU's first free name
+        best = min((cpu for cpu in cpus if cpu in free), key=lambda c: counts[c], default=None)
+        for cpu, s in free.items():
+            if cpu != best:
+                s.close()
+        if best is None:
+            return cpus[0], None
+        return best, free[best]
 
 
 def unpin() -> None:

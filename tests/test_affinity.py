@@ -4,6 +4,7 @@ only inside a pinned parallel map, never leaking to helper threads or unpinned c
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 
 import pytest
@@ -23,6 +24,14 @@ def _own_mask(_):
 
 
 barrier = threading.Barrier(2)
+
+
+@pytest.fixture(autouse=True)
+def own_claims(monkeypatch):
+    """Claims of this test's own: pinned workers of other test processes (xdist) claim CPUs too, and a
+    worker rightly takes the CPU they hold least, which is not what these tests look at."""
+    prefix = f"acceptgate-test-{secrets.token_hex(6)}-"
+    monkeypatch.setattr(affinity, "claims_prefix", lambda: prefix)
 
 
 def test_a_pinned_map_gives_each_worker_a_cpu_of_its_own():
@@ -59,7 +68,7 @@ HOLDER = """
 import sys, threading
 from acceptgate import affinity
 from acceptgate.parallel import parallel_map
-affinity.claims_dir = lambda: sys.argv[1]
+affinity.claims_prefix = lambda: sys.argv[1]
 def hold(_):
     print(affinity.current(), flush=True)
     sys.stdin.read()  # until the test closes it
@@ -67,12 +76,11 @@ parallel_map(hold, [0], workers=1, pin=True)
 """
 
 
-def test_pinned_workers_of_two_processes_take_different_cpus(tmp_path, monkeypatch):
+def test_pinned_workers_of_two_processes_take_different_cpus():
     import subprocess
     import sys
 
-    monkeypatch.setattr(affinity, "claims_dir", lambda: str(tmp_path))
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdin=subprocess.PIPE,
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, affinity.claims_prefix()], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     try:
         theirs = int(holder.stdout.readline())

@@ -78,6 +78,23 @@ def run(backend, source: str, h=ONE, limits: Limits = Limits()):
     return execute(h, source, backend, limits=limits)
 
 
+def run_while(backend, act):
+    """An execution that sleeps 8 s, with ``act(engine client)`` done to its container after 1 s."""
+    import threading
+
+    import docker as sdk
+
+    client = sdk.from_env()
+    try:
+        timer = threading.Timer(1.0, lambda: act(client))
+        timer.start()
+        r = run(backend, "import time\ndef f(x):\n    time.sleep(8)\n    return x\n")
+        timer.join()
+    finally:
+        client.close()
+    return r
+
+
 # -- verdicts -------------------------------------------------------------------------------------
 def test_pass_and_fail_verdicts(docker):
     good = run(docker, "def add(a, b):\n    return a + b\n", ADD)
@@ -321,20 +338,11 @@ def test_backend_close_removes_pooled_containers(docker_engine):
 
 
 def test_a_vanished_container_is_a_crash_and_is_replaced(solo):
-    import threading
-
     import docker as sdk
 
     assert run(solo, "def f(x):\n    return x\n").verdict == "pass"
     victim = solo.pool._idle[0].id
-    client = sdk.from_env()
-    try:
-        timer = threading.Timer(1.0, lambda: client.api.remove_container(victim, force=True))
-        timer.start()
-        r = run(solo, "import time\ndef f(x):\n    time.sleep(8)\n    return x\n")
-        timer.join()
-    finally:
-        client.close()
+    r = run_while(solo, lambda client: client.api.remove_container(victim, force=True))
     assert r.verdict == "crash" and r.wall_seconds < 6, (r.verdict, r.detail)
     # an idle container that vanished is replaced transparently
     assert run(solo, "def f(x):\n    return x\n").verdict == "pass"
@@ -432,31 +440,25 @@ def test_the_container_goes_when_the_harness_is_killed(docker_engine, channel):
 
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_a_container_killed_mid_execution_is_a_crash_on_either_channel(docker_engine, channel):
-    import threading
-
-    import docker as sdk
-
     if channel == "fifo" and os.geteuid() != 0:
         pytest.skip("the FIFOs are given to the container's uid: needs root")
     with backends.create("docker", pool_size=1, channel=channel) as b:
         assert run(b, "def f(x):\n    return x\n").verdict == "pass"
         victim = b.pool._idle[0].id
-        client = sdk.from_env()
-        try:
-            timer = threading.Timer(1.0, lambda: client.api.kill(victim))
-            timer.start()
-            r = run(b, "import time\ndef f(x):\n    time.sleep(8)\n    return x\n")
-            timer.join()
-        finally:
-            client.close()
+        r = run_while(b, lambda client: client.api.kill(victim))
         assert r.verdict == "crash" and r.wall_seconds < 6, (r.verdict, r.detail)
         assert run(b, "def f(x):\n    return x\n").verdict == "pass"
         assert b.pool.channel_in_use == channel
 
 
-def test_a_container_runs_on_its_workers_cpu_and_an_unpinned_caller_gets_every_cpu(docker):
+def test_a_container_runs_on_its_workers_cpu_and_an_unpinned_caller_gets_every_cpu(docker, monkeypatch):
+    import secrets
+
     from acceptgate import affinity
     from acceptgate.parallel import parallel_map
+
+    prefix = f"acceptgate-test-{secrets.token_hex(6)}-"  # not other test processes' claims
+    monkeypatch.setattr(affinity, "claims_prefix", lambda: prefix)
 
     cpus = sorted(affinity.process_cpus())
     if len(cpus) < 2:
