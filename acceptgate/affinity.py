@@ -25,6 +25,7 @@ from typing import Callable, Iterable
 _local = threading.local()
 _UNSET = object()
 _choosing = threading.Lock()
+ENABLED = True  # False: no map pins (bench/bench_samples.py --no-pin measures without them)
 SLOTS_PER_CPU = 32  # claim names per CPU: more pinned workers than this on one CPU count as this many
 
 
@@ -39,10 +40,11 @@ def current() -> int | None:
 
 
 def worker_pins(workers: int):
-    """A ThreadPoolExecutor initializer that pins each of ``workers`` threads to its own CPU, or None
-    when pinning would not pay (one CPU, or more workers than CPUs)."""
+    """A ThreadPoolExecutor initializer that pins each of ``workers`` threads to a CPU (the one the
+    fewest pinned workers of the host hold), or None when pinning would not pay (one CPU, or more
+    workers than CPUs) or is switched off."""
     cpus = sorted(process_cpus())
-    if len(cpus) < 2 or workers > len(cpus):
+    if not ENABLED or len(cpus) < 2 or workers > len(cpus):
         return None
 
     def pin() -> None:

@@ -695,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_pin:
         from acceptgate import affinity
 
-        affinity.worker_pins = lambda workers: None  # every pinned map of this process: none
+        affinity.ENABLED = False
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     global METER
     METER = CpuMeter()

@@ -18,12 +18,15 @@ pytestmark = pytest.mark.skipif(len(CPUS) < 2, reason="pins need two CPUs")
 MASK = "import os\ndef f(x):\n    return sorted(os.sched_getaffinity(0))\n"
 
 
-def _own_mask(_):
-    barrier.wait(timeout=30)  # every worker holds an item at once: one thread per item
-    return sorted(os.sched_getaffinity(0)), affinity.current()
+def _own_masks(**map_options):
+    """Each worker's CPU mask and pin, two items held at once (so two threads, one per item)."""
+    barrier = threading.Barrier(2)
 
+    def own_mask(_):
+        barrier.wait(timeout=30)
+        return sorted(os.sched_getaffinity(0)), affinity.current()
 
-barrier = threading.Barrier(2)
+    return parallel_map(own_mask, range(2), workers=2, **map_options)
 
 
 @pytest.fixture(autouse=True)
@@ -35,19 +38,17 @@ def own_claims(monkeypatch):
 
 
 def test_a_pinned_map_gives_each_worker_a_cpu_of_its_own():
-    global barrier
-    barrier = threading.Barrier(2)
-    got = parallel_map(_own_mask, range(2), workers=2, pin=True)
+    got = _own_masks(pin=True)
     assert sorted(cpu for _, cpu in got) == CPUS[:2]
     assert all(mask == [cpu] for mask, cpu in got)
     assert sorted(os.sched_getaffinity(0)) == CPUS and affinity.current() is None  # the caller untouched
 
 
-def test_no_pins_without_pin_or_with_more_workers_than_cpus():
-    global barrier
-    barrier = threading.Barrier(2)
-    assert all(mask == CPUS and cpu is None for mask, cpu in parallel_map(_own_mask, range(2), workers=2))
+def test_no_pins_without_pin_or_with_more_workers_than_cpus_or_switched_off(monkeypatch):
+    assert all(mask == CPUS and cpu is None for mask, cpu in _own_masks())
     assert affinity.worker_pins(len(CPUS) + 1) is None
+    monkeypatch.setattr(affinity, "ENABLED", False)  # what bench_samples.py --no-pin sets
+    assert all(mask == CPUS and cpu is None for mask, cpu in _own_masks(pin=True))
 
 
 def test_a_helper_thread_started_by_a_pinned_worker_unpins_itself():

@@ -60,15 +60,26 @@ RLIMITS = tuple(getattr(resource, n) for n in sorted(dir(resource)) if n.startsw
 IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)  # ioprio_get(2): no libc wrapper
 
 
-def _ioprio(pid):
-    if IOPRIO_GET is None:
-        return None
-    try:
-        import ctypes
+_libc_handle = []
 
-        return ctypes.CDLL(None, use_errno=True).syscall(IOPRIO_GET, 1, pid)  # IOPRIO_WHO_PROCESS
-    except Exception:  # noqa: BLE001
+
+def _libc():
+    """The C library through ctypes, loaded once (None without ctypes)."""
+    if not _libc_handle:
+        try:
+            import ctypes
+
+            _libc_handle.append(ctypes.CDLL(None, use_errno=True))
+        except Exception:  # noqa: BLE001
+            _libc_handle.append(None)
+    return _libc_handle[0]
+
+
+def _ioprio(pid):
+    libc = _libc()
+    if IOPRIO_GET is None or libc is None:
         return None
+    return libc.syscall(IOPRIO_GET, 1, pid)  # IOPRIO_WHO_PROCESS
 
 
 def _sched_state(pids):
@@ -97,10 +108,10 @@ def _follow(pid):
 
 def _prctl_dumpable(value):
     """Set PR_SET_DUMPABLE; return the flag read back (None without ctypes)."""
+    libc = _libc()
+    if libc is None:
+        return None
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(4, value, 0, 0, 0)  # PR_SET_DUMPABLE
         return libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
     except Exception:
