@@ -8,6 +8,7 @@ or missing marker, a malformed frame, a non-literal result, an exit before answe
 
 from __future__ import annotations
 
+import gc
 import json
 import marshal
 import os
@@ -16,6 +17,7 @@ import signal
 import threading
 import time
 from collections import Counter, OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
@@ -529,11 +531,36 @@ def map_interleaved(fn: Callable[[tuple], ExecutionResult], jobs: list[tuple], *
         window = groups[start:start + INTERLEAVE_HARNESSES]
         for turn in range(max(len(g) for g in window)):
             order += [g[turn] for g in window if turn < len(g)]
-    results = parallel_map(fn, [jobs[i] for i in order], workers=workers, progress=progress, pin=True)
+    with _collector_spared():
+        results = parallel_map(fn, [jobs[i] for i in order], workers=workers, progress=progress, pin=True)
     ordered: list[ExecutionResult | None] = [None] * len(jobs)
     for i, result in zip(order, results):
         ordered[i] = result
     return ordered  # type: ignore[return-value]
+
+
+_spared = 0
+_spared_lock = threading.Lock()
+
+
+@contextmanager
+def _collector_spared() -> Iterator[None]:
+    """The objects that exist when a batch starts (its suites and harnesses: millions for HumanEval+)
+    kept out of the garbage collector's reach while it runs: each full collection would walk them all
+    again, a third of a second each (bench_samples.py --breakdown, "garbage collector"). Nested and
+    concurrent batches share one freeze; the last one out gives the objects back."""
+    global _spared
+    with _spared_lock:
+        if _spared == 0:
+            gc.freeze()
+        _spared += 1
+    try:
+        yield
+    finally:
+        with _spared_lock:
+            _spared -= 1
+            if _spared == 0:
+                gc.unfreeze()
 
 
 def execute(

@@ -44,7 +44,7 @@ from typing import Callable
 
 from acceptgate import affinity
 from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp
-from acceptgate.sandbox.backend import BackendUnavailable, ExitStatus, Limits, SandboxProcess, runner_source
+from acceptgate.sandbox.backend import READ_CHUNK, BackendUnavailable, ExitStatus, Limits, SandboxProcess, runner_source
 
 ZYGOTE_SOURCE_NAME = "zygote.py"
 # Processes of a slot that are not the execution's: bwrap, bwrap's init and the fork server (the
@@ -341,7 +341,7 @@ class ForkServerProcess(SandboxProcess):
                     raise TimeoutError
                 continue
             try:
-                return os.read(self._out, 1 << 20)
+                return os.read(self._out, READ_CHUNK)
             except BlockingIOError:
                 continue
 

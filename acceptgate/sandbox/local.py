@@ -40,7 +40,7 @@ from typing import Callable
 from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, seccomp
 from acceptgate.sandbox.uidslots import UidSlots, slot_pool
 from acceptgate.sandbox.backend import (
-    Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, SandboxProcess, register, runner_source,
+    READ_CHUNK, Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, SandboxProcess, register, runner_source,
     time_limit_text,
 )
 
@@ -90,7 +90,7 @@ class PipeProcess(SandboxProcess):
             if not ready:
                 raise TimeoutError
             try:
-                return os.read(self._out, 1 << 20)
+                return os.read(self._out, READ_CHUNK)
             except BlockingIOError:
                 continue
 

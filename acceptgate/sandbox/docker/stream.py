@@ -15,6 +15,8 @@ import select
 import struct
 import time
 
+from acceptgate.sandbox.backend import READ_CHUNK
+
 STDOUT = 1
 KEEPER_HEADER = 5
 ENGINE_HEADER = 8
@@ -105,7 +107,7 @@ class KeeperStream:
                 raise TimeoutError
             return
         try:
-            data = os.read(self.read_fd, 1 << 18)
+            data = os.read(self.read_fd, READ_CHUNK)
         except BlockingIOError:
             return
         except OSError as exc:
