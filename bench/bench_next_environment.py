@@ -36,17 +36,14 @@ ABLATIONS = {
     "a network namespace per execution (before)": [
         ("NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS",
          "NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | 0x40000000 | CLONE_NEWUTS"),
-        ("    drop_capabilities()\n\n\ndef init_main",
+        ('("uts", CLONE_NEWUTS))', '("uts", CLONE_NEWUTS), ("net", 0x40000000))'),
+        ("    drop_capabilities()\n\n\ndef runner_main",
          "    import fcntl\n    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:\n"
          "        fcntl.ioctl(s, 0x8914, struct.pack(\"16sH14x\", b\"lo\", 0x41))\n"
-         "    drop_capabilities()\n\n\ndef init_main")],
+         "    drop_capabilities()\n\n\ndef runner_main")],
     "no read-only /proc covers": [('PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")', "PROC_COVERS = ()")],
     "no preloaded modules": [("    for name in PRELOAD:\n", "    for name in ():\n")],
     "no seccomp filter": [("        load_filter(FILTER)  # after", "        pass  # after")],
-    # the init becomes the runner (pid 1: signal semantics differ, no wait status is reported): what one
-    # fork per execution instead of two could save at most
-    "runner as the init (one fork)": [("        runner = os.fork()\n        if runner == 0:\n",
-                                       "        runner = 0\n        if runner == 0:\n")],
 }
 LIMITS = Limits(wall_seconds=60)
 

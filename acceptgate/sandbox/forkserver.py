@@ -145,7 +145,6 @@ class SlotConfig:
     scratch_bytes: int = bwrap.SCRATCH_BYTES
     start_seconds: float = START_SECONDS
     answer_seconds: float = ANSWER_SECONDS
-    clone: bool = True  # one clone() per environment where the fork server knows the syscall (else fork+unshare)
 
 
 class Slot:
@@ -174,8 +173,7 @@ class Slot:
                 memory_bytes=self.limits.memory_bytes, slot=True)
             self.cpu = cgroup.CpuCgroup.create(slot=True)
             inner = [caps.bwrap.python, "-I", "-S", "-B", "-c", zygote_source(), str(theirs.fileno()),
-                     str(self.config.scratch_bytes), runner_source().decode("utf-8"),
-                     "clone" if self.config.clone else "fork", seccomp.bpf().hex()]
+                     str(self.config.scratch_bytes), runner_source().decode("utf-8"), seccomp.bpf().hex()]
             argv = ["/bin/sh", "-c", bwrap.GATE_SCRIPT] + bwrap.command(
                 caps.bwrap, inner, scratch_bytes=self.config.scratch_bytes, zygote=True)
             self.popen = _spawner.call(lambda: self._popen(argv, theirs.fileno()))

@@ -1,23 +1,29 @@
 # acceptgate fork server ("zygote"): trusted code that runs inside one slot's bubblewrap sandbox,
 # before any candidate. Standard library only; started as
-#     python3 -I -S -B -c <this file> <control fd> <tmpfs bytes> <runner source> clone|fork <filter hex>
+#     python3 -I -S -B -c <this file> <control fd> <tmpfs bytes> <runner source> <filter hex>
 #
-# Per execution it builds a fresh environment, then forks the candidate runner into it:
+# Per execution it builds a fresh environment, then starts the candidate runner in it:
 #
-#   zygote Z (slot userns S, no capabilities, non-dumpable, child subreaper)
-#     `- I: made by one clone(new user, pid, mount, ipc, uts namespaces) -- or, where the
-#          syscall number is not known here, by a child C that unshares them, forks I and exits
-#          (I is then adopted by Z). pid 1 of its pid namespace; maps uid/gid 65534 -> 65534,
-#          mounts a new /proc (/proc/sys and co. read-only), fresh tmpfs /sandbox, /tmp, /dev/shm,
-#          sets user.max_user_namespaces=0, drops every capability, loads the seccomp
-#          filter (BPF built by the harness with libseccomp, see seccomp.py), waits for the go.
-#            `- R: the runner (runner.py's _main), uid 65534, no capabilities, cwd /sandbox.
+#   zygote Z (slot userns S, CAP_SYS_ADMIN in S only, non-dumpable, child subreaper)
+#     |- I: made by one clone(CLONE_VM | CLONE_FILES | new user, pid, mount, ipc, uts namespaces) that
+#     |     runs libc's pause() on a small stack of its own: pid 1 of its pid namespace, no Python, no
+#     |     copy of Z's memory (it shares Z's and touches none of it), every signal handler the default
+#     |     (a namespace's init ignores those from inside: the runner cannot end it) and SIGCHLD
+#     |     ignored (orphans that come to it are reaped by the kernel). Z maps uid/gid 65534 -> 65534.
+#     `- R: forked by Z into I's pid namespace (setns of the pid namespace for children, then fork): pid 2
+#           there, a child of Z. R joins I's user, mount, ipc and uts namespaces (setns: every
+#           capability of I's user namespace, none of S's), mounts a new /proc (/proc/sys and co.
+#           read-only), fresh tmpfs /sandbox, /tmp, /dev/shm, sets user.max_user_namespaces=0, drops
+#           every capability, loads the seccomp filter (BPF built by the harness with libseccomp, see
+#           seccomp.py), waits for the go, and becomes the runner (runner.py's _main), uid 65534, cwd
+#           /sandbox.
 #
-# I is built ahead of time (the "spare", right after the previous execution has ended), so a run
-# starts with one fork. When R ends, I writes R's wait status to the harness's status pipe and exits;
-# as pid 1 its exit kills every process left in the namespace, and the namespaces (files, IPC
-# objects, the pid counter) go with it. Keyrings are the host uid's, not a namespace's: the
-# seccomp filter I loads denies the keyring calls.
+# I and R are built ahead of time (the "spare", right after the previous execution has ended), so a
+# run starts with one message. When R ends, Z reaps it, writes its wait status to the harness's status
+# pipe and kills I: as pid 1 its end kills every process left in the namespace, and the namespaces
+# (files, IPC objects, the pid counter) go with it. One copy of Z per execution (R), not two: I costs
+# neither a copy of Z's memory nor its teardown nor the copy-on-write faults of a Python process.
+# Keyrings are the host uid's, not a namespace's: the seccomp filter R loads denies the keyring calls.
 # The network namespace is the slot's (bubblewrap's: loopback only), not one per execution: a new one
 # costs a fifth of an execution's CPU, and nothing of an execution can stay in it. The filter denies
 # socket(), accept() and sendmsg(), so an execution's only sockets are socketpair()s, held by its own
@@ -37,24 +43,27 @@ import array
 import ctypes
 import os
 import select
+import signal
 import socket
 import struct
 import sys
 import time
 
+CLONE_VM = 0x00000100
+CLONE_FILES = 0x00000400
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+# What the runner joins, in this order (the user namespace first: it holds the capabilities the others need)
+JOINED = (("user", CLONE_NEWUSER), ("mnt", CLONE_NEWNS), ("ipc", CLONE_NEWIPC), ("uts", CLONE_NEWUTS))
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 
 SIGCHLD = 17
-# clone(2) with the namespace flags and no new stack behaves like fork(); None: use fork + unshare.
-SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
@@ -63,6 +72,7 @@ PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 CAPABILITY_VERSION_3 = 0x20080522
+CAP_SYS_ADMIN = 21
 
 UID = 65534
 # Imported once here, before any candidate, so that no execution pays for them: what the runner needs,
@@ -74,9 +84,13 @@ PRELOAD = ("errno", "marshal", "resource", "fcntl", "typing", "re", "collections
 WORKDIR = "/sandbox"
 PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")  # as bubblewrap's --proc: read-only
 SPARE_TRIES = 3
+INIT_STACK = 16 * 1024  # the init's own stack: pause() needs a few hundred bytes of it
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+libc.clone.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+PAUSE = ctypes.cast(libc.pause, ctypes.c_void_p)
 
 
 class _CapHeader(ctypes.Structure):
@@ -103,18 +117,28 @@ def mount(source, target, fstype, flags, data=None):
     _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), "mount " + target)
 
 
-def drop_capabilities():
-    """No capability left in any set; no way to gain one by exec."""
+def setns(fd, kind, what):
+    _check(libc.setns(fd, kind), "setns " + what)
+
+
+def drop_capabilities(keep=()):
+    """No capability left in any set but ``keep`` (effective and permitted); none to gain by exec."""
     for cap in range(LAST_CAP + 1):
-        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EPERM without CAP_SETPCAP (the fork server itself)
+        if cap not in keep:
+            libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EPERM without CAP_SETPCAP (the fork server itself)
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    for cap in keep:
+        data[cap // 32].effective |= 1 << (cap % 32)
+        data[cap // 32].permitted |= 1 << (cap % 32)
     _check(libc.capset(ctypes.byref(header), data), "capset")
     prctl(PR_SET_NO_NEW_PRIVS, 1)
+    want = sum(1 << cap for cap in keep)
     with open("/proc/self/status") as f:
-        caps = [line.split()[1] for line in f if line.startswith(("CapInh", "CapPrm", "CapEff", "CapAmb"))]
-    if len(caps) != 4 or any(int(c, 16) for c in caps):
-        raise OSError("capabilities still held: " + " ".join(caps))
+        caps = {line.split(":")[0]: int(line.split()[1], 16) for line in f
+                if line.startswith(("CapInh", "CapPrm", "CapEff", "CapAmb"))}
+    if caps != {"CapInh": 0, "CapPrm": want, "CapEff": want, "CapAmb": 0}:
+        raise OSError("capabilities still held: %r" % (caps,))
 
 
 class _Program(ctypes.Structure):
@@ -137,7 +161,7 @@ def write_file(path, text):
 
 
 def send(sock, data, fds=()):
-    if not fds:  # send(), not sendmsg: the execution's init sends "ready" under the filter (SENDMSG denied)
+    if not fds:  # send(), not sendmsg: the runner sends "ready" under the filter (SENDMSG denied)
         sock.send(data)
         return
     sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
@@ -152,16 +176,6 @@ def recv(sock, maxfds=3):
     return data, list(fds)
 
 
-def close_fds_except(keep):
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-
 def close_all(fds):
     for fd in fds:
         try:
@@ -170,10 +184,10 @@ def close_all(fds):
             pass
 
 
-# --- the per-execution init (I) and the runner (R) ------------------------------------------------
+# --- the runner (R): joins the execution's namespaces, builds its view, waits for the go -----------
 
 def build_environment():
-    """In I, with every capability of the fresh user namespace: the execution's private view."""
+    """In R, with every capability of the execution's user namespace: the execution's private view."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     # No user namespaces below this one: the candidate gets no capabilities anywhere.
@@ -188,43 +202,31 @@ def build_environment():
     drop_capabilities()
 
 
-def init_main(go):
-    """I: pid 1 of the execution's pid namespace. Never returns."""
+def runner_main(namespaces, go):
+    """R, forked into the execution's pid namespace. Never returns."""
     code = 1
     try:
-        prctl(PR_SET_DUMPABLE, 0)  # the runner must not ptrace or read the init
+        os.setsid()  # a process group of its own: kill(0) must not reach the fork server's
+        low = 3  # the control socket, pidfds, the zygote's own: none of them is R's
+        for fd in sorted(set(namespaces.values()) | {go.fileno()}):
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, MAX_FD)
+        for name, kind in JOINED:  # the user namespace first: from then on no capability in S
+            setns(namespaces[name], kind, name)
+        close_all(namespaces.values())
         build_environment()
-        load_filter(FILTER)  # after the mounts that need them: mount and unshare are denied from here on
+        load_filter(FILTER)  # after the mounts that need them: mount and setns are denied from here on
         send(go, b"ready")
-        data, fds = recv(go)
+        data, fds = recv(go, 2)
         go.close()
-        if data != b"go" or len(fds) != 3:
+        if data != b"go" or len(fds) != 2:
             close_all(fds)
             os._exit(2)
-        stdin_fd, stdout_fd, status_fd = fds
-        runner = os.fork()
-        if runner == 0:
-            become_runner(stdin_fd, stdout_fd)
-        close_all([stdin_fd, stdout_fd])
-        status = reap_until(runner)
-        os.write(status_fd, struct.pack("=i", status))
-        code = 0
+        become_runner(fds[0], fds[1])
     except BaseException:
         code = 3
     os._exit(code)
-
-
-def reap_until(pid):
-    """Reap every child (orphans come to pid 1) until pid ends; its wait status."""
-    while True:
-        try:
-            done, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            return -1
-        except InterruptedError:
-            continue
-        if done == pid:
-            return status
 
 
 def become_runner(stdin_fd, stdout_fd):
@@ -237,7 +239,8 @@ def become_runner(stdin_fd, stdout_fd):
         os.dup2(null, 2)
         os.closerange(3, MAX_FD)
         os.chdir(WORKDIR)
-        prctl(PR_SET_DUMPABLE, 1)  # like any fresh process (the init above stays non-dumpable)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any Python process (Z has none)
+        prctl(PR_SET_DUMPABLE, 1)  # like any fresh process (Z and the init stay non-dumpable)
         try:
             RUNNER["_main"]()
             code = 0
@@ -250,37 +253,106 @@ def become_runner(stdin_fd, stdout_fd):
     os._exit(code & 0xFF)
 
 
-# --- building the spare: C and I ------------------------------------------------------------------
+# --- building the spare: I and R -------------------------------------------------------------------
 
 class Spare:
-    def __init__(self, pid, pidfd, go):
-        self.pid, self.pidfd, self.go = pid, pidfd, go
+    """An execution's init (I) and its runner (R, waiting for the go), both children of Z."""
+
+    def __init__(self, init, runner, go):
+        self.init, self.runner, self.go = init, runner, go
 
     def discard(self):
+        self.init.kill()
+        self.go.close()
+        LEFT.extend((self.init, self.runner))
+
+
+class Child:
+    """A child of Z: its pid, a pidfd (to watch it end and to kill it) and, for an init, its stack."""
+
+    def __init__(self, pid, stack=None):
+        self.pid, self.stack = pid, stack
+        self.pidfd = os.pidfd_open(pid)
+
+    def kill(self):
         try:
-            os.kill(self.pid, 9)
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
         except OSError:
             pass
-        self.go.close()
-        close_all([self.pidfd])
 
-
-def clone_init(ctl, z_end, i_end):
-    """I straight from Z: one clone() makes the namespaces and the process (no C). Returns its pid."""
-    pid = libc.syscall(SYS_CLONE, NAMESPACES | SIGCHLD, 0, 0, 0, 0)
-    if pid < 0:
-        raise OSError(ctypes.get_errno(), "clone")
-    if pid == 0:  # I, pid 1 of the new namespaces, with every capability of its new user namespace
+    def reaped(self, block=False):
+        """True once it has ended and is reaped (its pidfd closed); its wait status in self.status."""
         try:
-            ctl.close(), z_end.close()
-            close_fds_except((0, 1, 2, i_end.fileno()))  # e.g. pidfds of running executions
-            prctl(PR_SET_DUMPABLE, 1)  # to write its own uid_map (root's while non-dumpable)
-            write_file("/proc/self/setgroups", "deny")
-            write_file("/proc/self/uid_map", "%d %d 1" % (UID, UID))
-            write_file("/proc/self/gid_map", "%d %d 1" % (UID, UID))
-        except BaseException:
-            os._exit(4)
-        init_main(i_end)
+            pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            pid, status = self.pid, -1
+        if pid == 0:
+            return False
+        self.status = status
+        close_all([self.pidfd])
+        self.pidfd, self.stack = -1, None
+        return True
+
+
+LEFT = []  # children that ended or were killed, to reap (inits of ended executions, discarded spares)
+
+
+def reap():
+    LEFT[:] = [child for child in LEFT if not child.reaped()]
+
+
+def make_init():
+    """I: pid 1 of fresh namespaces, sharing our memory (CLONE_VM: nothing is copied, and pause() on its
+    own stack touches none of it) and our descriptor table (CLONE_FILES: it holds no copies). Its signal
+    handlers are ours at the clone: none but SIGCHLD ignored (set for the clone only: orphans that come
+    to it are reaped by the kernel). Returns (the init, {namespace: descriptor})."""
+    stack = ctypes.create_string_buffer(INIT_STACK)
+    top = (ctypes.addressof(stack) + INIT_STACK - 64) & ~15
+    # Dumpable meanwhile (the flag is our memory's, so the init's too): its /proc files are then ours to
+    # write (the id maps) and open (its namespaces); no candidate exists yet.
+    prctl(PR_SET_DUMPABLE, 1)
+    init = None
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        try:
+            pid = libc.clone(PAUSE, top, CLONE_VM | CLONE_FILES | NAMESPACES | SIGCHLD, None)
+        finally:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        if pid < 0:
+            raise OSError(ctypes.get_errno(), "clone")
+        init = Child(pid, stack)
+        write_file("/proc/%d/setgroups" % pid, "deny")
+        write_file("/proc/%d/uid_map" % pid, "%d %d 1" % (UID, UID))
+        write_file("/proc/%d/gid_map" % pid, "%d %d 1" % (UID, UID))
+        namespaces = {}
+        try:
+            for name in ("pid",) + tuple(name for name, _ in JOINED):
+                namespaces[name] = os.open("/proc/%d/ns/%s" % (pid, name), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            close_all(namespaces.values())
+            raise
+        return init, namespaces
+    except BaseException:
+        if init is not None:
+            init.kill()
+            LEFT.append(init)
+        raise
+    finally:
+        prctl(PR_SET_DUMPABLE, 0)
+
+
+def fork_runner(namespaces, z_end, r_end):
+    """R, forked into the init's pid namespace (ours for children meanwhile). Returns its pid."""
+    setns(namespaces["pid"], CLONE_NEWPID, "pid")
+    try:
+        pid = os.fork()
+    except BaseException:
+        setns(OWN_PID_NS, CLONE_NEWPID, "own pid")
+        raise
+    if pid == 0:
+        z_end.close()
+        runner_main(namespaces, r_end)
+    setns(OWN_PID_NS, CLONE_NEWPID, "own pid")  # the next init's pid namespace is a child of ours
     return pid
 
 
@@ -309,8 +381,8 @@ def network_state():
 def check_network():
     """Raise NotEmpty unless the namespace holds no socket. The previous execution's processes are all
     gone (its init has exited), and with them its sockets; but a socket's memory may be freed after a
-    grace period of the kernel's (a discarded spare's init still dying, bubblewrap's netlink socket
-    that set up the loopback), hence a wait of up to NETWORK_SETTLE seconds before concluding."""
+    grace period of the kernel's (a discarded spare still dying, bubblewrap's netlink socket that set
+    up the loopback), hence a wait of up to NETWORK_SETTLE seconds before concluding."""
     deadline = time.monotonic() + NETWORK_SETTLE
     while True:
         now = network_state()
@@ -322,54 +394,25 @@ def check_network():
         select.select([], [], [], 0.01)
 
 
-def build_spare(ctl):
+def build_spare():
     check_network()
-    z_end, i_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    if SYS_CLONE:
-        try:
-            init = clone_init(ctl, z_end, i_end)
-        except OSError:  # e.g. the process cap
-            z_end.close(), i_end.close()
-            return None
-        i_end.close()
-        return _await_ready(init, z_end)
-    info_r, info_w = os.pipe()
+    z_end, r_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        child = os.fork()
-    except OSError:  # e.g. the process cap, during a fork bomb in the running execution
-        z_end.close(), i_end.close(), close_all([info_r, info_w])
+        init, namespaces = make_init()
+    except OSError:  # e.g. the process cap
+        z_end.close(), r_end.close()
         return None
-    if child == 0:  # C
-        code = 1
-        try:
-            ctl.close(), z_end.close(), os.close(info_r)
-            close_fds_except((0, 1, 2, i_end.fileno(), info_w))  # e.g. pidfds of running executions
-            prctl(PR_SET_DUMPABLE, 1)  # to write its own uid_map (owned by root when non-dumpable)
-            _check(libc.unshare(NAMESPACES), "unshare")
-            write_file("/proc/self/setgroups", "deny")
-            write_file("/proc/self/uid_map", "%d %d 1" % (UID, UID))
-            write_file("/proc/self/gid_map", "%d %d 1" % (UID, UID))
-            init = os.fork()
-            if init == 0:
-                os.close(info_w)
-                init_main(i_end)
-            os.write(info_w, struct.pack("=i", init))
-            code = 0
-        finally:
-            os._exit(code)
-    i_end.close(), os.close(info_w)
-    os.waitpid(child, 0)
-    raw = os.read(info_r, 4)
-    os.close(info_r)
-    if len(raw) != 4:
+    try:
+        runner = Child(fork_runner(namespaces, z_end, r_end))
+    except OSError:  # e.g. the process cap, during a fork bomb in the running execution
+        init.kill()
+        LEFT.append(init)
         z_end.close()
         return None
-    return _await_ready(struct.unpack("=i", raw)[0], z_end)
-
-
-def _await_ready(init, z_end):
-    pidfd = os.pidfd_open(init)
-    spare = Spare(init, pidfd, z_end)
+    finally:
+        close_all(namespaces.values())
+        r_end.close()
+    spare = Spare(init, runner, z_end)
     try:
         ready, _ = recv(z_end, 0)
     except OSError:
@@ -380,19 +423,9 @@ def _await_ready(init, z_end):
     return spare
 
 
-def reap():
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
 def serve(ctl):
     try:
-        spare = build_spare(ctl)
+        spare = build_spare()
     except NotEmpty as exc:
         send(ctl, error_text(exc))
         return
@@ -419,19 +452,40 @@ def error_text(why):
     return ("error " + str(why)).encode("utf-8", "replace")[:4000]
 
 
+def runner_ended(run):
+    """R has ended: its wait status to the harness, then the init killed (with whatever R left)."""
+    run.runner.reaped(block=True)
+    try:
+        os.write(run.status, struct.pack("=i", run.runner.status))
+    except OSError:
+        pass
+    close_all([run.status])
+    run.init.kill()
+
+
+class Run:
+    def __init__(self, init, runner, status):
+        self.init, self.runner, self.status = init, runner, status
+
+
 def serve_runs(ctl, spare):
-    running = []  # pidfds of inits still alive, to reap them (and free their pids) promptly
+    running = []  # executions whose runner is alive
+    ending = []  # inits of ended executions, killed, until they are gone
     while True:
-        ready, _, _ = select.select([ctl] + running, [], [])
-        if running and any(fd in ready for fd in running):
-            reap()
-            for fd in [fd for fd in running if fd in ready]:
-                running.remove(fd)
-                os.close(fd)
-            # The next environment is built once the execution is over, never beside it: while one
-            # runs, the slot's cgroup holds only it and the fixed residents (an exact process cap).
-            if spare is None and not running:
-                spare = build_spare(ctl)
+        watched = [ctl] + [run.runner.pidfd for run in running] + [init.pidfd for init in ending]
+        ready, _, _ = select.select(watched, [], [])
+        for run in [run for run in running if run.runner.pidfd in ready]:
+            running.remove(run)
+            runner_ended(run)
+            ending.append(run.init)
+        for init in [init for init in ending if init.pidfd in ready]:
+            init.reaped(block=True)
+            ending.remove(init)
+        reap()
+        # The next environment is built once the execution is over, never beside it: while one runs,
+        # the slot's cgroup holds only it and the fixed residents (an exact process cap).
+        if spare is None and not running and not ending:
+            spare = build_spare()
         if ctl not in ready:
             continue
         data, fds = recv(ctl)
@@ -446,7 +500,7 @@ def serve_runs(ctl, spare):
                 if spare is not None:
                     break
                 reap()
-                spare = build_spare(ctl)
+                spare = build_spare()
         except NotEmpty as exc:  # answered here, then every later request is refused (serve)
             close_all(fds)
             send(ctl, error_text(exc))
@@ -457,47 +511,51 @@ def serve_runs(ctl, spare):
             continue
         try:
             # The harness puts this fork server on the CPU of the thread that drives the execution
-            # (affinity.py); the environment may have been built before that: it follows now, and its
-            # runner, forked after "go", inherits it.
-            os.sched_setaffinity(spare.pid, os.sched_getaffinity(0))
+            # (affinity.py); the runner was forked before that: it follows now.
+            os.sched_setaffinity(spare.runner.pid, os.sched_getaffinity(0))
         except OSError:
             pass
+        stdin_fd, stdout_fd, status_fd = fds
         try:
-            send(spare.go, b"go", fds)
+            send(spare.go, b"go", [stdin_fd, stdout_fd])
         except OSError:
             spare.discard()
             spare = None
             close_all(fds)
             send(ctl, b"error the execution environment died")
             continue
-        close_all(fds)
+        close_all([stdin_fd, stdout_fd])
         spare.go.close()
-        send(ctl, b"started", [spare.pidfd])
-        running.append(spare.pidfd)
+        send(ctl, b"started", [spare.init.pidfd])
+        running.append(Run(spare.init, spare.runner, status_fd))
         spare = None
 
 
 def main():
-    global RUNNER, MAX_FD, SCRATCH_BYTES, LAST_CAP, SYS_CLONE, FILTER
+    global RUNNER, MAX_FD, SCRATCH_BYTES, LAST_CAP, FILTER, OWN_PID_NS
     ctl_fd, SCRATCH_BYTES, runner_source = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    FILTER = bytes.fromhex(sys.argv[5])
+    FILTER = bytes.fromhex(sys.argv[4])
     if not FILTER:
         raise SystemExit("no syscall filter given")
-    if sys.argv[4:5] == ["fork"]:
-        SYS_CLONE = None
     # A /proc of our own on top of bubblewrap's (whose read-only covers would make the kernel refuse
-    # each execution's new /proc), then no capability is kept here.
+    # each execution's new /proc).
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    drop_capabilities()
-    prctl(PR_SET_DUMPABLE, 0)
-    prctl(PR_SET_CHILD_SUBREAPER, 1)  # the inits C leaves behind are ours to watch and reap
-    os.chdir("/")
-    MAX_FD = os.sysconf("SC_OPEN_MAX")
     try:
         with open("/proc/sys/kernel/cap_last_cap") as f:
             LAST_CAP = int(f.read())
     except (OSError, ValueError):
         LAST_CAP = 63
+    # CAP_SYS_ADMIN in the slot's user namespace is the one capability kept: the kernel asks for it to
+    # set the pid namespace of our next child (an execution's). A runner leaves this namespace (it
+    # joins its execution's user namespace) before it loads anything.
+    drop_capabilities(keep=(CAP_SYS_ADMIN,))
+    prctl(PR_SET_DUMPABLE, 0)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # No handler of ours for an init to inherit (it ignores every default-handled signal from inside)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.chdir("/")
+    OWN_PID_NS = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    MAX_FD = os.sysconf("SC_OPEN_MAX")
     for name in PRELOAD:
         try:
             __import__(name)
@@ -517,6 +575,7 @@ RUNNER = {}
 FILTER = b""
 MAX_FD = 1024
 LAST_CAP = 63
+OWN_PID_NS = -1
 NETWORK_SETTLE = 2.0
 
 if __name__ == "__main__":
