@@ -80,7 +80,7 @@ class CpuMeter:
             self.home = Path(mount) / own.lstrip("/")
             for stale in self.home.glob("acceptgate-bench-*"):  # left by a bench that was killed
                 if not Path("/proc", stale.name.rsplit("-", 1)[1]).exists():
-                    stale.rmdir()
+                    _remove_tree(stale)
             group = self.home / f"acceptgate-bench-{os.getpid()}"
             group.mkdir()
             (group / "cgroup.procs").write_text(str(os.getpid()))
@@ -109,6 +109,20 @@ class CpuMeter:
                 self.group.rmdir()
             except OSError:
                 pass
+
+
+def _remove_tree(group: Path) -> None:
+    """A stale cgroup and the ones inside it (the slots of a bench that was killed), deepest first;
+    one that cannot go is left where it is (it does not stop this run's meter)."""
+    for sub in sorted((p for p in group.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        try:
+            sub.rmdir()
+        except OSError:
+            pass
+    try:
+        group.rmdir()
+    except OSError:
+        pass
 
 
 METER: CpuMeter | None = None

@@ -41,6 +41,7 @@
 # execution is gone), or b"error <text>". Z sends b"ready" once, when the first spare is built.
 import array
 import ctypes
+import gc
 import os
 import select
 import signal
@@ -563,6 +564,11 @@ def main():
             pass
     RUNNER = {"__name__": "acceptgate_runner", "__builtins__": __builtins__}
     exec(compile(runner_source, "runner.py", "exec"), RUNNER)
+    # What exists now (the interpreter, the preloaded modules, the runner) goes to the collector's
+    # permanent generation: a runner's full collections would walk it all and copy every page it sits
+    # on (the fork shares them), and ours would dirty them again for the next runner.
+    gc.collect()
+    gc.freeze()
     ctl = socket.socket(fileno=ctl_fd)
     try:
         serve(ctl)
