@@ -9,6 +9,7 @@ exactly what is missing and why.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import os
 import shutil
@@ -44,15 +45,36 @@ class HostCaps:
 
 
 _probed: list[HostCaps] = []
+_probed_by: list[int] = []  # the pid that probed: a forked child is another harness process
 _probe_lock = threading.Lock()
 
 
 def probe() -> HostCaps:
-    """Probe once per process (thread-safe); later calls return the cached answer."""
+    """Probe once per process (thread-safe); later calls return the cached answer. A process forked
+    from a harness that had probed keeps the answer but claims a block of slot uids of its own: with
+    its parent's, each would kill the other's processes when it cleans up a slot, and both would count
+    against one RLIMIT_NPROC."""
     with _probe_lock:
         if not _probed:
             _probed.append(_probe())
+            _probed_by.append(os.getpid())
+        elif _probed_by[0] != os.getpid():
+            _probed_by[0] = os.getpid()
+            if _probed[0].uid_slots is not None:
+                inherited, _claimed[:] = list(_claimed), []
+                for fd in inherited:  # the parent's lock stays: it holds the same open file description
+                    os.close(fd)
+                slots, problem = _probe_uid_slots(True)
+                _probed[0] = dataclasses.replace(_probed[0], uid_slots=slots, uid_problem=problem)
         return _probed[0]
+
+
+def _after_fork_in_child() -> None:
+    global _probe_lock
+    _probe_lock = threading.Lock()  # another thread of the parent may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _probe() -> HostCaps:

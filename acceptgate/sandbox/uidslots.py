@@ -97,6 +97,15 @@ _slot_lock = threading.Lock()
 
 
 def slot_pool(uids: range) -> UidSlots:
-    """The one allocator of these uids in this harness process, shared by every backend that uses them."""
+    """The one allocator of these uids in this harness process, shared by every backend that uses them.
+    (A forked child is given another range by hostprobe.probe(), hence another allocator.)"""
     with _slot_lock:
         return _slot_pools.setdefault(uids, UidSlots(uids))
+
+
+def _after_fork_in_child() -> None:
+    global _slot_lock
+    _slot_lock = threading.Lock()  # another thread of the parent may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
