@@ -23,7 +23,7 @@ from acceptgate.sandbox.executor import execute
 
 CAPS = hostprobe.probe()
 needs_slots = pytest.mark.skipif(CAPS.uid_slots is None, reason=f"no uid slots: {CAPS.uid_problem}")
-SLEEPER = "import time\ndef f(x):\n    time.sleep(1.5)\n    return x"
+SLEEPER = "import time\ndef f(x):\n    time.sleep(4)\n    return x"  # outlasts the child's work, even on a busy machine
 
 
 def _fork(work, *args) -> tuple[int, int]:
@@ -97,9 +97,11 @@ def test_a_forked_harness_closing_its_backend_leaves_the_parents_execution_runni
             time.sleep(0.5)  # the parent's runner is in its sleep: its slot holds a uid now
             os.write(go_w, b"g")
             outcome = _answer(*child)
+            overlapped = runner.is_alive()  # the child closed its backend while ours still ran
             runner.join(60)
     finally:
         os.close(go_w)
     assert outcome.get("verdict") == "pass", outcome
+    assert overlapped, "the parent's execution ended before the child closed its backend: nothing tested"
     result = running["result"]
     assert result.verdict == "pass", result.as_dict()
