@@ -24,6 +24,7 @@
 # Frames on that channel: 1 byte kind + 4 bytes big-endian length + payload.
 #   host -> keeper: b"S" start an execution, b"I" bytes for the runner's stdin, b"K" kill it now.
 #   keeper -> host: b"H" hello (JSON), b"O" bytes from the runner's stdout, b"X" finished (JSON).
+import gc
 import json
 import os
 import resource
@@ -278,6 +279,10 @@ def _zygote_loop(sock, code):
     for fd in (0, 1, 2):  # the container's stdin/stdout are the keeper's alone
         os.dup2(null, fd)
     os.close(null)
+    # What exists now goes to the collector's permanent generation: a runner's full collections would
+    # walk it all and copy every page it sits on (as in the local fork server, zygote.py).
+    gc.collect()
+    gc.freeze()
     while True:
         try:
             request = sock.recv(16)
