@@ -36,7 +36,7 @@ import bench_samples  # noqa: E402
 from acceptgate import render  # noqa: E402
 from acceptgate.sandbox import backend as backends  # noqa: E402
 from acceptgate import affinity  # noqa: E402
-from acceptgate.sandbox.executor import INTERLEAVE_HARNESSES, execute, execute_many  # noqa: E402
+from acceptgate.sandbox.executor import execute, execute_many, interleaved_order  # noqa: E402
 from acceptgate.task import HIDDEN  # noqa: E402
 
 INDEX = struct.Struct("=I")
@@ -83,19 +83,6 @@ def _worker(jobs: list, todo: int, done: int, ready: int, go: int, workers: int)
             os.write(done, json.dumps([index, _said(result)]).encode() + b"\n")
 
 
-def interleaved(jobs: list) -> list[int]:
-    """The order map_interleaved runs a batch in (one job of each harness in turn, in windows)."""
-    by_harness: dict[int, list[int]] = {}
-    for i, job in enumerate(jobs):
-        by_harness.setdefault(id(job[0]), []).append(i)
-    groups, order = list(by_harness.values()), []
-    for start in range(0, len(groups), INTERLEAVE_HARNESSES):
-        window = groups[start:start + INTERLEAVE_HARNESSES]
-        for turn in range(max(len(g) for g in window)):
-            order += [g[turn] for g in window if turn < len(g)]
-    return order
-
-
 def run_processes(jobs: list, workers: int) -> tuple[float, float, list[str]]:
     todo_r, todo_w = os.pipe()
     done_r, done_w = os.pipe()
@@ -121,7 +108,7 @@ def run_processes(jobs: list, workers: int) -> tuple[float, float, list[str]]:
     verdicts: list[str] = [""] * len(jobs)
     cpu, wall = machine_cpu(), time.perf_counter()
     os.write(go_w, b"g" * workers)
-    for index in interleaved(jobs):  # as map_interleaved orders a batch; a pipe holds 16,384 indices
+    for index in interleaved_order(jobs):  # as map_interleaved orders a batch; a pipe holds 16,384 indices
         os.write(todo_w, INDEX.pack(index))
     os.close(todo_w)
     with os.fdopen(done_r, "rb") as done:

@@ -522,6 +522,17 @@ def map_interleaved(fn: Callable[[tuple], ExecutionResult], jobs: list[tuple], *
     (one slow case, the same endless loop), and run back to back they can leave one worker with the
     last costly ones while the others wait at the end. Harnesses are taken in windows of
     INTERLEAVE_HARNESSES, in the order they first appear."""
+    order = interleaved_order(jobs)
+    with _collector_spared():
+        results = parallel_map(fn, [jobs[i] for i in order], workers=workers, progress=progress, pin=True)
+    ordered: list[ExecutionResult | None] = [None] * len(jobs)
+    for i, result in zip(order, results):
+        ordered[i] = result
+    return ordered  # type: ignore[return-value]
+
+
+def interleaved_order(jobs: list[tuple]) -> list[int]:
+    """The indices of ``jobs`` in the order map_interleaved runs them (see there)."""
     by_harness: dict[int, list[int]] = {}
     for i, job in enumerate(jobs):
         by_harness.setdefault(id(job[0]), []).append(i)
@@ -531,12 +542,7 @@ def map_interleaved(fn: Callable[[tuple], ExecutionResult], jobs: list[tuple], *
         window = groups[start:start + INTERLEAVE_HARNESSES]
         for turn in range(max(len(g) for g in window)):
             order += [g[turn] for g in window if turn < len(g)]
-    with _collector_spared():
-        results = parallel_map(fn, [jobs[i] for i in order], workers=workers, progress=progress, pin=True)
-    ordered: list[ExecutionResult | None] = [None] * len(jobs)
-    for i, result in zip(order, results):
-        ordered[i] = result
-    return ordered  # type: ignore[return-value]
+    return order
 
 
 _spared = 0
