@@ -5,7 +5,8 @@ wakes a process twice. When both sit on one CPU a wake-up is a plain context swi
 an inter-processor interrupt, and on a virtual CPU that idles in the host, a VM exit each time
 (bench/bench_samples.py --breakdown measures the round trip both ways: "raw frames").
 
-Pins are taken only by the worker threads of one parallel map, and only when it has no more workers
+Pins are taken only by the workers of one batch (the threads of a parallel map, or the processes of
+workerprocs: its main thread is then the process), and only when it has no more workers
 than the process has CPUs (else they would queue on one CPU while another idles). Each worker takes
 the CPU that the fewest pinned workers of this host hold -- those of every process of this user, so
 that two harnesses (two single-threaded Dask workers, say) do not both take the first CPU: a worker
@@ -27,6 +28,14 @@ _UNSET = object()
 _choosing = threading.Lock()
 ENABLED = True  # False: no map pins (bench/bench_samples.py --no-pin measures without them)
 SLOTS_PER_CPU = 32  # claim names per CPU: more pinned workers than this on one CPU count as this many
+
+
+def _after_fork_in_child() -> None:
+    global _choosing
+    _choosing = threading.Lock()  # another thread of the parent may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def process_cpus() -> frozenset[int]:

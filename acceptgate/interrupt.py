@@ -109,6 +109,11 @@ def spare(pgid: int) -> None:
     _spared.add(pgid)
 
 
+def unspare(pgid: int) -> None:
+    """The group has ended (its number may be reused): no longer spared."""
+    _spared.discard(pgid)
+
+
 def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` exists (another user's counts); a zombie -- dead, not yet reaped -- is gone."""
     try:

@@ -22,7 +22,7 @@ from acceptgate.errors import InvalidInput
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate import profiles
-from acceptgate.sandbox.executor import ExecutionResult, execute, execute_many, map_interleaved
+from acceptgate.sandbox.executor import ExecutionResult, run_jobs
 from acceptgate.sources.replay import LineProblem, SampleFile
 from acceptgate.suitespec import SuiteSpec
 
@@ -219,11 +219,5 @@ def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prom
 
 def execute_jobs(jobs: list[tuple], backend: Backend, fail_fast: bool, workers: int,
                  progress: Callable[[int, int], None] | None) -> list[ExecutionResult]:
-    """Run (harness, source, limits) jobs: execute_many when every job has the same limits, else one
-    thread pool over the jobs (a profile gives each suite its own limits)."""
-    if len({id(limits) for _, _, limits in jobs}) <= 1:
-        limits = jobs[0][2] if jobs else Limits()
-        return execute_many([(h, src) for h, src, _ in jobs], backend, limits=limits, fail_fast=fail_fast,
-                            workers=workers, progress=progress)
-    return map_interleaved(lambda job: execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast), jobs,
-                           workers=workers, progress=progress)
+    """Run (harness, source, limits) jobs (a profile gives each suite its own limits)."""
+    return run_jobs(jobs, backend, fail_fast=fail_fast, workers=workers, progress=progress)

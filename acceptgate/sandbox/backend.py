@@ -159,6 +159,11 @@ class Backend(abc.ABC):
     def isolation(self, limits: Limits) -> Isolation:
         """What this backend enforces on this host (probed once, reported with every result)."""
 
+    def reopener(self) -> Callable[[], "Backend"] | None:
+        """A factory of a backend like this one, callable in a process forked from this one (a batch's
+        worker process, ``workerprocs``), or None: this backend's batches run on threads."""
+        return None
+
     def close(self) -> None:
         """Release pooled resources (warm containers, cgroups)."""
 

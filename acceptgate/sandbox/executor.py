@@ -8,6 +8,7 @@ or missing marker, a malformed frame, a non-literal result, an exit before answe
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import marshal
@@ -25,7 +26,7 @@ from acceptgate import interrupt, literals
 from acceptgate.hashing import sha256_bytes, sha256_text
 from acceptgate.parallel import parallel_map
 from acceptgate.render import NONLITERAL, Harness
-from acceptgate.sandbox import answers, stages
+from acceptgate.sandbox import answers, stages, workerprocs
 from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
 
 VERDICTS = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
@@ -504,12 +505,44 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
 def execute_many(jobs: list[tuple[Harness, str]], backend: Backend, *, limits: Limits = Limits(),
                  fail_fast: bool = False, workers: int | None = None,
                  progress: Callable[[int, int], None] | None = None) -> list[ExecutionResult]:
-    """Execute (harness, source) jobs in parallel, one sandboxed process each; results in job order.
+    """Execute (harness, source) jobs in parallel, one sandboxed process each; results in job order."""
+    return run_jobs([(h, src, limits) for h, src in jobs], backend, fail_fast=fail_fast, workers=workers,
+                    progress=progress)
 
-    Threads are enough: each execution's work happens in its own process.
-    """
-    return map_interleaved(lambda job: execute(job[0], job[1], backend, limits=limits, fail_fast=fail_fast), jobs,
-                           workers=workers, progress=progress)
+
+WORKER_PROCESSES = True  # False: a batch's workers are always threads (bench_worker_processes compares)
+MIN_PROCESS_JOBS = 64  # fewer jobs than this do not pay for a backend per worker (its slots' start)
+
+
+def run_jobs(jobs: list[tuple[Harness, str, Limits]], backend: Backend, *, fail_fast: bool = False,
+             workers: int | None = None,
+             progress: Callable[[int, int], None] | None = None) -> list[ExecutionResult]:
+    """Execute (harness, source, limits) jobs on ``workers`` workers (default: the CPUs), one sandboxed
+    process each, in map_interleaved's order; results in job order.
+
+    The workers are processes forked from this one, each with a backend like ``backend``
+    (``workerprocs``), when the backend can be made again in a child (``Backend.reopener``) and the
+    batch is large enough; else threads of this process. The verdicts are the same either way."""
+    workers = max(1, workers or os.cpu_count() or 1)
+    factory = None
+    if (WORKER_PROCESSES and workers > 1 and len(jobs) >= MIN_PROCESS_JOBS and not stages.ON
+            and workerprocs.available()):
+        factory = backend.reopener()
+    if factory is None:
+        return map_interleaved(lambda job: execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast),
+                               jobs, workers=workers, progress=progress)
+    seen: dict[int, Harness] = {}
+    for harness, _, _ in jobs:
+        seen.setdefault(id(harness), harness)
+    for harness in list(seen.values())[:_PREPARED_MAX]:  # once here, shared by the children
+        _prepare(harness)
+    with _collector_spared():  # frozen before the fork: the children do not copy the pages of what they share
+        return workerprocs.map_jobs(functools.partial(_run_job, fail_fast=fail_fast), jobs, interleaved_order(jobs),
+                                    factory, workers, progress)
+
+
+def _run_job(job: tuple[Harness, str, Limits], backend: Backend, *, fail_fast: bool) -> ExecutionResult:
+    return execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast)
 
 
 INTERLEAVE_HARNESSES = 256  # harnesses taken in turn at once (fewer than the _prepare cache holds)
@@ -547,6 +580,14 @@ def interleaved_order(jobs: list[tuple]) -> list[int]:
 
 _spared = 0
 _spared_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _spared_lock, _prepared_lock
+    _spared_lock, _prepared_lock = threading.Lock(), threading.Lock()  # another thread may have held them
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @contextmanager

@@ -132,6 +132,14 @@ class _Spawner:
 _spawner = _Spawner()
 
 
+def _after_fork_in_child() -> None:
+    global _spawner, _check_lock
+    _spawner, _check_lock = _Spawner(), threading.Lock()  # the parent's thread is not in the child
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 # --- one slot ---------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

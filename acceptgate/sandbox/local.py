@@ -26,6 +26,7 @@ with RLIMIT_NPROC when root).
 
 from __future__ import annotations
 
+import functools
 import os
 import select
 import shutil
@@ -213,6 +214,12 @@ class LocalBackend(Backend):
         self._runner = runner_source().decode("utf-8")
         self._slots = slot_pool(caps.uid_slots) if self.plan.process_cap == "uid" else None
         self.name = name or ("local" if self.plan.namespaces else "local-rlimits")
+        # What a forked worker process builds again: the same layers as resolved here (not "auto")
+        self._same = dict(python=python, drop_privileges=drop_privileges, namespaces=self.plan.namespaces,
+                          process_cap=self.plan.process_cap, name=self.name, forkserver=self.pool is not None)
+
+    def reopener(self) -> Callable[[], "LocalBackend"]:
+        return functools.partial(LocalBackend, **self._same)
 
     def _fork_server_pool(self, wanted: bool | str) -> forkserver.SlotPool | None:
         if not wanted:

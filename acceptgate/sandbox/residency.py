@@ -226,6 +226,14 @@ _held: dict[tuple[tuple[str, ...], tuple[str, ...]], list] = {}  # view -> [Pinn
 _held_lock = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    global _lock, _held_lock
+    _lock, _held_lock = threading.Lock(), threading.Lock()  # another thread of the parent may have held them
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def hold(roots: tuple[str, ...], hidden: tuple[str, ...] = ()) -> tuple | None:
     """The view pinned for this process from its first holder on (one pin, however many backends of the
     process use the same view, one after another or at once); a key for ``release``, or None when it

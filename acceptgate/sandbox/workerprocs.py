@@ -1,0 +1,312 @@
+"""A batch's workers as processes: forked from the harness once its jobs exist, a backend each.
+
+Why: every case is a round trip between a worker and its sandbox, and two worker threads sharing one
+interpreter cost the harness a third more CPU per round trip than one (``bench/bench_samples.py
+--breakdown --workers 1`` against ``--workers 2``: the GIL and the objects' cache lines move between
+the CPUs). Forked workers share the jobs (the suites, the harnesses, the sources) without a copy and
+run alone in their interpreters (``bench/bench_worker_processes.py``: 8-11 % off a HumanEval+ batch).
+
+How: ``map_jobs`` forks ``workers`` children. Each makes a backend of its own (``factory``: the same
+sandbox as the parent's, with its own slots, uid block and cgroups), pins itself as a worker thread
+would (``affinity.worker_pins``), then takes job indices one at a time from one pipe (4-byte writes of
+whole indices, at most PIPE_BUF at once: every index reaches exactly one child) and sends each result
+back, pickled, on a pipe of its own. Jobs are handed out in the caller's order as children become
+free, so a slow job does not hold the others back.
+
+Stops: a child is in a process group of its own, which ``interrupt`` spares when it kills every
+descendant at a stop (the sandboxes below it are killed all the same); the batch's loop then raises
+``Interrupted`` and its ``finally`` sends the children SIGTERM, on which each ends through its own
+clean-up (its sandboxes killed, no new execution, its backend closed: no cgroup left behind). A
+child ignores SIGINT and also gets SIGTERM if the thread that forked it ends (PR_SET_PDEATHSIG). The parent raises what a child raised, ``Interrupted`` when a stop was requested,
+and RuntimeError if a child ended with jobs unanswered.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import select
+import signal
+import struct
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+from acceptgate import affinity, interrupt
+from acceptgate.errors import Interrupted
+
+INDEX = struct.Struct("=I")
+HEADER = struct.Struct("=IBI")  # job index (NO_JOB: none), kind, payload length
+NO_JOB = 0xFFFFFFFF
+RESULT, RAISED = 0, 1
+PIPE_BUF = 4096  # writes this long are atomic on Linux: whole indices only
+GRACE_SECONDS = 5.0  # a child's own clean-up after SIGTERM before it is killed
+PR_SET_PDEATHSIG = 1
+SWEEP_SECONDS = 0.05  # a stopping child kills what is left below it this often until it ends
+
+
+def available() -> bool:
+    return hasattr(os, "fork") and hasattr(os, "register_at_fork") and os.uname().sysname == "Linux"
+
+
+def map_jobs(call: Callable[[Any, Any], Any], jobs: Sequence[Any], order: Sequence[int],
+             factory: Callable[[], Any], workers: int,
+             progress: Callable[[int, int], None] | None = None) -> list[Any]:
+    """``call(job, backend)`` for every job, in ``workers`` forked children (each with ``factory()``
+    as its backend), taken in ``order``; results in the jobs' order."""
+    interrupt.check()
+    results: list[Any] = [None] * len(jobs)
+    if not jobs:
+        return results
+    workers = max(1, min(workers, len(jobs)))
+    todo_r, todo_w = os.pipe()
+    children: dict[int, int] = {}  # result pipe -> pid
+    try:
+        for _ in range(workers):
+            out_r, out_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover (the child ends in os._exit)
+                os.close(out_r)
+                os.close(todo_w)
+                for fd in children:
+                    os.close(fd)
+                _child(call, jobs, factory, todo_r, out_w, workers)
+            os.close(out_w)
+            children[out_r] = pid
+            _own_group(pid)
+        os.close(todo_r)
+        todo_r = -1
+        os.set_blocking(todo_w, False)
+        pending = memoryview(b"".join(INDEX.pack(i) for i in order))
+        left = len(jobs)
+        buffers = {fd: bytearray() for fd in children}
+        poller = select.poll()  # not select(): a harness may hold descriptors numbered past FD_SETSIZE
+        for fd in buffers:
+            poller.register(fd, select.POLLIN)
+        poller.register(todo_w, select.POLLOUT)
+        while left:
+            interrupt.check()  # a stop ends the batch here, as before each execution on threads
+            events = poller.poll(500)
+            writable = any(fd == todo_w for fd, _ in events)
+            readable = [fd for fd, _ in events if fd in buffers]
+            if writable:
+                try:
+                    sent = os.write(todo_w, pending[:PIPE_BUF])
+                    pending = pending[sent:]
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:  # no child reads any more: what they ended with is seen below
+                    pending = pending[len(pending):]
+            if todo_w >= 0 and not len(pending):
+                poller.unregister(todo_w)
+                os.close(todo_w)  # the children see the end of the jobs once they have taken the last
+                todo_w = -1
+            for fd in readable:
+                data = os.read(fd, 1 << 20)
+                if not data:
+                    del buffers[fd]
+                    poller.unregister(fd)
+                    continue
+                buf = buffers[fd]
+                buf += data
+                for index, kind, payload in _frames(buf):
+                    if kind == RAISED:
+                        raise _unpickled_error(payload, children[fd])
+                    results[index] = pickle.loads(payload)
+                    left -= 1
+                    if progress:
+                        progress(len(jobs) - left, len(jobs))
+            if left and not buffers:  # every child has ended
+                interrupt.check()
+                raise RuntimeError(f"worker processes ended with {left} of {len(jobs)} jobs unanswered: "
+                                   + "; ".join(_status(pid) for pid in children.values()))
+        return results
+    finally:
+        for fd in (todo_r, todo_w, *children):
+            if fd >= 0:
+                os.close(fd)
+        _stop(list(children.values()))
+        for pid in children.values():
+            interrupt.unspare(pid)
+
+
+def _own_group(pid: int) -> None:
+    """The child in a process group of its own (set on both sides of the fork: whichever runs first),
+    spared by ``interrupt``'s kill of every descendant: it stops through its own clean-up, at SIGTERM
+    from ``_stop`` (its sandboxes are killed at once all the same: they are in sessions of their own)."""
+    try:
+        os.setpgid(pid, pid)
+    except (PermissionError, ProcessLookupError):  # it has set it already / it has ended
+        pass
+    interrupt.spare(pid)
+
+
+def _frames(buf: bytearray):
+    """The whole frames at the start of ``buf`` (removed from it)."""
+    while len(buf) >= HEADER.size:
+        index, kind, size = HEADER.unpack_from(buf)
+        if len(buf) < HEADER.size + size:
+            return
+        payload = bytes(buf[HEADER.size:HEADER.size + size])
+        del buf[:HEADER.size + size]
+        yield index, kind, payload
+
+
+def _unpickled_error(payload: bytes, pid: int) -> BaseException:
+    try:
+        exc = pickle.loads(payload)
+    except Exception as problem:  # noqa: BLE001
+        return RuntimeError(f"worker process {pid} failed, and its error could not be read: {problem}")
+    return exc if isinstance(exc, BaseException) else RuntimeError(f"worker process {pid} failed: {exc!r}")
+
+
+_exits: dict[int, int] = {}  # pid -> wait status, for the error text of children already reaped
+
+
+def _status(pid: int) -> str:
+    status = _exits.get(pid)
+    if status is None:
+        try:
+            got, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return f"{pid}: not a child"
+        if got == 0:
+            return f"{pid}: still running"
+        _exits[pid] = status
+    if os.WIFSIGNALED(status):
+        return f"{pid}: killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"{pid}: exit code {os.waitstatus_to_exitcode(status)}"
+
+
+def _stop(pids: list[int]) -> None:
+    """Reap the children; those still running get SIGTERM, then SIGKILL after GRACE_SECONDS."""
+    running = []
+    for pid in pids:
+        try:
+            got, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        if got:
+            _exits[pid] = status
+        else:
+            running.append(pid)
+    for pid in running:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE_SECONDS
+    while running:
+        for pid in list(running):
+            try:
+                got, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                got, status = pid, 0
+            if got:
+                _exits[pid] = status
+                running.remove(pid)
+        if running and time.monotonic() >= deadline:
+            for pid in running:
+                _signal(pid, signal.SIGKILL)
+            for pid in running:
+                _exits[pid] = os.waitpid(pid, 0)[1]
+            break
+        if running:
+            time.sleep(0.01)
+    while len(_exits) > 256:
+        _exits.pop(next(iter(_exits)))
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+# --- the child -------------------------------------------------------------------------------------
+
+def _stop_requested(signum, frame) -> None:
+    """SIGTERM in a child: its sandboxes are killed at once and no execution starts after the current
+    one (as ``interrupt`` does in a harness); the child then closes its backend and ends. Nothing is
+    raised: an exception at an arbitrary point could cut a slot's clean-up short. A slot being started
+    at this moment (its process not there yet to be killed) is killed by the sweeps that follow."""
+    if interrupt.request(signum):
+        threading.Thread(target=_sweep, name="acceptgate-worker-stop", daemon=True).start()
+
+
+def _sweep() -> None:
+    while True:
+        time.sleep(SWEEP_SECONDS)
+        interrupt.kill_descendants()
+
+
+def _child(call, jobs, factory, todo: int, out: int, workers: int) -> None:  # pragma: no cover (forked)
+    code = 70
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, _stop_requested)
+        os.setpgid(0, 0)  # a terminal's Ctrl-C goes to the parent's group only: the parent decides
+        parent = os.getppid()
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the forking thread ended before the prctl
+            os._exit(code)
+        pin = affinity.worker_pins(workers)
+        if pin is not None:
+            pin()
+        index: int | None = NO_JOB
+        try:
+            with factory() as backend:
+                while not interrupt.requested():
+                    index = _next_index(todo)
+                    if index is None:
+                        break
+                    try:
+                        result = call(jobs[index], backend)
+                    except Interrupted:
+                        break
+                    payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+                    _write_all(out, HEADER.pack(index, RESULT, len(payload)) + payload)
+        except BrokenPipeError:  # the parent has stopped reading: it is ending the batch
+            code = 0
+        except BaseException as exc:  # handed to the parent, which raises it
+            try:
+                _write_all(out, _error_frame(index if index is not None else NO_JOB, exc))
+            except OSError:
+                pass
+            code = 1
+        else:
+            code = 0
+    except BaseException:
+        code = 71
+    if interrupt.requested():
+        code = 128 + signal.SIGTERM
+    os._exit(code)
+
+
+def _next_index(todo: int) -> int | None:
+    while True:
+        try:
+            raw = os.read(todo, INDEX.size)
+        except InterruptedError:
+            continue
+        if len(raw) < INDEX.size:
+            return None
+        return INDEX.unpack(raw)[0]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while len(view):
+        try:
+            view = view[os.write(fd, view):]
+        except InterruptedError:
+            continue
+
+
+def _error_frame(index: int, exc: BaseException) -> bytes:
+    try:
+        payload = pickle.dumps(exc)
+        pickle.loads(payload)
+    except Exception:  # noqa: BLE001  (an exception that does not survive pickling: its text)
+        payload = pickle.dumps(RuntimeError(f"in a worker process: {type(exc).__name__}: {exc}"))
+    return HEADER.pack(index, RAISED, len(payload)) + payload
