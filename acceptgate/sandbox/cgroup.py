@@ -90,6 +90,7 @@ class ExecutionCgroup:
         self.pids = pids
         self.memory = memory
         self.memsw = memsw
+        self._oom_control: int | None = None  # kept open: a slot's is read twice per execution
 
     @classmethod
     def create(cls, parents: Cgroups, *, processes: int, memory_bytes: int, slot: bool = False) -> "ExecutionCgroup":
@@ -122,11 +123,9 @@ class ExecutionCgroup:
     def oom_count(self) -> int:
         """OOM kills so far (refusals on older kernels): a long-lived cgroup compares it per execution."""
         try:
-            fd = os.open(self.memory / "memory.oom_control", os.O_RDONLY)
-            try:
-                text = os.read(fd, 4096).decode()
-            finally:
-                os.close(fd)
+            if self._oom_control is None:
+                self._oom_control = os.open(self.memory / "memory.oom_control", os.O_RDONLY | os.O_CLOEXEC)
+            text = os.pread(self._oom_control, 4096, 0).decode()  # offset 0: the kernel writes it anew
             fields = dict(line.split() for line in text.splitlines())
             if "oom_kill" in fields:
                 return int(fields["oom_kill"])
@@ -159,6 +158,9 @@ class ExecutionCgroup:
 
     def remove(self) -> None:
         """Kill what is left and remove both cgroups. Idempotent."""
+        fd, self._oom_control = self._oom_control, None
+        if fd is not None:
+            os.close(fd)
         for path in (self.pids, self.memory):
             if path.exists():
                 _kill_tasks(path)
