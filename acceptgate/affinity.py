@@ -23,6 +23,8 @@ import socket
 import threading
 from typing import Callable, Iterable
 
+from acceptgate import forksafe
+
 _local = threading.local()
 _UNSET = object()
 _choosing = threading.Lock()
@@ -30,12 +32,7 @@ ENABLED = True  # False: no map pins (bench/bench_samples.py --no-pin measures w
 SLOTS_PER_CPU = 32  # claim names per CPU: more pinned workers than this on one CPU count as this many
 
 
-def _after_fork_in_child() -> None:
-    global _choosing
-    _choosing = threading.Lock()  # another thread of the parent may have held it at the fork
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+forksafe.renew_in_child(globals(), _choosing=threading.Lock)  # another thread may have held it at the fork
 
 
 def process_cpus() -> frozenset[int]:

@@ -14,7 +14,7 @@ from acceptgate import profiles
 from acceptgate.gates.records import GateOutcome
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
-from acceptgate.score import execute_jobs
+from acceptgate.sandbox.executor import run_jobs
 from acceptgate.suitespec import SuiteSpec
 
 
@@ -67,8 +67,8 @@ def score_deliveries(outcomes: Iterable[GateOutcome], hidden: Mapping[str, Suite
             harnesses[o.task_id] = (harness_for(how.spec), how.limits)
         keys[key] = len(jobs)
         jobs.append((*harnesses[o.task_id], cand.program))
-    results = execute_jobs([(h, src, lim) for h, lim, src in jobs], backend, fail_fast=True, workers=workers,
-                           progress=progress)
+    results = run_jobs([(h, src, lim) for h, lim, src in jobs], backend, fail_fast=True, workers=workers,
+                       progress=progress)
     rows = []
     for o in outcomes:
         spec = hidden[o.task_id]

@@ -22,7 +22,7 @@ from acceptgate.errors import InvalidInput
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate import profiles
-from acceptgate.sandbox.executor import ExecutionResult, run_jobs
+from acceptgate.sandbox.executor import run_jobs
 from acceptgate.sources.replay import LineProblem, SampleFile
 from acceptgate.suitespec import SuiteSpec
 
@@ -204,7 +204,7 @@ def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prom
             plans[s.task_id] = (harness_for(how.spec), how.limits)
         harness, task_limits = plans[s.task_id]
         jobs.append((harness, s.program(prompts.get(s.task_id, "")), task_limits))
-    results = execute_jobs(jobs, backend, fail_fast, workers, progress)
+    results = run_jobs(jobs, backend, fail_fast=fail_fast, workers=workers, progress=progress)
     rows = []
     for s, res in zip(scored, results):
         rows.append(ScoredSample(
@@ -216,8 +216,3 @@ def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prom
     return ScoreReport(sample_file.path, suite, fail_fast, rows, sample_file.problems,
                        time.monotonic() - started, skipped, invalid_ids)
 
-
-def execute_jobs(jobs: list[tuple], backend: Backend, fail_fast: bool, workers: int,
-                 progress: Callable[[int, int], None] | None) -> list[ExecutionResult]:
-    """Run (harness, source, limits) jobs (a profile gives each suite its own limits)."""
-    return run_jobs(jobs, backend, fail_fast=fail_fast, workers=workers, progress=progress)

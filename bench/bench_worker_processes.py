@@ -34,7 +34,6 @@ from acceptgate.sandbox.executor import execute_many  # noqa: E402
 from acceptgate.task import HIDDEN  # noqa: E402
 
 LIMITS = {"HumanEval": bench_samples.HE_LIMITS, "HumanEval+": bench_samples.HEP_LIMITS}
-SUITES = "HumanEval+"  # set by --suites
 
 
 def _said(result) -> str:
@@ -49,25 +48,17 @@ def machine_cpu() -> float:
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def _run(jobs: list, workers: int, processes: bool) -> tuple[float, float, list[str]]:
+def run(jobs: list, workers: int, limits, processes: bool) -> tuple[float, float, list[str]]:
     executor.WORKER_PROCESSES = processes
     try:
         with backends.create("local") as backend:
-            execute_many(jobs[:4], backend, limits=LIMITS[SUITES], fail_fast=True, workers=workers)
+            execute_many(jobs[:4], backend, limits=limits, fail_fast=True, workers=workers)
             cpu, wall = machine_cpu(), time.perf_counter()
-            results = execute_many(jobs, backend, limits=LIMITS[SUITES], fail_fast=True, workers=workers)
+            results = execute_many(jobs, backend, limits=limits, fail_fast=True, workers=workers)
             wall, cpu = time.perf_counter() - wall, machine_cpu() - cpu
     finally:
         executor.WORKER_PROCESSES = True
     return wall, cpu, [_said(r) for r in results]
-
-
-def run_threads(jobs: list, workers: int) -> tuple[float, float, list[str]]:
-    return _run(jobs, workers, False)
-
-
-def run_processes(jobs: list, workers: int) -> tuple[float, float, list[str]]:
-    return _run(jobs, workers, True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,8 +70,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suites", choices=sorted(LIMITS), default="HumanEval+")
     parser.add_argument("--out", type=Path, default=bench_samples.REPO / "bench" / "out")
     args = parser.parse_args(argv)
-    global SUITES
-    SUITES = args.suites
     problems = bench_samples.human_eval_problems()
     samples = bench_samples.load_samples(problems, args.samples_per_task, args.tasks)
     with backends.create("local") as backend:
@@ -93,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     first: dict[int, str] = {}
     for round_ in range(1, args.rounds + 1):
-        for mode, run in (("threads", run_threads), ("processes", run_processes)):
+        for mode, processes in (("threads", False), ("processes", True)):
             load0 = os.getloadavg()[0]
-            wall, cpu, verdicts = run(jobs, args.workers)
+            wall, cpu, verdicts = run(jobs, args.workers, LIMITS[args.suites], processes)
             differ = sorted(f"{ran[i].task_id}#{ran[i].index}: {first[i]} / {v}"
                             for i, v in enumerate(verdicts) if i in first and first[i] != v)
             if not first:

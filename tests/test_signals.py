@@ -401,11 +401,11 @@ def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suit
     samples.write_text("\n".join([looper] * (executor.MIN_PROCESS_JOBS + 6)) + "\n")
     cli = Cli(["score", "--suites", str(suites_3), "--samples", str(samples), "--suite", "hidden", "--out", str(out),
                "--no-gauge", "--workers", "2", "--wall-seconds", "300"], tmp_path, api)
-    own = Path(f"/proc/{cli.proc.pid}/cmdline").read_bytes()
+    own = _cmdline(cli.proc.pid)
     deadline = time.monotonic() + WAIT
     try:
         while True:  # until both worker processes (forks: the CLI's command line) run a sample each
-            workers = [p for p in interrupt.descendants(cli.proc.pid) if _cmdline_bytes(p) == own]
+            workers = [p for p in interrupt.descendants(cli.proc.pid) if _cmdline(p) == own]
             if len(workers) == 2 and all(_sandbox_running(p) for p in workers):
                 break
             assert time.monotonic() < deadline and cli.proc.poll() is None, "\n".join(cli.lines[-30:])
@@ -424,10 +424,3 @@ def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suit
             for g in Path(parent).glob(f"{cgroup.PREFIX}*") if f"{cgroup.PREFIX}{pid}-" in g.name
             or f"{cgroup.PREFIX}{cgroup.SLOT}{pid}-" in g.name]
     assert not left, f"cgroups of the worker processes left: {left}"
-
-
-def _cmdline_bytes(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""

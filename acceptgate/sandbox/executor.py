@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
-from acceptgate import interrupt, literals
+from acceptgate import forksafe, interrupt, literals
 from acceptgate.hashing import sha256_bytes, sha256_text
 from acceptgate.parallel import parallel_map
 from acceptgate.render import NONLITERAL, Harness
@@ -582,12 +582,7 @@ _spared = 0
 _spared_lock = threading.Lock()
 
 
-def _after_fork_in_child() -> None:
-    global _spared_lock, _prepared_lock
-    _spared_lock, _prepared_lock = threading.Lock(), threading.Lock()  # another thread may have held them
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+forksafe.renew_in_child(globals(), _spared_lock=threading.Lock)  # another thread may have held it at the fork
 
 
 @contextmanager
@@ -767,6 +762,7 @@ _PREPARED_MAX = 512
 # id(harness) -> (harness, prepared); the harness is kept so that its id cannot be reused meanwhile.
 _prepared: OrderedDict[int, tuple[Harness, _Prepared]] = OrderedDict()
 _prepared_lock = threading.Lock()
+forksafe.renew_in_child(globals(), _prepared_lock=threading.Lock)
 
 
 def _prepare(harness: Harness) -> _Prepared:

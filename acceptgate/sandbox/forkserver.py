@@ -42,7 +42,7 @@ from importlib import resources
 from queue import SimpleQueue
 from typing import Callable
 
-from acceptgate import affinity
+from acceptgate import affinity, forksafe
 from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp
 from acceptgate.sandbox.backend import READ_CHUNK, BackendUnavailable, ExitStatus, Limits, SandboxProcess, runner_source
 
@@ -132,12 +132,7 @@ class _Spawner:
 _spawner = _Spawner()
 
 
-def _after_fork_in_child() -> None:
-    global _spawner, _check_lock
-    _spawner, _check_lock = _Spawner(), threading.Lock()  # the parent's thread is not in the child
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+forksafe.renew_in_child(globals(), _spawner=_Spawner)  # the parent's spawner thread is not in the child
 
 
 # --- one slot ---------------------------------------------------------------------------------------
@@ -585,6 +580,7 @@ class SlotPool:
 
 _checked: dict[tuple, str] = {}
 _check_lock = threading.Lock()
+forksafe.renew_in_child(globals(), _check_lock=threading.Lock)
 
 
 def problem(config: SlotConfig) -> str:

@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from acceptgate import forksafe
 from acceptgate.sandbox.hostlayers import SANDBOX_UID, Bwrap, Cgroups
 
 # Per-slot uids for the RLIMIT_NPROC fallback: a block per harness process, far above normal users.
@@ -69,12 +70,7 @@ def probe() -> HostCaps:
         return _probed[0]
 
 
-def _after_fork_in_child() -> None:
-    global _probe_lock
-    _probe_lock = threading.Lock()  # another thread of the parent may have held it at the fork
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+forksafe.renew_in_child(globals(), _probe_lock=threading.Lock)  # another thread may have held it at the fork
 
 
 def _probe() -> HostCaps:

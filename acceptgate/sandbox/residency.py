@@ -28,6 +28,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from acceptgate import forksafe
+
 REFRESH_SECONDS = 300.0
 CHUNK = 1 << 20
 # Pinned when at most this big: the Docker image's layers (~50 MB) and the local view (the interpreter,
@@ -226,12 +228,7 @@ _held: dict[tuple[tuple[str, ...], tuple[str, ...]], list] = {}  # view -> [Pinn
 _held_lock = threading.Lock()
 
 
-def _after_fork_in_child() -> None:
-    global _lock, _held_lock
-    _lock, _held_lock = threading.Lock(), threading.Lock()  # another thread of the parent may have held them
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+forksafe.renew_in_child(globals(), _lock=threading.Lock, _held_lock=threading.Lock)  # held by another thread?
 
 
 def hold(roots: tuple[str, ...], hidden: tuple[str, ...] = ()) -> tuple | None:

@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 
+from acceptgate import forksafe
 from acceptgate.sandbox.backend import BackendUnavailable
 
 
@@ -103,9 +104,4 @@ def slot_pool(uids: range) -> UidSlots:
         return _slot_pools.setdefault(uids, UidSlots(uids))
 
 
-def _after_fork_in_child() -> None:
-    global _slot_lock
-    _slot_lock = threading.Lock()  # another thread of the parent may have held it at the fork
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+forksafe.renew_in_child(globals(), _slot_lock=threading.Lock)  # another thread may have held it at the fork

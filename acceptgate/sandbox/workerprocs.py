@@ -4,7 +4,8 @@ Why: every case is a round trip between a worker and its sandbox, and two worker
 interpreter cost the harness a third more CPU per round trip than one (``bench/bench_samples.py
 --breakdown --workers 1`` against ``--workers 2``: the GIL and the objects' cache lines move between
 the CPUs). Forked workers share the jobs (the suites, the harnesses, the sources) without a copy and
-run alone in their interpreters (``bench/bench_worker_processes.py``: 8-11 % off a HumanEval+ batch).
+run alone in their interpreters (``bench/bench_worker_processes.py``: 3-5 % off the wall time of the
+HumanEval and HumanEval+ batches of ``bench_samples.py``).
 
 How: ``map_jobs`` forks ``workers`` children. Each makes a backend of its own (``factory``: the same
 sandbox as the parent's, with its own slots, uid block and cgroups), pins itself as a worker thread
@@ -17,8 +18,9 @@ Stops: a child is in a process group of its own, which ``interrupt`` spares when
 descendant at a stop (the sandboxes below it are killed all the same); the batch's loop then raises
 ``Interrupted`` and its ``finally`` sends the children SIGTERM, on which each ends through its own
 clean-up (its sandboxes killed, no new execution, its backend closed: no cgroup left behind). A
-child ignores SIGINT and also gets SIGTERM if the thread that forked it ends (PR_SET_PDEATHSIG). The parent raises what a child raised, ``Interrupted`` when a stop was requested,
-and RuntimeError if a child ended with jobs unanswered.
+child ignores SIGINT and also gets SIGTERM if the thread that forked it ends (PR_SET_PDEATHSIG). The
+parent raises what a child raised, ``Interrupted`` when a stop was requested, and RuntimeError if a
+child ended with jobs unanswered.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any, Callable, Sequence
 
 from acceptgate import affinity, interrupt
 from acceptgate.errors import Interrupted
+from acceptgate.sandbox.backend import ExitStatus
 
 INDEX = struct.Struct("=I")
 HEADER = struct.Struct("=IBI")  # job index (NO_JOB: none), kind, payload length
@@ -161,58 +164,40 @@ def _unpickled_error(payload: bytes, pid: int) -> BaseException:
     return exc if isinstance(exc, BaseException) else RuntimeError(f"worker process {pid} failed: {exc!r}")
 
 
-_exits: dict[int, int] = {}  # pid -> wait status, for the error text of children already reaped
-
-
 def _status(pid: int) -> str:
-    status = _exits.get(pid)
-    if status is None:
-        try:
-            got, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return f"{pid}: not a child"
-        if got == 0:
-            return f"{pid}: still running"
-        _exits[pid] = status
-    if os.WIFSIGNALED(status):
-        return f"{pid}: killed by {signal.Signals(os.WTERMSIG(status)).name}"
-    return f"{pid}: exit code {os.waitstatus_to_exitcode(status)}"
+    """How a child ended (reaping it), for the error text."""
+    try:
+        got, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return f"{pid}: not a child"
+    if got == 0:
+        return f"{pid}: still running"
+    return f"{pid}: " + ExitStatus(returncode=os.waitstatus_to_exitcode(status),
+                                   signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None).describe()
 
 
 def _stop(pids: list[int]) -> None:
     """Reap the children; those still running get SIGTERM, then SIGKILL after GRACE_SECONDS."""
-    running = []
-    for pid in pids:
-        try:
-            got, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            continue
-        if got:
-            _exits[pid] = status
-        else:
-            running.append(pid)
+    running = [pid for pid in pids if not _reaped(pid)]
     for pid in running:
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + GRACE_SECONDS
     while running:
-        for pid in list(running):
-            try:
-                got, status = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                got, status = pid, 0
-            if got:
-                _exits[pid] = status
-                running.remove(pid)
+        running = [pid for pid in running if not _reaped(pid)]
         if running and time.monotonic() >= deadline:
             for pid in running:
                 _signal(pid, signal.SIGKILL)
-            for pid in running:
-                _exits[pid] = os.waitpid(pid, 0)[1]
-            break
+                os.waitpid(pid, 0)
+            return
         if running:
             time.sleep(0.01)
-    while len(_exits) > 256:
-        _exits.pop(next(iter(_exits)))
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
 
 
 def _signal(pid: int, sig: int) -> None:
