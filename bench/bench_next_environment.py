@@ -41,7 +41,9 @@ ABLATIONS = {
          "    import fcntl\n    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:\n"
          "        fcntl.ioctl(s, 0x8914, struct.pack(\"16sH14x\", b\"lo\", 0x41))\n"
          "    drop_capabilities()\n\n\ndef runner_main")],
-    "no read-only /proc covers": [('PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")', "PROC_COVERS = ()")],
+    "no read-only /proc covers": [
+        ('PROC_COVERS = tuple(b"/proc/" + name for name in (b"sys", b"sysrq-trigger", b"irq", b"bus"))',
+         "PROC_COVERS = ()")],
     "no preloaded modules": [("    for name in PRELOAD:\n", "    for name in ():\n")],
     "no seccomp filter": [("        load_filter(FILTER)  # after", "        pass  # after")],
 }
