@@ -568,6 +568,9 @@ def main():
     # on (the fork shares them), and ours would dirty them again for the next runner.
     gc.collect()
     gc.freeze()
+    # The compilers' arenas (this source's, the runner's) are freed but their pages still resident:
+    # handed back, they are not in every fork's page tables and every runner's teardown (~0.5 MB).
+    libc.malloc_trim(0)
     ctl = socket.socket(fileno=ctl_fd)
     try:
         serve(ctl)
