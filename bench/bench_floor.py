@@ -47,7 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_samples  # noqa: E402
 from acceptgate import dialects, render  # noqa: E402
 from acceptgate.parallel import parallel_map  # noqa: E402
-from acceptgate.sandbox import hostprobe, zygote  # noqa: E402
+from acceptgate.sandbox import hostprobe  # noqa: E402
+from acceptgate.sandbox.backend import PRELOAD  # noqa: E402
 from acceptgate.task import HIDDEN  # noqa: E402
 
 DIGEST = "<digest>"  # stands for an expected value held as a hash: not compared
@@ -129,7 +130,7 @@ while True:
 
 
 def _worker_source() -> str:
-    return f"PRELOAD = {zygote.PRELOAD!r}\nDIGEST = {DIGEST!r}\n" + WORKER
+    return f"PRELOAD = {PRELOAD!r}\nDIGEST = {DIGEST!r}\n" + WORKER
 
 
 def _plain(dialect: str, want: Any) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from acceptgate import render, suitespec
-from acceptgate.sandbox.backend import Limits
+from acceptgate.sandbox.backend import PRELOAD, Limits
 from acceptgate.sandbox.executor import VERDICTS, execute, execute_many, run_calls
 
 SHORT = Limits(wall_seconds=2)
@@ -109,3 +109,22 @@ def test_parallel_executions_keep_their_order(sandbox_backend):
     sources = ["def add(a, b): return a + b", "def add(a, b): return 0"] * 3
     results = execute_many([(ADD, s) for s in sources], sandbox_backend, workers=2)
     assert [r.verdict for r in results] == ["pass", "fail"] * 3
+
+
+PRELOADED = """
+import sys
+def f(names):
+    return sorted(name for name in names if name in sys.modules)
+"""
+
+
+def test_runners_from_a_fork_server_find_the_preloaded_modules(sandbox_backend):
+    """Where runners are forked from a fork server (local's zygote, docker's keeper), backend.PRELOAD is
+    imported there before any execution: a candidate's `import typing` costs no runner anything, on
+    every such backend alike."""
+    if sandbox_backend.name == "local-rlimits" or (sandbox_backend.name.startswith("local")
+                                                   and getattr(sandbox_backend, "pool", None) is None):
+        pytest.skip("a fresh interpreter per execution: nothing is preloaded")
+    outcomes, detail = run_calls("f", [((list(PRELOAD),), {})], PRELOADED, sandbox_backend)
+    assert detail == "" and outcomes[0].status == "ok", (outcomes, detail)
+    assert outcomes[0].value == sorted(PRELOAD)

@@ -44,7 +44,8 @@ from typing import Callable
 
 from acceptgate import affinity, forksafe
 from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp
-from acceptgate.sandbox.backend import READ_CHUNK, BackendUnavailable, ExitStatus, Limits, SandboxProcess, runner_source
+from acceptgate.sandbox.backend import (PRELOAD, READ_CHUNK, BackendUnavailable, ExitStatus, Limits, SandboxProcess,
+                                        runner_source)
 
 ZYGOTE_SOURCE_NAME = "zygote.py"
 # Processes of a slot that are not the execution's: bwrap, bwrap's init and the fork server (the
@@ -176,7 +177,8 @@ class Slot:
                 memory_bytes=self.limits.memory_bytes, slot=True)
             self.cpu = cgroup.CpuCgroup.create(slot=True)
             inner = [caps.bwrap.python, "-I", "-S", "-B", "-c", zygote_source(), str(theirs.fileno()),
-                     str(self.config.scratch_bytes), runner_source().decode("utf-8"), seccomp.bpf().hex()]
+                     str(self.config.scratch_bytes), runner_source().decode("utf-8"), seccomp.bpf().hex(),
+                     ",".join(PRELOAD)]
             argv = ["/bin/sh", "-c", bwrap.GATE_SCRIPT] + bwrap.command(
                 caps.bwrap, inner, scratch_bytes=self.config.scratch_bytes, zygote=True)
             self.popen = _spawner.call(lambda: self._popen(argv, theirs.fileno()))

@@ -1,6 +1,7 @@
 # acceptgate fork server ("zygote"): trusted code that runs inside one slot's bubblewrap sandbox,
 # before any candidate. Standard library only; started as
-#     python3 -I -S -B -c <this file> <control fd> <tmpfs bytes> <runner source> <filter hex>
+#     python3 -I -S -B -c <this file> <control fd> <tmpfs bytes> <runner source> <filter hex> <preload>
+# (<preload>: the modules to import before any execution, comma-separated: backend.PRELOAD)
 #
 # Per execution it builds a fresh environment, then starts the candidate runner in it:
 #
@@ -76,13 +77,6 @@ CAPABILITY_VERSION_3 = 0x20080522
 CAP_SYS_ADMIN = 21
 
 UID = 65534
-# Imported once here, before any candidate, so that no execution pays for them: what the runner needs,
-# and the standard modules candidates import most (typing alone costs ~10 ms per fresh interpreter).
-# Each execution gets a copy-on-write copy. Every module here also costs every execution (a bigger
-# copy to fork and tear down: ~0.1 ms for hashlib, fractions, decimal, statistics, random, datetime and
-# json together, which the 3,280 CodeT HumanEval samples import 26 times and MBPP+'s references never).
-PRELOAD = ("errno", "marshal", "resource", "fcntl", "typing", "re", "collections", "math", "itertools", "functools",
-           "heapq", "bisect", "string", "operator", "copy")
 WORKDIR = "/sandbox"
 # Made read-only in each execution's /proc, as bubblewrap's --proc does
 PROC_COVERS = tuple(b"/proc/" + name for name in (b"sys", b"sysrq-trigger", b"irq", b"bus"))
@@ -528,8 +522,11 @@ def serve_runs(ctl, spare):
 
 
 def main():
-    global RUNNER, MAX_FD, SCRATCH_MOUNTS, LAST_CAP, FILTER, OWN_PID_NS, SOCKSTAT_FDS
+    global RUNNER, MAX_FD, SCRATCH_MOUNTS, LAST_CAP, FILTER, OWN_PID_NS, SOCKSTAT_FDS, PRELOAD
     ctl_fd, scratch_bytes, runner_source = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    # Imported once here, before any candidate, so that no execution pays for them; each execution gets
+    # a copy-on-write copy (the list and why: backend.PRELOAD).
+    PRELOAD = tuple(name for name in sys.argv[5].split(",") if name)
     SCRATCH_MOUNTS = tuple((path.encode(), ("size=%d,mode=%s" % (scratch_bytes, mode)).encode())
                            for path, mode in ((WORKDIR, "0700"), ("/tmp", "1777"), ("/dev/shm", "1777")))
     FILTER = bytes.fromhex(sys.argv[4])
@@ -578,6 +575,7 @@ def main():
         pass
 
 
+PRELOAD = ()  # main() sets it
 SCRATCH_MOUNTS = ()  # (path, tmpfs options) of the execution's writable places; main() sets them
 ID_MAP = "%d %d 1" % (UID, UID)
 SOCKSTAT_FDS = ()  # /proc/net/sockstat and sockstat6 (no IPv6 in this kernel: the one)

@@ -241,14 +241,14 @@ def spawn_exec(python, runner):
 class Zygote:
     """The fork server: forked once, before any execution, from a keeper that held no data yet."""
 
-    def __init__(self, runner):
+    def __init__(self, runner, preload=()):
         code = compile(runner, "<runner>", "exec")
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.pid = os.fork()
         if self.pid == 0:
             try:
                 self.sock.close()
-                _zygote_loop(theirs, code)
+                _zygote_loop(theirs, code, preload)
             finally:
                 os._exit(0)
         theirs.close()
@@ -274,11 +274,18 @@ class Zygote:
         return pid == 0
 
 
-def _zygote_loop(sock, code):
+def _zygote_loop(sock, code, preload):
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # the container's stdin/stdout are the keeper's alone
         os.dup2(null, fd)
     os.close(null)
+    # Imported once here, so that no runner pays for them (the host's list: backend.PRELOAD, as the
+    # local fork server's)
+    for name in preload:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
     # What exists now goes to the collector's permanent generation: a runner's full collections would
     # walk it all and copy every page it sits on (as in the local fork server, zygote.py).
     gc.collect()
@@ -450,7 +457,7 @@ class Execution:
 
 # -- the keeper -----------------------------------------------------------------------------------
 class Keeper:
-    def __init__(self, runner, fork_server):
+    def __init__(self, runner, fork_server, preload=()):
         self.runner = runner
         self.python = sys.executable
         self.buf = bytearray()
@@ -460,7 +467,7 @@ class Keeper:
         self.sched_before = {}
         if fork_server:
             try:
-                self.zygote = Zygote(runner)
+                self.zygote = Zygote(runner, preload)
             except Exception:  # noqa: BLE001 -- fork + exec still works
                 self.zygote = None
 
@@ -585,9 +592,11 @@ def open_fifos(spec):
 def main():
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as init: signals from inside are then ignored
     runner = sys.argv[1]
-    fork_server = len(sys.argv) < 3 or sys.argv[2] != "exec"
+    mode = sys.argv[2] if len(sys.argv) > 2 else "fork"  # "exec", or "fork:<modules to preload>"
+    fork_server = mode != "exec"
+    preload = tuple(name for name in mode.partition(":")[2].split(",") if name)
     dumpable = _prctl_dumpable(0)  # before the zygote forks: it inherits the flag
-    keeper = Keeper(runner, fork_server)
+    keeper = Keeper(runner, fork_server, preload)
     if len(sys.argv) > 3 and sys.argv[3].startswith("fifo:"):
         open_fifos(sys.argv[3])  # after the zygote's fork: it never holds them
     keeper.prespawn()

@@ -33,7 +33,7 @@ from importlib import resources
 
 from acceptgate import affinity
 from acceptgate.sandbox import seccomp
-from acceptgate.sandbox.backend import BackendUnavailable, Limits, runner_source
+from acceptgate.sandbox.backend import PRELOAD, BackendUnavailable, Limits, runner_source
 from acceptgate.sandbox.docker.stream import KeeperStream, StreamClosed, StreamError
 from acceptgate.interrupt import pid_alive
 
@@ -200,7 +200,7 @@ class WarmContainer:
 
         api = self.client.api
         command = ["python3", *KEEPER_FLAGS, keeper_source(), runner_source().decode("utf-8"),
-                   "fork" if self.config.fork_server else "exec"]
+                   "fork:" + ",".join(PRELOAD) if self.config.fork_server else "exec"]
         fifo = None
         try:
             if self.channel == "fifo":
