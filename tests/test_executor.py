@@ -305,3 +305,47 @@ def test_many_jobs_run_one_harness_at_a_time_in_turn_and_come_back_in_order(loca
     assert [s for _, s in seen][:2] == [jobs[0][1], jobs[3][1]]
     assert [r.verdict for r in results] == ["pass", "fail", "pass"] * 3
     assert [r.spec_hash for r in results] == [h.spec_hash for h, _ in jobs]
+
+
+def test_once_a_job_runs_out_of_time_the_rest_of_its_harness_goes_first(local_backend, monkeypatch):
+    """A task whose samples loop: after its first timeout, its samples not taken yet run next (instead
+    of one per round, the last possibly alone at the end of the batch); once per harness; results in
+    the jobs' order, verdicts unchanged."""
+    from acceptgate.sandbox import executor
+
+    harnesses = [render.harness_for(suitespec.build("python-call/1", "f", [((1,), {}, 1 + k)])) for k in range(3)]
+    loops = "def f(x):\n    while True:\n        pass\n"
+    # harness 1's samples all loop; the others pass
+    jobs = [(harnesses[k], loops if k == 1 else f"def f(x):\n    return x + {k}\n", Limits(wall_seconds=0.3))
+            for k in range(3) for _ in range(4)]
+    seen: list[int] = []
+    real = executor.execute
+
+    def recorded(harness, source, *args, **kwargs):
+        seen.append(harnesses.index(harness))
+        return real(harness, source, *args, **kwargs)
+
+    monkeypatch.setattr(executor, "execute", recorded)
+    results = executor.execute_many([(h, s) for h, s, _ in jobs], local_backend, limits=Limits(wall_seconds=0.3),
+                                    workers=1)
+    # interleaved: 0 1 2, then harness 1 timed out: its three left go first, then the rest in turn
+    assert seen == [0, 1, 1, 1, 1, 2, 0, 2, 0, 2, 0, 2], seen
+    assert [r.verdict for r in results] == ["pass"] * 4 + ["timeout"] * 4 + ["pass"] * 4
+
+
+def test_the_job_queue_reorders_only_what_is_not_taken():
+    from acceptgate.sandbox.executor import JobQueue
+
+    class R:
+        def __init__(self, verdict):
+            self.verdict = verdict
+
+    a, b = object(), object()
+    queue = JobQueue([(a,), (a,), (a,), (b,), (b,), (b,)])
+    taken = [queue.take(), queue.take()]  # a then b: one of each harness in turn
+    assert taken == [0, 3]
+    queue.done(0, R("fail"))  # not a timeout: nothing moves
+    assert queue.take() == 1
+    queue.done(3, R("timeout"))  # b's untaken jobs (4, 5) go first
+    queue.done(4, R("timeout"))  # once per harness
+    assert [queue.take() for _ in range(4)] == [4, 5, 2, None]

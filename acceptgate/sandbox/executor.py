@@ -17,7 +17,7 @@ import secrets
 import signal
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
@@ -537,7 +537,7 @@ def run_jobs(jobs: list[tuple[Harness, str, Limits]], backend: Backend, *, fail_
     for harness in list(seen.values())[:_PREPARED_MAX]:  # once here, shared by the children
         _prepare(harness)
     with _collector_spared():  # frozen before the fork: the children do not copy the pages of what they share
-        return workerprocs.map_jobs(functools.partial(_run_job, fail_fast=fail_fast), jobs, interleaved_order(jobs),
+        return workerprocs.map_jobs(functools.partial(_run_job, fail_fast=fail_fast), jobs, JobQueue(jobs),
                                     factory, workers, progress)
 
 
@@ -550,22 +550,67 @@ INTERLEAVE_HARNESSES = 256  # harnesses taken in turn at once (fewer than the _p
 
 def map_interleaved(fn: Callable[[tuple], ExecutionResult], jobs: list[tuple], *, workers: int | None,
                     progress: Callable[[int, int], None] | None = None) -> list[ExecutionResult]:
-    """``fn`` over ``jobs`` (each a tuple whose first item is its harness) on ``parallel_map``, results in
-    the jobs' order, run one job of each harness in turn: the samples of one task tend to cost alike
-    (one slow case, the same endless loop), and run back to back they can leave one worker with the
-    last costly ones while the others wait at the end. Harnesses are taken in windows of
-    INTERLEAVE_HARNESSES, in the order they first appear."""
-    order = interleaved_order(jobs)
+    """``fn`` over ``jobs`` (each a tuple whose first item is its harness) on ``workers`` threads
+    (``parallel_map``'s, pinned), taken from a JobQueue; results in the jobs' order."""
+    queue = JobQueue(jobs)
+    results: list[ExecutionResult | None] = [None] * len(jobs)
+    lock = threading.Lock()
+    done = 0
+
+    def worker(_: int) -> None:
+        nonlocal done
+        while (index := queue.take()) is not None:
+            results[index] = result = fn(jobs[index])
+            queue.done(index, result)
+            if progress:
+                with lock:
+                    done += 1
+                    progress(done, len(jobs))
+
+    workers = max(1, workers or os.cpu_count() or 1)
     with _collector_spared():
-        results = parallel_map(fn, [jobs[i] for i in order], workers=workers, progress=progress, pin=True)
-    ordered: list[ExecutionResult | None] = [None] * len(jobs)
-    for i, result in zip(order, results):
-        ordered[i] = result
-    return ordered  # type: ignore[return-value]
+        parallel_map(worker, range(min(workers, len(jobs))), workers=workers, pin=True)
+    return results  # type: ignore[return-value]
+
+
+class JobQueue:
+    """The order a batch's jobs are taken in, by threads or worker processes (thread-safe).
+
+    One job of each harness in turn (``interleaved_order``): the samples of one task tend to cost alike
+    (one slow case, the same endless loop), and run back to back they can leave one worker with the last
+    costly ones while the others wait at the end. For the same reason, once a job has run out of time,
+    the jobs of its harness not yet taken go first: the rest of a task whose samples loop would otherwise
+    come one per round, the last of them possibly at the very end of the batch with one worker busy for
+    its whole limit and the others idle (LPT scheduling learnt as the batch goes). Verdicts do not depend
+    on the order."""
+
+    def __init__(self, jobs: list[tuple]) -> None:
+        self._harness = [id(job[0]) for job in jobs]
+        self._order = deque(interleaved_order(jobs))
+        self._promoted: set[int] = set()
+        self._lock = threading.Lock()
+
+    def take(self) -> int | None:
+        with self._lock:
+            return self._order.popleft() if self._order else None
+
+    def done(self, index: int, result: ExecutionResult) -> None:
+        if getattr(result, "verdict", None) != "timeout":
+            return
+        harness = self._harness[index]
+        with self._lock:
+            if harness in self._promoted:
+                return
+            self._promoted.add(harness)
+            first = [i for i in self._order if self._harness[i] == harness]
+            if first:
+                rest = [i for i in self._order if self._harness[i] != harness]
+                self._order = deque(first + rest)
 
 
 def interleaved_order(jobs: list[tuple]) -> list[int]:
-    """The indices of ``jobs`` in the order map_interleaved runs them (see there)."""
+    """The indices of ``jobs`` in the order a JobQueue starts from (see there), harnesses taken in windows
+    of INTERLEAVE_HARNESSES, in the order they first appear."""
     by_harness: dict[int, list[int]] = {}
     for i, job in enumerate(jobs):
         by_harness.setdefault(id(job[0]), []).append(i)

@@ -11,8 +11,9 @@ How: ``map_jobs`` forks ``workers`` children. Each makes a backend of its own (`
 sandbox as the parent's, with its own slots, uid block and cgroups), pins itself as a worker thread
 would (``affinity.worker_pins``), then takes job indices one at a time from one pipe (4-byte writes of
 whole indices, at most PIPE_BUF at once: every index reaches exactly one child) and sends each result
-back, pickled, on a pipe of its own. Jobs are handed out in the caller's order as children become
-free, so a slow job does not hold the others back.
+back, pickled, on a pipe of its own. Jobs are handed out as children become free, a few ahead of them
+(AHEAD), in the order of the caller's queue, which may change what is not handed out yet as results
+come in; a slow job does not hold the others back.
 
 Stops: a child is in a process group of its own, which ``interrupt`` spares when it kills every
 descendant at a stop (the sandboxes below it are killed all the same); the batch's loop then raises
@@ -44,6 +45,7 @@ HEADER = struct.Struct("=IBI")  # job index (NO_JOB: none), kind, payload length
 NO_JOB = 0xFFFFFFFF
 RESULT, RAISED = 0, 1
 PIPE_BUF = 4096  # writes this long are atomic on Linux: whole indices only
+AHEAD = 2  # indices in the pipe per child, beyond the ones being run
 GRACE_SECONDS = 5.0  # a child's own clean-up after SIGTERM before it is killed
 PR_SET_PDEATHSIG = 1
 SWEEP_SECONDS = 0.05  # a stopping child kills what is left below it this often until it ends
@@ -53,11 +55,12 @@ def available() -> bool:
     return hasattr(os, "fork") and hasattr(os, "register_at_fork") and os.uname().sysname == "Linux"
 
 
-def map_jobs(call: Callable[[Any, Any], Any], jobs: Sequence[Any], order: Sequence[int],
+def map_jobs(call: Callable[[Any, Any], Any], jobs: Sequence[Any], queue: Any,
              factory: Callable[[], Any], workers: int,
              progress: Callable[[int, int], None] | None = None) -> list[Any]:
     """``call(job, backend)`` for every job, in ``workers`` forked children (each with ``factory()``
-    as its backend), taken in ``order``; results in the jobs' order."""
+    as its backend), taken from ``queue`` (``take() -> index | None``, ``done(index, result)``: the
+    executor's JobQueue, which may reorder what is not taken yet); results in the jobs' order."""
     interrupt.check()
     results: list[Any] = [None] * len(jobs)
     if not jobs:
@@ -81,30 +84,48 @@ def map_jobs(call: Callable[[Any, Any], Any], jobs: Sequence[Any], order: Sequen
         os.close(todo_r)
         todo_r = -1
         os.set_blocking(todo_w, False)
-        pending = memoryview(b"".join(INDEX.pack(i) for i in order))
+        # Indices go out as results come back, at most AHEAD per child beyond those being run: the
+        # queue decides the order of the rest as late as it can.
+        pending = memoryview(b"")
+        sent = 0
         left = len(jobs)
         buffers = {fd: bytearray() for fd in children}
         poller = select.poll()  # not select(): a harness may hold descriptors numbered past FD_SETSIZE
         for fd in buffers:
             poller.register(fd, select.POLLIN)
-        poller.register(todo_w, select.POLLOUT)
+        watching = False  # todo_w registered for POLLOUT: only while there is something to write
         while left:
             interrupt.check()  # a stop ends the batch here, as before each execution on threads
+            if todo_w >= 0 and not len(pending):
+                more = []
+                while sent + len(more) - (len(jobs) - left) < AHEAD * workers:
+                    index = queue.take()
+                    if index is None:
+                        break
+                    more.append(index)
+                sent += len(more)
+                pending = memoryview(b"".join(INDEX.pack(i) for i in more))
+                if sent == len(jobs) and not len(pending):
+                    if watching:
+                        poller.unregister(todo_w)
+                        watching = False
+                    os.close(todo_w)  # the children see the end of the jobs once they have taken the last
+                    todo_w = -1
+            if todo_w >= 0 and bool(len(pending)) != watching:
+                watching = bool(len(pending))
+                if watching:
+                    poller.register(todo_w, select.POLLOUT)
+                else:
+                    poller.unregister(todo_w)
             events = poller.poll(500)
-            writable = any(fd == todo_w for fd, _ in events)
             readable = [fd for fd, _ in events if fd in buffers]
-            if writable:
+            if watching and any(fd == todo_w for fd, _ in events):
                 try:
-                    sent = os.write(todo_w, pending[:PIPE_BUF])
-                    pending = pending[sent:]
+                    pending = pending[os.write(todo_w, pending[:PIPE_BUF]):]
                 except BlockingIOError:
                     pass
                 except BrokenPipeError:  # no child reads any more: what they ended with is seen below
                     pending = pending[len(pending):]
-            if todo_w >= 0 and not len(pending):
-                poller.unregister(todo_w)
-                os.close(todo_w)  # the children see the end of the jobs once they have taken the last
-                todo_w = -1
             for fd in readable:
                 data = os.read(fd, 1 << 20)
                 if not data:
@@ -117,6 +138,7 @@ def map_jobs(call: Callable[[Any, Any], Any], jobs: Sequence[Any], order: Sequen
                     if kind == RAISED:
                         raise _unpickled_error(payload, children[fd])
                     results[index] = pickle.loads(payload)
+                    queue.done(index, results[index])
                     left -= 1
                     if progress:
                         progress(len(jobs) - left, len(jobs))
