@@ -518,7 +518,7 @@ def run_jobs(jobs: list[tuple[Harness, str, Limits]], backend: Backend, *, fail_
              workers: int | None = None,
              progress: Callable[[int, int], None] | None = None) -> list[ExecutionResult]:
     """Execute (harness, source, limits) jobs on ``workers`` workers (default: the CPUs), one sandboxed
-    process each, in map_interleaved's order; results in job order.
+    process each, taken from a JobQueue; results in job order.
 
     The workers are processes forked from this one, each with a backend like ``backend``
     (``workerprocs``), when the backend can be made again in a child (``Backend.reopener``) and the
@@ -528,17 +528,16 @@ def run_jobs(jobs: list[tuple[Harness, str, Limits]], backend: Backend, *, fail_
     if (WORKER_PROCESSES and workers > 1 and len(jobs) >= MIN_PROCESS_JOBS and not stages.ON
             and workerprocs.available()):
         factory = backend.reopener()
+    run = functools.partial(_run_job, fail_fast=fail_fast)
     if factory is None:
-        return map_interleaved(lambda job: execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast),
-                               jobs, workers=workers, progress=progress)
+        return _map_on_threads(lambda job: run(job, backend), jobs, workers=workers, progress=progress)
     seen: dict[int, Harness] = {}
     for harness, _, _ in jobs:
         seen.setdefault(id(harness), harness)
     for harness in list(seen.values())[:_PREPARED_MAX]:  # once here, shared by the children
         _prepare(harness)
     with _collector_spared():  # frozen before the fork: the children do not copy the pages of what they share
-        return workerprocs.map_jobs(functools.partial(_run_job, fail_fast=fail_fast), jobs, JobQueue(jobs),
-                                    factory, workers, progress)
+        return workerprocs.map_jobs(run, jobs, JobQueue(jobs), factory, workers, progress)
 
 
 def _run_job(job: tuple[Harness, str, Limits], backend: Backend, *, fail_fast: bool) -> ExecutionResult:
@@ -548,7 +547,7 @@ def _run_job(job: tuple[Harness, str, Limits], backend: Backend, *, fail_fast: b
 INTERLEAVE_HARNESSES = 256  # harnesses taken in turn at once (fewer than the _prepare cache holds)
 
 
-def map_interleaved(fn: Callable[[tuple], ExecutionResult], jobs: list[tuple], *, workers: int | None,
+def _map_on_threads(fn: Callable[[tuple], ExecutionResult], jobs: list[tuple], *, workers: int,
                     progress: Callable[[int, int], None] | None = None) -> list[ExecutionResult]:
     """``fn`` over ``jobs`` (each a tuple whose first item is its harness) on ``workers`` threads
     (``parallel_map``'s, pinned), taken from a JobQueue; results in the jobs' order."""
@@ -567,7 +566,6 @@ def map_interleaved(fn: Callable[[tuple], ExecutionResult], jobs: list[tuple], *
                     done += 1
                     progress(done, len(jobs))
 
-    workers = max(1, workers or os.cpu_count() or 1)
     with _collector_spared():
         parallel_map(worker, range(min(workers, len(jobs))), workers=workers, pin=True)
     return results  # type: ignore[return-value]
@@ -595,7 +593,7 @@ class JobQueue:
             return self._order.popleft() if self._order else None
 
     def done(self, index: int, result: ExecutionResult) -> None:
-        if getattr(result, "verdict", None) != "timeout":
+        if result.verdict != "timeout":
             return
         harness = self._harness[index]
         with self._lock:

@@ -83,49 +83,39 @@ def map_jobs(call: Callable[[Any, Any], Any], jobs: Sequence[Any], queue: Any,
             _own_group(pid)
         os.close(todo_r)
         todo_r = -1
-        os.set_blocking(todo_w, False)
-        # Indices go out as results come back, at most AHEAD per child beyond those being run: the
-        # queue decides the order of the rest as late as it can.
-        pending = memoryview(b"")
-        sent = 0
         left = len(jobs)
+        sent = 0
+
+        def hand_out() -> None:
+            """Indices go out as results come back, at most AHEAD per child beyond those being run: the
+            queue decides the order of the rest as late as it can. So few never fill the pipe (one page
+            holds 1,024): each write is whole and at once."""
+            nonlocal sent, todo_w
+            more = []
+            while todo_w >= 0 and sent + len(more) - (len(jobs) - left) < AHEAD * workers:
+                index = queue.take()
+                if index is None:
+                    break
+                more.append(index)
+            data = b"".join(INDEX.pack(i) for i in more)
+            sent += len(more)
+            try:
+                for start in range(0, len(data), PIPE_BUF):
+                    os.write(todo_w, data[start:start + PIPE_BUF])
+            except BrokenPipeError:  # no child reads any more: what they ended with is seen below
+                sent = len(jobs)
+            if todo_w >= 0 and sent == len(jobs):
+                os.close(todo_w)  # the children see the end of the jobs once they have taken the last
+                todo_w = -1
+
         buffers = {fd: bytearray() for fd in children}
         poller = select.poll()  # not select(): a harness may hold descriptors numbered past FD_SETSIZE
         for fd in buffers:
             poller.register(fd, select.POLLIN)
-        watching = False  # todo_w registered for POLLOUT: only while there is something to write
         while left:
             interrupt.check()  # a stop ends the batch here, as before each execution on threads
-            if todo_w >= 0 and not len(pending):
-                more = []
-                while sent + len(more) - (len(jobs) - left) < AHEAD * workers:
-                    index = queue.take()
-                    if index is None:
-                        break
-                    more.append(index)
-                sent += len(more)
-                pending = memoryview(b"".join(INDEX.pack(i) for i in more))
-                if sent == len(jobs) and not len(pending):
-                    if watching:
-                        poller.unregister(todo_w)
-                        watching = False
-                    os.close(todo_w)  # the children see the end of the jobs once they have taken the last
-                    todo_w = -1
-            if todo_w >= 0 and bool(len(pending)) != watching:
-                watching = bool(len(pending))
-                if watching:
-                    poller.register(todo_w, select.POLLOUT)
-                else:
-                    poller.unregister(todo_w)
-            events = poller.poll(500)
-            readable = [fd for fd, _ in events if fd in buffers]
-            if watching and any(fd == todo_w for fd, _ in events):
-                try:
-                    pending = pending[os.write(todo_w, pending[:PIPE_BUF]):]
-                except BlockingIOError:
-                    pass
-                except BrokenPipeError:  # no child reads any more: what they ended with is seen below
-                    pending = pending[len(pending):]
+            hand_out()
+            readable = [fd for fd, _ in poller.poll(500)]
             for fd in readable:
                 data = os.read(fd, 1 << 20)
                 if not data:
