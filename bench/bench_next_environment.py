@@ -37,15 +37,15 @@ ABLATIONS = {
         ("NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS",
          "NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | 0x40000000 | CLONE_NEWUTS"),
         ('("uts", CLONE_NEWUTS))', '("uts", CLONE_NEWUTS), ("net", 0x40000000))'),
-        ("    drop_capabilities()\n\n\ndef runner_main",
+        ("    drop_capabilities(NO_CAPABILITIES)\n\n\ndef mount_plan",
          "    import fcntl\n    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:\n"
          "        fcntl.ioctl(s, 0x8914, struct.pack(\"16sH14x\", b\"lo\", 0x41))\n"
-         "    drop_capabilities()\n\n\ndef runner_main")],
+         "    drop_capabilities(NO_CAPABILITIES)\n\n\ndef mount_plan")],
     "no read-only /proc covers": [
         ('PROC_COVERS = tuple(b"/proc/" + name for name in (b"sys", b"sysrq-trigger", b"irq", b"bus"))',
          "PROC_COVERS = ()")],
     "no preloaded modules": [("    for name in PRELOAD:\n", "    for name in ():\n")],
-    "no seccomp filter": [("        load_filter(FILTER)  # after", "        pass  # after")],
+    "no seccomp filter": [("        load_filter(FILTER_PROGRAM)  # after", "        pass  # after")],
 }
 LIMITS = Limits(wall_seconds=60)
 

@@ -46,6 +46,7 @@ import gc
 import os
 import select
 import signal
+import _signal  # signal's own functions without the enum wrapping (fewer objects touched)
 import socket
 import struct
 import sys
@@ -118,24 +119,34 @@ def setns(fd, kind, what):
     _check(libc.setns(fd, kind), "setns " + what)
 
 
-def drop_capabilities(keep=()):
-    """No capability left in any set but ``keep`` (effective and permitted); none to gain by exec."""
-    for cap in range(LAST_CAP + 1):
-        if cap not in keep:
-            libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EPERM without CAP_SETPCAP (the fork server itself)
-    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+def capability_sets(keep=()):
+    """What drop_capabilities needs: the bounding-set drops, capset's header and data (``keep`` in
+    effective and permitted) and a buffer for capget. Made by the fork server once, before any runner:
+    a runner then allocates nothing for them (each new object is a page it copies)."""
     header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
     for cap in keep:
         data[cap // 32].effective |= 1 << (cap % 32)
         data[cap // 32].permitted |= 1 << (cap % 32)
-    _check(libc.capset(ctypes.byref(header), data), "capset")
+    want = [(data[i].effective, data[i].permitted, 0) for i in range(2)]
+    drops = tuple(cap for cap in range(LAST_CAP + 1) if cap not in keep)
+    return drops, ctypes.byref(header), data, (_CapData * 2)(), want
+
+
+def drop_capabilities(sets):
+    """No capability left in any set but the ``keep`` of ``sets`` (capability_sets): effective and
+    permitted only; none to gain by exec."""
+    drops, header, data, now, want = sets
+    raw = libc.prctl
+    for cap in drops:
+        raw(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EPERM without CAP_SETPCAP (the fork server itself)
+    raw(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    _check(libc.capset(header, data), "capset")
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     # Read back from the kernel (capget: one call, where /proc/self/status is rendered and parsed). The
     # ambient set is always within permitted and inheritable: none is left when inheritable is empty.
-    now = (_CapData * 2)()
-    _check(libc.capget(ctypes.byref(header), now), "capget")
+    _check(libc.capget(header, now), "capget")
     held = [(word.effective, word.permitted, word.inheritable) for word in now]
-    if held != [(data[i].effective, data[i].permitted, 0) for i in range(2)]:
+    if held != want:
         raise OSError("capabilities still held: %r" % (held,))
 
 
@@ -143,17 +154,23 @@ class _Program(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def load_filter(program):
-    """The syscall filter on this process and all it forks (no_new_privs is already set)."""
+def filter_program(program):
+    """The filter as prctl takes it (a reference to a sock_fprog), made once by the fork server; the
+    program's bytes and the struct stay referenced by the returned tuple."""
     code = ctypes.create_string_buffer(program, len(program))
     prog = _Program(len(program) // 8, ctypes.cast(code, ctypes.c_void_p))
-    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
+    return ctypes.byref(prog), prog, code
 
 
-def write_file(path, text):
+def load_filter(program):
+    """The syscall filter (filter_program's) on this process and all it forks (no_new_privs is set)."""
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, program[0], 0, 0), "seccomp")
+
+
+def write_file(path, data):
     fd = os.open(path, os.O_WRONLY)
     try:
-        os.write(fd, text.encode())
+        os.write(fd, data)
     finally:
         os.close(fd)
 
@@ -186,17 +203,32 @@ def close_all(fds):
 
 def build_environment():
     """In R, with every capability of the execution's user namespace: the execution's private view."""
-    mount(None, b"/", None, MS_REC | MS_PRIVATE)
-    mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mount, check = libc.mount, _check
+    for args, what in MOUNTS[:2]:
+        check(mount(*args), what)
     # No user namespaces below this one: the candidate gets no capabilities anywhere.
-    write_file("/proc/sys/user/max_user_namespaces", "0")
+    write_file(b"/proc/sys/user/max_user_namespaces", b"0")
+    for args, what in MOUNTS[2:]:
+        check(mount(*args), what)
+    drop_capabilities(NO_CAPABILITIES)
+
+
+def mount_plan(scratch_bytes):
+    """libc.mount's arguments (and what an error names) for an execution's view, in order: the tree
+    private, a new /proc (the first two; build_environment writes to it between), then the read-only
+    covers of /proc that exist in this kernel (our own new /proc shows the same) and the fresh tmpfs
+    places. Made once: a runner builds no argument (each new object is a page it copies)."""
+    plan = [(None, b"/", None, MS_REC | MS_PRIVATE, None),
+            (b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)]
     for path in PROC_COVERS:
         if os.path.exists(path):
-            mount(path, path, None, MS_BIND | MS_REC)
-            mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    for path, data in SCRATCH_MOUNTS:
-        mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, data)
-    drop_capabilities()
+            plan.append((path, path, None, MS_BIND | MS_REC, None))
+            plan.append((None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                         None))
+    for path, mode in ((WORKDIR, "0700"), ("/tmp", "1777"), ("/dev/shm", "1777")):
+        plan.append((b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+                     ("size=%d,mode=%s" % (scratch_bytes, mode)).encode()))
+    return tuple((args, "mount %r" % (args[1],)) for args in plan)
 
 
 def runner_main(namespaces, go):
@@ -213,7 +245,7 @@ def runner_main(namespaces, go):
             setns(namespaces[name], kind, name)
         close_all(namespaces.values())
         build_environment()
-        load_filter(FILTER)  # after the mounts that need them: mount and setns are denied from here on
+        load_filter(FILTER_PROGRAM)  # after the mounts that need them: mount and setns are denied from here on
         send(go, b"ready")
         data, fds = recv(go, 2)
         go.close()
@@ -236,7 +268,7 @@ def become_runner(stdin_fd, stdout_fd):
         os.dup2(null, 2)
         os.closerange(3, MAX_FD)
         os.chdir(WORKDIR)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any Python process (Z has none)
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # as in any Python process (Z has none)
         prctl(PR_SET_DUMPABLE, 1)  # like any fresh process (Z and the init stay non-dumpable)
         try:
             RUNNER["_main"]()
@@ -287,6 +319,8 @@ class Child:
             return False
         self.status = status
         close_all([self.pidfd])
+        if self.stack is not None and len(STACKS) < 4:  # its init is gone: the next one may use it
+            STACKS.append(self.stack)
         self.pidfd, self.stack = -1, None
         return True
 
@@ -303,22 +337,22 @@ def make_init():
     own stack touches none of it) and our descriptor table (CLONE_FILES: it holds no copies). Its signal
     handlers are ours at the clone: none but SIGCHLD ignored (set for the clone only: orphans that come
     to it are reaped by the kernel). Returns (the init, {namespace: descriptor})."""
-    stack = ctypes.create_string_buffer(INIT_STACK)
+    stack = STACKS.pop() if STACKS else ctypes.create_string_buffer(INIT_STACK)
     top = (ctypes.addressof(stack) + INIT_STACK - 64) & ~15
     # Dumpable meanwhile (the flag is our memory's, so the init's too): its /proc files are then ours to
     # write (the id maps) and open (its namespaces); no candidate exists yet.
     prctl(PR_SET_DUMPABLE, 1)
     init = None
     try:
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        _signal.signal(SIGCHLD, _signal.SIG_IGN)
         try:
             pid = libc.clone(PAUSE, top, CLONE_VM | CLONE_FILES | NAMESPACES | SIGCHLD, None)
         finally:
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _signal.signal(SIGCHLD, _signal.SIG_DFL)
         if pid < 0:
             raise OSError(ctypes.get_errno(), "clone")
         init = Child(pid, stack)
-        write_file("/proc/%d/setgroups" % pid, "deny")
+        write_file("/proc/%d/setgroups" % pid, b"deny")
         write_file("/proc/%d/uid_map" % pid, ID_MAP)
         write_file("/proc/%d/gid_map" % pid, ID_MAP)
         namespaces = {}
@@ -522,16 +556,15 @@ def serve_runs(ctl, spare):
 
 
 def main():
-    global RUNNER, MAX_FD, SCRATCH_MOUNTS, LAST_CAP, FILTER, OWN_PID_NS, SOCKSTAT_FDS, PRELOAD
+    global RUNNER, MAX_FD, MOUNTS, LAST_CAP, FILTER_PROGRAM, NO_CAPABILITIES, OWN_PID_NS, SOCKSTAT_FDS, PRELOAD
     ctl_fd, scratch_bytes, runner_source = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     # Imported once here, before any candidate, so that no execution pays for them; each execution gets
     # a copy-on-write copy (the list and why: backend.PRELOAD).
     PRELOAD = tuple(name for name in sys.argv[5].split(",") if name)
-    SCRATCH_MOUNTS = tuple((path.encode(), ("size=%d,mode=%s" % (scratch_bytes, mode)).encode())
-                           for path, mode in ((WORKDIR, "0700"), ("/tmp", "1777"), ("/dev/shm", "1777")))
-    FILTER = bytes.fromhex(sys.argv[4])
-    if not FILTER:
+    filter_bytes = bytes.fromhex(sys.argv[4])
+    if not filter_bytes:
         raise SystemExit("no syscall filter given")
+    FILTER_PROGRAM = filter_program(filter_bytes)
     # A /proc of our own on top of bubblewrap's (whose read-only covers would make the kernel refuse
     # each execution's new /proc).
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -540,14 +573,16 @@ def main():
             LAST_CAP = int(f.read())
     except (OSError, ValueError):
         LAST_CAP = 63
+    MOUNTS = mount_plan(scratch_bytes)
+    NO_CAPABILITIES = capability_sets()
     # CAP_SYS_ADMIN in the slot's user namespace is the one capability kept: the kernel asks for it to
     # set the pid namespace of our next child (an execution's). A runner leaves this namespace (it
     # joins its execution's user namespace) before it loads anything.
-    drop_capabilities(keep=(CAP_SYS_ADMIN,))
+    drop_capabilities(capability_sets(keep=(CAP_SYS_ADMIN,)))
     prctl(PR_SET_DUMPABLE, 0)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     # No handler of ours for an init to inherit (it ignores every default-handled signal from inside)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
     os.chdir("/")
     OWN_PID_NS = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     SOCKSTAT_FDS = tuple(os.open("/proc/net/" + name, os.O_RDONLY | os.O_CLOEXEC)
@@ -576,11 +611,13 @@ def main():
 
 
 PRELOAD = ()  # main() sets it
-SCRATCH_MOUNTS = ()  # (path, tmpfs options) of the execution's writable places; main() sets them
-ID_MAP = "%d %d 1" % (UID, UID)
+MOUNTS = ()  # libc.mount's arguments for each execution's view (mount_plan); main() sets them
+ID_MAP = b"%d %d 1" % (UID, UID)
 SOCKSTAT_FDS = ()  # /proc/net/sockstat and sockstat6 (no IPv6 in this kernel: the one)
 RUNNER = {}
-FILTER = b""
+FILTER_PROGRAM = None  # filter_program(); main() sets it
+NO_CAPABILITIES = None  # capability_sets() for the runner; main() sets it
+STACKS = []  # init stacks whose init is gone (reaped), for the next ones
 MAX_FD = 1024
 LAST_CAP = 63
 OWN_PID_NS = -1
