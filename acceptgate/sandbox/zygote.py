@@ -44,10 +44,12 @@ import array
 import ctypes
 import gc
 import os
+import re
 import select
 import signal
 import _signal  # signal's own functions without the enum wrapping (fewer objects touched)
 import socket
+import _socket  # socket objects without socket.py's Python-level wrappers
 import struct
 import sys
 import time
@@ -405,11 +407,21 @@ def network_state():
     return state
 
 
+def network_used():
+    """Whether any count network_state reads is not 0: one search of the raw text per file, no parse."""
+    for fd in SOCKSTAT_FDS:
+        if NONZERO.search(os.pread(fd, 4096, 0)):
+            return True
+    return False
+
+
 def check_network():
     """Raise NotEmpty unless the namespace holds no socket. The previous execution's processes are all
     gone (its init has exited), and with them its sockets; but a socket's memory may be freed after a
     grace period of the kernel's (a discarded spare still dying, bubblewrap's netlink socket that set
     up the loopback), hence a wait of up to NETWORK_SETTLE seconds before concluding."""
+    if not network_used():
+        return
     deadline = time.monotonic() + NETWORK_SETTLE
     while True:
         now = network_state()
@@ -423,7 +435,7 @@ def check_network():
 
 def build_spare():
     check_network()
-    z_end, r_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    z_end, r_end = _socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         init, namespaces = make_init()
     except OSError:  # e.g. the process cap
@@ -603,7 +615,7 @@ def main():
     # The compilers' arenas (this source's, the runner's) are freed but their pages still resident:
     # handed back, they are not in every fork's page tables and every runner's teardown (~0.5 MB).
     libc.malloc_trim(0)
-    ctl = socket.socket(fileno=ctl_fd)
+    ctl = _socket.socket(fileno=ctl_fd)
     try:
         serve(ctl)
     except ConnectionError:
@@ -622,6 +634,8 @@ MAX_FD = 1024
 LAST_CAP = 63
 OWN_PID_NS = -1
 NETWORK_SETTLE = 2.0
+# A count network_state reads ("used", "inuse", "tw": a whole word, then its number) that is not 0
+NONZERO = re.compile(rb"(?<!\S)(?:used|inuse|tw) 0*[1-9]")
 
 if __name__ == "__main__":
     main()
