@@ -28,8 +28,9 @@ The filter is built with pyseccomp over the system's libseccomp (architecture ch
 exported as BPF once per process. Where it goes:
 
 - ``local-bwrap``: bubblewrap's ``--seccomp FD`` (bwrap loads it last, right before the runner starts);
-- fork-server mode: each execution's init loads it after building its namespaces, before it forks the
-  runner (the fork server itself needs unshare and mount, so its own sandbox has no filter);
+- fork-server mode: each execution's runner loads it once it has joined the execution's namespaces and
+  built its view, before it waits for the go (the fork server itself needs clone with namespace flags,
+  setns and sendmsg, so its own sandbox has no filter; ``zygote.py``);
 - ``local-rlimits``: the runner loads it itself, before the candidate's code exists (``runner.py``);
 - ``docker``: ``security_opt=["seccomp=<json>"]`` with the same rules as Docker's JSON profile, but for
   SENDMSG, which the runner adds itself (``runner_bpf()``) before the candidate's code exists.
