@@ -30,6 +30,7 @@ import os
 import resource
 import select
 import signal
+import _signal  # signal's own functions, without the enum round trip (see _become_runner)
 import socket
 import struct
 import sys
@@ -214,9 +215,12 @@ def _runner_fds(in_r, out_w):
 
 
 def _oom_first():
-    try:
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")  # the memory limit takes the runner, never the keeper
+    try:  # os-level calls: no file objects for a forked runner to create (each is a page it copies)
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        try:
+            os.write(fd, b"1000")  # the memory limit takes the runner, never the keeper
+        finally:
+            os.close(fd)
     except OSError:
         pass
 
@@ -288,6 +292,9 @@ def _zygote_loop(sock, code, preload):
             pass
     # What exists now goes to the collector's permanent generation: a runner's full collections would
     # walk it all and copy every page it sits on (as in the local fork server, zygote.py).
+    # The runner's environment is empty, as an exec'd one's (spawn_exec): cleared here once, not in each
+    # runner (os.environ.clear() is a Python loop over every variable).
+    os.environ.clear()
     gc.collect()
     gc.freeze()
     while True:
@@ -331,8 +338,8 @@ def _become_runner(in_r, out_w, code):
         _runner_fds(in_r, out_w)
         _prctl_dumpable(1)  # like an exec'd runner: its own /proc/self is its own again
         _oom_first()
-        os.environ.clear()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.environ.clear()  # empty already (_zygote_loop): a no-op kept as the runner's own guarantee
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         sys.argv[:] = ["-c"]
         exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
         status = 0
