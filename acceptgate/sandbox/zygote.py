@@ -102,23 +102,25 @@ class _CapData(ctypes.Structure):
                 ("inheritable", ctypes.c_uint32)]
 
 
+def _fail(what):
+    err = ctypes.get_errno()
+    raise OSError(err, what + ": " + os.strerror(err))
+
+
 def _check(rc, what):
     if rc != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, what + ": " + os.strerror(err))
+        _fail(what)
 
 
+# The messages below are made only on failure: these run in every runner and every environment.
 def prctl(option, arg=0):
-    _check(libc.prctl(option, arg, 0, 0, 0), "prctl %d" % option)
-
-
-def mount(source, target, fstype, flags, data=None):
-    enc = lambda s: s.encode() if isinstance(s, str) else s  # noqa: E731
-    _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), "mount %r" % (target,))
+    if libc.prctl(option, arg, 0, 0, 0) != 0:
+        _fail("prctl %d" % option)
 
 
 def setns(fd, kind, what):
-    _check(libc.setns(fd, kind), "setns " + what)
+    if libc.setns(fd, kind) != 0:
+        _fail("setns " + what)
 
 
 def capability_sets(keep=()):
@@ -579,7 +581,7 @@ def main():
     FILTER_PROGRAM = filter_program(filter_bytes)
     # A /proc of our own on top of bubblewrap's (whose read-only covers would make the kernel refuse
     # each execution's new /proc).
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount '/proc'")
     try:
         with open("/proc/sys/kernel/cap_last_cap") as f:
             LAST_CAP = int(f.read())

@@ -290,11 +290,11 @@ def _zygote_loop(sock, code, preload):
             __import__(name)
         except ImportError:
             pass
+    # The runner's environment is empty, as an exec'd one's (spawn_exec): cleared here once, and every
+    # runner forked from here inherits it (os.environ.clear() is a Python loop over every variable).
+    os.environ.clear()
     # What exists now goes to the collector's permanent generation: a runner's full collections would
     # walk it all and copy every page it sits on (as in the local fork server, zygote.py).
-    # The runner's environment is empty, as an exec'd one's (spawn_exec): cleared here once, not in each
-    # runner (os.environ.clear() is a Python loop over every variable).
-    os.environ.clear()
     gc.collect()
     gc.freeze()
     while True:
@@ -338,7 +338,6 @@ def _become_runner(in_r, out_w, code):
         _runner_fds(in_r, out_w)
         _prctl_dumpable(1)  # like an exec'd runner: its own /proc/self is its own again
         _oom_first()
-        os.environ.clear()  # empty already (_zygote_loop): a no-op kept as the runner's own guarantee
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         sys.argv[:] = ["-c"]
         exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
