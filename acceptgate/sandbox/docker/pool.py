@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 LABEL = "acceptgate.sandbox"
 SANDBOX_USER = "65534:65534"
 START_TIMEOUT = 20.0  # seconds for a new container's keeper to say hello
+REMOVE_TIMEOUT = 10.0  # seconds to wait for a container whose removal the engine had already begun
 KEEPER_FLAGS = ["-I", "-S", "-B", "-c"]
 KEEPER_PROCESSES = 2  # the keeper (PID 1) and its fork server
 CHANNELS = ("auto", "fifo", "attach")
@@ -269,8 +270,13 @@ class WarmContainer:
         if self.id:
             try:
                 self.client.api.remove_container(self.id, force=True)
-            except docker.errors.APIError:
-                pass  # gone already, or its auto-removal is in progress
+            except docker.errors.NotFound:
+                pass  # gone already
+            except docker.errors.APIError:  # its auto-removal is in progress: gone once this returns
+                try:
+                    self.client.api.wait(self.id, timeout=REMOVE_TIMEOUT, condition="removed")
+                except Exception:  # noqa: BLE001 -- gone meanwhile (not found), or the engine is
+                    pass
             except Exception:  # noqa: BLE001 -- the engine itself is gone: so is the container
                 pass
         if self._uids is not None:
