@@ -100,7 +100,9 @@ def docker_info(limits: Limits) -> dict:
            "current_rootfs_image": image.current_rootfs_image(client),
            "containers": [{"id": c.short_id, "status": c.status,
                            "owner": c.labels.get(f"{pool.LABEL}.owner")}
-                          for c in client.containers.list(all=True, filters={"label": pool.LABEL})],
+                          # other processes' pools remove containers while we list them
+                          for c in client.containers.list(all=True, filters={"label": pool.LABEL},
+                                                          ignore_removed=True)],
            "image_env": IMAGE_ENV}
     try:
         with DockerBackend(client=client) as backend:

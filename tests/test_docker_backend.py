@@ -509,4 +509,48 @@ def test_cli_sandbox_info(docker_engine):
     info = json.loads(proc.stdout)["backends"]["docker"]
     assert info["available"] is True and info["engine"]["server_version"]
     assert info["image"] and info["image"].startswith("acceptgate-sandbox:")
+    if not os.environ.get("ACCEPTGATE_SANDBOX_IMAGE"):  # the backend's own rootfs image, listed
+        assert info["current_rootfs_image"] == info["image"] and info["image"] in info["images"]
     assert any("network none" in e for e in info["isolation"]["enforced"])
+
+
+def test_listings_survive_containers_removed_while_they_list(docker, monkeypatch):
+    """Other processes' pools remove their containers at any moment, also between our listing of the
+    labelled containers and the inspection of each (CI once failed `sandbox info` there). `sandbox info`
+    and `remove_stale` skip what is gone; `remove_stale` still removes only containers of dead owners."""
+    from acceptgate.sandbox.docker import engine, pool
+    from cli.sandbox_cmd import docker_info
+
+    client = engine.connect()
+    node = os.uname().nodename
+
+    def labelled(owner: str):
+        return client.containers.create(docker.image, command=["true"],
+                                        labels={pool.LABEL: "test", f"{pool.LABEL}.owner": owner})
+
+    def remove_after_next_listing(victim):
+        listing = client.api.containers
+
+        def list_then_remove(*args, **kwargs):
+            rows = listing(*args, **kwargs)
+            client.api.containers = listing
+            victim.remove(force=True)  # after the listing, before any inspection
+            return rows
+        client.api.containers = list_then_remove
+
+    dead = f"{node}:{2 ** 22 + 1}"  # above the kernel's largest pid_max: never a live process
+    live = labelled(f"{node}:{os.getpid()}")
+    try:
+        monkeypatch.setattr(engine, "connect", lambda: client)
+        remove_after_next_listing(labelled(dead))
+        info = docker_info(Limits())
+        assert info["available"] is True
+        assert live.short_id in {c["id"] for c in info["containers"]}
+
+        stale = labelled(dead)
+        remove_after_next_listing(labelled(dead))
+        assert pool.remove_stale(client) >= 1
+        ids = {c["Id"] for c in client.api.containers(all=True, filters={"label": pool.LABEL})}
+        assert stale.id not in ids and live.id in ids
+    finally:
+        live.remove(force=True)

@@ -342,12 +342,13 @@ def _label_safe(text: str) -> bool:
 def current_rootfs_image(client, python: str | None = None) -> str | None:
     """The tag of a local rootfs image built from exactly these host files, if there is one."""
     layout = interpreter_layout(python or default_python())
-    for img in client.images.list(filters={"label": MANIFEST_LABEL}):
-        labels = img.labels or {}
+    # One listing, no per-image inspection: an image removed meanwhile cannot fail the lookup.
+    for img in client.api.images(filters={"label": MANIFEST_LABEL}):
+        labels = img.get("Labels") or {}
         libs = [p for p in labels.get(LIBS_LABEL, "").split(":") if p]
         # The tag must be the content tag: an image built FROM this one inherits its labels.
         tag = rootfs_tag(labels.get(PYTHON_LABEL, ""), labels.get(SHA_LABEL, ""))
-        if tag in img.tags and labels.get(MANIFEST_LABEL) == manifest(layout, libs):
+        if tag in (img.get("RepoTags") or ()) and labels.get(MANIFEST_LABEL) == manifest(layout, libs):
             return tag
     return None
 
@@ -383,4 +384,5 @@ def build_from_dockerfile(client, context: str | os.PathLike | None = None,
 
 
 def local_rootfs_images(client) -> list[str]:
-    return sorted(t for img in client.images.list(name=REPOSITORY) for t in img.tags)
+    return sorted(t for img in client.api.images(name=REPOSITORY) for t in img.get("RepoTags") or ()
+                  if t.startswith(f"{REPOSITORY}:"))

@@ -425,7 +425,8 @@ def remove_stale(client, *, everything: bool = False) -> int:
 
     host = os.uname().nodename
     removed = 0
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
+    # Another process's pool may remove its containers between the listing and their inspection.
+    for c in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         owner = c.labels.get(f"{LABEL}.owner", "")
         node, _, pid = owner.partition(":")
         alive = node == host and pid.isdigit() and pid_alive(int(pid))
