@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import abc
 import importlib
+import os
+import select
 import signal
+import time
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Callable
@@ -23,6 +26,7 @@ MiB = 1024 * 1024
 # threshold (128 KiB until a large block is freed) is an mmap and munmap per read: a sixth of a case's
 # round trip (bench/bench_samples.py --breakdown, "raw frames": 23 µs against 6 µs per call).
 READ_CHUNK = 64 * 1024
+PIPE_ATOMIC = 4096  # PIPE_BUF: a write of at most this many bytes is all or nothing
 
 
 def runner_source() -> bytes:
@@ -155,6 +159,61 @@ class SandboxProcess(abc.ABC):
         it (a cgroup's counter, from the host); None where this backend cannot count them (the time
         limit is then on the wall clock)."""
         return None
+
+
+class RunnerPipes:
+    """For a SandboxProcess whose runner's stdin and stdout are pipes the harness holds directly:
+    write() and read() on them, non-blocking, under the caller's deadline."""
+
+    def open_pipes(self, to_runner: int, from_runner: int) -> None:
+        self._in, self._out = to_runner, from_runner
+        os.set_blocking(to_runner, False)
+        os.set_blocking(from_runner, False)
+        self._poll = select.poll()  # one poll object for every wait, not a select() list per wait
+        self._poll.register(from_runner, select.POLLIN)
+
+    def close_pipes(self) -> None:
+        for fd in (self._in, self._out):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._in = self._out = -1
+
+    def write(self, data: bytes, deadline: float) -> None:
+        if len(data) <= PIPE_ATOMIC:  # a call frame: one write that cannot be partial (pipe(7))
+            try:
+                n = os.write(self._in, data)
+            except BlockingIOError:
+                n = 0
+            if n == len(data):
+                return
+            data = data[n:]
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self._in, view)
+            except BlockingIOError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not select.select([], [self._in], [], remaining)[1]:
+                    raise TimeoutError from None
+                continue
+            view = view[n:]
+
+    def read(self, deadline: float) -> bytes:
+        # Wait first, then read: an answer is rarely there the moment its call is written, and a read
+        # that fails (EAGAIN, an exception here) costs as much as the wait.
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._poll.poll(remaining * 1000 + 1):
+                if time.monotonic() >= deadline:
+                    raise TimeoutError
+                continue
+            try:
+                return os.read(self._out, READ_CHUNK)
+            except BlockingIOError:
+                continue
 
 
 class Backend(abc.ABC):

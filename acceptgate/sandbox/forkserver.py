@@ -44,8 +44,8 @@ from typing import Callable
 
 from acceptgate import affinity, forksafe
 from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp
-from acceptgate.sandbox.backend import (PRELOAD, READ_CHUNK, BackendUnavailable, ExitStatus, Limits, SandboxProcess,
-                                        runner_source)
+from acceptgate.sandbox.backend import (PRELOAD, BackendUnavailable, ExitStatus, Limits, RunnerPipes,
+                                        SandboxProcess, runner_source)
 
 ZYGOTE_SOURCE_NAME = "zygote.py"
 # Processes of a slot that are not the execution's: bwrap, bwrap's init and the fork server (the
@@ -55,7 +55,6 @@ RESIDENT_PROCESSES = 3
 START_SECONDS = 30.0  # a slot's first start (bubblewrap + interpreter); generous on a loaded host
 ANSWER_SECONDS = 10.0  # the fork server's answer to a run request
 GONE_SECONDS = 5.0  # for every process of an ended execution to be gone
-PIPE_ATOMIC = 4096  # PIPE_BUF: a write of at most this many bytes is all or nothing
 
 
 def zygote_source() -> str:
@@ -299,54 +298,17 @@ class Slot:
 
 # --- one execution ----------------------------------------------------------------------------------
 
-class ForkServerProcess(SandboxProcess):
+class ForkServerProcess(RunnerPipes, SandboxProcess):
     """One execution in a slot: the runner's pipes, the status pipe and a pidfd of the execution's init."""
 
     def __init__(self, slot: Slot, to_runner: int, from_runner: int, status: int, pidfd: int, oom_before: int) -> None:
         self.slot = slot
-        self._in, self._out, self._status, self._pidfd = to_runner, from_runner, status, pidfd
+        self.open_pipes(to_runner, from_runner)
+        self._status, self._pidfd = status, pidfd
         self._oom_before = oom_before
         self._exit: ExitStatus | None = None
         self._closed = False
         self._release: Callable[[Slot, int], None] | None = None
-        os.set_blocking(self._in, False)
-        os.set_blocking(self._out, False)
-        self._poll = select.poll()
-        self._poll.register(self._out, select.POLLIN)
-
-    def write(self, data: bytes, deadline: float) -> None:
-        if len(data) <= PIPE_ATOMIC:  # a call frame: one write that cannot be partial (pipe(7))
-            try:
-                n = os.write(self._in, data)
-            except BlockingIOError:
-                n = 0
-            if n == len(data):
-                return
-            data = data[n:]
-        view = memoryview(data)
-        while view:
-            try:
-                n = os.write(self._in, view)
-            except BlockingIOError:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not select.select([], [self._in], [], remaining)[1]:
-                    raise TimeoutError from None
-                continue
-            view = view[n:]
-
-    def read(self, deadline: float) -> bytes:
-        # Wait first, then read: an answer is rarely there the moment its call is written, and a read
-        # that fails (EAGAIN, an exception here) costs as much as the wait (one poll object per process).
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self._poll.poll(remaining * 1000 + 1):
-                if time.monotonic() >= deadline:
-                    raise TimeoutError
-                continue
-            try:
-                return os.read(self._out, READ_CHUNK)
-            except BlockingIOError:
-                continue
 
     def cpu_seconds(self) -> float | None:
         # The slot's cgroup: while an execution runs, the fork server and bubblewrap's init only wait
@@ -392,7 +354,8 @@ class ForkServerProcess(SandboxProcess):
             return
         self._closed = True
         self.kill()
-        _close(self._in, self._out, self._status)
+        self.close_pipes()
+        _close(self._status)
         pidfd, self._pidfd = self._pidfd, -1
         if self._release is not None:  # the pool waits for the end, off this thread (SlotPool.ended)
             self._release(self.slot, pidfd)

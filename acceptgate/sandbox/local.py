@@ -28,20 +28,18 @@ from __future__ import annotations
 
 import functools
 import os
-import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from typing import Callable
 
 from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, seccomp
 from acceptgate.sandbox.uidslots import UidSlots, slot_pool
 from acceptgate.sandbox.backend import (
-    READ_CHUNK, Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, SandboxProcess, register, runner_source,
+    Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, RunnerPipes, SandboxProcess, register, runner_source,
     time_limit_text,
 )
 
@@ -53,7 +51,7 @@ def sandbox_python() -> str:
     return hostprobe.sandbox_python()
 
 
-class PipeProcess(SandboxProcess):
+class PipeProcess(RunnerPipes, SandboxProcess):
     """A runner started with subprocess.Popen, spoken to through its stdin/stdout pipes."""
 
     def __init__(self, popen: subprocess.Popen, workdir: str | None,
@@ -61,39 +59,8 @@ class PipeProcess(SandboxProcess):
         self.popen = popen
         self.workdir = workdir
         self._cleanup = cleanup
-        self._in = popen.stdin.fileno()
-        self._out = popen.stdout.fileno()
-        os.set_blocking(self._in, False)
-        os.set_blocking(self._out, False)
+        self.open_pipes(popen.stdin.fileno(), popen.stdout.fileno())  # closed with popen's streams
         self._closed = False
-
-    def write(self, data: bytes, deadline: float) -> None:
-        view = memoryview(data)
-        while view:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            _, ready, _ = select.select([], [self._in], [], remaining)
-            if not ready:
-                raise TimeoutError
-            try:
-                n = os.write(self._in, view)
-            except BlockingIOError:
-                continue
-            view = view[n:]
-
-    def read(self, deadline: float) -> bytes:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            ready, _, _ = select.select([self._out], [], [], remaining)
-            if not ready:
-                raise TimeoutError
-            try:
-                return os.read(self._out, READ_CHUNK)
-            except BlockingIOError:
-                continue
 
     def kill(self) -> None:
         if self.popen.poll() is None:
