@@ -69,7 +69,8 @@ def local_backend():
 # Every sandbox backend the attack and conformance suites run on. "docker" is skipped when no engine
 # is reachable -- except under CI (CI=true), where an unavailable backend fails the run.
 # "docker:attach" is the docker backend with its keeper spoken to through the engine's attach instead of
-# the FIFOs it uses on this machine: both channels face every attack.
+# the socket it uses on this machine (where each runner holds the harness's own pipes): both channels
+# face every attack.
 SANDBOX_BACKENDS = ("local", "local-rlimits", pytest.param("docker", marks=pytest.mark.docker),
                     pytest.param("docker:attach", marks=pytest.mark.docker))
 

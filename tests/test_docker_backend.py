@@ -105,6 +105,24 @@ def test_pass_and_fail_verdicts(docker):
     assert bad.first_failure.got == "-1" and bad.first_failure.want == "3"
 
 
+@pytest.mark.parametrize("channel", ("socket", "attach"))
+def test_without_a_fork_server_each_runner_is_exec_d_on_either_channel(docker_engine, channel):
+    """fork_server=False: no runner is made ahead; on the socket each one gets the harness's pipes at
+    its start (fork + exec with them), on attach the keeper's, relayed."""
+    if channel == "socket" and os.geteuid() != 0:
+        pytest.skip("the socket is given to the container's uid: needs root")
+    from acceptgate.sandbox.docker_backend import DockerBackend
+
+    with DockerBackend(pool_size=1, fork_server=False, channel=channel) as b:
+        for _ in range(2):  # the second in the same container
+            good = run(b, "def add(a, b):\n    return a + b\n", ADD)
+            bad = run(b, "def add(a, b):\n    return a - b\n", ADD)
+            assert good.verdict == "pass" and good.cases_passed == 3
+            assert bad.verdict == "fail" and bad.first_failure.got == "-1"
+        assert b.pool.channel_in_use == channel and b.pool.started == 1
+        assert not b.pool._idle[0].hello["fork_server"]
+
+
 def test_isolation_names_what_docker_enforced(docker):
     enforced = " | ".join(docker.isolation(Limits()).enforced)
     for item in ("network none", "memory 128 MiB", "pids limit", "read-only root", "capabilities dropped",
@@ -355,7 +373,7 @@ def test_a_vanished_container_is_a_crash_and_is_replaced(solo):
 
 
 # -- the keeper's channel ----------------------------------------------------------------------------
-CHANNELS = ("fifo", "attach")
+CHANNELS = ("socket", "attach")
 HOLD_ONE = """
 import sys, time
 from acceptgate.sandbox.docker_backend import DockerBackend
@@ -366,46 +384,53 @@ time.sleep(600)
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the FIFOs are given to the container's uid: needs root")
-def test_auto_takes_the_fifos_on_this_machine_and_leaves_no_name_to_open(docker_engine):
+@pytest.mark.skipif(os.geteuid() != 0, reason="the socket is given to the container's uid: needs root")
+def test_auto_takes_the_socket_on_this_machine_and_leaves_nothing_to_reach(docker_engine):
+    """The keeper's socket has no name left once it is connected, and the runner holds only its own
+    pipes (the harness's, passed by the keeper): no socket, so nothing of the keeper's channel."""
     with backends.create("docker", pool_size=1) as b:
-        probe = ("import os\n"
+        probe = ("import os, stat\n"
                  "def f(x):\n"
                  "    found = []\n"
                  "    try:\n"
                  "        found += os.listdir('/run/acceptgate-keeper')\n"
                  "    except OSError:\n"
                  "        pass\n"
-                 "    for name in ('in', 'out'):\n"
-                 "        for flags in (os.O_RDONLY, os.O_WRONLY, os.O_RDWR):\n"
-                 "            try:\n"
-                 "                os.open('/run/acceptgate-keeper/' + name, flags | os.O_NONBLOCK)\n"
-                 "                found.append(name)\n"
-                 "            except OSError:\n"
-                 "                pass\n"
+                 "    try:\n"
+                 "        os.stat('/run/acceptgate-keeper/keeper.sock')\n"
+                 "        found.append('keeper.sock')\n"
+                 "    except OSError:\n"
+                 "        pass\n"
+                 "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
+                 "        try:\n"
+                 "            mode = os.fstat(fd).st_mode\n"
+                 "        except OSError:\n"
+                 "            continue\n"
+                 "        if stat.S_ISSOCK(mode):\n"
+                 "            found.append(fd)\n"
                  "    return found or x\n")
         assert run(b, probe).verdict == "pass"
         wc = b.pool._idle[0]
-        assert b.pool.channel_in_use == wc.channel == "fifo"
-        assert wc.channel_dir and not os.path.exists(wc.channel_dir)  # the host's names are gone too
-        assert any("keeper channel: two FIFOs" in n for n in b.isolation(Limits()).notes)
+        assert b.pool.channel_in_use == wc.channel == "socket"
+        assert wc.channel_dir and not os.path.exists(wc.channel_dir)  # the host's name is gone too
+        assert any("keeper channel: a unix socket" in n for n in b.isolation(Limits()).notes)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the FIFOs are given to the container's uid: needs root")
-def test_a_refused_fifo_mount_falls_back_to_attach(docker_engine, monkeypatch):
+@pytest.mark.skipif(os.geteuid() != 0, reason="the socket is given to the container's uid: needs root")
+def test_a_refused_socket_mount_falls_back_to_attach(docker_engine, monkeypatch):
     import docker.types
 
     from acceptgate.sandbox.docker import pool
 
     # the engine on another machine: the directory it is asked to mount does not exist there
-    monkeypatch.setattr(pool.FifoChannel, "mount", lambda self: docker.types.Mount(
-        pool.FIFO_DIR, self.dir + "-elsewhere", type="bind", read_only=True))
+    monkeypatch.setattr(pool.SocketChannel, "mount", lambda self: docker.types.Mount(
+        pool.SOCKET_DIR, self.dir + "-elsewhere", type="bind", read_only=True))
     with backends.create("docker", pool_size=1) as b:
-        assert b.pool.channel_in_use == "fifo"
+        assert b.pool.channel_in_use == "socket"
         assert run(b, "def f(x):\n    return x\n").verdict == "pass"
         assert b.pool.channel_in_use == "attach"
-    with pytest.raises(BackendUnavailable, match="cannot mount the keeper's FIFOs"):
-        with backends.create("docker", pool_size=1, channel="fifo") as b:
+    with pytest.raises(BackendUnavailable, match="cannot mount the keeper's socket directory"):
+        with backends.create("docker", pool_size=1, channel="socket") as b:
             run(b, "def f(x):\n    return x\n")
 
 
@@ -415,8 +440,8 @@ def test_the_container_goes_when_the_harness_is_killed(docker_engine, channel):
 
     import docker as sdk
 
-    if channel == "fifo" and os.geteuid() != 0:
-        pytest.skip("the FIFOs are given to the container's uid: needs root")
+    if channel == "socket" and os.geteuid() != 0:
+        pytest.skip("the socket is given to the container's uid: needs root")
     proc = subprocess.Popen([sys.executable, "-c", HOLD_ONE, channel], stdout=subprocess.PIPE, text=True)
     try:
         cid = proc.stdout.readline().strip()
@@ -440,8 +465,8 @@ def test_the_container_goes_when_the_harness_is_killed(docker_engine, channel):
 
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_a_container_killed_mid_execution_is_a_crash_on_either_channel(docker_engine, channel):
-    if channel == "fifo" and os.geteuid() != 0:
-        pytest.skip("the FIFOs are given to the container's uid: needs root")
+    if channel == "socket" and os.geteuid() != 0:
+        pytest.skip("the socket is given to the container's uid: needs root")
     with backends.create("docker", pool_size=1, channel=channel) as b:
         assert run(b, "def f(x):\n    return x\n").verdict == "pass"
         victim = b.pool._idle[0].id

@@ -24,7 +24,8 @@ import time
 from acceptgate import affinity
 from acceptgate.sandbox import residency, seccomp
 from acceptgate.sandbox.backend import (
-    Backend, BackendUnavailable, ExitStatus, Isolation, Limits, SandboxProcess, register, time_limit_text,
+    Backend, BackendUnavailable, ExitStatus, Isolation, Limits, RunnerPipes, SandboxProcess, register,
+    time_limit_text,
 )
 from acceptgate.sandbox.docker import engine, image as images
 from acceptgate.sandbox.docker.pool import KEEPER_PROCESSES, ContainerConfig, Pool, WarmContainer
@@ -58,11 +59,14 @@ class ContainerProcess(SandboxProcess):
         try:
             if not self.stream.idle_ok():
                 raise StreamClosed("its output closed while idle")
-            self.stream.send(b"S", b"", time.monotonic() + KILL_GRACE)
+            self._start(time.monotonic() + KILL_GRACE)
         except (TimeoutError, StreamClosed) as exc:
             self._lose()
             pool.release(wc, reusable=False)
             raise StaleContainer(f"sandbox container {wc.id[:12]} did not take the execution: {exc}") from None
+
+    def _start(self, deadline: float) -> None:
+        self.stream.send(b"S", b"", deadline)
 
     def _lose(self) -> None:
         """The container stopped answering: note whether the engine saw an OOM kill, then remove it."""
@@ -110,8 +114,8 @@ class ContainerProcess(SandboxProcess):
             return False
 
     def cpu_seconds(self) -> float | None:
-        # The container's cgroup: its keeper and fork server only relay and wait while an execution
-        # runs (they clean up after its end), so this is the execution's CPU time.
+        # The container's cgroup: its keeper and fork server only wait (on the attach channel, relay)
+        # while an execution runs (they clean up after its end), so this is the execution's CPU time.
         cpu = self.wc.cpu
         return cpu.seconds() if cpu is not None else None
 
@@ -155,6 +159,41 @@ class ContainerProcess(SandboxProcess):
             self.wait(KILL_GRACE)
         reusable = not self.lost and self.report is not None and not self.report.get("problems")
         self.pool.release(self.wc, reusable=reusable)
+
+
+class DirectContainerProcess(RunnerPipes, ContainerProcess):
+    """An execution whose runner holds pipes this process made (the socket channel): calls and answers
+    go between the harness and the runner directly; the keeper's frames only start, kill and report."""
+
+    def _start(self, deadline: float) -> None:
+        stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
+        stdout_r, stdout_w = os.pipe2(os.O_CLOEXEC)
+        self.open_pipes(stdin_w, stdout_r)
+        try:
+            self.stream.send_with(b"S", b"", (stdin_r, stdout_w), deadline)
+        except BaseException:
+            self.close_pipes()
+            raise
+        finally:  # the runner's ends are the runner's alone from here on
+            os.close(stdin_r)
+            os.close(stdout_w)
+
+    def write(self, data: bytes, deadline: float) -> None:
+        if self.lost:
+            raise BrokenPipeError("the container has ended")
+        RunnerPipes.write(self, data, deadline)
+
+    def read(self, deadline: float) -> bytes:
+        # b"" once every process of the execution is gone (the keeper kills them all when the runner
+        # ends), or the container with them
+        return b"" if self.lost else RunnerPipes.read(self, deadline)
+
+    def close(self) -> None:
+        if not self._closed:
+            try:
+                super().close()
+            finally:
+                self.close_pipes()
 
 
 class DockerBackend(Backend):
@@ -218,12 +257,17 @@ class DockerBackend(Backend):
         self._resident()
         config = ContainerConfig.for_limits(self.image, limits, self.fork_server)
         try:
-            proc = ContainerProcess(self.pool, self._on_callers_cpu(self.pool.acquire(config)))
+            proc = self._process(self._on_callers_cpu(self.pool.acquire(config)))
         except StaleContainer:  # once: the next container is a new one if the engine restarted
-            proc = ContainerProcess(self.pool, self._on_callers_cpu(self.pool.acquire(config)))
+            proc = self._process(self._on_callers_cpu(self.pool.acquire(config)))
         # The container's profile leaves sendmsg to the keeper; the runner denies it to the candidate.
         proc.runner_seccomp = seccomp.runner_bpf()
         return proc
+
+    def _process(self, wc: WarmContainer) -> ContainerProcess:
+        if wc.stream.passes_descriptors:
+            return DirectContainerProcess(self.pool, wc)
+        return ContainerProcess(self.pool, wc)
 
     @staticmethod
     def _on_callers_cpu(wc: WarmContainer) -> WarmContainer:
@@ -282,9 +326,10 @@ class DockerBackend(Backend):
             iso.not_enforced.append(
                 "page cache residency of the image's files (the harness cannot read the engine's layer "
                 "directories: a read by one execution can load pages whose read time a later one measures)")
-        if self.pool.channel_in_use == "fifo":
-            iso.notes.append("keeper channel: two FIFOs bind-mounted read-only, opened by the keeper before "
-                             "any execution and then unlinked by the harness (no name left to open)")
+        if self.pool.channel_in_use == "socket":
+            iso.notes.append("keeper channel: a unix socket bind-mounted read-only, connected to by the keeper "
+                             "before any execution and then removed by the harness (no name left to connect "
+                             "to); each runner holds pipes the harness made, passed with the start frame")
         else:
             iso.notes.append("keeper channel: the container's stdin/stdout through the engine's attach")
         if self.reuse:

@@ -12,8 +12,9 @@ Shared kernel state that outlives or spans executions is closed by name and by a
   machine's, outside any network namespace, and so is the host's loopback and abstract unix namespace
   where there is no network namespace); socketpair() except AF_UNIX (anonymous, asyncio and
   multiprocessing use it); what would give a socketpair's socket a name or reach one: bind, connect,
-  listen, accept, sendto with an address, sendmsg and sendmmsg (SENDMSG: on docker loaded by the runner,
-  runner_bpf(), since the container's keeper passes descriptors with sendmsg);
+  listen, accept, sendto with an address, sendmsg and sendmmsg (on docker, sendmsg, sendmmsg, socket and
+  connect are loaded by the runner, runner_bpf(): the container's keeper passes descriptors with
+  sendmsg and connects once to the host's socket);
 - locks and watches on the files every execution shares read-only: fcntl's byte-range, OFD, lease and
   notify commands, flock(), inotify and fanotify;
 - the page cache of those files: fadvise, readahead, mincore, cachestat, process_madvise, madvise
@@ -33,7 +34,8 @@ exported as BPF once per process. Where it goes:
   setns and sendmsg, so its own sandbox has no filter; ``zygote.py``);
 - ``local-rlimits``: the runner loads it itself, before the candidate's code exists (``runner.py``);
 - ``docker``: ``security_opt=["seccomp=<json>"]`` with the same rules as Docker's JSON profile, but for
-  SENDMSG, which the runner adds itself (``runner_bpf()``) before the candidate's code exists.
+  SENDMSG and KEEPER_CONNECT, which the runner adds itself (``runner_bpf()``) before the candidate's
+  code exists.
 """
 
 from __future__ import annotations
@@ -79,6 +81,9 @@ AF_UNIX = 1
 # (msg_name, behind a pointer no filter can read) and can send a socket into itself (SCM_RIGHTS), a
 # cycle that outlives every process of the execution until the kernel's unix garbage collector runs.
 SENDMSG = ("sendmsg", "sendmmsg")
+# Denied to every candidate (DENIED), but not by the docker container's profile either: the keeper
+# connects to the host's socket once, at its start (pool.SocketChannel); runner_bpf() has them.
+KEEPER_CONNECT = ("socket", "connect")
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW (and their 32-bit *64 numbers), F_OFD_GETLK, F_OFD_SETLK,
 # F_OFD_SETLKW, F_SETLEASE, F_GETLEASE, F_NOTIFY
 FCNTL_DENIED = (5, 6, 7, 12, 13, 14, 36, 37, 38, 1024, 1025, 1026)
@@ -129,8 +134,9 @@ def bpf() -> bytes:
 
 @functools.cache
 def runner_bpf() -> bytes:
-    """What the docker runner adds to its container's profile before the candidate exists: SENDMSG."""
-    return _export(SENDMSG, full=False)
+    """What the docker runner adds to its container's profile before the candidate exists: SENDMSG and
+    KEEPER_CONNECT."""
+    return _export(SENDMSG + KEEPER_CONNECT, full=False)
 
 
 def _export(denied: tuple[str, ...], *, full: bool) -> bytes:
@@ -163,10 +169,11 @@ def _bytes(flt) -> bytes:
 
 
 def docker_profile() -> str:
-    """The same rules as a Docker seccomp profile (JSON), for ``security_opt``, except SENDMSG (the
-    keeper's; the runner loads runner_bpf() for them)."""
+    """The same rules as a Docker seccomp profile (JSON), for ``security_opt``, except SENDMSG and
+    KEEPER_CONNECT (the keeper's; the runner loads runner_bpf() for them)."""
     syscalls = [
-        {"names": list(DENIED), "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM},
+        {"names": [name for name in DENIED if name not in KEEPER_CONNECT], "action": "SCMP_ACT_ERRNO",
+         "errnoRet": EPERM},
         {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": ENOSYS},
     ]
     for flag in NAMESPACE_FLAGS.values():

@@ -18,12 +18,16 @@
 # runner talks to pipes; it never holds the container's stdin/stdout, so it cannot forge keeper frames.
 #
 # The host's channel: the container's stdin/stdout (through the engine's attach), or, when the engine
-# runs on the host's machine, two FIFOs the host made and bind-mounted read-only (argv: fifo:<in>:<out>),
-# which the keeper opens before any execution exists; the host then takes every permission off them,
-# so no process of the container can open them again, and holds the only other ends.
+# runs on the host's machine, a unix socket the host listens on in a directory it bind-mounted
+# (argv: socket:<path>), which the keeper connects to before any execution exists; the host accepts
+# that one connection and removes the name, so no process of the container can connect again.
 # Frames on that channel: 1 byte kind + 4 bytes big-endian length + payload.
 #   host -> keeper: b"S" start an execution, b"I" bytes for the runner's stdin, b"K" kill it now.
 #   keeper -> host: b"H" hello (JSON), b"O" bytes from the runner's stdout, b"X" finished (JSON).
+# On the socket the runner's pipes are the host's own: b"S" comes with two descriptors (SCM_RIGHTS),
+# the read end of the runner's stdin and the write end of its stdout, which the keeper hands to the
+# runner; the calls and answers then go between the harness and the runner with no relay, and there
+# are no b"I" and b"O" frames. The runner never holds the socket, so it cannot forge a keeper frame.
 import gc
 import json
 import os
@@ -42,7 +46,8 @@ PIDS_FILES = ("/sys/fs/cgroup/pids/pids.events", "/sys/fs/cgroup/pids.events")
 CHUNK = 1 << 16
 RUNNER_FLAGS = ["-I", "-S", "-B", "-c"]
 SPAWN_TIMEOUT = 5.0
-IN_FD, OUT_FD = 0, 1  # the host's channel (the FIFOs' descriptors instead, in fifo mode)
+IN_FD, OUT_FD = 0, 1  # the host's channel (the socket's descriptor, twice, in socket mode)
+CHANNEL = None  # socket mode: the connected socket (the runner's pipes come through it)
 
 
 def _counter(paths, key):
@@ -225,10 +230,15 @@ def _oom_first():
         pass
 
 
-def spawn_exec(python, runner):
-    """Fork + exec a fresh interpreter for the runner; returns (pid, to_child, from_child)."""
-    in_r, to_child = os.pipe()
-    from_child, out_w = os.pipe()
+def spawn_exec(python, runner, pipes=None):
+    """Fork + exec a fresh interpreter for the runner; returns (pid, to_child, from_child). With
+    ``pipes`` (the host's: stdin's read end, stdout's write end) the runner gets those and the keeper
+    none: (pid, None, None)."""
+    if pipes is None:
+        in_r, to_child = os.pipe()
+        from_child, out_w = os.pipe()
+    else:
+        (in_r, out_w), to_child, from_child = pipes, None, None
     pid = os.fork()
     if pid == 0:
         try:
@@ -237,8 +247,9 @@ def spawn_exec(python, runner):
             os.execve(python, [python, *RUNNER_FLAGS, runner], {})
         finally:
             os._exit(127)
-    os.close(in_r)
-    os.close(out_w)
+    if pipes is None:  # the host's are closed by the caller
+        os.close(in_r)
+        os.close(out_w)
     return pid, to_child, from_child
 
 
@@ -267,6 +278,16 @@ class Zygote:
                 os.close(fd)
             raise OSError("zygote sent no runner")
         return int(msg), fds[0], fds[1]
+
+    def spawn_waiting(self):
+        """A new runner that waits for its two pipes (Execution.start); (pid, its socket)."""
+        self.sock.send(b"w")
+        msg, fds, _, _ = socket.recv_fds(self.sock, 32, 1)
+        if len(fds) != 1 or not msg.isdigit():
+            for fd in fds:
+                os.close(fd)
+            raise OSError("zygote sent no runner")
+        return int(msg), socket.socket(fileno=fds[0])
 
     def healthy(self):
         """Alive and not stopped (a candidate may have sent it SIGSTOP: continue it first)."""
@@ -304,32 +325,52 @@ def _zygote_loop(sock, code, preload):
             return
         if not request:
             return
-        in_r, to_child = os.pipe()
-        from_child, out_w = os.pipe()
+        if request == b"w":  # the runner waits on a socket for the host's pipes (socket mode)
+            ours, go = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            kept, given = [ours.detach()], [go.detach()]
+        else:
+            in_r, to_child = os.pipe()
+            from_child, out_w = os.pipe()
+            kept, given = [to_child, from_child], [in_r, out_w]
         pid_r, pid_w = os.pipe()
         middle = os.fork()
         if middle == 0:  # double fork: the runner's parent exits, so init (the keeper) adopts it
             try:
                 sock.close()
-                for fd in (to_child, from_child, pid_r):
+                for fd in kept + [pid_r]:
                     os.close(fd)
                 pid = os.fork()
                 if pid == 0:
                     os.close(pid_w)
-                    _become_runner(in_r, out_w, code)
+                    if len(given) == 1:
+                        given = _await_pipes(given[0])
+                    _become_runner(given[0], given[1], code)
                 os.write(pid_w, str(pid).encode())
             finally:
                 os._exit(0)
-        for fd in (in_r, out_w, pid_w):
+        for fd in given + [pid_w]:
             os.close(fd)
         pid = os.read(pid_r, 32)
         os.close(pid_r)
         os.waitpid(middle, 0)  # gone before the keeper hears of the runner: no stray process
         try:
-            socket.send_fds(sock, [pid or b"-"], [to_child, from_child])
+            socket.send_fds(sock, [pid or b"-"], kept)
         finally:
-            os.close(to_child)
-            os.close(from_child)
+            for fd in kept:
+                os.close(fd)
+
+
+def _await_pipes(go):
+    """A waiting runner: its two pipes from the keeper (the host's), or its end (os._exit)."""
+    try:
+        sock = socket.socket(fileno=go)
+        _, fds, _, _ = socket.recv_fds(sock, 16, 2)
+        sock.close()
+    except OSError:
+        fds = []
+    if len(fds) != 2:
+        os._exit(2)
+    return fds
 
 
 def _become_runner(in_r, out_w, code):
@@ -352,13 +393,23 @@ def _become_runner(in_r, out_w, code):
 
 # -- one execution --------------------------------------------------------------------------------
 class Execution:
+    """One runner: with pipes of the keeper's (relayed as b"I"/b"O" frames), or waiting for the host's
+    (``waiting``: its socket; start() hands them over), or given the host's at its start (to_child and
+    from_child None: nothing to relay)."""
+
     def __init__(self, spawn):
         self.begin()
-        self.pid, self.to_child, self.from_child = spawn()
-        os.set_blocking(self.to_child, False)
-        os.set_blocking(self.from_child, False)
+        self.waiting = None
+        spawned = spawn()
+        if len(spawned) == 2:
+            (self.pid, self.waiting), self.to_child, self.from_child = spawned, None, None
+        else:
+            self.pid, self.to_child, self.from_child = spawned
+        for fd in (self.to_child, self.from_child):
+            if fd is not None:
+                os.set_blocking(fd, False)
         self.pending = bytearray()
-        self.out_open = True
+        self.out_open = self.from_child is not None
         self.status = None
         try:
             self.pidfd = os.pidfd_open(self.pid)
@@ -369,6 +420,16 @@ class Execution:
         """Start counting limit events: at the execution's start, not at its (pre)spawn."""
         self.oom_before = _counter(OOM_FILES, "oom_kill")
         self.pids_before = _counter(PIDS_FILES, "max")
+
+    def start(self, pipes):
+        """A waiting runner gets the host's pipes (its go); a runner that is gone leaves its poll to say."""
+        waiting, self.waiting = self.waiting, None
+        try:
+            socket.send_fds(waiting, [b"g"], pipes)
+        except OSError:
+            pass
+        finally:
+            waiting.close()
 
     def poll(self):
         if self.status is None:
@@ -412,6 +473,9 @@ class Execution:
         del self.pending[:n]
 
     def close(self):
+        if self.waiting is not None:
+            self.waiting.close()
+            self.waiting = None
         for fd in (self.to_child, self.from_child, self.pidfd):
             if fd is not None:
                 try:
@@ -467,6 +531,7 @@ class Keeper:
         self.runner = runner
         self.python = sys.executable
         self.buf = bytearray()
+        self.passed = []  # socket mode: descriptors that came with b"S" frames, not yet handed over
         self.current = None
         self.spare = None  # a runner started ahead, idle until the next execution claims it
         self.zygote = None
@@ -480,33 +545,41 @@ class Keeper:
     def keep(self):
         return {1} | ({self.zygote.pid} if self.zygote else set())
 
-    def spawn(self):
+    def spawn(self, pipes=None):
+        """A runner: relayed (pipes None on the attach channel), waiting for the host's pipes (socket
+        mode, ahead of its execution), or with them (socket mode without a fork server)."""
         if self.zygote is not None:
             try:
-                return self.zygote.spawn()
+                return self.zygote.spawn_waiting() if CHANNEL is not None else self.zygote.spawn()
             except OSError:
                 self.zygote = None  # gone: from now on fork + exec (a fresh image needs no zygote)
-        return spawn_exec(self.python, self.runner)
+        if CHANNEL is not None and pipes is None:
+            raise OSError("an exec'd runner takes its pipes at its start")
+        return spawn_exec(self.python, self.runner, pipes)
 
     def prespawn(self):
         """Start the next runner while the container is idle: a fresh process, made after the
-        previous execution was cleaned up, that has read nothing yet (it waits for its marker)."""
+        previous execution was cleaned up, that has read nothing yet (it waits for its marker, or
+        in socket mode for its pipes)."""
         try:
             self.spare = Execution(self.spawn)
         except OSError:
             self.spare = None
 
-    def claim(self):
+    def claim(self, pipes=None):
         self.sched_before = _sched_state(self.keep())  # as the host left them (it may set CPU masks)
         spare, self.spare = self.spare, None
         if spare is not None and not spare.poll():
             spare.begin()
             _follow(spare.pid)
-            return spare
-        if spare is not None:  # it died while idle: clean up silently and start afresh
-            _kill_all(self.keep())
-            spare.close()
-        return Execution(self.spawn)
+        else:
+            if spare is not None:  # it died while idle: clean up silently and start afresh
+                _kill_all(self.keep())
+                spare.close()
+            spare = Execution(lambda: self.spawn(pipes))
+        if spare.waiting is not None:
+            spare.start(pipes)
+        return spare
 
     def end(self, cur, killed):
         self.current = None
@@ -521,6 +594,17 @@ class Keeper:
         if not report["problems"]:
             self.prespawn()
 
+    def receive(self):
+        """Socket mode: what the host sent, with the descriptors that came along (to self.passed)."""
+        data, ancdata, flags, _ = CHANNEL.recvmsg(CHUNK, socket.CMSG_SPACE(4 * 4))
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                self.passed += [int.from_bytes(payload[i:i + 4], sys.byteorder)
+                                for i in range(0, len(payload) - len(payload) % 4, 4)]
+        if flags & socket.MSG_CTRUNC:  # more than the host ever sends: out of step, end here
+            return b""
+        return data
+
     def frames(self):
         while len(self.buf) >= 5:
             (size,) = struct.unpack(">I", self.buf[1:5])
@@ -532,7 +616,17 @@ class Keeper:
 
     def handle(self, kind, payload):
         cur = self.current
-        if kind == b"S" and cur is None:
+        if kind == b"S" and CHANNEL is not None:  # its two descriptors came with it
+            pipes, self.passed = self.passed[:2], self.passed[2:]
+            if cur is None and len(pipes) == 2:
+                try:
+                    self.current = self.claim(pipes)
+                except OSError:  # no runner could be started: the host sees a crash
+                    send(b"X", json.dumps({"returncode": None, "signal": 9, "oom": False, "killed": False,
+                                           "problems": ["no runner could be started"]}).encode())
+            for fd in pipes:  # the runner holds its own copies now
+                os.close(fd)
+        elif kind == b"S" and cur is None:
             self.current = self.claim()
         elif kind == b"I" and cur is not None:
             cur.pending += payload
@@ -568,7 +662,7 @@ class Keeper:
                 cur.pump_in()
             if IN_FD in readable:
                 try:
-                    data = os.read(IN_FD, CHUNK)
+                    data = os.read(IN_FD, CHUNK) if CHANNEL is None else self.receive()
                 except BlockingIOError:
                     continue
                 if not data:  # the host is gone (its attach or FIFO end closed): end everything
@@ -582,13 +676,13 @@ class Keeper:
         _kill_all({1})
 
 
-def open_fifos(spec):
-    """fifo:<in>:<out> -> the host channel's descriptors (close-on-exec, never inherited by a runner)."""
-    global IN_FD, OUT_FD
-    _, path_in, path_out = spec.split(":")
-    flags = os.O_CLOEXEC | os.O_NONBLOCK
-    IN_FD = os.open(path_in, os.O_RDONLY | flags)
-    OUT_FD = os.open(path_out, os.O_WRONLY | flags)  # the host's reading end is open already
+def open_socket(spec):
+    """socket:<path> -> the host channel (close-on-exec, never inherited by a runner)."""
+    global IN_FD, OUT_FD, CHANNEL
+    CHANNEL = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    CHANNEL.connect(spec.partition(":")[2])
+    CHANNEL.setblocking(False)
+    IN_FD = OUT_FD = CHANNEL.fileno()
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):  # the engine's stdin/stdout carry nothing
         os.dup2(null, fd)
@@ -603,8 +697,8 @@ def main():
     preload = tuple(name for name in mode.partition(":")[2].split(",") if name)
     dumpable = _prctl_dumpable(0)  # before the zygote forks: it inherits the flag
     keeper = Keeper(runner, fork_server, preload)
-    if len(sys.argv) > 3 and sys.argv[3].startswith("fifo:"):
-        open_fifos(sys.argv[3])  # after the zygote's fork: it never holds them
+    if len(sys.argv) > 3 and sys.argv[3].startswith("socket:"):
+        open_socket(sys.argv[3])  # after the zygote's fork: it never holds it
     keeper.prespawn()
     hello = {"dumpable": dumpable != 0, "pid": os.getpid(), "uid": os.getuid(),
              "fork_server": keeper.zygote.pid if keeper.zygote else None, "python": "%d.%d.%d" % sys.version_info[:3]}

@@ -5,17 +5,19 @@ keeper reports whether it left the container as it found it (no other process, e
 no IPC objects, no memory or process limit hit); only then does the container go back to the pool,
 else it is removed and a fresh one started in the background. A container also retires after
 ``max_uses`` executions. Containers are started with ``auto_remove``: if this process dies, the
-keeper's input closes (the engine's attach, or the FIFO whose other end this process held), the keeper
-ends, and the container disappears.
+keeper's input closes (the engine's attach, or the socket whose other end this process held), the
+keeper ends, and the container disappears.
 
-The keeper's channel (``CHANNELS``): ``fifo`` -- two FIFOs this process makes in a directory of its own
-and bind-mounts read-only; the keeper opens them before any execution exists, then this process unlinks
-them, so no later process of the container has a name to open, and the frames go from the harness to
-the keeper with no engine in between. It needs an engine on this machine (the directory is bind-mounted
-by path) and a harness that can give the FIFOs to the container's uid (root). ``attach`` -- the
-container's stdin/stdout through the engine's attach socket: any engine, one more hop per frame each
-way. ``auto`` takes ``fifo`` where it can and falls back to ``attach`` when the engine cannot mount the
-directory (an engine on another machine or in another mount namespace).
+The keeper's channel (``CHANNELS``): ``socket`` -- a unix socket this process listens on in a directory
+of its own and bind-mounts read-only; the keeper connects before any execution exists, then this
+process accepts that one connection and removes the name, so no later process of the container can
+connect. Each execution's runner then gets a pair of pipes this process made (passed with the start
+frame): calls and answers go between the harness and the runner with no keeper and no engine in
+between. It needs an engine on this machine (the directory is bind-mounted by path) and a harness that
+can give the socket to the container's uid (root). ``attach`` -- the container's stdin/stdout through
+the engine's attach socket: any engine; the keeper relays every call and answer, one more hop each way
+through the engine. ``auto`` takes ``socket`` where it can and falls back to ``attach`` when the engine
+cannot mount the directory (an engine on another machine or in another mount namespace).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import json
 import logging
 import os
 import shutil
+import socket
+import struct
 import tempfile
 import threading
 import time
@@ -45,8 +49,8 @@ START_TIMEOUT = 20.0  # seconds for a new container's keeper to say hello
 REMOVE_TIMEOUT = 10.0  # seconds to wait for a container whose removal the engine had already begun
 KEEPER_FLAGS = ["-I", "-S", "-B", "-c"]
 KEEPER_PROCESSES = 2  # the keeper (PID 1) and its fork server
-CHANNELS = ("auto", "fifo", "attach")
-FIFO_DIR = "/run/acceptgate-keeper"  # where the keeper finds the FIFOs, inside the container
+CHANNELS = ("auto", "socket", "attach")
+SOCKET_DIR = "/run/acceptgate-keeper"  # where the keeper finds the socket, inside the container
 
 
 def keeper_source() -> str:
@@ -117,27 +121,27 @@ def _uid_pool():
     return slot_pool(caps.uid_slots) if caps.uid_slots else None
 
 
-class FifoRefused(BackendUnavailable):
-    """The engine cannot bind-mount this process's FIFO directory (it runs elsewhere)."""
+class MountRefused(BackendUnavailable):
+    """The engine cannot bind-mount this process's socket directory (it runs elsewhere)."""
 
 
-class FifoChannel:
-    """The host's side of a keeper's two FIFOs, from before the container exists to the keeper's hello."""
+class SocketChannel:
+    """The host's side of a keeper's socket, from before the container exists to the keeper's hello."""
+
+    NAME = "keeper.sock"
 
     def __init__(self, uid: int) -> None:
+        self.uid = uid
         self.dir = tempfile.mkdtemp(prefix="acceptgate-keeper-")
-        self.paths = (os.path.join(self.dir, "in"), os.path.join(self.dir, "out"))
-        self.in_rw = self.out_r = -1
+        self.listener: socket.socket | None = None
         try:
             os.chmod(self.dir, 0o711)  # the keeper's uid passes through; nobody else lists or writes it
-            for path in self.paths:
-                os.mkfifo(path, 0o600)
-                os.chown(path, uid, uid)  # the container's uid alone may open them (and root)
-            # Held open before the container starts: the keeper's reader must not see end-of-file
-            # before the first frame (a read-write end counts as a writer and never blocks the open),
-            # and its writer's open needs a reader.
-            self.in_rw = os.open(self.paths[0], os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-            self.out_r = os.open(self.paths[1], os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            path = os.path.join(self.dir, self.NAME)
+            self.listener.bind(path)
+            os.chown(path, uid, uid)  # the container's uid alone may connect (and root)
+            os.chmod(path, 0o600)
+            self.listener.listen(1)
         except OSError:
             self.close()
             raise
@@ -145,46 +149,53 @@ class FifoChannel:
     def mount(self):
         import docker.types
 
-        return docker.types.Mount(FIFO_DIR, self.dir, type="bind", read_only=True)
+        return docker.types.Mount(SOCKET_DIR, self.dir, type="bind", read_only=True)
 
-    @staticmethod
-    def argv() -> str:
-        return f"fifo:{FIFO_DIR}/in:{FIFO_DIR}/out"
+    @classmethod
+    def argv(cls) -> str:
+        return f"socket:{SOCKET_DIR}/{cls.NAME}"
 
-    def stream(self) -> KeeperStream:
-        stream = KeeperStream(self.out_r, self.in_rw, demux=False)
-        self.in_rw = self.out_r = -1  # the stream owns them now
-        return stream
-
-    def seal(self, stream: KeeperStream) -> None:
-        """After the hello (the keeper holds both ends): a plain writer in place of the read-write end,
-        so a keeper that is gone is EPIPE at once, and no name left for any process to open."""
-        in_w = os.open(self.paths[0], os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        rw, stream.write_fd = stream.write_fd, in_w
-        os.close(rw)
-        self.close()
+    def accept(self, deadline: float) -> KeeperStream:
+        """The keeper's one connection (it connects before it says hello); then no name is left for any
+        process to connect to, and no listener."""
+        self.listener.settimeout(max(0.001, deadline - time.monotonic()))
+        try:
+            conn, _ = self.listener.accept()
+        except socket.timeout:
+            raise TimeoutError("the keeper did not connect") from None
+        finally:
+            self.close()
+        try:
+            # SO_PEERCRED: the peer's pid, uid and gid as the kernel saw them at connect()
+            _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                            struct.calcsize("3i")))
+            if uid != self.uid:
+                raise StreamError(f"the keeper's socket was connected by uid {uid}, not {self.uid}")
+        except BaseException:
+            conn.close()
+            raise
+        return KeeperStream.over_socket(conn)
 
     def close(self) -> None:
-        for fd in (self.in_rw, self.out_r):
-            if fd >= 0:
-                os.close(fd)
-        self.in_rw = self.out_r = -1
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _fifo_refused(exc) -> bool:
+def _mount_refused(exc) -> bool:
     text = str(getattr(exc, "explanation", "") or exc)
     return "bind source path" in text or ("mount" in text.lower() and "no such file" in text.lower())
 
 
 class WarmContainer:
-    """One started container with its keeper on the other end of the channel (FIFOs or attach)."""
+    """One started container with its keeper on the other end of the channel (socket or attach)."""
 
     def __init__(self, client, config: ContainerConfig, channel: str = "attach") -> None:
         self.client = client
         self.config = config
         self.channel = channel
-        self.channel_dir: str | None = None  # fifo: the host directory its FIFOs were made in (gone once started)
+        self.channel_dir: str | None = None  # socket: the host directory of its socket (gone once started)
         self.uses = 0
         self.id = ""
         self.stream: KeeperStream | None = None
@@ -202,41 +213,40 @@ class WarmContainer:
         api = self.client.api
         command = ["python3", *KEEPER_FLAGS, keeper_source(), runner_source().decode("utf-8"),
                    "fork:" + ",".join(PRELOAD) if self.config.fork_server else "exec"]
-        fifo = None
+        channel = None
         try:
-            if self.channel == "fifo":
-                fifo = FifoChannel(self.uid)
-                self.channel_dir = fifo.dir
-                command.append(fifo.argv())
+            if self.channel == "socket":
+                channel = SocketChannel(self.uid)
+                self.channel_dir = channel.dir
+                command.append(channel.argv())
             created = api.create_container(
                 self.config.image, command=command, user=f"{self.uid}:{self.uid}", working_dir="/sandbox",
                 environment={}, hostname="sandbox", tty=False,
-                # attach: the SDK sets StdinOnce for this pair; fifo: no stdin, nothing attached
-                stdin_open=fifo is None, detach=fifo is not None,
+                # attach: the SDK sets StdinOnce for this pair; socket: no stdin, nothing attached
+                stdin_open=channel is None, detach=channel is not None,
                 labels={LABEL: "pool", f"{LABEL}.owner": f"{os.uname().nodename}:{os.getpid()}"},
-                host_config=self.config.host_config(api, self.uid, [fifo.mount()] if fifo else None),
+                host_config=self.config.host_config(api, self.uid, [channel.mount()] if channel else None),
             )
             self.id = created["Id"]
-            if fifo is not None:
-                self.stream = fifo.stream()
-            else:  # attach before start (as `docker run -i` does) so no output is lost
+            deadline = time.monotonic() + START_TIMEOUT
+            if channel is None:  # attach before start (as `docker run -i` does) so no output is lost
                 sock = api.attach_socket(self.id, params={"stdin": 1, "stdout": 1, "stderr": 0, "stream": 1})
                 self.stream = KeeperStream.attach(sock)
             api.start(self.id)
-            kind, payload = self.stream.recv(time.monotonic() + START_TIMEOUT)
-            if fifo is not None and kind == b"H":
-                fifo.seal(self.stream)
+            if channel is not None:
+                self.stream = channel.accept(deadline)
+            kind, payload = self.stream.recv(deadline)
         except docker.errors.ImageNotFound:
-            self._abandon(fifo)
+            self._abandon(channel)
             raise BackendUnavailable(f"sandbox image {self.config.image} not found; build it with "
                                      "`acceptgate sandbox image build --from-rootfs`") from None
         except docker.errors.APIError as exc:
-            self._abandon(fifo)
-            if fifo is not None and _fifo_refused(exc):
-                raise FifoRefused(f"the engine cannot mount the keeper's FIFOs: {exc}") from None
+            self._abandon(channel)
+            if channel is not None and _mount_refused(exc):
+                raise MountRefused(f"the engine cannot mount the keeper's socket directory: {exc}") from None
             raise BackendUnavailable(f"sandbox container did not start: {exc}") from None
         except (OSError, StreamClosed, StreamError, TimeoutError) as exc:
-            self._abandon(fifo)
+            self._abandon(channel)
             raise BackendUnavailable(f"sandbox container did not start: {exc or type(exc).__name__}") from None
         if kind != b"H":
             self.remove()
@@ -244,9 +254,9 @@ class WarmContainer:
         self.hello = json.loads(payload)
         self.cpu = _cpu_counter(api, self.id)
 
-    def _abandon(self, fifo: FifoChannel | None) -> None:
-        if fifo is not None:
-            fifo.close()
+    def _abandon(self, channel: SocketChannel | None) -> None:
+        if channel is not None:
+            channel.close()
         self.remove()
 
     def host_pids(self) -> list[int]:
@@ -292,10 +302,10 @@ class Pool:
             raise ValueError(f"channel must be one of {', '.join(CHANNELS)}, not {channel!r}")
         self.client = client
         self.channel = channel
-        # auto: FIFOs when this process can give them to a container's uid and the engine listens on a
-        # unix socket (on this machine); the first refused mount turns it to attach for good.
+        # auto: the socket when this process can give it to a container's uid and the engine listens on
+        # a unix socket (on this machine); the first refused mount turns it to attach for good.
         self._channel = channel if channel != "auto" else (
-            "fifo" if os.geteuid() == 0 and _local_socket(client) else "attach")
+            "socket" if os.geteuid() == 0 and _local_socket(client) else "attach")
         self.size = max(1, size)
         self.max_uses = max_uses if reuse else 1
         self.reuse = reuse
@@ -342,7 +352,7 @@ class Pool:
     def _new(self, config: ContainerConfig) -> WarmContainer:
         try:
             wc = WarmContainer(self.client, config, self._channel)
-        except FifoRefused as exc:
+        except MountRefused as exc:
             if self.channel != "auto":
                 raise
             log.warning("keeper channel: attach (%s)", exc)

@@ -1,7 +1,9 @@
 """Keeper frames between the host and a container's keeper, with monotonic deadlines.
 
-Two channels carry them. On an engine on this machine, a pair of FIFOs the host made and bind-mounted
-into the container (``pool.FifoChannel``): the bytes go straight from the harness to the keeper. Else
+Two channels carry them. On an engine on this machine, a unix socket the host listened on in a
+directory it bind-mounted into the container (``pool.SocketChannel``): the frames go straight from the
+harness to the keeper, and a start frame carries the runner's two pipes (the calls and answers then
+never pass the keeper). Else
 the container's attach socket, through the engine: the engine multiplexes a non-tty container's output
 into records of an 8-byte header (stream type: 1 stdout, 2 stderr; 3 zero bytes; big-endian length)
 plus payload -- only stdout is ours -- and passes input raw. Inside either, the keeper speaks 1 byte
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import os
 import select
+import socket
 import struct
 import time
 
@@ -37,8 +40,9 @@ def frame(kind: bytes, payload: bytes = b"") -> bytes:
 
 class KeeperStream:
     """Frames over ``read_fd`` (the keeper's output) and ``write_fd`` (its input): the attach socket's
-    one descriptor twice, with ``demux`` (the engine's records), or two FIFO ends. ``owner`` is closed
-    with the stream (the attach's HTTP response, which keeps the connection alive)."""
+    one descriptor twice, with ``demux`` (the engine's records), or the keeper's socket's, twice.
+    ``owner`` is closed with the stream (the attach's HTTP response, which keeps the connection alive;
+    the socket)."""
 
     def __init__(self, read_fd: int, write_fd: int, *, demux: bool, owner=None) -> None:
         self.read_fd, self.write_fd, self.demux = read_fd, write_fd, demux
@@ -57,9 +61,37 @@ class KeeperStream:
         inner = getattr(sock, "_sock", sock)
         return cls(inner.fileno(), inner.fileno(), demux=True, owner=(inner, sock))
 
+    @classmethod
+    def over_socket(cls, conn: socket.socket) -> "KeeperStream":
+        stream = cls(conn.fileno(), conn.fileno(), demux=False, owner=(conn,))
+        stream.passes_descriptors = True
+        return stream
+
+    passes_descriptors = False  # only the socket can carry the runner's pipes (send_with)
+
+    def send_with(self, kind: bytes, payload: bytes, fds: tuple[int, ...], deadline: float) -> None:
+        """One frame with descriptors (SCM_RIGHTS), on the socket: they arrive with its first byte."""
+        conn = self._owner[0]
+        data = frame(kind, payload)
+        while True:
+            try:
+                n = socket.send_fds(conn, [data], list(fds))
+                break
+            except BlockingIOError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not select.select([], [self.write_fd], [], remaining)[1]:
+                    raise TimeoutError from None
+            except OSError as exc:  # EPIPE: the keeper is gone
+                self.closed = True
+                raise StreamClosed(f"container input closed: {exc}") from None
+        if n < len(data):  # the descriptors went with the first part
+            self._write(data[n:], deadline)
+
     # -- sending -------------------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes, deadline: float) -> None:
-        data = frame(kind, payload)
+        self._write(frame(kind, payload), deadline)
+
+    def _write(self, data: bytes, deadline: float) -> None:
         try:  # the channel is nearly always writable: try first, wait only when it is full
             n = os.write(self.write_fd, data)
         except BlockingIOError:
