@@ -434,6 +434,22 @@ def test_a_refused_socket_mount_falls_back_to_attach(docker_engine, monkeypatch)
             run(b, "def f(x):\n    return x\n")
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the socket is given to the container's uid: needs root")
+def test_a_socket_path_too_long_for_an_address_falls_back_to_attach(docker_engine, tmp_path, monkeypatch):
+    import tempfile
+
+    long_dir = tmp_path / ("d" * 100)
+    long_dir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(long_dir))
+    with backends.create("docker", pool_size=1) as b:
+        assert run(b, "def f(x):\n    return x\n").verdict == "pass"
+        assert b.pool.channel_in_use == "attach"
+    assert not any(long_dir.iterdir())  # no directory left behind
+    with pytest.raises(BackendUnavailable, match="longer than a unix socket address allows"):
+        with backends.create("docker", pool_size=1, channel="socket") as b:
+            run(b, "def f(x):\n    return x\n")
+
+
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_the_container_goes_when_the_harness_is_killed(docker_engine, channel):
     import time

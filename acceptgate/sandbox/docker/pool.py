@@ -51,6 +51,7 @@ KEEPER_FLAGS = ["-I", "-S", "-B", "-c"]
 KEEPER_PROCESSES = 2  # the keeper (PID 1) and its fork server
 CHANNELS = ("auto", "socket", "attach")
 SOCKET_DIR = "/run/acceptgate-keeper"  # where the keeper finds the socket, inside the container
+UNIX_PATH_MAX = 108  # sun_path, the terminating NUL included
 
 
 def keeper_source() -> str:
@@ -134,6 +135,10 @@ class SocketChannel:
         self.uid = uid
         self.dir = tempfile.mkdtemp(prefix="acceptgate-keeper-")
         self.listener: socket.socket | None = None
+        if len(os.fsencode(os.path.join(self.dir, self.NAME))) >= UNIX_PATH_MAX:
+            self.close()  # a long TMPDIR: auto takes attach (as for an engine that cannot mount it)
+            raise MountRefused(f"the keeper's socket path under {tempfile.gettempdir()} is longer than a "
+                               "unix socket address allows")
         try:
             os.chmod(self.dir, 0o711)  # the keeper's uid passes through; nobody else lists or writes it
             self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -236,6 +241,9 @@ class WarmContainer:
             if channel is not None:
                 self.stream = channel.accept(deadline)
             kind, payload = self.stream.recv(deadline)
+        except MountRefused:  # before anything was made (the socket's path)
+            self._abandon(None)
+            raise
         except docker.errors.ImageNotFound:
             self._abandon(channel)
             raise BackendUnavailable(f"sandbox image {self.config.image} not found; build it with "
