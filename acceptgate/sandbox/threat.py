@@ -49,12 +49,12 @@ isolation.not_enforced, which every result carries. Each shared resource, and ho
   and be sent into itself (SCM_RIGHTS: a cycle that outlives the execution until the kernel's unix
   collector runs), reaching the host's names (local-rlimits) or a later execution in a reused
   container (docker): bind, connect, listen, accept, sendto with an address, sendmsg and sendmmsg are
-  denied too (on docker the runner adds sendmsg to the container's profile, which leaves it to the
-  keeper). The protocol is two pipes and needs no socket. So an execution's only sockets are
-  socketpairs its own processes hold, gone with them: the fork server's executions use their slot's
-  network namespace one at a time (a new one per execution cost a fifth of its CPU), and before it
-  builds each execution's environment the fork server checks that the namespace holds no socket, or
-  the slot is discarded.
+  denied too (on docker the runner adds sendmsg, sendmmsg, socket and connect to the container's
+  profile, which leaves them to the keeper). The protocol is two pipes and needs no socket. So an
+  execution's only sockets are socketpairs its own processes hold, gone with them: the fork server's
+  executions use their slot's network namespace one at a time (a new one per execution cost a fifth of
+  its CPU), and before it builds each execution's environment the fork server checks that the
+  namespace holds no socket, or the slot is discarded.
 - Locks and watches on the files every execution reads: fcntl's POSIX and OFD byte-range lock, lease
   and notify commands, flock(), inotify and fanotify are denied.
 - System V IPC and POSIX message queues: denied (the host's own where there is no IPC namespace, and a

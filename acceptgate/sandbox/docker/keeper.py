@@ -269,25 +269,25 @@ class Zygote:
         theirs.close()
         self.sock.settimeout(SPAWN_TIMEOUT)
 
-    def spawn(self):
-        """A new runner as a grandchild that the keeper (init) inherits; (pid, to_child, from_child)."""
-        self.sock.send(b"f")
-        msg, fds, _, _ = socket.recv_fds(self.sock, 32, 2)
-        if len(fds) != 2 or not msg.isdigit():
+    def _request(self, kind, count):
+        """A new runner as a grandchild that the keeper (init) inherits: its pid and ``count`` descriptors."""
+        self.sock.send(kind)
+        msg, fds, _, _ = socket.recv_fds(self.sock, 32, count)
+        if len(fds) != count or not msg.isdigit():
             for fd in fds:
                 os.close(fd)
             raise OSError("zygote sent no runner")
-        return int(msg), fds[0], fds[1]
+        return int(msg), fds
+
+    def spawn(self):
+        """A runner on pipes of the keeper's: (pid, to_child, from_child)."""
+        pid, (to_child, from_child) = self._request(b"f", 2)
+        return pid, to_child, from_child
 
     def spawn_waiting(self):
-        """A new runner that waits for its two pipes (Execution.start); (pid, its socket)."""
-        self.sock.send(b"w")
-        msg, fds, _, _ = socket.recv_fds(self.sock, 32, 1)
-        if len(fds) != 1 or not msg.isdigit():
-            for fd in fds:
-                os.close(fd)
-            raise OSError("zygote sent no runner")
-        return int(msg), socket.socket(fileno=fds[0])
+        """A runner that waits for its two pipes (Execution.start): (pid, its socket)."""
+        pid, (go,) = self._request(b"w", 1)
+        return pid, socket.socket(fileno=go)
 
     def healthy(self):
         """Alive and not stopped (a candidate may have sent it SIGSTOP: continue it first)."""
