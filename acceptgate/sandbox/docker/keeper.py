@@ -50,16 +50,29 @@ IN_FD, OUT_FD = 0, 1  # the host's channel (the socket's descriptor, twice, in s
 CHANNEL = None  # socket mode: the connected socket (the runner's pipes come through it)
 
 
+def _read(path):
+    """A small /proc or /sys file's bytes: os calls, not a text file object (read on every execution)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = [os.read(fd, 65536)]
+        while chunks[-1]:  # a /proc file may come in parts
+            chunks.append(os.read(fd, 65536))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _counter(paths, key):
+    key = key.encode()
     for path in paths:
         try:
-            with open(path) as f:
-                for line in f:
-                    name, _, value = line.partition(" ")
-                    if name == key:
-                        return int(value)
+            text = _read(path)
         except OSError:
             continue
+        for line in text.splitlines():
+            name, _, value = line.partition(b" ")
+            if name == key:
+                return int(value)
     return None
 
 
@@ -167,8 +180,7 @@ def _ipc_objects():
     count = 0
     for name in ("shm", "msg", "sem"):
         try:
-            with open("/proc/sysvipc/" + name) as f:
-                count += max(0, len(f.read().splitlines()) - 1)
+            count += max(0, len(_read("/proc/sysvipc/" + name).splitlines()) - 1)
         except OSError:
             pass
     return count
