@@ -207,6 +207,25 @@ def f(x):
     assert fresh.pool.started == 1
 
 
+def _switches(pid: int) -> list[str]:
+    return [line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if "ctxt_switches" in line]
+
+
+def _stat_while_waiting(pid: int, path: str, timeout: float = 60.0) -> os.stat_result:
+    """os.stat(path), taken while process pid slept in select()/poll() throughout: the same wait before
+    and after, and not one context switch of it in between."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = _switches(pid)
+        if Path(f"/proc/{pid}/wchan").read_text().startswith(("poll_schedule_timeout", "do_select")):
+            found = os.stat(path)
+            if (_switches(pid) == before
+                    and Path(f"/proc/{pid}/wchan").read_text().startswith(("poll_schedule_timeout", "do_select"))):
+                return found
+        time.sleep(0.01)
+    pytest.fail(f"process {pid} never waited in select() or poll() for {timeout:g} s")
+
+
 def test_the_fork_server_is_non_dumpable_and_unreachable(fresh):
     assert call(fresh, "def f(x): return x", 7) == 7
     slot = fresh.pool.idle_slots()[0]
@@ -215,7 +234,10 @@ def test_the_fork_server_is_non_dumpable_and_unreachable(fresh):
     status = Path(f"/proc/{zygote}/status").read_text()
     assert f"\nUid:\t{slot.uid}\t" in status and (slot.uid == 65534 or slot.uid >= 2_000_000_000)
     # Non-dumpable: the kernel makes its /proc files root's, so its own uid cannot ptrace or read it.
-    assert os.stat(f"/proc/{zygote}/mem").st_uid == 0
+    # (While it makes an execution's init -- after the previous execution has ended, before the next
+    # one starts: no candidate exists -- it is dumpable for a moment, to write the init's id maps; the
+    # next environment is built right after `call` returns, so look while it waits for a request.)
+    assert _stat_while_waiting(zygote, f"/proc/{zygote}/mem").st_uid == 0
     # One capability, in its own sandbox's user namespace only: CAP_SYS_ADMIN, which the kernel asks for
     # to fork a runner into an execution's pid namespace (the runner leaves that user namespace first).
     assert all(line.split()[1] == f"{1 << 21:016x}" for line in status.splitlines()
