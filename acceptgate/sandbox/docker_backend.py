@@ -170,7 +170,7 @@ class DirectContainerProcess(RunnerPipes, ContainerProcess):
         stdout_r, stdout_w = os.pipe2(os.O_CLOEXEC)
         self.open_pipes(stdin_w, stdout_r)
         try:
-            self.stream.send_with(b"S", b"", (stdin_r, stdout_w), deadline)
+            self.stream.send(b"S", b"", deadline, fds=(stdin_r, stdout_w))
         except BaseException:
             self.close_pipes()
             raise
@@ -260,7 +260,8 @@ class DockerBackend(Backend):
             proc = self._process(self._on_callers_cpu(self.pool.acquire(config)))
         except StaleContainer:  # once: the next container is a new one if the engine restarted
             proc = self._process(self._on_callers_cpu(self.pool.acquire(config)))
-        # The container's profile leaves sendmsg to the keeper; the runner denies it to the candidate.
+        # The container's profile leaves sendmsg, socket and connect to the keeper; the runner denies
+        # them to the candidate (seccomp.runner_bpf).
         proc.runner_seccomp = seccomp.runner_bpf()
         return proc
 

@@ -243,9 +243,9 @@ def _oom_first():
 
 
 def spawn_exec(python, runner, pipes=None):
-    """Fork + exec a fresh interpreter for the runner; returns (pid, to_child, from_child). With
-    ``pipes`` (the host's: stdin's read end, stdout's write end) the runner gets those and the keeper
-    none: (pid, None, None)."""
+    """Fork + exec a fresh interpreter for the runner; returns (pid, to_child, from_child, None) (as
+    every spawn: the last is a waiting runner's socket). With ``pipes`` (the host's: stdin's read end,
+    stdout's write end) the runner gets those and the keeper none: (pid, None, None, None)."""
     if pipes is None:
         in_r, to_child = os.pipe()
         from_child, out_w = os.pipe()
@@ -262,7 +262,7 @@ def spawn_exec(python, runner, pipes=None):
     if pipes is None:  # the host's are closed by the caller
         os.close(in_r)
         os.close(out_w)
-    return pid, to_child, from_child
+    return pid, to_child, from_child, None
 
 
 class Zygote:
@@ -292,14 +292,14 @@ class Zygote:
         return int(msg), fds
 
     def spawn(self):
-        """A runner on pipes of the keeper's: (pid, to_child, from_child)."""
+        """A runner on pipes of the keeper's: (pid, to_child, from_child, None)."""
         pid, (to_child, from_child) = self._request(b"f", 2)
-        return pid, to_child, from_child
+        return pid, to_child, from_child, None
 
     def spawn_waiting(self):
-        """A runner that waits for its two pipes (Execution.start): (pid, its socket)."""
+        """A runner that waits for its two pipes (Execution.start): (pid, None, None, its socket)."""
         pid, (go,) = self._request(b"w", 1)
-        return pid, socket.socket(fileno=go)
+        return pid, None, None, socket.socket(fileno=go)
 
     def healthy(self):
         """Alive and not stopped (a candidate may have sent it SIGSTOP: continue it first)."""
@@ -411,12 +411,7 @@ class Execution:
 
     def __init__(self, spawn):
         self.begin()
-        self.waiting = None
-        spawned = spawn()
-        if len(spawned) == 2:
-            (self.pid, self.waiting), self.to_child, self.from_child = spawned, None, None
-        else:
-            self.pid, self.to_child, self.from_child = spawned
+        self.pid, self.to_child, self.from_child, self.waiting = spawn()
         for fd in (self.to_child, self.from_child):
             if fd is not None:
                 os.set_blocking(fd, False)

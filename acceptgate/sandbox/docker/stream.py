@@ -67,56 +67,30 @@ class KeeperStream:
         stream.passes_descriptors = True
         return stream
 
-    passes_descriptors = False  # only the socket can carry the runner's pipes (send_with)
+    passes_descriptors = False  # only the socket can carry the runner's pipes (send's fds)
 
-    def send_with(self, kind: bytes, payload: bytes, fds: tuple[int, ...], deadline: float) -> None:
-        """One frame with descriptors (SCM_RIGHTS), on the socket: they arrive with its first byte."""
-        conn = self._owner[0]
-        data = frame(kind, payload)
+    # -- sending -------------------------------------------------------------------------------
+    def send(self, kind: bytes, payload: bytes, deadline: float, fds: tuple[int, ...] = ()) -> None:
+        """One frame; ``fds`` (the socket only) go with its first byte (SCM_RIGHTS)."""
+        view = memoryview(frame(kind, payload))
         while True:
-            try:
-                n = socket.send_fds(conn, [data], list(fds))
-                break
+            try:  # the channel is nearly always writable: try first, wait only when it is full
+                if fds:
+                    n = socket.send_fds(self._owner[0], [view], list(fds))
+                    fds = ()  # sent with what went
+                else:
+                    n = os.write(self.write_fd, view)
             except BlockingIOError:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not select.select([], [self.write_fd], [], remaining)[1]:
-                    raise TimeoutError from None
+                n = 0
             except OSError as exc:  # EPIPE: the keeper is gone
                 self.closed = True
                 raise StreamClosed(f"container input closed: {exc}") from None
-        if n < len(data):  # the descriptors went with the first part
-            self._write(data[n:], deadline)
-
-    # -- sending -------------------------------------------------------------------------------
-    def send(self, kind: bytes, payload: bytes, deadline: float) -> None:
-        self._write(frame(kind, payload), deadline)
-
-    def _write(self, data: bytes, deadline: float) -> None:
-        try:  # the channel is nearly always writable: try first, wait only when it is full
-            n = os.write(self.write_fd, data)
-        except BlockingIOError:
-            n = 0
-        except OSError as exc:  # EPIPE: the keeper is gone
-            self.closed = True
-            raise StreamClosed(f"container input closed: {exc}") from None
-        if n == len(data):
-            return
-        view = memoryview(data)[n:]
-        while view:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            _, ready, _ = select.select([], [self.write_fd], [], remaining)
-            if not ready:
-                raise TimeoutError
-            try:
-                n = os.write(self.write_fd, view)
-            except BlockingIOError:
-                continue
-            except OSError as exc:
-                self.closed = True
-                raise StreamClosed(f"container input closed: {exc}") from None
             view = view[n:]
+            if not view:
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([], [self.write_fd], [], remaining)[1]:
+                raise TimeoutError
 
     def idle_ok(self) -> bool:
         """Between executions nothing may be waiting: readable now means closed (or out of step)."""
