@@ -372,12 +372,14 @@ class SlotPool:
     An ended execution's slot is not reusable until every process of that execution is gone (its
     init's pidfd readable: the kernel has killed and reaped them and released their namespaces) and
     its fork server has built the next environment. That takes milliseconds of mostly waiting, so
-    the harness does not wait for it: ``ended`` hands the slot to one watcher thread, which returns
-    it to the idle list once it is gone (or discards it after GONE_SECONDS), and the harness's next
-    execution takes the slot that has been idle longest. Once the pool has served WARM_UP executions
-    it may keep one slot more per execution running at once, so that a busy run never waits for a
-    teardown; before that, or at that size, the next execution waits for the ended slot instead.
-    Nothing is shared between slots but the host's kernel: each is its own sandbox, cgroup and uid.
+    the harness does not wait for it: ``ended`` puts the slot among the ending ones, and the next
+    ``spawn`` looks at their pidfds (one poll, no wait) and returns those that are gone to the idle
+    list (discarding any still there after GONE_SECONDS), then takes the slot idle longest. No thread
+    of the pool's own: a watcher thread woke twice per execution. Once the pool has served WARM_UP
+    executions it may keep one slot more per execution running at once, so that a busy run never
+    waits for a teardown; before that, or at that size, the next execution waits for an ending slot
+    instead. Nothing is shared between slots but the host's kernel: each is its own sandbox, cgroup
+    and uid.
     """
 
     WARM_UP = 32  # executions before the pool grows past one slot per concurrent execution
@@ -386,14 +388,17 @@ class SlotPool:
         self.config = config
         self.max_idle = max_idle or 2 * (os.cpu_count() or 1)
         self._idle: list[Slot] = []
-        self._ending: dict[int, Slot] = {}  # pidfd of an ended execution's init -> its slot
+        self._ending: dict[int, tuple[Slot, float]] = {}  # pidfd of an ended execution's init -> (slot, deadline)
         self._lock = threading.Condition()
         self._closed = False
         self._running = 0  # executions in flight
         self._peak = 0  # the most executions in flight at once so far
         self._served = 0
+        # One thread at a time polls the ending pidfds (and closes those it is done with); while it
+        # waits, an ended() of another thread wakes it through this pipe so that it polls that one too.
+        self._collecting = False
+        self._waiting = False
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        self._watcher: threading.Thread | None = None
         self.started = 0  # slots started so far (diagnostics)
         self.discarded = 0
 
@@ -424,17 +429,21 @@ class SlotPool:
         """The slot idle longest (its next environment most likely built); else, while a new slot would
         not pay for itself, the next one to finish its teardown; else None (start one)."""
         deadline = time.monotonic() + GONE_SECONDS + 1.0
+        wait = 0.0  # the first look at the ending slots does not wait
         while True:
+            self._collect(wait)
             with self._lock:
-                while not self._idle and self._ending and not self._may_grow():
-                    if not self._lock.wait(max(0.0, deadline - time.monotonic())):
-                        break
-                if not self._idle:
+                if self._idle:
+                    slot = self._idle.pop(0)
+                elif self._ending and not self._may_grow() and time.monotonic() < deadline:
+                    wait = deadline - time.monotonic()
+                    continue
+                else:
                     return None
-                slot = self._idle.pop(0)
             if slot.healthy():
                 return slot
             self._discard(slot)
+            wait = 0.0
 
     def _may_grow(self) -> bool:
         alive = self._running + len(self._ending) + len(self._idle)
@@ -444,65 +453,65 @@ class SlotPool:
         """An execution of ``slot`` is over (its init killed); ``pidfd`` is the init's."""
         with self._lock:
             self._running -= 1
-            if self._closed:
-                closed = True
-            else:
-                closed = False
-                self._ending[pidfd] = slot
-                if self._watcher is None:
-                    self._watcher = threading.Thread(target=self._watch, name="acceptgate-slot-ends", daemon=True)
-                    self._watcher.start()
+            closed = self._closed
+            if not closed:
+                self._ending[pidfd] = (slot, time.monotonic() + GONE_SECONDS)
+                if self._waiting:
+                    try:
+                        os.write(self._wake_w, b"x")
+                    except BlockingIOError:  # wake-ups pending already
+                        pass
         if closed:
             _close(pidfd)
             self._discard(slot)
-            return
-        try:
-            os.write(self._wake_w, b"x")  # open: close() closes it only after the watcher has ended
-        except BlockingIOError:  # the watcher has wake-ups pending already
-            pass
 
-    def _watch(self) -> None:
-        """The watcher thread: slots whose ended execution is gone go back to the idle list."""
-        affinity.unpin()  # started by a pinned worker, perhaps
-        poll = select.poll()
-        poll.register(self._wake_r, select.POLLIN)
-        watched: dict[int, float] = {}  # pidfd -> deadline
-        while True:
-            with self._lock:
-                if self._closed and not self._ending:
+    def _collect(self, wait: float) -> None:
+        """Ending slots whose execution is gone back to the idle list (discarded when the pool is
+        closed or full), those ending for longer than GONE_SECONDS discarded; waits up to ``wait``
+        seconds for one to be gone when none is yet (and nothing else changed meanwhile)."""
+        with self._lock:
+            while self._collecting:  # another thread is looking: its result is ours too
+                if wait <= 0 or not self._lock.wait(wait):
                     return
-                for fd in self._ending:
-                    if fd not in watched:
-                        watched[fd] = time.monotonic() + GONE_SECONDS
-                        poll.register(fd, select.POLLIN)
-            now = time.monotonic()
-            timeout = max(0.0, min(watched.values()) - now) if watched else None
-            events = poll.poll(None if timeout is None else timeout * 1000 + 1)
-            now = time.monotonic()
-            done = {fd: True for fd, _ in events if fd != self._wake_r}
-            done.update({fd: False for fd, limit in watched.items() if fd not in done and now >= limit})
-            if any(fd == self._wake_r for fd, _ in events):
+                wait = 0.0
+            if not self._ending:
+                return
+            self._collecting = True
+            self._waiting = wait > 0
+            fds = list(self._ending)
+            soonest = min(limit for _, limit in self._ending.values())
+        try:
+            poll = select.poll()
+            for fd in fds:
+                poll.register(fd, select.POLLIN)
+            if wait > 0:
+                poll.register(self._wake_r, select.POLLIN)
+            timeout = min(wait, max(0.0, soonest - time.monotonic()))
+            ready = {fd for fd, _ in poll.poll(timeout * 1000 + 1 if timeout > 0 else 0)}
+            if self._wake_r in ready:
                 try:
                     os.read(self._wake_r, 4096)
                 except BlockingIOError:
                     pass
-            for fd, gone in done.items():
-                poll.unregister(fd)
-                del watched[fd]
-                with self._lock:
-                    # Out of _ending and into _idle in one step: idle_slots() waits for _ending to be
-                    # empty, and must not see the slot in neither. (healthy() only polls, no wait.)
-                    slot = self._ending.pop(fd, None)
-                    kept = (slot is not None and gone and not self._closed and len(self._idle) < self.max_idle
-                            and slot.healthy())
-                    if kept:
-                        self._idle.append(slot)
-                if slot is not None:  # else a close() whose watcher seemed gone took it (and the fd)
-                    _close(fd)
-                    if not kept:
-                        self._discard(slot)
-                with self._lock:
-                    self._lock.notify_all()  # spawns waiting for a slot
+            now = time.monotonic()
+            gone: list[tuple[Slot, bool]] = []
+            with self._lock:
+                for fd in fds:
+                    slot, limit = self._ending[fd]
+                    if fd in ready or now >= limit:
+                        del self._ending[fd]
+                        _close(fd)
+                        kept = fd in ready and not self._closed and len(self._idle) < self.max_idle
+                        if kept:
+                            self._idle.append(slot)
+                        gone.append((slot, kept))
+        finally:
+            with self._lock:
+                self._collecting = self._waiting = False
+                self._lock.notify_all()  # threads waiting for a slot, or for another's look
+        for slot, kept in gone:
+            if not kept:
+                self._discard(slot)
 
     def _discard(self, slot: Slot) -> None:
         slot.discard()
@@ -511,34 +520,35 @@ class SlotPool:
 
     def idle_slots(self) -> list[Slot]:
         """Idle slots, after waiting for every ended execution's slot to be back (or discarded)."""
-        with self._lock:
-            self._lock.wait_for(lambda: not self._ending, GONE_SECONDS + 1.0)
-            return list(self._idle)
+        deadline = time.monotonic() + GONE_SECONDS + 1.0
+        while True:
+            with self._lock:
+                if not self._ending or time.monotonic() >= deadline:
+                    return list(self._idle)
+            self._collect(deadline - time.monotonic())
 
     def close(self) -> None:
-        """Discard every slot not running an execution, those still tearing down included (once gone:
-        the watcher discards them, at most GONE_SECONDS); a running execution's slot when it ends."""
+        """Discard every slot not running an execution, those still tearing down included (killing
+        whatever of theirs is left); a running execution's slot when it ends."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-            watcher = self._watcher
         for slot in idle:
-            slot.discard()
-        if watcher is not None:
-            try:
-                os.write(self._wake_w, b"x")  # the watcher: discard what ends from now on, then stop
-            except (BlockingIOError, OSError):
-                pass
-            watcher.join(GONE_SECONDS + 1.0)
-        with self._lock:
-            if watcher is not None and watcher.is_alive():
-                return  # it still owns what it watches (and the wake-up pipe): never seen, but never closed twice
-            left, self._ending = self._ending, {}
-            wake, self._wake_r, self._wake_w = (self._wake_r, self._wake_w), -1, -1
-        for fd, slot in left.items():
-            slot.discard()
+            self._discard(slot)
+        deadline = time.monotonic() + GONE_SECONDS + 1.0
+        while True:  # another thread may be looking at the ending slots: wait for its look to end
+            with self._lock:
+                if not self._collecting or time.monotonic() >= deadline:
+                    left, self._ending = self._ending, {}
+                    # nothing polls it from now on: ended() discards at once, and nothing is ending
+                    wake, self._wake_r, self._wake_w = (self._wake_r, self._wake_w), -1, -1
+                    break
+                self._lock.wait(0.05)
+        for fd, (slot, _) in left.items():
+            self._discard(slot)
             _close(fd)
-        _close(*wake)
+        if not self._collecting:  # (else a look that outlived GONE_SECONDS still holds it: never seen)
+            _close(*wake)
 
 
 # --- does it work here? ------------------------------------------------------------------------------
