@@ -552,6 +552,29 @@ def test_a_busy_pool_takes_another_slot_while_the_last_execution_ends(fresh):
     assert pool.idle_slots() == []
 
 
+def test_threads_sharing_a_warming_pool_wait_for_each_others_slots(fresh):
+    """Before its warm-up the pool keeps one slot per execution in flight: two threads executing at once
+    on one backend take the slots the other's executions left (waiting for their teardown, woken when
+    one ends), never start a third, and the pool runs no thread of its own to do it."""
+    pool = fresh.pool
+    threads_before = {t.name for t in threading.enumerate()}
+    runs = 12  # per thread: 24 in all, within the warm-up
+    answers: dict[int, list] = {}
+
+    def worker(k: int) -> None:
+        answers[k] = [call(fresh, "def f(x): return x + 1", k * 100 + i) for i in range(runs)]
+
+    workers = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(120)
+    assert answers == {k: [k * 100 + i + 1 for i in range(runs)] for k in range(2)}
+    assert 1 <= pool.started <= 2 and pool.discarded == 0, (pool.started, pool.discarded)
+    assert len(pool.idle_slots()) == pool.started
+    assert {t.name for t in threading.enumerate()} - threads_before <= {"acceptgate-slot-spawner"}
+
+
 SURVIVOR = r'''
 import os, sys, ctypes
 def f(x):
