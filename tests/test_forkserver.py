@@ -575,6 +575,36 @@ def test_threads_sharing_a_warming_pool_wait_for_each_others_slots(fresh):
     assert {t.name for t in threading.enumerate()} - threads_before <= {"acceptgate-slot-spawner"}
 
 
+def test_closing_the_pool_ends_a_wait_for_a_slot_at_once(fresh):
+    """A thread waiting for an ending slot (no idle one, the pool still warming up) is woken by close():
+    a stop does not wait out the teardown deadline. The ending slot here is one whose execution never
+    ends: its pidfd is a sleeping process's."""
+    pool = fresh.pool
+    assert call(fresh, "def f(x): return x", 1) == 1
+    slots = pool.idle_slots()
+    assert len(slots) == 1
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        with pool._lock:  # the slot, as if its last execution had not ended yet
+            pool._idle.remove(slots[0])
+            pool._ending[os.pidfd_open(sleeper.pid)] = (slots[0], time.monotonic() + 30.0)
+        taken = []
+        waiter = threading.Thread(target=lambda: taken.append(pool._take()))
+        waiter.start()
+        deadline = time.monotonic() + 10.0
+        while not pool._waiting and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert pool._waiting, "the thread did not wait for the ending slot"
+        started = time.monotonic()
+        fresh.close()
+        waiter.join(10.0)
+        assert not waiter.is_alive() and time.monotonic() - started < 2.0, time.monotonic() - started
+        assert taken == [None] and pool.discarded == 1 and pool.idle_slots() == []
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 SURVIVOR = r'''
 import os, sys, ctypes
 def f(x):

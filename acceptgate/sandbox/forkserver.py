@@ -435,7 +435,7 @@ class SlotPool:
             with self._lock:
                 if self._idle:
                     slot = self._idle.pop(0)
-                elif self._ending and not self._may_grow() and time.monotonic() < deadline:
+                elif self._ending and not self._closed and not self._may_grow() and time.monotonic() < deadline:
                     wait = deadline - time.monotonic()
                     continue
                 else:
@@ -476,6 +476,8 @@ class SlotPool:
                 wait = 0.0
             if not self._ending:
                 return
+            if self._closed:  # close() takes what is ending: one look, no wait
+                wait = 0.0
             self._collecting = True
             self._waiting = wait > 0
             fds = list(self._ending)
@@ -533,6 +535,11 @@ class SlotPool:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            if self._waiting:  # a thread waiting for an ending slot: its look ends now (a stop is quick)
+                try:
+                    os.write(self._wake_w, b"x")
+                except BlockingIOError:
+                    pass
         for slot in idle:
             self._discard(slot)
         deadline = time.monotonic() + GONE_SECONDS + 1.0
