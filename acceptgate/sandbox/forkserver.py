@@ -456,14 +456,18 @@ class SlotPool:
             closed = self._closed
             if not closed:
                 self._ending[pidfd] = (slot, time.monotonic() + GONE_SECONDS)
-                if self._waiting:
-                    try:
-                        os.write(self._wake_w, b"x")
-                    except BlockingIOError:  # wake-ups pending already
-                        pass
+                self._wake()
         if closed:
             _close(pidfd)
             self._discard(slot)
+
+    def _wake(self) -> None:
+        """(Under the lock.) A thread waiting in _collect looks again now; nothing when none waits."""
+        if self._waiting:
+            try:
+                os.write(self._wake_w, b"x")
+            except BlockingIOError:  # wake-ups pending already
+                pass
 
     def _collect(self, wait: float) -> None:
         """Ending slots whose execution is gone back to the idle list (discarded when the pool is
@@ -499,7 +503,7 @@ class SlotPool:
             gone: list[tuple[Slot, bool]] = []
             with self._lock:
                 for fd in fds:
-                    slot, limit = self._ending[fd]
+                    slot, limit = self._ending[fd]  # only the collecting thread removes entries
                     if fd in ready or now >= limit:
                         del self._ending[fd]
                         _close(fd)
@@ -535,26 +539,19 @@ class SlotPool:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-            if self._waiting:  # a thread waiting for an ending slot: its look ends now (a stop is quick)
-                try:
-                    os.write(self._wake_w, b"x")
-                except BlockingIOError:
-                    pass
+            self._wake()  # a thread waiting for an ending slot stops at once: a stop is quick
         for slot in idle:
             self._discard(slot)
-        deadline = time.monotonic() + GONE_SECONDS + 1.0
-        while True:  # another thread may be looking at the ending slots: wait for its look to end
-            with self._lock:
-                if not self._collecting or time.monotonic() >= deadline:
-                    left, self._ending = self._ending, {}
-                    # nothing polls it from now on: ended() discards at once, and nothing is ending
-                    wake, self._wake_r, self._wake_w = (self._wake_r, self._wake_w), -1, -1
-                    break
-                self._lock.wait(0.05)
+        with self._lock:
+            # Another thread's look at the ending slots (woken above) ends first: it owns their pidfds.
+            looked = self._lock.wait_for(lambda: not self._collecting, GONE_SECONDS + 1.0)
+            left, self._ending = (self._ending, {}) if looked else ({}, self._ending)
+            # nothing polls it from now on: ended() discards at once, and nothing is ending
+            wake, self._wake_r, self._wake_w = (self._wake_r, self._wake_w), -1, -1
         for fd, (slot, _) in left.items():
             self._discard(slot)
             _close(fd)
-        if not self._collecting:  # (else a look that outlived GONE_SECONDS still holds it: never seen)
+        if looked:  # (else a look that outlived its deadline still holds them: never seen, never closed twice)
             _close(*wake)
 
 
