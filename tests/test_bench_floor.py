@@ -78,3 +78,16 @@ def test_the_sample_limit_bounds_many_slow_cases():
 def test_a_digest_suites_cases_are_compared_as_their_values_or_not_at_all(want, plain):
     assert bench_floor._plain(dialects.DIGEST, want) == plain
     assert bench_floor._plain("python-call/1", ("value", [1, 2])) == ("value", [1, 2])
+
+
+def test_the_cost_beyond_the_candidates_is_per_sample_and_the_goals_budget_assumes_busy_workers():
+    # 1,000 samples whose own work took 20 s: a floor run of 22 s of CPU spent 2 ms per sample beyond it,
+    # acceptgate's 25 s 5 ms; a reference of 45 s at 3x on 2 workers leaves 30 s, i.e. 10 ms per sample.
+    got = bench_floor.beyond_the_candidates(1000, 20.0, 22.0, 25.0, 45.0, 3, 2)
+    assert got == {"goal": 3, "run_cpu_seconds": 22.0, "floor_run_beyond_ms": 2.0, "acceptgate_beyond_ms": 5.0,
+                   "goal_budget_ms": 10.0}
+    # A goal below the candidates' own work leaves a negative budget; figures not measured stay None
+    got = bench_floor.beyond_the_candidates(1000, 20.0, None, None, 45.0, 5, 2)
+    assert got["goal_budget_ms"] == -2.0
+    assert got["floor_run_beyond_ms"] is None and got["acceptgate_beyond_ms"] is None and got["run_cpu_seconds"] is None
+    assert bench_floor.beyond_the_candidates(1000, 20.0, 22.0, None, None, 3, 2)["goal_budget_ms"] is None
