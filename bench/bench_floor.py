@@ -218,6 +218,11 @@ def beyond_the_candidates(samples: int, candidates_cpu: float, floor_run_cpu: fl
             "goal_budget_ms": per_sample(reference_seconds / goal * workers if reference_seconds else None)}
 
 
+def _cell(value: float | None, spec: str) -> str:
+    """A table cell: the figure, or a dash where it was not measured (0 and negative budgets are shown)."""
+    return "—" if value is None else format(value, spec)
+
+
 def newest_reference(out: Path) -> Path | None:
     runs = sorted(out.glob("bench_samples-2*.json"))
     return runs[-1] if runs else None
@@ -302,13 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", "| suites | goal | CPU ms per sample beyond the candidates' own: budget at the goal | "
               "a bare fork per sample (the floor run) | acceptgate local (that run) | floor run's CPU s |",
               "|---|---|---:|---:|---:|---:|"]
-    def ms(value: float | None) -> str:
-        return "—" if value is None else f"{value:.2f}"
     for r in suites:
-        goal = f"{r['goal']}x {r['reference']}"
-        run_cpu = "—" if r["run_cpu_seconds"] is None else f"{r['run_cpu_seconds']:.1f}"
-        lines.append(f"| {r['suites']} | {goal} | {ms(r['goal_budget_ms'])} | {ms(r['floor_run_beyond_ms'])} | "
-                     f"{ms(r['acceptgate_beyond_ms'])} | {run_cpu} |")
+        lines.append(f"| {r['suites']} | {r['goal']}x {r['reference']} | {_cell(r['goal_budget_ms'], '.2f')} | "
+                     f"{_cell(r['floor_run_beyond_ms'], '.2f')} | {_cell(r['acceptgate_beyond_ms'], '.2f')} | "
+                     f"{_cell(r['run_cpu_seconds'], '.1f')} |")
     md = "\n".join(lines)
     print(md)
     command = " ".join(["python3", "bench/bench_floor.py", *(argv if argv is not None else sys.argv[1:])])
