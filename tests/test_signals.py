@@ -401,11 +401,13 @@ def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suit
     samples.write_text("\n".join([looper] * (executor.MIN_PROCESS_JOBS + 6)) + "\n")
     cli = Cli(["score", "--suites", str(suites_3), "--samples", str(samples), "--suite", "hidden", "--out", str(out),
                "--no-gauge", "--workers", "2", "--wall-seconds", "300"], tmp_path, api)
-    own = _cmdline(cli.proc.pid)
     deadline = time.monotonic() + WAIT
     try:
         while True:  # until both worker processes (forks: the CLI's command line) run a sample each
-            workers = [p for p in interrupt.descendants(cli.proc.pid) if _cmdline(p) == own]
+            # Read again each time: right after Popen returns, the kernel may not have set the new
+            # program's command line yet (/proc shows it empty, about 2 % of starts).
+            own = _cmdline(cli.proc.pid)
+            workers = [p for p in interrupt.descendants(cli.proc.pid) if own and _cmdline(p) == own]
             if len(workers) == 2 and all(_sandbox_running(p) for p in workers):
                 break
             assert time.monotonic() < deadline and cli.proc.poll() is None, "\n".join(cli.lines[-30:])
