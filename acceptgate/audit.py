@@ -29,7 +29,9 @@ from typing import Any, Callable, Iterator
 
 import pandas as pd
 
-from acceptgate import __version__, render, runids, suitespec, warehouse
+from acceptgate import __version__, render, runids, suitespec
+
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.pipelines import ledger
 from acceptgate.sandbox import backend as backends

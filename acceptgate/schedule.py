@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 
 NIGHTLY_CRON = "30 2 * * *"  # UTC

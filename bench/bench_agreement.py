@@ -224,7 +224,7 @@ def read_evalplus_results(path: Path, samples: list[dict]) -> tuple[list[bool], 
 
 
 def import_suites(dataset: str, limit: int | None, out: Path, path: Path | None = None) -> Path:
-    cmd = [sys.executable, "-m", "cli", "import", dataset, "--path", str(path or DATA[dataset]),
+    cmd = [sys.executable, "-m", "acceptgate", "import", dataset, "--path", str(path or DATA[dataset]),
            "--out", str(out)]
     if limit:
         cmd += ["--limit", str(limit)]

@@ -51,8 +51,8 @@ def main() -> None:
     ap.add_argument("--shard-size", type=int, default=2)
     args = ap.parse_args()
 
-    from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-    from flows import serve
+    from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+    from acceptgate.flows import serve
     from bench_scale import free_port, import_suites
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_certify_client."))
@@ -61,13 +61,14 @@ def main() -> None:
     with serve.local_server(free_port()) as api:
         os.environ["PREFECT_API_URL"] = api
         log: list[dict] = []
-        from acceptgate import expectations, shards
-        from cli import main as cli
+        from acceptgate import shards
+        from acceptgate.store import expectations
+        from acceptgate.cli import main as cli
         from acceptgate.pipelines import certify as certify_io
         from acceptgate.v4v import certify as core
         from acceptgate.v4v import store
-        import flows.certify  # noqa: F401
-        from flows import dask_runner
+        import acceptgate.flows.certify  # noqa: F401
+        from acceptgate.flows import dask_runner
 
         t0 = time.perf_counter()
         for module, name in ((core, "load_materials"), (certify_io, "start_run"), (dask_runner, "map_shards"),

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from acceptgate import expectations  # noqa: E402
+from acceptgate.store import expectations  # noqa: E402
 from acceptgate.sandbox import residency  # noqa: E402
 
 spent: dict[str, list] = collections.defaultdict(lambda: [0, 0.0])
@@ -57,4 +57,4 @@ if __name__ == "__main__":
     timed(expectations, "failures", "expectation checks (GE and pandas rules, GE's import included)")
     timed(residency.Pinned, "try_pin", "sandbox view pinned (Pinned.try_pin)")
     sys.argv = ["acceptgate", *sys.argv[1:]]
-    runpy.run_module("cli", run_name="__main__")
+    runpy.run_module("acceptgate", run_name="__main__")

@@ -32,12 +32,12 @@ def main() -> None:
     ap.add_argument("--shard-size", type=int, default=50)
     args = ap.parse_args()
 
-    from tasks import _prefect_env  # noqa: F401
+    from acceptgate.tasks import _prefect_env  # noqa: F401
     from acceptgate import score, shards, suitefiles
     from acceptgate.importers import humanevalplus
     from acceptgate.sandbox import backend as backends
     from acceptgate.sources.codet import evalplus_lines
-    from flows import score_sharded, serve
+    from acceptgate.flows import score_sharded, serve
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_dask."))
     with backends.create("local") as b:

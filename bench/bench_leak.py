@@ -195,7 +195,7 @@ def _generate(n_tasks: int, cases: int, n_records: int, history: Path, truth: Pa
 
 
 def bench_history(args) -> None:
-    from acceptgate import warehouse
+    from acceptgate.store import warehouse
     from acceptgate.leak import audit
     from acceptgate.pipelines import leak as leak_io
 
@@ -264,13 +264,15 @@ def bench_backfill_cli(tasks, history: Path, planted: dict, path: Path, workdir:
     import subprocess
     import sys
 
-    from acceptgate import suitefiles, warehouse
+    from acceptgate import suitefiles
+
+    from acceptgate.store import warehouse
     from acceptgate.task import ImportResult
 
     suites = suitefiles.write_suites(ImportResult("synthetic", "bench_leak.py", "-", tasks, []), workdir / "suites")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "cli", "backfill", "--suites", str(suites),
+    done = subprocess.run([sys.executable, "-m", "acceptgate", "backfill", "--suites", str(suites),
                            "--history", str(history), "--no-warehouse-runs", "--warehouse", str(path), "--quiet"],
                           capture_output=True, text=True)
     took = time.perf_counter() - t0

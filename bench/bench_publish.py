@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from acceptgate import warehouse  # noqa: E402
+from acceptgate.store import warehouse  # noqa: E402
 
 
 def main() -> int:

@@ -110,7 +110,7 @@ def run_command(argv: list[str], env: dict, timeout: float) -> tuple[float, int,
     """(seconds, peak RSS of the tree, output, finished): a run past ``timeout`` is stopped, group and all."""
     stop, peak = threading.Event(), [0]
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "cli", *argv], cwd=REPO, env=env, start_new_session=True,
+    proc = subprocess.Popen([sys.executable, "-m", "acceptgate", *argv], cwd=REPO, env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     watcher = threading.Thread(target=peak_tree_rss, args=(proc, stop, peak), daemon=True)
     watcher.start()
@@ -191,7 +191,7 @@ def core_scaling(seconds: float = 5.0) -> float:
 
 def row_counts(warehouse: Path, stage: str) -> int:
     from shard_rows import TABLES
-    from acceptgate import warehouse as wh
+    from acceptgate.store import warehouse as wh
 
     with wh.connect(warehouse, read_only=True) as con:
         return sum(con.execute(f"select count(*) from {t}").fetchone()[0] for t in TABLES[stage])
@@ -238,8 +238,8 @@ def main() -> None:
     print(f"core scaling: 2 processes do {scaling:.2f}x the CPU-bound work of 1 (load {load0:.1f}->"
           f"{os.getloadavg()[0]:.1f}): the ceiling of 2 workers vs 1 on this machine", flush=True)
 
-    from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-    from flows import serve
+    from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+    from acceptgate.flows import serve
     from shard_rows import table_rows
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_scale."))
@@ -403,7 +403,7 @@ def plot(data: Path, png: Path) -> None:
 def import_suites(dataset: str, path: Path, n: int, out: Path, env: dict | None = None) -> None:
     """The first n tasks' suites of a dataset, imported by the real command (also bench_certify_client's
     and bench_dask_overhead's inputs)."""
-    subprocess.run([sys.executable, "-m", "cli", "import", dataset, "--path", str(path), "--out",
+    subprocess.run([sys.executable, "-m", "acceptgate", "import", dataset, "--path", str(path), "--out",
                     str(out), "--limit", str(n)], cwd=REPO, env=env, check=True, capture_output=True)
 
 

@@ -2,12 +2,12 @@
 
 The flow only sequences the stage tasks; each stage validates its rows (Great Expectations) and
 writes them in one short transaction, so a failed expectation stops the flow at that stage with
-nothing of it written. Run it with ``acceptgate audit`` or ``python -m flows.audit``.
+nothing of it written. Run it with ``acceptgate audit`` or ``python -m acceptgate.flows.audit``.
 """
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import time
 
@@ -16,9 +16,9 @@ from prefect.utilities.annotations import quote
 
 from acceptgate import audit as core
 from acceptgate import shards
-from tasks.publish import summary_artifact
-from flows import dask_runner
-from tasks.audit import (audit_shard, execute_stage, gauge_stage, import_stage, prepare_warehouse, publish,
+from acceptgate.tasks.publish import summary_artifact
+from acceptgate.flows import dask_runner
+from acceptgate.tasks.audit import (audit_shard, execute_stage, gauge_stage, import_stage, prepare_warehouse, publish,
                          suites_stage, write_execute)
 
 

@@ -9,7 +9,7 @@ deployment (its parameters are this function's).
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 from prefect import flow
 from prefect.utilities.annotations import quote
@@ -18,8 +18,8 @@ from acceptgate import shards
 from acceptgate.leak import audit as core
 from acceptgate.leak.matcher import DEFAULT
 from acceptgate.pipelines import leak as leak_io
-from flows import dask_runner
-from tasks import leak_tasks as t
+from acceptgate.flows import dask_runner
+from acceptgate.tasks import leak_tasks as t
 
 
 @flow(name="leak-backfill", persist_result=False, log_prints=False)

@@ -7,7 +7,7 @@ writes them, so a failed expectation stops the flow with nothing of that stage w
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import contextlib
 import dataclasses
@@ -20,8 +20,8 @@ from prefect.utilities.annotations import quote
 from acceptgate import shards
 from acceptgate.v4v import certify as core
 from acceptgate.v4v import store
-from flows import dask_runner
-from tasks import certify_tasks as t
+from acceptgate.flows import dask_runner
+from acceptgate.tasks import certify_tasks as t
 
 
 class CertifySummary:

@@ -2,12 +2,12 @@
 shard would otherwise import while the client waits for it -- Prefect's task engine and the sharded
 stages' task modules with the core they call."""
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import prefect.task_engine  # noqa: F401,E402
 
 import acceptgate.sandbox.local  # noqa: F401,E402
 import acceptgate.shards  # noqa: F401,E402
 import acceptgate.v4v.certify  # noqa: F401,E402
-import tasks.certify_tasks  # noqa: F401,E402
-import tasks.gate_tasks  # noqa: F401,E402
+import acceptgate.tasks.certify_tasks  # noqa: F401,E402
+import acceptgate.tasks.gate_tasks  # noqa: F401,E402

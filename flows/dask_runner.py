@@ -13,7 +13,7 @@ a task run. A LocalCluster's workers inherit this process's environment.
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import contextlib
 import threading
@@ -42,7 +42,7 @@ def task_runner(dask_workers: int | None = None, dask_address: str | None = None
 # Imported by each LocalCluster worker as it starts (distributed's ``preload``), before any shard
 # arrives: Prefect's task engine and the shard code, 4-5 s of imports here (after distributed's own) that a
 # worker would otherwise pay inside its first shard, while the client waits.
-PRELOAD = "flows.dask_preload"
+PRELOAD = "acceptgate.flows.dask_preload"
 
 
 _NANNY = None

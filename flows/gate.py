@@ -8,7 +8,7 @@ writes them, so a failed expectation stops the flow with nothing of that stage w
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import time
 
@@ -18,8 +18,8 @@ from prefect.utilities.annotations import quote
 from acceptgate import shards
 from acceptgate.gates import run as core
 from acceptgate.sandbox.backend import Limits
-from flows import dask_runner
-from tasks import gate_tasks as t
+from acceptgate.flows import dask_runner
+from acceptgate.tasks import gate_tasks as t
 
 
 @flow(name="gate", persist_result=False, log_prints=False)

@@ -8,7 +8,7 @@ stage of ``acceptgate.schedule.BACKFILL_STAGES`` over them (today: the leak audi
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import datetime as dt
 
@@ -16,8 +16,8 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from acceptgate import schedule
-from flows.nightly import run_stage
-from tasks import publish
+from acceptgate.flows.nightly import run_stage
+from acceptgate.tasks import publish
 
 
 @task(name="select-runs", cache_policy=NO_CACHE, persist_result=False)

@@ -4,12 +4,12 @@ Expectations) before they are written, and a failed expectation writes nothing."
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 from prefect import flow
 
 from acceptgate.judge.run import Inputs, JudgeRun
-from tasks import judge_tasks as t
+from acceptgate.tasks import judge_tasks as t
 
 
 @flow(name="judge", persist_result=False, log_prints=False)

@@ -7,14 +7,14 @@ Run it with ``acceptgate leak-audit``.
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 from prefect import flow
 from prefect.utilities.annotations import quote
 
 from acceptgate.leak import audit as core
 from acceptgate.leak.matcher import DEFAULT
-from tasks import leak_tasks as t
+from acceptgate.tasks import leak_tasks as t
 
 
 @flow(name="leak-audit", persist_result=False, log_prints=False)

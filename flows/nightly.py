@@ -8,7 +8,7 @@ that fails fails the nightly run at that stage (later stages do not run on a par
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 from pathlib import Path
 
@@ -16,8 +16,8 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from acceptgate import schedule, shards
-from flows import stage_flows
-from tasks import publish
+from acceptgate.flows import stage_flows
+from acceptgate.tasks import publish
 
 
 @task(name="import-suites", cache_policy=NO_CACHE, persist_result=False)

@@ -12,7 +12,7 @@ from a path on the worker.
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import time
 
@@ -53,7 +53,7 @@ def score_sharded(suites_dir: str, samples: str, suite: str = "hidden", backend:
 def task_runner(dask_workers: int | None = None, dask_address: str | None = None):
     """The sharded stages' DaskTaskRunner (flows/dask_runner.py; the parallelism inside a shard is the
     sandbox's own processes, ``workers_per_shard``)."""
-    from flows import dask_runner
+    from acceptgate.flows import dask_runner
 
     return dask_runner.task_runner(dask_workers, dask_address)
 
@@ -64,7 +64,7 @@ def run(suites_dir: str, samples: str, *, dask_workers: int | None = None, dask_
     import contextlib
     import os
 
-    from flows import serve
+    from acceptgate.flows import serve
 
     with contextlib.ExitStack() as stack:
         if not os.environ.get("PREFECT_API_URL"):

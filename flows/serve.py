@@ -9,7 +9,7 @@ Deployments:
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # offline settings before prefect is imported
+from acceptgate.tasks import _prefect_env  # offline settings before prefect is imported
 
 import asyncio
 import contextlib
@@ -93,8 +93,8 @@ def deployments(nightly_parameters: dict[str, Any], backfill_parameters: dict[st
                 cron: str = schedule.NIGHTLY_CRON) -> list:
     from prefect.schedules import Cron
 
-    from flows.history_backfill import history_backfill
-    from flows.nightly import nightly
+    from acceptgate.flows.history_backfill import history_backfill
+    from acceptgate.flows.nightly import nightly
 
     stages = ", ".join(s.name for s in schedule.NIGHTLY_STAGES)
     return [

@@ -14,14 +14,14 @@ from acceptgate import schedule
 
 # stage name -> (flow module, attribute holding the Prefect flow)
 FLOWS: dict[str, tuple[str, str]] = {
-    "audit": ("flows.audit", "audit"),
-    "gates": ("flows.gate", "gate"),
-    "leak-audit": ("flows.leak_audit", "leak_audit"),
-    "certify": ("flows.certify", "certify"),
-    "stats": ("flows.stats", "stats"),
-    "judge": ("flows.judge", "judge"),
-    "judge-stats": ("flows.stats", "stats"),
-    "leak-backfill": ("flows.backfill", "backfill"),
+    "audit": ("acceptgate.flows.audit", "audit"),
+    "gates": ("acceptgate.flows.gate", "gate"),
+    "leak-audit": ("acceptgate.flows.leak_audit", "leak_audit"),
+    "certify": ("acceptgate.flows.certify", "certify"),
+    "stats": ("acceptgate.flows.stats", "stats"),
+    "judge": ("acceptgate.flows.judge", "judge"),
+    "judge-stats": ("acceptgate.flows.stats", "stats"),
+    "leak-backfill": ("acceptgate.flows.backfill", "backfill"),
 }
 
 

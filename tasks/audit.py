@@ -8,7 +8,7 @@ processes and cannot travel between tasks.
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from acceptgate import audit, shards
 
-from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
+from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 

@@ -6,7 +6,7 @@ persisted results: the warehouse is the record. Sandbox backends are opened insi
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import time
 from pathlib import Path
@@ -19,7 +19,7 @@ from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as core
 from acceptgate.pipelines import certify as certify_io
 from acceptgate.v4v import store
-from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
+from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 

@@ -7,7 +7,7 @@ backends are opened inside each task by name, since they hold processes and conn
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import time
 from pathlib import Path
@@ -26,7 +26,7 @@ from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sources import open_source
 from acceptgate.task import Task
-from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
+from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 

@@ -8,7 +8,7 @@ warehouse is the record.
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from acceptgate.leak import audit
 from acceptgate.pipelines import leak as leak_io
 from acceptgate.leak.material import TaskMaterial
 
-from tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
+from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 

@@ -7,14 +7,14 @@ summary is a markdown artifact on the flow run, built from that snapshot by ``ac
 
 from __future__ import annotations
 
-from tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.pipelines import ledger
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}

@@ -160,7 +160,7 @@ def _drain_workers() -> None:
 
 @pytest.fixture(scope="session")
 def prefect_harness():
-    import tasks._prefect_env  # noqa: F401  (offline settings before prefect is imported)
+    import acceptgate.tasks._prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
     directory = os.environ.get(SHARED_ENV)
     if os.environ.get("PYTEST_XDIST_WORKER") and directory:

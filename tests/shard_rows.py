@@ -38,7 +38,7 @@ def frame_rows(frame) -> list[tuple]:
 
 
 def table_rows(path: str | Path, kind: str) -> dict[str, list[tuple]]:
-    from acceptgate import warehouse
+    from acceptgate.store import warehouse
 
     with warehouse.connect(path, read_only=True) as con:
         return {t: frame_rows(con.execute(f"select * from {t}").df()) for t in TABLES[kind]}

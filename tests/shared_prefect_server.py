@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tasks import _prefect_env  # noqa: E402  (offline settings; launch_server/stop_server)
+from acceptgate.tasks import _prefect_env  # noqa: E402  (offline settings; launch_server/stop_server)
 from acceptgate.interrupt import pid_alive  # noqa: E402
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from acceptgate import audit, warehouse
-from cli import main
+from acceptgate import audit
+
+from acceptgate.store import warehouse
+from acceptgate.cli import main
 
 pytestmark = pytest.mark.prefect
 
@@ -19,7 +21,7 @@ POPULATED = ["runs", "run_stages", "tasks", "candidates", "suites", "cases", "ga
 
 
 def test_the_audit_flow_twice_writes_every_stage_once(prefect_harness, tmp_path, capsys):
-    from flows.audit import audit as audit_flow
+    from acceptgate.flows.audit import audit as audit_flow
 
     path = tmp_path / "w.duckdb"
     first = audit_flow(limit=3, warehouse=str(path), backend="local")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import COMMAND_MODULES, build_parser, command_module, main
+from acceptgate.cli import COMMAND_MODULES, build_parser, command_module, main
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -39,15 +39,15 @@ def test_each_command_parses_with_only_its_own_module():
     for name in top:
         assert {cmd[0] for cmd in _commands(build_parser(command_module([name]))) if len(cmd) == 1} == {name}
     assert command_module(["--help"]) is None and command_module([]) is None and command_module(["nope"]) is None
-    done = subprocess.run([sys.executable, "-c", "import sys; from cli import main; "
+    done = subprocess.run([sys.executable, "-c", "import sys; from acceptgate.cli import main; "
                            "code = main(['spec', 'check', sys.argv[1]]); "
-                           "print(sorted(m for m in ('duckdb', 'numpy', 'acceptgate.warehouse') if m in sys.modules))",
+                           "print(sorted(m for m in ('duckdb', 'numpy', 'acceptgate.store.warehouse') if m in sys.modules))",
                            str(GOLDEN.parent / "no-such-spec.json")], capture_output=True, text=True)
     assert done.stdout.strip() == "[]", (done.stdout, done.stderr[-2000:])
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "acceptgate", *args], capture_output=True, text=True)
 
 
 def test_spec_check_valid_prints_hashes():

@@ -21,8 +21,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from acceptgate.warehouse import ENV_LOCK_TIMEOUT
-from cli import main
+from acceptgate.store.warehouse import ENV_LOCK_TIMEOUT
+from acceptgate.cli import main
 from writer_process import REPO, cli_env, kill_group
 
 pytestmark = pytest.mark.prefect
@@ -74,7 +74,7 @@ READER = textwrap.dedent("""
 
         while True:
             last = os.path.exists(stop)  # one more round after the writer is done
-            cli = subprocess.run([sys.executable, "-m", "cli", "sql", "--warehouse", warehouse,
+            cli = subprocess.run([sys.executable, "-m", "acceptgate", "sql", "--warehouse", warehouse,
                                   "--format", "json", query], capture_output=True, text=True)
             if cli.returncode == 2 and "no snapshot published yet" in cli.stderr and holder is None:
                 note("none", [])

@@ -31,7 +31,7 @@ def test_shards_are_coarse_batches(inputs):
 def test_local_cluster_same_verdicts_as_single_process(prefect_harness, inputs, local_backend, monkeypatch):
     from prefect.settings import PREFECT_API_URL
 
-    from flows import score_sharded
+    from acceptgate.flows import score_sharded
 
     # the Dask workers are new processes: they find the test server through the environment
     monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())
@@ -54,7 +54,7 @@ def test_local_cluster_same_verdicts_as_single_process(prefect_harness, inputs, 
 def test_sharded_flow_takes_the_evalplus_profile(prefect_harness, inputs, local_backend):
     """The sharded flow (here on Prefect's default runner) carries each shard's reference times, so its
     evalplus verdicts are the single-process ones and every row names the profile."""
-    from flows import score_sharded
+    from acceptgate.flows import score_sharded
 
     suites_dir, samples = inputs
     sharded = score_sharded.score_sharded(suites_dir, samples, suite="hidden", shard_size=8, profile="evalplus")
@@ -76,7 +76,7 @@ def test_the_local_workers_temp_dir_keeps_the_namespaced_sandbox(tmp_path):
 
     probe = (
         "import os, stat\n"
-        "from cli import score_cmd\n"
+        "from acceptgate.cli import score_cmd\n"
         "path = score_cmd._workers_temp_dir()\n"
         "import tempfile; tempfile.tempdir = None\n"
         "assert tempfile.gettempdir() == path, (tempfile.gettempdir(), path)\n"
@@ -105,7 +105,7 @@ def test_local_cluster_workers_do_not_trim_malloc_on_every_free(prefect_harness,
     from prefect import task
     from prefect.settings import PREFECT_API_URL
 
-    from flows import dask_runner
+    from acceptgate.flows import dask_runner
 
     monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)

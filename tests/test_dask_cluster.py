@@ -144,7 +144,7 @@ def api_env(monkeypatch):
 
 def test_score_on_the_cluster_gives_the_single_process_verdicts(cluster, inputs, api_env, local_backend):
     from acceptgate import score, shards
-    from flows import score_sharded
+    from acceptgate.flows import score_sharded
 
     suites_dir, samples = inputs
     sharded = score_sharded.run(suites_dir, samples, suite="hidden", dask_address=cluster.address, shard_size=2)
@@ -160,7 +160,7 @@ def test_score_on_the_cluster_gives_the_single_process_verdicts(cluster, inputs,
 
 
 def _gate(warehouse: Path, suites_dir: str, codet: str, **kw):
-    from flows.gate import gate
+    from acceptgate.flows.gate import gate
 
     return gate(arms=["conform", "hmix", "off"], source=f"codet:{codet}", suites_dir=suites_dir,
                 warehouse=str(warehouse), per_task=2, gauge=False, **kw)
@@ -175,7 +175,7 @@ def test_gate_on_the_cluster_gives_the_single_process_rows(cluster, inputs, api_
     want = table_rows(tmp_path / "single.duckdb", "gate")
     assert len(want["gate_decisions"]) == 3 * TASKS and len(want["gate_attempts"]) > 0
     assert_same_rows(table_rows(tmp_path / "dask.duckdb", "gate"), want)
-    from acceptgate import warehouse
+    from acceptgate.store import warehouse
 
     with warehouse.connect(tmp_path / "dask.duckdb", read_only=True) as con:
         assert con.execute("select status from run_attempts").fetchall() == [("ok",)]
@@ -184,7 +184,7 @@ def test_gate_on_the_cluster_gives_the_single_process_rows(cluster, inputs, api_
 def _certify(warehouse: Path, suites_dir: str, dataset: str, samples: str, **kw):
     from acceptgate.v4v import certify as C
     from acceptgate.v4v.pools import PoolSettings
-    from flows.certify import certify
+    from acceptgate.flows.certify import certify
 
     settings = C.Settings(pool=PoolSettings(samples_per_task=2), repeat_sample=0, workers=1)
     return certify(suites_dir=suites_dir, dataset=dataset, samples=samples, warehouse=str(warehouse),
@@ -205,7 +205,7 @@ def test_certify_on_the_cluster_gives_the_single_process_rows(cluster, inputs, a
 
 def test_audit_execution_stage_on_the_cluster_gives_the_single_process_rows(cluster, api_env, tmp_path,
                                                                             humanevalplus_path):
-    from flows.audit import audit
+    from acceptgate.flows.audit import audit
 
     kw = {"limit": TASKS, "dataset": "humanevalplus", "data_path": str(humanevalplus_path)}
     single = audit(warehouse=str(tmp_path / "single.duckdb"), **kw)
@@ -222,11 +222,11 @@ def test_backfill_on_the_cluster_gives_the_single_process_rows(cluster, inputs, 
     to find) on the cluster, against the same scan in one process."""
     import shutil
 
-    from flows.backfill import backfill
+    from acceptgate.flows.backfill import backfill
 
     suites_dir, _ = inputs
     _gate_arms = ["conform", "hmix-leaky-gt"]
-    from flows.gate import gate
+    from acceptgate.flows.gate import gate
 
     gate(arms=_gate_arms, source=f"codet:{codet_samples_path}", suites_dir=suites_dir,
          warehouse=str(tmp_path / "g.duckdb"), per_task=2, gauge=False)
@@ -271,7 +271,9 @@ def test_a_worker_killed_in_its_shard(cluster, inputs, api_env, tmp_path):
 
     import psutil
 
-    from acceptgate import suitefiles, warehouse
+    from acceptgate import suitefiles
+
+    from acceptgate.store import warehouse
 
     suites_dir, _ = inputs
     samples = tmp_path / "slow.jsonl"
@@ -294,7 +296,7 @@ def test_a_worker_killed_in_its_shard(cluster, inputs, api_env, tmp_path):
 
     watcher = threading.Thread(target=kill_the_first_busy_worker, daemon=True)
     watcher.start()
-    from flows.gate import gate
+    from acceptgate.flows.gate import gate
 
     path = tmp_path / "dask.duckdb"
     summary = gate(arms=["conform"], source=source, suites_dir=suites_dir, warehouse=str(path), per_task=1,

@@ -18,7 +18,7 @@ def _deployments():
 
 @pytest.mark.parametrize("deployment", _deployments(), ids=lambda d: d["name"])
 def test_deployment_entrypoint_and_parameters(deployment, monkeypatch):
-    from tasks import _prefect_env  # noqa: F401  (offline settings before prefect loads)
+    from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect loads)
     from prefect.flows import load_flow_from_entrypoint
 
     monkeypatch.chdir(REPO)

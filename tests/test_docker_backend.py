@@ -533,7 +533,7 @@ def test_cli_exec_with_docker_backend(docker_engine, tmp_path):
                                           {"args": "[5, -5]", "expected": "0"}]}))
     candidate = tmp_path / "cand.py"
     candidate.write_text("def add(a, b):\n    return a + b\n")
-    proc = subprocess.run([sys.executable, "-m", "cli", "exec", "--spec", str(spec),
+    proc = subprocess.run([sys.executable, "-m", "acceptgate", "exec", "--spec", str(spec),
                            "--candidate", str(candidate), "--backend", "docker"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -544,7 +544,7 @@ def test_cli_exec_with_docker_backend(docker_engine, tmp_path):
 
 
 def test_cli_sandbox_info(docker_engine):
-    proc = subprocess.run([sys.executable, "-m", "cli", "sandbox", "info"],
+    proc = subprocess.run([sys.executable, "-m", "acceptgate", "sandbox", "info"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)["backends"]["docker"]
@@ -560,7 +560,7 @@ def test_listings_survive_containers_removed_while_they_list(docker, monkeypatch
     labelled containers and the inspection of each (CI once failed `sandbox info` there). `sandbox info`
     and `remove_stale` skip what is gone; `remove_stale` still removes only containers of dead owners."""
     from acceptgate.sandbox.docker import engine, pool
-    from cli.sandbox_cmd import docker_info
+    from acceptgate.cli.sandbox_cmd import docker_info
 
     client = engine.connect()
     node = os.uname().nodename

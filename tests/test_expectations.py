@@ -15,9 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from acceptgate import audit, expectations, warehouse
+from acceptgate import audit
+
+from acceptgate.store import expectations, warehouse
 from acceptgate.errors import InvalidInput
-from acceptgate.expectations import ExpectationFailed
+from acceptgate.store.expectations import ExpectationFailed
 from acceptgate.sandbox.executor import CASE_STATUSES, VERDICTS
 from acceptgate.task import SUITE_KINDS
 
@@ -176,7 +178,7 @@ def test_ge_starts_without_the_modules_no_suite_uses_and_imports_them_on_first_u
     code = textwrap.dedent("""
         import sys
         import pandas as pd
-        from acceptgate import expectations
+        from acceptgate.store import expectations
         frame = pd.DataFrame({"call_id": [1], "client": ["a"], "route": ["/v1/health"], "method": ["GET"],
                               "status": [200], "latency_seconds": [0.01],
                               "called_at": [pd.Timestamp(0, unit="s", tz="UTC")]})

@@ -5,8 +5,10 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from acceptgate import delivery, warehouse
-from cli import main
+from acceptgate import delivery
+
+from acceptgate.store import warehouse
+from acceptgate.cli import main
 from acceptgate.experiments import r532
 
 
@@ -152,7 +154,7 @@ def test_experiment_seed002_prints_the_table_with_the_all_reject_share(tmp_path,
 
 
 def test_experiment_rows_expectations_allow_a_missing_share_and_refuse_one_above_1():
-    from acceptgate import expectations
+    from acceptgate.store import expectations
     from acceptgate.experiments.result import ExperimentResult, Row
 
     res = ExperimentResult("seed002", "constructed", {})

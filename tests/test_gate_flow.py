@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from acceptgate import warehouse
-from cli import main
+from acceptgate.store import warehouse
+from acceptgate.cli import main
 
 pytestmark = pytest.mark.prefect
 
@@ -36,7 +36,7 @@ def suites_14(tmp_path_factory, humanevalplus_path, local_backend):
 
 
 def test_gate_flow_conform_and_off_on_codet(prefect_harness, tmp_path, suites_14, codet_samples_path, capsys):
-    from flows.gate import gate
+    from acceptgate.flows.gate import gate
 
     path = tmp_path / "w.duckdb"
     source = f"codet:{codet_samples_path}"
@@ -135,7 +135,7 @@ def test_gate_flow_hmix_through_a_local_endpoint(prefect_harness, tmp_path, suit
     """H-MIX over two real tasks against a scripted OpenAI-compatible server on 127.0.0.1."""
     from acceptgate import suitefiles
     from acceptgate.sources.openai_chat import ChatConfig
-    from flows.gate import gate
+    from acceptgate.flows.gate import gate
     from test_openai_chat import ChatServer
 
     right = ("```python\nfrom typing import List\n\ndef has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
@@ -178,7 +178,8 @@ def test_gate_flow_hmix_through_a_local_endpoint(prefect_harness, tmp_path, suit
 
 def test_gate_expectations_catch_inconsistent_rows(local_backend, tmp_path):
     """The stage checks can fail: a delivered attempt that failed V, a false_delivery flag that lies."""
-    from acceptgate import expectations, suitespec
+    from acceptgate import suitespec
+    from acceptgate.store import expectations
     from acceptgate.delivery import score_deliveries
     from acceptgate.gates import run_gate
     from acceptgate.gates import run as core

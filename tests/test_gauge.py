@@ -165,7 +165,7 @@ def _broken_suites(humanevalplus_path: Path, out: Path) -> Path:
 @pytest.mark.prefect
 def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_harness, humanevalplus_path, tmp_path,
                                                                      capsys):
-    from cli import main
+    from acceptgate.cli import main
 
     suites = _broken_suites(humanevalplus_path, tmp_path / "suites")
     samples = tmp_path / "samples.jsonl"

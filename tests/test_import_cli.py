@@ -8,7 +8,7 @@ import json
 import pytest
 
 from acceptgate import suitefiles
-from cli import main
+from acceptgate.cli import main
 
 
 @pytest.fixture(autouse=True)

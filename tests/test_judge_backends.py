@@ -13,7 +13,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from cli import main
+from acceptgate.cli import main
 from acceptgate.judge.run import Inputs, judge_inputs
 from acceptgate.sources.openai_chat import ChatConfig
 from test_judge_core import INPUTS, VALID

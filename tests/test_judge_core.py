@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.judge import sensor
 from acceptgate.judge.embed import HashingEmbedder

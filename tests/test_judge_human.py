@@ -71,8 +71,8 @@ def test_ratings_import_validates_each_line(verdicts, tmp_path):
 def test_sheet_round_trip_through_the_cli(tmp_path, capsys):
     """study sample writes the sheet; raters fill in their answers in place; study ratings accepts it.
     A sheet nobody filled in, or one whose every line is invalid, exits 2."""
-    from acceptgate import warehouse
-    from cli import main
+    from acceptgate.store import warehouse
+    from acceptgate.cli import main
     from acceptgate.pipelines.judge import write
 
     path = tmp_path / "w.duckdb"

@@ -1,9 +1,11 @@
 """The layers of the code, checked on the syntax tree of every file (so an import anywhere in a module,
 even lazily inside a function, counts):
 
-- the core package never reaches up: no module of ``acceptgate/`` imports the command line (the
-  top-level ``cli/`` package, ``python -m cli``, the ``acceptgate`` script), the Prefect flows and tasks,
-  or Prefect itself, and the command line does not live inside the core;
+- one import root: the distribution installs the package ``acceptgate`` and nothing else beside it; the
+  command line (``acceptgate.cli``), the Prefect flows and tasks (``acceptgate.flows``, ``acceptgate.tasks``,
+  from the top-level ``flows/`` and ``tasks/`` folders) are inside it;
+- the core never reaches up: no module of the core (``acceptgate/`` but the command line) imports the
+  command line, the flows, the tasks or Prefect itself;
 - the domain packages compute: no module of ``gates/``, ``leak/``, ``v4v/``, ``judge/``, ``stats/`` or
   ``sources/`` imports the warehouse, the pipelines (the ledger among them) or DuckDB;
 - one place writes run rows: only the run ledger writes a row of ``runs`` or of any ``*_runs`` table."""
@@ -18,10 +20,11 @@ import acceptgate
 
 CORE = Path(acceptgate.__file__).parent
 REPO = CORE.parent
+TOP = ("cli", "__main__.py")  # above the core, inside acceptgate/ (flows/ and tasks/ are folders of their own)
 LEDGER = CORE / "pipelines" / "ledger.py"
-FORBIDDEN = ("cli", "acceptgate.cli", "flows", "tasks", "prefect")
+FORBIDDEN = ("acceptgate.cli", "acceptgate.flows", "acceptgate.tasks", "cli", "flows", "tasks", "prefect")
 DOMAIN = ("gates", "leak", "v4v", "judge", "stats", "sources")
-DOMAIN_FORBIDDEN = ("acceptgate.warehouse", "acceptgate.pipelines", "duckdb")
+DOMAIN_FORBIDDEN = ("acceptgate.store", "acceptgate.pipelines", "duckdb")
 MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")  # dotted: a bare word ("tasks") is mostly a key
 WRITERS = {"replace_run_rows", "_insert_frame", "delete_run_rows", "_insert", "register"}
 
@@ -60,6 +63,8 @@ def violations(root: Path = CORE, packages: tuple[str, ...] | None = None,
         top = path.relative_to(root).parts[0]
         if packages is not None and top not in packages:
             continue
+        if packages is None and top in TOP:
+            continue
         for line, module in imported_modules(path, root) + named_modules(path):
             if any(module == f or module.startswith(f + ".") for f in forbidden):
                 found.append(f"{path.relative_to(root.parent)}:{line}: imports {module}")
@@ -68,8 +73,19 @@ def violations(root: Path = CORE, packages: tuple[str, ...] | None = None,
 
 def test_the_core_imports_no_cli_flows_or_prefect():
     assert violations() == []
-    assert not (CORE / "cli").exists(), "the command line lives in the top-level cli/ package, above the core"
-    assert (REPO / "cli" / "__init__.py").is_file()
+
+
+def test_one_import_root():
+    """No top-level package but acceptgate: the command line is inside it, the flows and tasks folders
+    are mapped into it. (The built wheel's contents are checked by tests/test_packaging.py.)"""
+    import importlib.metadata
+
+    assert importlib.metadata.distribution("acceptgate").read_text("top_level.txt").split() == ["acceptgate"]
+    assert (CORE / "cli" / "__init__.py").is_file() and not (REPO / "cli").exists()
+    import acceptgate.flows
+    import acceptgate.tasks
+    assert Path(acceptgate.flows.__file__).parent == REPO / "flows"
+    assert Path(acceptgate.tasks.__file__).parent == REPO / "tasks"
 
 
 def test_the_check_finds_a_lazy_import_and_a_module_named_as_text(tmp_path):
@@ -77,15 +93,15 @@ def test_the_check_finds_a_lazy_import_and_a_module_named_as_text(tmp_path):
     pkg.mkdir()
     (pkg / "core.py").write_text("def f():\n    from cli.score_cmd import load_suites\n")
     (pkg / "sub").mkdir()
-    (pkg / "sub" / "y.py").write_text("from ..cli import main\nimport flows.gate\n")
-    (pkg / "sub" / "z.py").write_text("import importlib\nFLOW = 'flows.audit'\n"
+    (pkg / "sub" / "y.py").write_text("from ..cli import main\nimport acceptgate.flows.gate\n")
+    (pkg / "sub" / "z.py").write_text("import importlib\nFLOW = 'acceptgate.flows.audit'\n"
                                       "def load():\n    return importlib.import_module(FLOW)\n")
     assert violations(pkg) == ["acceptgate/core.py:2: imports cli.score_cmd",
                      "acceptgate/core.py:2: imports cli.score_cmd.load_suites",
                      "acceptgate/sub/y.py:1: imports acceptgate.cli",
                      "acceptgate/sub/y.py:1: imports acceptgate.cli.main",
-                     "acceptgate/sub/y.py:2: imports flows.gate",
-                     "acceptgate/sub/z.py:2: imports flows.audit"]
+                     "acceptgate/sub/y.py:2: imports acceptgate.flows.gate",
+                     "acceptgate/sub/z.py:2: imports acceptgate.flows.audit"]
 
 
 # -- the domain packages compute; the pipelines do their warehouse I/O --------------------------------
@@ -98,15 +114,16 @@ def test_the_domain_check_finds_warehouse_io(tmp_path):
     pkg = tmp_path / "acceptgate"
     for sub in ("leak", "pipelines", "stats"):
         (pkg / sub).mkdir(parents=True)
-    (pkg / "pipelines" / "leak.py").write_text("import duckdb\nfrom acceptgate import warehouse\n")  # may
+    (pkg / "pipelines" / "leak.py").write_text("import duckdb\nfrom acceptgate.store import warehouse\n")  # may
     (pkg / "leak" / "store.py").write_text("def f(con):\n    import duckdb\n")
     (pkg / "leak" / "audit.py").write_text("from acceptgate.pipelines import ledger\nfrom acceptgate.hashing import x\n")
-    (pkg / "stats" / "io.py").write_text("from .. import warehouse\n")
+    (pkg / "stats" / "io.py").write_text("from ..store import warehouse\n")
     assert violations(pkg, packages=DOMAIN, forbidden=DOMAIN_FORBIDDEN) == [
         "acceptgate/leak/audit.py:1: imports acceptgate.pipelines",
         "acceptgate/leak/audit.py:1: imports acceptgate.pipelines.ledger",
         "acceptgate/leak/store.py:2: imports duckdb",
-        "acceptgate/stats/io.py:1: imports acceptgate.warehouse"]
+        "acceptgate/stats/io.py:1: imports acceptgate.store",
+        "acceptgate/stats/io.py:1: imports acceptgate.store.warehouse"]
 
 
 # -- one place writes run rows ----------------------------------------------------------------------

@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 
-from acceptgate import warehouse
-from cli import main
+from acceptgate.store import warehouse
+from acceptgate.cli import main
 from acceptgate.leak import audit
 from acceptgate.pipelines import leak as leak_io
 from acceptgate.leak.records import write_jsonl
@@ -164,7 +164,7 @@ def test_leak_audit_deployment_runs_after_every_gate_run():
 
     import yaml
 
-    from tasks import _prefect_env  # noqa: F401
+    from acceptgate.tasks import _prefect_env  # noqa: F401
     from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 
     doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "deployments" / "prefect.yaml").read_text())

@@ -11,7 +11,9 @@ from collections import Counter
 
 import pytest
 
-from acceptgate import literals, warehouse
+from acceptgate import literals
+
+from acceptgate.store import warehouse
 from acceptgate.leak import audit
 from acceptgate.pipelines import leak as leak_io
 from acceptgate.leak.material import ALONE_CHARS, BARE_CHARS, COMMON, json_text

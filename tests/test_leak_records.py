@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cli import main
+from acceptgate.cli import main
 from acceptgate.errors import InvalidInput
 from acceptgate.leak.records import FORMAT, read_jsonl, write_jsonl
 
@@ -65,7 +65,7 @@ def test_cli_exit_2_and_nothing_written(tmp_path, capsys):
 
 
 def test_leak_tables_suites_match_the_ddl_and_the_frames(tmp_path):
-    from acceptgate import expectations, warehouse
+    from acceptgate.store import expectations, warehouse
     from acceptgate.leak import store
 
     path = tmp_path / "w.duckdb"

@@ -10,7 +10,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.leak import store
 from acceptgate.leak.controls import run_controls
 from acceptgate.leak.scanners import TaskScanner
@@ -118,7 +118,7 @@ def test_migration_091_summarises_stored_v1_hits_and_keeps_v2_hits(tmp_path):
 
 
 def test_v1_counts_must_match_their_summaries(tmp_path):
-    from acceptgate import expectations
+    from acceptgate.store import expectations
 
     frames = store.frames([scan_of([record("want='kiwi lime'")], "e" * 64)])
     assert frames["leak_verdicts"]["v1_hits"].iloc[0] == frames["leak_hit_rules"].query("scanner == 'v1'")["hits"].sum()

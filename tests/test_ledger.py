@@ -14,9 +14,9 @@ import duckdb
 import numpy as np
 import pytest
 
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.errors import Interrupted
-from acceptgate.expectations import EXPECTATIONS_DIR, ExpectationFailed
+from acceptgate.store.expectations import EXPECTATIONS_DIR, ExpectationFailed
 from acceptgate.gates import run as gates
 from acceptgate.pipelines import ledger
 from acceptgate.pipelines import stats as stats_io
@@ -176,7 +176,7 @@ def test_the_run_row_keeps_its_first_start_and_counts_attempts(tmp_path):
 
 @pytest.mark.prefect
 def test_stats_and_judge_rows_are_in_the_snapshot_after_their_commands(prefect_harness, tmp_path, capsys):
-    from cli import main
+    from acceptgate.cli import main
     from test_judge_core import INPUTS
 
     wh = str(tmp_path / "wh.duckdb")

@@ -59,7 +59,7 @@ def _scripted_model(tasks: list[dict]):
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "cli", *args], cwd=cwd, env=os.environ.copy(),
+    out = subprocess.run([sys.executable, "-m", "acceptgate", *args], cwd=cwd, env=os.environ.copy(),
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, f"acceptgate {' '.join(args)}: exit {out.returncode}\n{out.stdout}\n{out.stderr}"
     return out
@@ -67,7 +67,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_nightly_chain_with_a_live_model_reaches_snapshot_sql_and_report(prefect_harness, tmp_path, monkeypatch,
                                                                           humanevalplus_path):
-    from flows.nightly import nightly
+    from acceptgate.flows.nightly import nightly
     from test_openai_chat import ChatServer
 
     tasks = _first_tasks(humanevalplus_path, TASKS)

@@ -11,9 +11,11 @@ import duckdb
 import pandas as pd
 import pytest
 
-from acceptgate import audit, expectations, warehouse
-from cli import main
-from acceptgate.expectations import EXPECTATIONS_DIR, ExpectationFailed
+from acceptgate import audit
+
+from acceptgate.store import expectations, warehouse
+from acceptgate.cli import main
+from acceptgate.store.expectations import EXPECTATIONS_DIR, ExpectationFailed
 
 
 def _quarantine(path) -> list[tuple]:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import schedule, warehouse
+from acceptgate import schedule
+
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 
 
@@ -17,13 +19,13 @@ def test_stage_chain_order_and_explicit_install_check():
     produced = {s.name: s.produces for s in schedule.NIGHTLY_STAGES if s.produces}
     assert produced == {"gates": "gate_run", "judge": "judge_run"}
     # which flow implements a stage is the flows layer's (flows/stage_flows.py, Prefect-free)
-    from flows import stage_flows
+    from acceptgate.flows import stage_flows
 
     every = schedule.NIGHTLY_STAGES + schedule.BACKFILL_STAGES
     assert all(stage_flows.installed(stage_flows.module_of(s)) for s in every)
     assert stage_flows.module_of(schedule.Stage("x", "")) is None  # no flow declared: not installed
     assert not stage_flows.installed(None)
-    assert not stage_flows.installed("flows.no_such_stage")
+    assert not stage_flows.installed("acceptgate.flows.no_such_stage")
     assert not stage_flows.installed("no_such_package.mod")
 
 

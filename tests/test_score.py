@@ -99,7 +99,7 @@ def suites_dir(tmp_path):
 
 
 def test_cli_scores_and_writes_lines(suites_dir, tmp_path, capsys):
-    from cli import main
+    from acceptgate.cli import main
 
     samples = samples_file(tmp_path, [
         {"task_id": "T/double", "completion": "    return 2 * x\n"},
@@ -131,7 +131,7 @@ def test_cli_scores_and_writes_lines(suites_dir, tmp_path, capsys):
                                                        "field 'task_id': unknown task id 'HumanEval/0'"),
 ])
 def test_cli_bad_samples_exit_2(lines, fragment, suites_dir, tmp_path, capsys):
-    from cli import main
+    from acceptgate.cli import main
 
     samples = tmp_path / "missing.jsonl" if lines is None else samples_file(tmp_path, lines)
     out = tmp_path / "o.jsonl"
@@ -142,7 +142,7 @@ def test_cli_bad_samples_exit_2(lines, fragment, suites_dir, tmp_path, capsys):
 
 
 def test_cli_bad_suites_dir_exit_2(tmp_path, capsys):
-    from cli import main
+    from acceptgate.cli import main
 
     samples = samples_file(tmp_path, [{"task_id": "T/double", "completion": "x"}])
     (tmp_path / "empty").mkdir()
@@ -151,7 +151,7 @@ def test_cli_bad_suites_dir_exit_2(tmp_path, capsys):
 
 
 def test_cli_case_seconds_limits_each_case(suites_dir, tmp_path, capsys):
-    from cli import main
+    from acceptgate.cli import main
 
     slow_on_zero = ("    import time\n    if x == 0:\n        t = time.process_time()\n"
                     "        while time.process_time() - t < 1.0: pass\n    return 2 * x\n")  # CPU time, the limit's clock
@@ -176,7 +176,7 @@ def _json_bombs() -> list[str]:
 
 
 def test_json_bombs_are_invalid_records_and_cost_no_other_sample_its_result(suites_dir, tmp_path, capsys):
-    from cli import main
+    from acceptgate.cli import main
 
     samples = samples_file(tmp_path, [{"task_id": "T/double", "completion": "    return 2 * x\n"}, *_json_bombs(),
                                       {"task_id": "T/double", "solution": "def double(x):\n    return x * x\n"}])
@@ -193,7 +193,7 @@ def test_json_bombs_are_invalid_records_and_cost_no_other_sample_its_result(suit
 
 @pytest.mark.parametrize("bomb", [0, 1, 2])
 def test_strict_refuses_a_json_bomb_with_exit_2_naming_file_and_line(bomb, suites_dir, tmp_path, capsys):
-    from cli import main
+    from acceptgate.cli import main
 
     samples = samples_file(tmp_path, [{"task_id": "T/double", "completion": "    return 2 * x\n"}, _json_bombs()[bomb]])
     out = tmp_path / "scores.jsonl"

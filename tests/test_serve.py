@@ -101,7 +101,7 @@ def served(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backe
     seed_prefect_home(root / "prefect")  # the server serve starts skips the migrations the shared one ran
     log = open(root / "serve.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
+        [sys.executable, "-m", "acceptgate", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
          "--gate-source", f"codet:{codet_samples_path}", "--gate-suites", str(suites), "--limit", "5"],
         env=_env(root / "prefect"), cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -202,7 +202,7 @@ def test_sigterm_stops_service_and_its_server(served):
     assert proc.wait(60) == 143  # 128 + SIGTERM, like every other command
     last = (root / "serve.log").read_text().rstrip().splitlines()[-1]
     assert last.startswith("acceptgate serve: stopped by SIGTERM: the schedules stopped with the local Prefect server")
-    from flows.serve import port_free
+    from acceptgate.flows.serve import port_free
 
     deadline = time.monotonic() + 30
     while not port_free(port):

@@ -316,7 +316,7 @@ def test_generation_without_a_model_endpoint_is_refused(service):
 
 
 def test_the_committed_openapi_document_is_the_served_one(service):
-    from cli.serve_api_cmd import OPENAPI_FILE, openapi_document
+    from acceptgate.cli.serve_api_cmd import OPENAPI_FILE, openapi_document
 
     committed = json.loads(OPENAPI_FILE.read_text())
     assert committed == json.loads(json.dumps(openapi_document()))
@@ -332,7 +332,7 @@ def test_serve_api_refuses_bad_keys_and_paths_before_listening(tmp_path):
     import sys
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "cli", "serve-api", *args], capture_output=True,
+        return subprocess.run([sys.executable, "-m", "acceptgate", "serve-api", *args], capture_output=True,
                               text=True, timeout=120)
 
     missing = run("--keys", str(tmp_path / "nope.json"), "--no-warehouse")

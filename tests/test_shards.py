@@ -100,7 +100,7 @@ def test_certify_shards_give_the_single_process_rows(suites_dir, humanevalplus_p
 
 def test_nightly_hands_dask_to_the_sharded_stages():
     from acceptgate import schedule
-    from flows import stage_flows
+    from acceptgate.flows import stage_flows
 
     params = {"warehouse": "w.duckdb", "backend": "local", "dask": "tcp://127.0.0.1:8786"}
     audit = next(s for s in schedule.NIGHTLY_STAGES if s.name == "audit")
@@ -114,7 +114,7 @@ def test_nightly_hands_dask_to_the_sharded_stages():
 
 @pytest.mark.prefect
 def test_nightly_refuses_a_bad_dask_value_before_any_stage(prefect_harness, tmp_path):
-    from flows.nightly import nightly
+    from acceptgate.flows.nightly import nightly
 
     with pytest.raises(InvalidInput, match="--dask"):
         nightly(warehouse=str(tmp_path / "w.duckdb"), dask="0")
@@ -122,7 +122,7 @@ def test_nightly_refuses_a_bad_dask_value_before_any_stage(prefect_harness, tmp_
 
 
 def test_cli_dask_errors_exit_2_before_any_work(tmp_path, suites_dir, humanevalplus_path, codet_samples_path, capsys):
-    from cli import main
+    from acceptgate.cli import main
 
     path = tmp_path / "w.duckdb"
     for argv in (["gate", "--arm", "off", "--source", f"codet:{codet_samples_path}", "--suites", suites_dir],

@@ -74,7 +74,7 @@ class Cli:
         full.pop("PREFECT_API_URL", None)
         if api_url:
             full["PREFECT_API_URL"] = api_url
-        self.proc = subprocess.Popen([sys.executable, "-m", "cli", *argv], cwd=REPO, env=full,
+        self.proc = subprocess.Popen([sys.executable, "-m", "acceptgate", *argv], cwd=REPO, env=full,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, start_new_session=True)
         self.lines: list[str] = []
@@ -175,7 +175,7 @@ def _gate_argv(suites, samples, warehouse) -> list[str]:
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory, api, suites_3, codet_samples_path):
     """A warehouse with one published gate run (conform, off; 3 tasks): what stats and backfill read."""
-    from cli import main
+    from acceptgate.cli import main
 
     path = tmp_path_factory.mktemp("gated") / "w.duckdb"
     # in this process (against the session's server, as ``api`` is): not a subject here, and a process of

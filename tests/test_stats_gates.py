@@ -8,8 +8,8 @@ import duckdb
 import numpy as np
 import pytest
 
-from acceptgate import warehouse
-from cli import main
+from acceptgate.store import warehouse
+from acceptgate.cli import main
 from acceptgate.delivery import score_deliveries
 from acceptgate.errors import InvalidInput
 from acceptgate.gates import public_tasks, run_arm

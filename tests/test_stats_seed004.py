@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.stats import resampling as rs
 from acceptgate.stats.paired import PairedData
 from acceptgate.stats.seed004 import condition_rates, glm_interaction_lr, overall_interaction

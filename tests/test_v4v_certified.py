@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from acceptgate import warehouse
-from cli import main
+from acceptgate.store import warehouse
+from acceptgate.cli import main
 from acceptgate.errors import InvalidInput
 from acceptgate.pipelines import certify as certified
 

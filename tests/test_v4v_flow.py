@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import warehouse
-from cli import main
+from acceptgate.store import warehouse
+from acceptgate.cli import main
 from acceptgate.v4v import certify as C
 from acceptgate.v4v.pools import PoolSettings
 
@@ -23,7 +23,7 @@ def suites_2(tmp_path_factory, humanevalplus_path, local_backend):
 
 def test_certify_flow_writes_the_v4v_tables(prefect_harness, tmp_path, suites_2, humanevalplus_path,
                                              codet_samples_path):
-    from flows.certify import certify
+    from acceptgate.flows.certify import certify
 
     path = tmp_path / "w.duckdb"
     settings = C.Settings(pool=PoolSettings(samples_per_task=2), repeat_sample=0)

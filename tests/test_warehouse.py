@@ -14,7 +14,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 
 AUDIT_TABLES = ["runs", "run_stages", "tasks", "candidates", "import_issues", "suites", "cases", "gauge_checks",
@@ -311,7 +311,7 @@ def test_the_snapshot_opens_in_the_duckdb_cli_from_pypi(tmp_path):
 
 def test_a_ledger_run_publishes_on_success_and_records_the_stage_on_failure(tmp_path):
     """The one-block API for new flows (a run with no run table), over this module's attempt log."""
-    from acceptgate.expectations import ExpectationFailed
+    from acceptgate.store.expectations import ExpectationFailed
     from acceptgate.pipelines import ledger
 
     path = tmp_path / "w.duckdb"
@@ -342,7 +342,7 @@ def test_a_ledger_run_publishes_on_success_and_records_the_stage_on_failure(tmp_
 def test_acceptgate_sql_prints_table_csv_json_from_the_snapshot_only(tmp_path, capsys):
     import json
 
-    from cli import main
+    from acceptgate.cli import main
 
     path = tmp_path / "w.duckdb"
     assert main(["sql", "--warehouse", str(path), "select 1"]) == 2

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 
-from acceptgate import delivery, warehouse
+from acceptgate import delivery
+
+from acceptgate.store import warehouse
 from acceptgate.delivery import ArmSummary, GateCut, pct
 from acceptgate.errors import InvalidInput
 from acceptgate.experiments.result import ExperimentResult, Row

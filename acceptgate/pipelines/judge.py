@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.judge import metrics
 from acceptgate.judge import run as core

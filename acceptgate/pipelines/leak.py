@@ -17,7 +17,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records as records_mod
 from acceptgate.leak.audit import (AuditResult, Progress, ScannerCache, Selection, BATCH_RECORDS, _check_distinct,

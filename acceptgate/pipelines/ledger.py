@@ -54,7 +54,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 import duckdb
 import pandas as pd
 
-from acceptgate import expectations, warehouse
+from acceptgate.store import expectations, warehouse
 from acceptgate.errors import Interrupted
 
 STOP_EXIT_CODES = (130, 143)  # 128 + SIGINT, 128 + SIGTERM

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.pipelines import ledger
 from acceptgate.stats.paired import PairedData

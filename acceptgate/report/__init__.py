@@ -7,7 +7,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acceptgate import outputs, warehouse
+from acceptgate import outputs
+
+from acceptgate.store import warehouse
 
 if TYPE_CHECKING:
     from acceptgate.report.data import ReportData

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 import pandas as pd
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.gates.leaky import ARM as DEMO_ARM, DEMO_NOTE, label_arm
 

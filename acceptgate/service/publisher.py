@@ -19,7 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-from acceptgate import expectations, suitespec, warehouse
+from acceptgate import suitespec
+
+from acceptgate.store import expectations, warehouse
 from acceptgate.delivery import DeliveryRow
 from acceptgate.gates import run as gate_run
 from acceptgate.pipelines import ledger

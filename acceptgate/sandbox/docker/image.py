@@ -27,6 +27,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from acceptgate._util.resources import data_dir
+
 REPOSITORY = "acceptgate-sandbox"
 DOCKERFILE_TAG = f"{REPOSITORY}:py3.11-slim"
 ROOTFS_FORMAT = "1"
@@ -361,7 +363,7 @@ def build_from_rootfs(client, python: str | None = None) -> tuple[str, Rootfs]:
 
 
 def dockerfile_dir() -> Path:
-    return Path(__file__).resolve().parents[3] / "deployments"
+    return data_dir("acceptgate.deployments")
 
 
 def build_from_dockerfile(client, context: str | os.PathLike | None = None,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from acceptgate import warehouse
-from cli import checks, flowrun
+from acceptgate.store import warehouse
+from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records
@@ -96,7 +96,7 @@ def run(args) -> int:
     path, history = check(args)
 
     def load():
-        from flows.leak_audit import leak_audit
+        from acceptgate.flows.leak_audit import leak_audit
         return leak_audit
 
     return call_flow("leak-audit", args.quiet, load, history, suites_dir=args.suites, humanevalplus=args.humanevalplus,

@@ -15,7 +15,7 @@ from acceptgate import outputs
 from acceptgate.errors import InvalidInput
 
 DEFAULT_JOURNAL = Path("data") / "service.sqlite"
-OPENAPI_FILE = Path(__file__).resolve().parents[1] / "acceptgate" / "service" / "openapi.json"
+OPENAPI_FILE = Path(__file__).resolve().parents[1] / "service" / "openapi.json"
 
 
 def add_parser(sub) -> None:
@@ -53,7 +53,7 @@ def add_parser(sub) -> None:
 
 
 def config_from_args(args):
-    from acceptgate import warehouse
+    from acceptgate.store import warehouse
     from acceptgate.service.config import Limits, ServiceConfig, load_keys
 
     if not args.keys:

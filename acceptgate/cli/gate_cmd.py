@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import sys
 
-from acceptgate import runids, warehouse
-from cli import checks, flowrun
+from acceptgate import runids
+
+from acceptgate.store import warehouse
+from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.gates import ARMS
 from acceptgate.sandbox import backend as backends
@@ -146,7 +148,7 @@ def run(args) -> int:
         print(f"acceptgate gate: {_certified(args, path)}")
     say = flowrun.Say("gate", args.quiet)
     flowrun.prepare(say)
-    from flows import gate as gate_flow  # Prefect is imported here, and only here
+    from acceptgate.flows import gate as gate_flow  # Prefect is imported here, and only here
 
     # A failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     summary = gate_flow.gate(arms=arms, source=args.source, humanevalplus=args.humanevalplus,

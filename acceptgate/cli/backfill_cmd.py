@@ -9,8 +9,8 @@ run and per arm; the same numbers are the views leak_run_summary and leak_arm_su
 
 from __future__ import annotations
 
-from cli import checks
-from cli.leak_audit_cmd import add_common, call_flow, check
+from acceptgate.cli import checks
+from acceptgate.cli.leak_audit_cmd import add_common, call_flow, check
 from acceptgate.errors import InvalidInput
 from acceptgate.leak import audit
 from acceptgate.shards import DEFAULT_RECORDS_PER_SHARD
@@ -45,7 +45,7 @@ def run(args) -> int:
     path, history = check(args)
 
     def load():
-        from flows.backfill import backfill
+        from acceptgate.flows.backfill import backfill
         return backfill
 
     return call_flow("backfill", args.quiet, load, history, suites_dir=args.suites, humanevalplus=args.humanevalplus, warehouse=path,

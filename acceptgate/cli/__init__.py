@@ -26,33 +26,33 @@ EXIT_LOCKED = 4
 
 # Subcommand modules, each with ``add_parser(subparsers)`` that sets ``func`` on its parser.
 COMMAND_MODULES = [
-    "cli.spec_cmd",
-    "cli.exec_cmd",
-    "cli.audit_cmd",
-    "cli.import_cmd",
-    "cli.score_cmd",
-    "cli.gate_cmd",
-    "cli.sandbox_cmd",
-    "cli.serve_api_cmd",
-    "cli.sql_cmd",
-    "cli.leak_audit_cmd",
-    "cli.backfill_cmd",
-    "cli.stats_cmd",
-    "cli.judge_cmd",
-    "cli.study_cmd",
-    "cli.certify_cmd",
-    "cli.serve_cmd",
-    "cli.report_cmd",
-    "cli.experiment_cmd",
+    "acceptgate.cli.spec_cmd",
+    "acceptgate.cli.exec_cmd",
+    "acceptgate.cli.audit_cmd",
+    "acceptgate.cli.import_cmd",
+    "acceptgate.cli.score_cmd",
+    "acceptgate.cli.gate_cmd",
+    "acceptgate.cli.sandbox_cmd",
+    "acceptgate.cli.serve_api_cmd",
+    "acceptgate.cli.sql_cmd",
+    "acceptgate.cli.leak_audit_cmd",
+    "acceptgate.cli.backfill_cmd",
+    "acceptgate.cli.stats_cmd",
+    "acceptgate.cli.judge_cmd",
+    "acceptgate.cli.study_cmd",
+    "acceptgate.cli.certify_cmd",
+    "acceptgate.cli.serve_cmd",
+    "acceptgate.cli.report_cmd",
+    "acceptgate.cli.experiment_cmd",
 ]
 
 
 def command_module(argv: list[str]) -> str | None:
-    """The module of the command argv names (``serve-api ...`` -> cli.serve_api_cmd), or None
+    """The module of the command argv names (``serve-api ...`` -> acceptgate.cli.serve_api_cmd), or None
     (no command, an option first, an unknown name): then every command's parser is built."""
     if not argv or argv[0].startswith("-"):
         return None
-    name = f"cli.{argv[0].replace('-', '_')}_cmd"
+    name = f"acceptgate.cli.{argv[0].replace('-', '_')}_cmd"
     return name if name in COMMAND_MODULES else None
 
 
@@ -132,11 +132,11 @@ def stopped_line(args, signum: int) -> str:
 def _pipeline_error(command: str, exc: Exception) -> int | None:
     """Exit code and message for the warehouse's and the expectations' errors. Their modules (DuckDB,
     pandas, GE) are looked up, not imported: a command that never loaded them cannot raise them."""
-    expectations = sys.modules.get("acceptgate.expectations")
+    expectations = sys.modules.get("acceptgate.store.expectations")
     if expectations is not None and isinstance(exc, expectations.ExpectationFailed):
         print(f"acceptgate {command}: {exc.message()}", file=sys.stderr)
         return EXIT_EXPECTATION
-    warehouse = sys.modules.get("acceptgate.warehouse")
+    warehouse = sys.modules.get("acceptgate.store.warehouse")
     if warehouse is not None and isinstance(exc, warehouse.WarehouseLocked):
         print(f"acceptgate {command}: warehouse locked: {exc} Nothing was written; run again once the other "
               "process has finished.", file=sys.stderr)

@@ -8,8 +8,8 @@ p-values, e.g. CONFORM vs OFF false delivery over all tasks, paired by task.
 from __future__ import annotations
 
 
-from cli import checks, flowrun
-from acceptgate import warehouse
+from acceptgate.cli import checks, flowrun
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 
@@ -65,7 +65,7 @@ def run(args) -> int:
         gate_inputs(path, args.gate_run, baseline=args.baseline, arms=arms)
     say = flowrun.Say("stats", args.quiet)
     flowrun.prepare(say)
-    from flows import stats as stats_flow  # Prefect is imported here, and only here
+    from acceptgate.flows import stats as stats_flow  # Prefect is imported here, and only here
 
     say(f"paired statistics, {settings.resamples} resamples")
 

@@ -26,7 +26,7 @@ def backend_ready(name: str) -> None:
 def warehouse_ready(arg: str | None) -> Path:
     """The warehouse file a run will write: a DuckDB file or a new one in a writable directory (exit 2),
     not held by another process (waits up to the lock timeout, then exit 4). Creates no file."""
-    from acceptgate import warehouse
+    from acceptgate.store import warehouse
 
     path = warehouse.resolve_path(arg)
     outputs.check_file(path, "--warehouse")
@@ -40,7 +40,7 @@ def warehouse_ready(arg: str | None) -> Path:
 
 def run_ids(path: Path, table: str) -> list[str]:
     """The run ids of ``table`` in the warehouse (none when it or the table does not exist yet)."""
-    from acceptgate import warehouse
+    from acceptgate.store import warehouse
 
     if not Path(path).exists():
         return []

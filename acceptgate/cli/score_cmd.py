@@ -155,13 +155,13 @@ def _run_dask(args) -> int:
             raise InvalidInput(str(exc), field="--backend") from None
         with sandbox:
             _require_gauge(args, sandbox, {s.task_id for s in read_samples(args.samples).samples})
-    from cli import flowrun
+    from acceptgate.cli import flowrun
 
     if workers is not None:
         _workers_temp_dir()
     say = flowrun.Say("score")
     flowrun.prepare(say)
-    from flows import score_sharded
+    from acceptgate.flows import score_sharded
 
     say(f"scoring in shards of {args.shard_size} samples on Dask "
         f"({f'a local cluster of {workers} workers' if workers else address}); nothing is written until the end")

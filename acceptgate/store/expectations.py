@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from acceptgate import boundedjson
+from acceptgate._util.resources import data_dir
 from acceptgate.errors import InvalidInput
 
-REPO = Path(__file__).resolve().parents[1]
-EXPECTATIONS_DIR = REPO / "expectations"
+EXPECTATIONS_DIR = data_dir("acceptgate.expectations")
 ENV_DIR = "ACCEPTGATE_EXPECTATIONS"
 PARAMETERS_FILE = "_parameters.json"  # allowed values, declared once; suites refer to them as {"$PARAMETER": name}
 SHOW_UNEXPECTED = 5
@@ -443,7 +443,7 @@ def quarantine(path: str | os.PathLike, run_id: str, stage: str, frames: Mapping
                failed: Mapping[str, list[tuple[str, str]]]) -> int:
     """Keep a batch that failed its expectations in ``quarantine`` (one transaction, one row per
     table; a later attempt's batch of the same stage replaces it). Returns the rows kept."""
-    from acceptgate import warehouse  # the warehouse does not depend on this module; keep it that way
+    from acceptgate.store import warehouse  # the warehouse does not depend on this module; keep it that way
 
     with warehouse.transaction(path) as con:
         attempt = warehouse.current_attempt(con, run_id)

@@ -16,7 +16,7 @@ import uuid
 
 import duckdb
 
-from acceptgate import warehouse
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 
 FORMATS = ("table", "csv", "json")

@@ -6,7 +6,9 @@ warehouse's published snapshot, so it never waits for or disturbs a run that is 
 
 from __future__ import annotations
 
-from acceptgate import report, warehouse
+from acceptgate import report
+
+from acceptgate.store import warehouse
 
 
 def add_parser(sub) -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 import json
 
 from acceptgate import boundedjson
-from acceptgate import outputs, warehouse
+from acceptgate import outputs
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 
 

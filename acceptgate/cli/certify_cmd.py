@@ -16,7 +16,7 @@ from pathlib import Path
 import contextlib
 import sys
 
-from cli import checks, flowrun
+from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.shards import DEFAULT_TASKS_PER_SHARD
@@ -188,7 +188,7 @@ def run(args) -> int:
         raise backends.BackendUnavailable(f"command verifiers run on the local backends only, not {args.backend!r}")
     say = flowrun.Say("certify", args.quiet)
     flowrun.prepare(say)
-    from flows import certify as certify_flow  # Prefect is imported here, and only here
+    from acceptgate.flows import certify as certify_flow  # Prefect is imported here, and only here
 
     say("loading the tasks and building the candidate pools")
     progress = (contextlib.nullcontext(None) if args.quiet else

@@ -34,7 +34,7 @@ def add_quiet(p) -> None:
 def prepare(say: Say) -> None:
     """Call right before importing a flow module."""
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
-    from tasks import _prefect_env
+    from acceptgate.tasks import _prefect_env
 
     if "prefect" not in sys.modules:
         _prefect_env.start_temporary_server(say)

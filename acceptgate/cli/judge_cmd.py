@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
-from cli import checks, flowrun
-from acceptgate import warehouse
+from acceptgate.cli import checks, flowrun
+from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.judge.backends import BACKENDS
 from acceptgate.judge.embed import EMBEDDERS
@@ -81,7 +81,7 @@ def run(args) -> int:
     path = checks.warehouse_ready(args.warehouse)  # unwritable: exit 2; held by another process: exit 4
     say = flowrun.Say("judge", args.quiet)
     flowrun.prepare(say)
-    from flows import judge as judge_flow  # Prefect is imported here, and only here
+    from acceptgate.flows import judge as judge_flow  # Prefect is imported here, and only here
 
     say(f"judging the trajectories of {args.records} (backend {args.backend}, embedder {args.embedder})")
 

@@ -10,8 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from acceptgate import runids, warehouse
-from cli import checks, flowrun
+from acceptgate import runids
+
+from acceptgate.store import warehouse
+from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
 from acceptgate.shards import DEFAULT_TASKS_PER_SHARD
 
@@ -92,7 +94,7 @@ def run(args) -> int:
     # Prefect's console handler only for the critical: a stage failure is reported below in one
     # line; Prefect's own record of the run (its API log handler) keeps everything.
     flowrun.prepare(flowrun.Say("audit", args.quiet))
-    from flows import audit as audit_flow  # Prefect is imported here, and only here
+    from acceptgate.flows import audit as audit_flow  # Prefect is imported here, and only here
 
     # A failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,

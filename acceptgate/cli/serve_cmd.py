@@ -13,7 +13,9 @@ import signal
 import sys
 from pathlib import Path
 
-from acceptgate import schedule, warehouse
+from acceptgate import schedule
+
+from acceptgate.store import warehouse
 from acceptgate.errors import Interrupted, InvalidInput
 from acceptgate.gates import ARMS
 from acceptgate.sandbox import backend as backends
@@ -130,7 +132,7 @@ def _terminate(signum, frame):  # before and after serving: SIGTERM ends the com
 
 def run(args) -> int:
     nightly, backfill = parameters(args)
-    from flows import serve  # Prefect is imported here, and only here
+    from acceptgate.flows import serve  # Prefect is imported here, and only here
 
     # While serving, flows.serve takes both signals in its event loop (it stops the runner and returns the
     # signal); before (imports, the server's start) and after (the server's stop) they unwind as here.

@@ -9,8 +9,8 @@ table beside the measured one and stores both (tables experiment_runs, experimen
 
 from __future__ import annotations
 
-from acceptgate import warehouse
-from cli import checks
+from acceptgate.store import warehouse
+from acceptgate.cli import checks
 from acceptgate.errors import InvalidInput
 
 

@@ -53,12 +53,12 @@ from typing import Iterator, Mapping, Sequence
 
 import duckdb
 
+from acceptgate._util.resources import data_dir
 from acceptgate.hashing import sha256_text
 from acceptgate.errors import InvalidInput
 from acceptgate.interrupt import pid_alive
 
-REPO = Path(__file__).resolve().parents[1]
-SQL_DIR = REPO / "sql"
+SQL_DIR = data_dir("acceptgate.sql")
 DEFAULT_PATH = Path("data") / "warehouse.duckdb"
 ENV_PATH = "ACCEPTGATE_WAREHOUSE"
 ENV_LOCK_TIMEOUT = "ACCEPTGATE_WAREHOUSE_LOCK_TIMEOUT"

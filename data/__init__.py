@@ -1,0 +1,1 @@
+"""Demo inputs that ship with acceptgate: data, read with importlib.resources."""

@@ -1,0 +1,1 @@
+"""Demo inputs: data, read with importlib.resources."""

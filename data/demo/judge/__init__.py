@@ -1,0 +1,1 @@
+"""The judge demo inputs (see README.md): data, read with importlib.resources."""

@@ -1,0 +1,1 @@
+"""Deployment files (prefect.yaml, the sandbox Dockerfile): data, read with importlib.resources."""

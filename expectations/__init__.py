@@ -1,0 +1,1 @@
+"""One Great Expectations suite per warehouse table: data, read with importlib.resources."""

@@ -1,0 +1,1 @@
+"""The warehouse views, one per file: data, read with importlib.resources."""
