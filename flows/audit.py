@@ -2,12 +2,10 @@
 
 The flow only sequences the stage tasks; each stage validates its rows (Great Expectations) and
 writes them in one short transaction, so a failed expectation stops the flow at that stage with
-nothing of it written. Run it with ``acceptgate audit`` or ``python -m acceptgate.flows.audit``.
+nothing of it written. Run it with ``acceptgate audit``.
 """
 
 from __future__ import annotations
-
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import time
 
@@ -57,9 +55,3 @@ def run(*, limit: int | None = None, warehouse: str | None = None, backend: str 
     with core.reporting(reporter):
         return audit(limit=limit, warehouse=warehouse, backend=backend, run_id=run_id, dataset=dataset,
                      data_path=data_path, dask=dask, shard_size=shard_size)
-
-
-if __name__ == "__main__":
-    import sys
-
-    print("\n".join(run(limit=int(sys.argv[1]) if len(sys.argv) > 1 else None).lines()))

@@ -9,8 +9,6 @@ deployment (its parameters are this function's).
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 from prefect import flow
 from prefect.utilities.annotations import quote
 

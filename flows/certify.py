@@ -7,8 +7,6 @@ writes them, so a failed expectation stops the flow with nothing of that stage w
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 import contextlib
 import dataclasses
 import json

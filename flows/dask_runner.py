@@ -13,8 +13,6 @@ a task run. A LocalCluster's workers inherit this process's environment.
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 import contextlib
 import threading
 from typing import Callable, Iterator

@@ -8,8 +8,6 @@ that fails fails the nightly run at that stage (later stages do not run on a par
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task

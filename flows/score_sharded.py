@@ -12,8 +12,6 @@ from a path on the worker.
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 import time
 
 from prefect import flow, task

@@ -9,7 +9,7 @@ Deployments:
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # offline settings before prefect is imported
+from acceptgate.tasks import _prefect_env
 
 import asyncio
 import contextlib

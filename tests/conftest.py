@@ -36,6 +36,17 @@ def import_cache(tmp_path_factory):
         os.environ["ACCEPTGATE_CACHE_DIR"] = before
 
 
+@pytest.fixture(autouse=True)
+def fresh_settings():
+    """acceptgate reads its settings once per process; a test that changes the environment in-process
+    calls settings.reload() itself, and no test sees the settings another test left."""
+    from acceptgate._util import settings
+
+    settings.reload()
+    yield
+    settings.reload()
+
+
 def shared_data_dir() -> Path:
     return Path(os.environ.get("ACCEPTGATE_SHARED_DATA", REPO.parent / "shared" / "data"))
 

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from acceptgate._util import settings
 from acceptgate import audit, runids, suitespec
 
 from acceptgate.store import warehouse
@@ -177,6 +178,8 @@ def test_a_failing_expectation_stops_the_stage_and_writes_none_of_it(tmp_path, l
     gauge = audit.stage_gauge(path, imp, suites, local_backend)
 
     monkeypatch.setenv("ACCEPTGATE_EXPECTATIONS", _strict_expectations(tmp_path, "executions", "verdict", ["pass"]))
+
+    settings.reload()
     with pytest.raises(ExpectationFailed) as err:
         audit.stage_execute(path, imp, suites, gauge, local_backend)
     assert err.value.stage == "execute"

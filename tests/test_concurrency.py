@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from acceptgate._util import settings
 from acceptgate.store.warehouse import ENV_LOCK_TIMEOUT
 from acceptgate.cli import main
 from writer_process import REPO, cli_env, kill_group
@@ -121,6 +122,7 @@ def concurrent_runs(prefect_harness, tmp_path_factory, humanevalplus_path, codet
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     lock_timeout = os.environ.get(ENV_LOCK_TIMEOUT)
     os.environ[ENV_LOCK_TIMEOUT] = "30"  # a writer kept waiting would fail loudly
+    settings.reload()
     try:
         codes = [_write(["audit", "--limit", "1", "--warehouse", str(path)], home / "audit.log"),
                  _write(["gate", "--arm", "conform", "--arm", "off", "--source", f"codet:{codet_samples_path}",

@@ -14,6 +14,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from acceptgate._util import settings
 from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 
@@ -237,9 +238,11 @@ def test_paths_that_cannot_hold_a_warehouse_are_invalid_input(tmp_path, monkeypa
     assert warehouse.check_path(fresh) == fresh and fresh.parent.is_dir() and not fresh.exists()
 
     monkeypatch.setenv(warehouse.ENV_PATH, str(tmp_path / "env.duckdb"))
+    settings.reload()
     assert warehouse.resolve_path(None) == tmp_path / "env.duckdb"
     assert warehouse.resolve_path("x.duckdb") == Path("x.duckdb")
     monkeypatch.delenv(warehouse.ENV_PATH)
+    settings.reload()
     assert warehouse.resolve_path(None) == Path("data/warehouse.duckdb")
     assert warehouse.snapshot_path("data/warehouse.duckdb") == Path("data/warehouse.snapshot.duckdb")
 
@@ -380,12 +383,15 @@ def test_a_writer_caps_duckdbs_memory_and_a_bad_cap_names_its_variable(tmp_path,
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)
     monkeypatch.delenv(warehouse.ENV_WRITER_MEMORY, raising=False)
+    settings.reload()
     with warehouse.connect(path) as con:
         assert con.execute("select current_setting('memory_limit')").fetchone()[0] == "244.1 MiB"  # 256 MB
     monkeypatch.setenv(warehouse.ENV_WRITER_MEMORY, "1GB")
+    settings.reload()
     with warehouse.connect(path) as con:
         assert con.execute("select current_setting('memory_limit')").fetchone()[0] == "953.6 MiB"
     monkeypatch.setenv(warehouse.ENV_WRITER_MEMORY, "lots")
+    settings.reload()
     with pytest.raises(InvalidInput, match=warehouse.ENV_WRITER_MEMORY):
         with warehouse.connect(path):
             pass

@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
                     f"{', '.join(s.name for s in schedule.NIGHTLY_STAGES)}; stages whose flow is not installed "
                     "are skipped and logged) and history-backfill/backfill (on demand, parameters run_ids, "
                     "since, until, arms). Without PREFECT_API_URL a Prefect server is started on 127.0.0.1 "
-                    "(database under PREFECT_HOME, default .prefect/) and stopped on exit. The options below "
+                    "(database under PREFECT_HOME, default ~/.cache/acceptgate/prefect) and stopped on exit. The options below "
                     "are the deployments' default parameters; a run triggered from the UI or "
                     "`prefect deployment run` can override each.")
     p.add_argument("--port", type=int, default=4200, help="port of the local Prefect server (default 4200)")
@@ -132,6 +132,9 @@ def _terminate(signum, frame):  # before and after serving: SIGTERM ends the com
 
 def run(args) -> int:
     nightly, backfill = parameters(args)
+    from acceptgate.tasks import _prefect_env
+
+    _prefect_env.apply()  # offline Prefect settings, before Prefect is imported
     from acceptgate.flows import serve  # Prefect is imported here, and only here
 
     # While serving, flows.serve takes both signals in its event loop (it stops the runner and returns the

@@ -22,6 +22,7 @@ import signal
 import time
 
 from acceptgate import affinity
+from acceptgate._util.settings import env_name, settings
 from acceptgate.sandbox import residency, seccomp
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, RunnerPipes, SandboxProcess, register,
@@ -33,7 +34,7 @@ from acceptgate.sandbox.docker.stream import StreamClosed, StreamError
 
 log = logging.getLogger(__name__)
 
-IMAGE_ENV = "ACCEPTGATE_SANDBOX_IMAGE"
+IMAGE_ENV = env_name("sandbox_image")
 MAX_USES = 500  # executions per container before it retires anyway
 KILL_GRACE = 3.0  # seconds for the keeper to confirm a kill before the container itself goes
 
@@ -203,7 +204,7 @@ class DockerBackend(Backend):
                  max_uses: int = MAX_USES, fork_server: bool = True, python: str | None = None,
                  channel: str = "auto", client=None) -> None:
         self.client = client or engine.connect()
-        self.image = image or os.environ.get(IMAGE_ENV) or self._local_image(python)
+        self.image = image or settings().sandbox_image or self._local_image(python)
         if not images.image_exists(self.client, self.image):
             raise BackendUnavailable(f"sandbox image {self.image} not found; build it with `acceptgate "
                                      "sandbox image build` (or `--from-rootfs` without a registry)")
