@@ -1,7 +1,7 @@
 """The scheduled service, for real: ``acceptgate serve`` starts its own Prefect server on loopback and
 serves the nightly and backfill deployments; runs of each are triggered with parameters and complete
 and publish the snapshot. Then, against that same server, the work-pool path exactly as
-deployments/README.md writes it: work pool, ``prefect deploy``, ``prefect deployment run``, a worker.
+docs/orchestration.md writes it: work pool, ``prefect deploy``, ``prefect deployment run``, a worker.
 Finally SIGTERM stops the service and the server it started.
 
 One server for the module (10-40 s cold on a busy machine); each flow run costs 15-60 s.
@@ -90,7 +90,7 @@ def _artifact(api: str, flow_run_id: str) -> str:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backend):
     """``acceptgate serve`` as a real subprocess (no PREFECT_API_URL: it starts the server itself), on a
-    suites directory of five HumanEval+ tasks as the README writes it (--gate-suites)."""
+    suites directory of five HumanEval+ tasks as docs/orchestration.md writes it (--gate-suites)."""
     from acceptgate import suitefiles
     from acceptgate.importers import humanevalplus
 
@@ -168,15 +168,15 @@ def _run(cmd: list[str], env, timeout=240, cwd=REPO) -> subprocess.CompletedProc
 
 
 def test_work_pool_path_as_documented(served, tmp_path):
-    """deployments/README.md's commands, against the running server (the README says: prefect server
+    """docs/orchestration.md's commands, against the running server (the page says: prefect server
     start, then PREFECT_API_URL): the pool, the deploy, a run, one worker pass executes it."""
     api, root, _, _ = served
-    readme = (REPO / "deployments" / "README.md").read_text()
+    page = (REPO / "docs" / "orchestration.md").read_text()
     commands = ["prefect work-pool create acceptgate-local --type process",
                 "prefect --no-prompt deploy --prefect-file deployments/prefect.yaml --all",
                 "prefect worker start --pool acceptgate-local"]
     for command in commands:
-        assert command in readme, command
+        assert command in page, command
     env = _env(root / "prefect-client", api)
     prefect = [sys.executable, "-m", "prefect"]
     _run(prefect + commands[0].split()[1:], env)
