@@ -164,14 +164,6 @@ def merge(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], excluded: Ma
 DEFAULT_TASKS_PER_SHARD = 4  # gate and certify: a shard is minutes of sandbox work on a few tasks
 
 
-def parse_dask(value: str) -> tuple[int | None, str | None]:
-    """``--dask N|ADDRESS``: (N worker processes of a LocalCluster, None) or (None, scheduler address)."""
-    workers, address = (int(value), None) if value.isdigit() else (None, value)
-    if (workers is not None and workers < 1) or not value:
-        raise InvalidInput("must be at least 1 worker or a scheduler address", field="--dask")
-    return workers, address
-
-
 def split(items: list, size: int) -> list[list]:
     """Consecutive batches of at most ``size`` items, in order."""
     if size < 1:

@@ -34,13 +34,8 @@ def _travel(obj):
     return pickle.loads(pickle.dumps(obj))
 
 
-def test_split_and_dask_argument():
+def test_split():
     assert shards.split(list(range(5)), 2) == [[0, 1], [2, 3], [4]]
-    assert shards.parse_dask("3") == (3, None)
-    assert shards.parse_dask("tcp://127.0.0.1:8786") == (None, "tcp://127.0.0.1:8786")
-    for bad in ("0", ""):
-        with pytest.raises(InvalidInput, match="at least 1 worker"):
-            shards.parse_dask(bad)
     with pytest.raises(InvalidInput, match="at least 1"):
         shards.split([1], 0)
 
@@ -102,9 +97,12 @@ def test_nightly_hands_dask_to_the_sharded_stages():
     from acceptgate import schedule
     from acceptgate.flows import stage_flows
 
-    params = {"warehouse": "w.duckdb", "backend": "local", "dask": "tcp://127.0.0.1:8786"}
+    from acceptgate.daskcluster import DaskCluster
+
+    cluster = DaskCluster(workers=2)
+    params = {"warehouse": "w.duckdb", "backend": "local", "dask": cluster}
     audit = next(s for s in schedule.NIGHTLY_STAGES if s.name == "audit")
-    assert audit.call_arguments(stage_flows.load(audit), params)["dask"] == "tcp://127.0.0.1:8786"
+    assert audit.call_arguments(stage_flows.load(audit), params)["dask"] == cluster
     for name in ("certify", "gates"):  # their flows take it too (the chain passes what a flow names)
         import inspect
 
