@@ -21,7 +21,7 @@ import contextlib
 import threading
 from typing import Callable, Iterator
 
-from acceptgate import daskcluster
+from acceptgate import daskcluster, shards
 from acceptgate.daskcluster import DaskCluster
 
 LOOPBACK = "127.0.0.1"
@@ -139,6 +139,7 @@ def cluster(dask: DaskCluster | str) -> Iterator[Callable[..., list]]:
             results.append(future.result())
             if progress:
                 progress(done, len(futures))
+        shards.check_results(batches, results)  # a result that does not answer its shard is never merged
         return results
 
     try:

@@ -45,6 +45,7 @@ def score_sharded(suites_dir: str, samples: str, suite: str = "hidden", backend:
     futures = [score_shard.submit(b, backend, suite, fail_fast, workers_per_shard, limits, profile)
                for b in batches]
     results = [f.result() for f in futures]
+    shards.check_results(batches, results)  # the rows of each shard are its samples, before any merge
     merged = shards.merge(sample_file, inputs.suites, inputs.excluded, results, suite=suite,
                           fail_fast=fail_fast, wall_seconds=time.monotonic() - started)
     merged.report.invalid_task_ids = invalid_ids

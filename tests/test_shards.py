@@ -178,3 +178,40 @@ def test_a_task_material_compiles_its_harnesses_where_they_are_first_read(suites
                                                                     material.samples)
     with pytest.raises(AttributeError):
         copy.no_such_attribute  # noqa: B018
+
+
+def test_results_that_do_not_answer_their_shard_are_never_merged(suites_dir, tmp_path):
+    """A worker's result is checked against what was sent: a score shard's rows must be its samples in
+    order (rows for other samples -- say, one wrong program's 'pass' copied over another's -- are
+    refused), one result per shard, of its kind and index; a gate shard's outcomes are its tasks."""
+    import json
+    from types import SimpleNamespace
+
+    from acceptgate import suitefiles
+
+    task_ids = sorted(suitefiles.read_suites(suites_dir).tasks)[:2]
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": t, "completion": f"    return {i}\n"}) + "\n"
+                               for t in task_ids for i in range(2)))
+    loaded = shards.load_inputs(suites_dir, str(samples), "hidden")
+    batches = shards.make_shards(loaded.sample_file, loaded.suites, loaded.prompts, shard_size=2)
+    results = [_travel(shards.score_shard(_travel(b), "local", suite="hidden")) for b in batches]
+    shards.check_results(batches, results)  # the honest results pass
+    first, second = results
+    forged = [
+        [first, dataclasses.replace(second, rows=first.rows)],  # another shard's rows
+        [first, dataclasses.replace(second, rows=second.rows[:1])],  # a row missing
+        [first, dataclasses.replace(second, rows=list(reversed(second.rows)))],  # rows of other samples, in order
+        [first, dataclasses.replace(second, index=first.index)],  # answers the wrong shard
+        [first],  # a shard unanswered
+        [first, SimpleNamespace(index=1, rows=second.rows)],  # not a shard result
+    ]
+    for bad in forged:
+        with pytest.raises(shards.ShardResultMismatch):
+            shards.check_results(batches, bad)
+    gate = shards.GateShard(0, [SimpleNamespace(task_id="T/1"), SimpleNamespace(task_id="T/2")], None)
+    honest = shards.GateShardResult(0, {"off": [SimpleNamespace(task_id="T/1"), SimpleNamespace(task_id="T/2")]},
+                                    [], {}, "w")
+    shards.check_results([gate], [honest])
+    with pytest.raises(shards.ShardResultMismatch, match="outcomes are not its tasks"):
+        shards.check_results([gate], [shards.GateShardResult(0, {"off": [SimpleNamespace(task_id="T/2")]}, [], {}, "w")])
