@@ -71,6 +71,33 @@ def test_no_call_sees_another_calls_input(backend):
     assert result.verdict == "pass", [c.as_dict() for c in result.cases if c.status != "pass"]
 
 
+# --- outcomes: nothing inside an execution depends on which answers passed -------------------------
+
+CLOCK = "import time\ndef f(x):\n    return time.monotonic()\n"
+
+
+def test_every_answer_is_judged_only_after_the_last_one(backend):
+    """Without fail-fast (every hidden suite), the harness judges no answer while the candidate runs: it
+    answers each call with its clock (CLOCK_MONOTONIC, the host's), and every judgement of an answer
+    comes after the last of those times. So neither being called again nor the time the harness takes
+    between two calls (a pass is judged faster than a fail) tells it whether an answer passed."""
+    import dataclasses
+    import time
+
+    harness, _ = _call_suite(["never"] * 5)
+    judged = []
+
+    def judge(got, want, args, kwargs):
+        if isinstance(got, float):  # a candidate's answer (the expected values are strings)
+            judged.append(time.monotonic())
+        return got == want
+
+    result = execute(dataclasses.replace(harness, judge=judge), CLOCK, backend)
+    assert result.verdict == "fail" and len(result.cases) == 5 and len(judged) == 5, result.as_dict()
+    answered = [float(c.got) for c in result.cases]
+    assert min(judged) > max(answered), (judged, answered)
+
+
 # --- sockets ----------------------------------------------------------------------------------------
 
 def test_no_socket_family_is_reachable(backend):

@@ -656,7 +656,13 @@ def execute(
     limits: Limits = Limits(),
     fail_fast: bool = False,
 ) -> ExecutionResult:
-    """Run one candidate program against one loaded harness in one sandboxed process."""
+    """Run one candidate program against one loaded harness in one sandboxed process.
+
+    ``fail_fast``: judge each answer as it comes and stop at the first failing case -- only where
+    nothing is hidden from the candidate (a visible suite): being called again tells it that its
+    previous answer passed. Otherwise (the default) every case is called whatever the earlier answers
+    were, the answers are held, and they are judged only once the runner is gone, so nothing the
+    harness does while judging can be timed from inside (``_Held``)."""
     interrupt.check()  # after SIGINT / SIGTERM no new sandbox starts (queued executions end here)
     started = time.monotonic()
     if stages.ON:
@@ -676,67 +682,20 @@ def execute(
         stages.mark("spawn")
     # The clocks start once the sandbox exists: waiting for a pooled slot is not the program's time.
     chan = _Channel(proc, marker, limits, time.monotonic())
-    current: int | None = None  # the case being waited for (cases are answered in order)
-    answered: ExitStatus | None = None  # the runner's end after it answered every case it was sent
+    held = None if fail_fast else _Held()
+    run = _Run(result, held)
     try:
-        proc.write(marker + b"\n", chan.deadline)
-        load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits(),
-                "seccomp": getattr(proc, "runner_seccomp", b"")}  # a filter the runner loads itself
-        chan.send(b"load", marshal.dumps(load))
-        kind, payload = chan.recv()
-        if kind == b"loaderr":
-            info = _error_info(payload, chan.deadline)
-            result.verdict = _raised_status(info["type"])
-            result.detail = _clip(f"candidate did not load: {info['type']}: {info['message']}", DETAIL_CHARS)
-            # The runner ends by itself after a load error: its own exit is what happened.
-            result.exit = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic()))).describe()
-            if result.exit.startswith("exit code None"):
-                result.exit = "still running after reporting the load error (killed)"
-            return result
-        if kind != b"ready":
-            raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
-        if stages.ON:
-            stages.mark("load")
-        cases = harness.cases
-        prepared = _prepare(harness)
-        chan.ok_limit = min(MAX_FRAME, harness.result_limit)
-        chan.ok_limits = _ok_limits(harness)
-        current = 0
-        for index, (kind, payload) in enumerate(chan.answers(prepared.calls)):
-            judging = time.monotonic()
-            if stages.ON:
-                stages.mark("round trip")
-            if kind == b"ok" and payload == prepared.expected_text[index] and prepared.text_passes[index]:
-                case = CaseResult(index=index, status="pass")  # the text's verdict, computed once
-            elif kind == b"ok" and payload is not None and len(payload) >= LONG_ANSWER:
-                case = _judge_once(harness, prepared, index, payload, chan)
-            else:
-                args, kwargs, want = cases[index]
-                case = _judge_case(harness, index, args, kwargs, want, kind, payload, chan)
-            if stages.ON:
-                want = cases[index][2]  # a digest case's expected value is ("sha256", hexdigest, length)
-                stages.mark("compare (digest)" if type(want) is tuple and want[:1] == ("sha256",) else "compare")
-            chan.pause(time.monotonic() - judging)
-            result.cases.append(case)
-            current = index + 1
-            if case.status != "pass" and fail_fast:
-                break
-        current = None
-        if chan.measured:  # read before the runner ends (a fork server then builds its next environment)
-            result.cpu_seconds = chan.cpu_used()
-        chan.send(b"end", b"")
-        answered = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic())))
-        result.exit = answered.describe()
+        _drive(harness, source, proc, chan, limits, run, fail_fast)
     except TimeoutError:
         result.verdict, result.detail, status = _clock_ran_out(proc, chan, limits)
         if result.verdict == "timeout":
             result.timeout_clock = chan.timeout_clock()
         result.exit = status.describe()
-        _mark_current(result, current, result.verdict)
+        run.ended(result.verdict)
     except ProtocolViolation as exc:
         result.verdict = "protocol"
         result.detail = str(exc)
-        _mark_current(result, current, "protocol")
+        run.ended("protocol")
     except (EOFError, BrokenPipeError, ConnectionError):
         status = proc.wait(timeout=max(0.5, chan.wall_deadline - time.monotonic()))
         if status.returncode is None:
@@ -747,27 +706,183 @@ def execute(
         if result.verdict == "timeout":
             result.timeout_clock = "cpu"  # SIGXCPU with the limit used
         result.exit = status.describe()
-        _mark_current(result, current, result.verdict)
+        run.ended(result.verdict)
     except BackendUnavailable:
+        if held is not None:
+            held.close()
         raise
     except Exception as exc:  # the trusted side's own failure on this answer: never the batch's
         result.verdict = "protocol"
         result.detail = _harness_failure(exc)
-        _mark_current(result, current, "protocol")
+        run.ended("protocol")
     finally:
         proc.kill()
         if not result.exit or result.exit.startswith("exit code None"):
             final = proc.wait(timeout=2.0)
             result.exit = final.describe()
-            if answered is not None:
-                answered = final
+            if run.answered is not None:
+                run.answered = final
         if chan.measured and result.cpu_seconds is None:
             result.cpu_seconds = chan.cpu_used()
         proc.close()
         result.wall_seconds = time.monotonic() - started
         if stages.ON:
             stages.mark("teardown")
-    if answered is not None and answered.oom_killed:
+    if held is not None:  # the runner is gone: only now is anything judged
+        _judge_held(harness, held, chan, run)
+    return _verdict(result, run, limits)
+
+
+class _Run:
+    """What an execution has found so far: its result, the answers held for later (blind mode), the
+    case being waited for and how the runner ended after answering every case it was sent."""
+
+    def __init__(self, result: ExecutionResult, held: "_Held | None") -> None:
+        self.result, self.held = result, held
+        self.current: int | None = None  # the case being waited for (cases are answered in order)
+        self.answered: ExitStatus | None = None
+        self.ended_as: str | None = None  # the status of the case the execution ended on, if any
+
+    def ended(self, status: str) -> None:
+        """The execution ended (a limit, a protocol error, an exit) while case ``current`` was awaited."""
+        if self.current is None:
+            return
+        if self.held is not None:
+            self.ended_as = status
+        elif len(self.result.cases) == self.current:
+            self.result.cases.append(CaseResult(index=self.current, status=status))
+
+
+def _drive(harness: Harness, source: str, proc: SandboxProcess, chan: _Channel, limits: Limits, run: _Run,
+           fail_fast: bool) -> None:
+    """Load the candidate and make the calls; in blind mode (``run.held``) hold the answers unjudged."""
+    result = run.result
+    proc.write(chan.marker + b"\n", chan.deadline)
+    load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits(),
+            "seccomp": getattr(proc, "runner_seccomp", b"")}  # a filter the runner loads itself
+    chan.send(b"load", marshal.dumps(load))
+    kind, payload = chan.recv()
+    if kind == b"loaderr":
+        info = _error_info(payload, chan.deadline)
+        result.verdict = _raised_status(info["type"])
+        result.detail = _clip(f"candidate did not load: {info['type']}: {info['message']}", DETAIL_CHARS)
+        # The runner ends by itself after a load error: its own exit is what happened.
+        result.exit = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic()))).describe()
+        if result.exit.startswith("exit code None"):
+            result.exit = "still running after reporting the load error (killed)"
+        return
+    if kind != b"ready":
+        raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
+    if stages.ON:
+        stages.mark("load")
+    prepared = _prepare(harness)
+    chan.ok_limit = min(MAX_FRAME, harness.result_limit)
+    chan.ok_limits = _ok_limits(harness)
+    run.current = 0
+    for index, (kind, payload) in enumerate(chan.answers(prepared.calls)):
+        if stages.ON:
+            stages.mark("round trip")
+        if run.held is not None:
+            run.held.add(kind, payload, chan.skipped if payload is None else 0)
+            run.current = index + 1
+            continue
+        judging = time.monotonic()
+        case = _judge(harness, prepared, index, kind, payload, chan)
+        chan.pause(time.monotonic() - judging)
+        result.cases.append(case)
+        run.current = index + 1
+        if case.status != "pass" and fail_fast:
+            break
+    run.current = None
+    if chan.measured:  # read before the runner ends (a fork server then builds its next environment)
+        result.cpu_seconds = chan.cpu_used()
+    chan.send(b"end", b"")
+    run.answered = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic())))
+    result.exit = run.answered.describe()
+
+
+def _judge(harness: Harness, prepared: "_Prepared", index: int, kind: bytes, payload: bytes | None,
+           chan: _Channel) -> CaseResult:
+    """One answer's CaseResult."""
+    if kind == b"ok" and payload == prepared.expected_text[index] and prepared.text_passes[index]:
+        case = CaseResult(index=index, status="pass")  # the text's verdict, computed once
+    elif kind == b"ok" and payload is not None and len(payload) >= LONG_ANSWER:
+        case = _judge_once(harness, prepared, index, payload, chan)
+    else:
+        args, kwargs, want = harness.cases[index]
+        case = _judge_case(harness, index, args, kwargs, want, kind, payload, chan)
+    if stages.ON:
+        want = harness.cases[index][2]  # a digest case's expected value is ("sha256", hexdigest, length)
+        stages.mark("compare (digest)" if type(want) is tuple and want[:1] == ("sha256",) else "compare")
+    return case
+
+
+HELD_IN_MEMORY = 64 * 1024 * 1024  # held answers beyond this go to an unlinked temporary file
+
+
+class _Held:
+    """The answers of a blind execution, in case order, unjudged until the runner is gone: in memory up
+    to HELD_IN_MEMORY bytes, then in an unlinked temporary file (each answer is bounded by its case's
+    size limit, so the file by the suite's)."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._file = tempfile.SpooledTemporaryFile(max_size=HELD_IN_MEMORY)
+        self._index: list[tuple[bytes, int, int, int]] = []  # (kind, offset, length or -1, skipped size)
+        self._end = 0
+
+    def add(self, kind: bytes, payload: bytes | None, skipped: int) -> None:
+        if payload is None:
+            self._index.append((kind, 0, -1, skipped))
+            return
+        self._file.seek(self._end)
+        self._file.write(payload)
+        self._index.append((kind, self._end, len(payload), 0))
+        self._end += len(payload)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def get(self, index: int) -> tuple[bytes, bytes | None, int]:
+        kind, offset, length, skipped = self._index[index]
+        if length < 0:
+            return kind, None, skipped
+        self._file.seek(offset)
+        return kind, self._file.read(length), 0
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _judge_held(harness: Harness, held: _Held, chan: _Channel, run: _Run) -> None:
+    """Blind mode, once the runner is gone: every held answer judged in case order, then the case the
+    execution ended on (if it ended before answering them all)."""
+    prepared = _prepare(harness)
+    try:
+        for index in range(len(held)):
+            kind, payload, skipped = held.get(index)
+            chan.skipped = skipped
+            try:
+                case = _judge(harness, prepared, index, kind, payload, chan)
+            except ProtocolViolation as exc:
+                case = CaseResult(index=index, status="protocol", message=_short(str(exc)))
+            except Exception as exc:  # the trusted side's own failure on this answer: this case's
+                case = CaseResult(index=index, status="protocol", message=_harness_failure(exc))
+            run.result.cases.append(case)
+    finally:
+        held.close()
+    if run.ended_as is not None and len(run.result.cases) < run.result.cases_total:
+        run.result.cases.append(CaseResult(index=len(run.result.cases), status=run.ended_as))
+
+
+def _verdict(result: ExecutionResult, run: _Run, limits: Limits) -> ExecutionResult:
+    """The execution's verdict from its cases: the first non-passing case's status, in case order (what
+    a fail-fast run would have stopped at), unless the memory limit was hit while every case answered
+    passed."""
+    bad = result.first_failure
+    oom = run.answered is not None and run.answered.oom_killed
+    if oom and (run.held is None or bad is None or bad.status == "memory"):
         # The memory limit was hit while the candidate answered: which of its processes the kernel killed
         # (a child, so the runner answered, or the runner itself) depends on timing, i.e. on the load.
         # Hitting the limit decides, so the verdict does not depend on how busy the machine is.
@@ -775,11 +890,14 @@ def execute(
         result.detail = (f"the {limits.memory_bytes >> 20} MiB memory limit was hit during the execution "
                          "(an OOM kill), though the runner answered")
         return result
-    if result.verdict == "pass":
-        bad = result.first_failure
-        if bad is not None:
-            result.verdict = bad.status
-            result.detail = f"case {bad.index}: {bad.status}"
+    if bad is not None and (result.verdict == "pass" or run.held is not None):
+        if run.held is not None and bad.status == result.verdict and result.detail:
+            return result  # the execution ended on this very case: its own detail says more
+        if bad.status != "timeout":
+            result.timeout_clock = ""
+        result.verdict = bad.status
+        result.detail = f"case {bad.index}: {bad.status}" + (f" ({bad.message})" if bad.message and
+                                                              bad.status == "protocol" else "")
     return result
 
 
@@ -862,11 +980,6 @@ def _over_budget() -> str:
 
 def _harness_failure(exc: Exception) -> str:
     return _clip(f"the harness could not judge this answer: {type(exc).__name__}: {exc}", DETAIL_CHARS)
-
-
-def _mark_current(result: ExecutionResult, current: int | None, status: str) -> None:
-    if current is not None and len(result.cases) == current:
-        result.cases.append(CaseResult(index=current, status=status))
 
 
 def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
