@@ -31,8 +31,9 @@ NAMES = ("local", "local-bwrap", "local-rlimits", "docker")
 
 
 def program(name: str) -> str:
-    if name == "stdlib":
-        return "import os\ndef f(x):\n    return os.path.dirname(os.__file__)\n"
+    if name == "shared":  # the file page_loads.py probes, as a path the host can open (within docker's layers)
+        return ("import os\ndef f(x):\n    p = os.path.join(os.path.dirname(os.__file__), 'pydoc_data', 'topics.py')\n"
+                "    return p if os.path.exists(p) else os.readlink('/proc/self/exe')\n")
     return (PROGRAMS / f"{name}.py").read_text()
 
 
@@ -171,6 +172,74 @@ def test_the_page_cache_can_be_neither_controlled_nor_probed(backend):
     assert answer(backend, "page_cache", 1) == []
 
 
+# --- names looked up: the dentry cache -----------------------------------------------------------------
+
+def test_no_name_one_execution_looks_up_is_cached_for_a_later_one(backend):
+    """An execution stats absent names (one per set bit of a token) in every directory it can look into;
+    a later one asks the kernel whether it holds them (openat2 RESOLVE_CACHED: no I/O) and times a first
+    stat of each. Every name an execution can look up resolves in a root of its own (a tmpfs made for it,
+    dropped with it): nothing comes back. local-rlimits looks up the host's own directories: it says so."""
+    key, token = secrets.randbelow(10**9), 1 + secrets.randbelow((1 << 16) - 2)
+    done = answer(backend, "notes", "record", key, token)
+    found = answer(backend, "notes", "find", key, 0)
+    if backend.name == "local-rlimits":
+        assert any("dentry cache" in m for m in backend.isolation(Limits()).not_enforced)
+        _remove_notes(key)
+        return
+    assert found["cached"] == 0 and found["timed"] != token and not found["files"], (done, found)
+
+
+def _remove_notes(key: int) -> None:
+    """The files notes.py left where an execution without a root of its own writes (local-rlimits)."""
+    import glob
+    import os
+
+    for place in ("/tmp", "/dev/shm", "/var/tmp"):
+        for path in glob.glob(f"{place}/agnote-{key}*"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+# --- a learner keeping notes: no outcome reaches it ------------------------------------------------------
+
+LEARNED = [True, False, True, True, False, True]  # the hidden answers (neither all True nor all False)
+RUNS = 50
+
+
+def _learner_suite(key: int):
+    cases = [(("learn", key, i), {}, want) for i, want in enumerate(LEARNED)]
+    return suitespec.build("python-call/1", "f", cases)
+
+
+def test_a_learner_keeping_notes_never_passes_a_hidden_suite(backend, tmp_path):
+    """A program that knows nothing of its task learns it from the fail-fast oracle (being called for case
+    i+1 means its answer to case i passed) and keeps what it learnt in every kernel state it can reach
+    (negative dentries, read back by RESOLVE_CACHED; files): with that oracle it passes within a dozen
+    executions. Run 50 times against one hidden suite -- one execution at a time, and as 50 samples of one
+    task in one samples file (score, hidden) -- it never passes: every case is called whatever its
+    answers were, and they are judged once it is gone."""
+    from acceptgate.score import score_samples
+    from acceptgate.sources.replay import read_samples
+
+    key = secrets.randbelow(10**9)
+    spec = _learner_suite(key)
+    harness = render.harness_for(spec)
+    verdicts = [execute(harness, program("notes"), backend).verdict for _ in range(RUNS)]
+    assert "pass" not in verdicts, verdicts
+    key = secrets.randbelow(10**9)  # fresh notes: the batch learns from nothing but itself
+    spec = _learner_suite(key)
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": "T/learn", "solution": program("notes")}) + "\n"
+                               for _ in range(RUNS)))
+    report = score_samples(read_samples(samples), {"T/learn": spec}, {"T/learn": ""}, backend, suite="hidden",
+                           workers=2)
+    assert len(report.rows) == RUNS and report.passed == 0, [r.verdict for r in report.rows]
+    assert all(r.cases_run == len(LEARNED) for r in report.rows), [r.cases_run for r in report.rows]
+    _remove_notes(key)
+
+
 # --- the recorder ------------------------------------------------------------------------------------
 
 CLI_FIND = r"""
@@ -249,7 +318,6 @@ with backends.create(sys.argv[1]) as b:
     print(json.dumps({"token": token, "before": before, "loaded": loaded, "after": look(),
                       "not_enforced": b.isolation(Limits()).not_enforced}))
 """
-SHARED_FILE = ("pydoc_data", "topics.py")  # what page_loads.py uses, relative to the stdlib
 
 
 PROBED_PAGES = range(0, 16 * 8, 8)  # page_loads.py: one page per bit, 8 apart
@@ -263,11 +331,11 @@ def _evict(backend_name: str, open_backend) -> bool:
 
     from acceptgate.sandbox import residency
 
-    stdlib = answer(open_backend(backend_name), "stdlib", 0)  # the sandbox's interpreter's, not ours
+    shared = answer(open_backend(backend_name), "shared", 0)  # the sandbox's interpreter's, not ours
     if backend_name == "docker":
-        paths = [os.path.join(d, stdlib.lstrip("/"), *SHARED_FILE) for d in open_backend("docker").layers]
+        paths = [os.path.join(d, shared.lstrip("/")) for d in open_backend("docker").layers]
     else:
-        paths = [os.path.join(stdlib, *SHARED_FILE)]
+        paths = [shared]
     paths = [p for p in paths if os.path.exists(p)]
     for _ in range(5):
         cold = True

@@ -29,13 +29,18 @@ GATE_SCRIPT = 'read _gate && exec "$0" "$@"'
 
 
 def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, zygote: bool = False,
-            seccomp_fd: int | None = None, extra_ro_binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
+            once: bool = False, seccomp_fd: int | None = None,
+            extra_ro_binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """bwrap argv that runs ``inner`` (an absolute interpreter path + args) in a fresh sandbox.
 
     zygote=True: the sandbox of a fork server (``forkserver.py``). Its first process keeps
     CAP_SYS_ADMIN *inside* the sandbox's user namespace just long enough to mount a /proc of its own
     (then drops every capability), and may create user namespaces: it makes a fresh set of
     namespaces for every execution, where it forbids nested user namespaces itself.
+    once=True: the sandbox of one execution whose first process is the fork server's one-shot mode
+    (``zygote.py once``): it keeps CAP_SYS_ADMIN and CAP_SYS_RESOURCE inside the sandbox's user namespace
+    just long enough to build the execution's own root and move into it and to forbid nested user
+    namespaces (user.max_user_namespaces=0), then drops every capability and loads the syscall filter.
     seccomp_fd: a descriptor holding the BPF syscall filter (``seccomp.memfd``), which bubblewrap loads
     last, right before it starts ``inner`` (the fork server loads it per execution instead).
     extra_ro_binds: (host path, path inside) pairs bound read-only besides the interpreter's view (the
@@ -44,9 +49,10 @@ def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, 
     uid = str(SANDBOX_UID)
     argv = [
         bw.path,
-        "--unshare-all", "--unshare-user", *(() if zygote else ("--disable-userns",)),
+        "--unshare-all", "--unshare-user", *(() if zygote or once else ("--disable-userns",)),
         "--uid", uid, "--gid", uid, "--hostname", "sandbox",
-        "--cap-drop", "ALL", *(("--cap-add", "CAP_SYS_ADMIN") if zygote else ()),
+        "--cap-drop", "ALL", *(("--cap-add", "CAP_SYS_ADMIN") if zygote or once else ()),
+        *(("--cap-add", "CAP_SYS_RESOURCE") if once else ()),
         "--die-with-parent", "--new-session", "--clearenv",
     ]
     for target, link in bw.symlinks:

@@ -878,11 +878,9 @@ def _judge_held(harness: Harness, held: _Held, chan: _Channel, run: _Run) -> Non
 
 def _verdict(result: ExecutionResult, run: _Run, limits: Limits) -> ExecutionResult:
     """The execution's verdict from its cases: the first non-passing case's status, in case order (what
-    a fail-fast run would have stopped at), unless the memory limit was hit while every case answered
-    passed."""
+    a fail-fast run would have stopped at), unless the memory limit was hit while the runner answered."""
     bad = result.first_failure
-    oom = run.answered is not None and run.answered.oom_killed
-    if oom and (run.held is None or bad is None or bad.status == "memory"):
+    if run.answered is not None and run.answered.oom_killed:
         # The memory limit was hit while the candidate answered: which of its processes the kernel killed
         # (a child, so the runner answered, or the runner itself) depends on timing, i.e. on the load.
         # Hitting the limit decides, so the verdict does not depend on how busy the machine is.

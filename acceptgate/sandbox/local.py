@@ -36,7 +36,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
-from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, seccomp
+from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, seccomp, stdlib_image
 from acceptgate.sandbox.uidslots import UidSlots, slot_pool
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, RunnerPipes, SandboxProcess, register, runner_source,
@@ -164,8 +164,10 @@ class LocalBackend(Backend):
             drop_privileges = os.geteuid() == 0
         self.uid = NOBODY if drop_privileges else None
         self.plan = _resolve(caps, namespaces, process_cap, self.uid is not None)
-        # The read-only view locked in memory from the first backend until the process exits, else read in and re-checked.
-        self._pin = residency.hold(caps.bwrap.ro_binds, caps.bwrap.hidden) if self.plan.namespaces else None
+        # What a runner still maps once in its own root (the interpreter, its libraries, the preloaded extension
+        # modules), locked in memory from the first backend until the process exits, else read in and re-checked.
+        self._mapped = stdlib_image.mapped_files(caps.bwrap.python) if self.plan.namespaces else ()
+        self._pin = residency.hold(self._mapped) if self.plan.namespaces else None
         self._resident()  # before any sandbox starts, the trial slot included
         self.forkserver_problem = ""
         try:
@@ -217,9 +219,14 @@ class LocalBackend(Backend):
         pin, self._pin = self._pin, None
         residency.release(pin)
 
-    def command(self, limits: Limits, seccomp_fd: int | None = None) -> list[str]:
-        # The runner travels on the command line: no file of ours needs to be readable inside.
+    def command(self, limits: Limits, seccomp_fd: int | None = None, stdlib_fd: int | None = None) -> list[str]:
+        # The runner travels on the command line: no file of ours needs to be readable inside. Under
+        # bubblewrap the fork server's one-shot mode starts it, in a root of its own (zygote.py once).
         inner = [self.python, "-I", "-S", "-B", "-c", self._runner]
+        if self.plan.namespaces:
+            inner = [self.python, "-I", "-S", "-B", "-c", forkserver.zygote_source(), "once",
+                     str(bwrap.SCRATCH_BYTES), self._runner, seccomp.bpf().hex(),
+                     ",".join(stdlib_image.preload(self.python)), str(stdlib_fd)]
         script = ""
         if self.plan.process_cap == "uid":
             # RLIMIT_NPROC set by the child for itself: setting another process's limits needs
@@ -227,16 +234,15 @@ class LocalBackend(Backend):
             n = limits.processes
             script += f"ulimit -u {n} 2>/dev/null || ulimit -p {n} || exit 125; "
         if self.plan.namespaces:
-            return ["/bin/sh", "-c", script + GATE_SCRIPT] + bwrap.command(self.caps.bwrap, inner,
-                                                                            seccomp_fd=seccomp_fd)
+            return ["/bin/sh", "-c", script + GATE_SCRIPT] + bwrap.command(self.caps.bwrap, inner, once=True)
         if script:
             return ["/bin/sh", "-c", script + 'exec "$0" "$@"'] + inner
         return inner
 
     def _resident(self) -> None:
-        """The read-only view's pages all resident (residency.py); a no-op when checked recently."""
+        """The mapped files' pages all resident (residency.py); a no-op when checked recently."""
         if self.plan.namespaces and self._pin is None:
-            residency.ensure(self.caps.bwrap.ro_binds, self.caps.bwrap.hidden)
+            residency.ensure(self._mapped)
 
     def spawn(self, limits: Limits) -> SandboxProcess:
         self._resident()
@@ -249,10 +255,11 @@ class LocalBackend(Backend):
         workdir = None
         filter_fd = None
         try:
-            # The syscall filter: bubblewrap loads it from a descriptor; without bubblewrap the runner
-            # loads it itself before the candidate's code exists (see runner._apply_filter).
+            # The syscall filter: under bubblewrap the one-shot fork server loads it once it has built the
+            # execution's root; without bubblewrap the runner loads it itself before the candidate's code
+            # exists (see runner._apply_filter). The standard library's image comes as a sealed memfd.
             if self.plan.namespaces:
-                filter_fd = seccomp.memfd()
+                filter_fd = stdlib_image.memfd(self.python)
             if self.plan.process_cap == "cgroup":
                 cg = cgroup.ExecutionCgroup.create(self.caps.cgroups, processes=limits.processes,
                                                    memory_bytes=limits.memory_bytes)
@@ -260,7 +267,7 @@ class LocalBackend(Backend):
             workdir = None if self.plan.namespaces else make_workdir(uid)
             ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
             popen = subprocess.Popen(
-                self.command(limits, filter_fd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                self.command(limits, stdlib_fd=filter_fd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, cwd=workdir or "/", env={}, close_fds=True,
                 pass_fds=(filter_fd,) if filter_fd is not None else (), start_new_session=True, **ids,
             )
@@ -272,7 +279,7 @@ class LocalBackend(Backend):
                 cpu.attach(popen.pid)
             if self.plan.namespaces:
                 os.write(popen.stdin.fileno(), b"\n")
-        except OSError as exc:
+        except (OSError, stdlib_image.ImageUnavailable) as exc:
             if popen is not None:
                 popen.kill()
                 popen.wait()
@@ -360,7 +367,7 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
         iso.enforced += ["empty environment", "fresh temp dir as cwd",
                          seccomp.describe() + " (loaded by the runner before the candidate's code exists)"]
     iso.enforced += [
-        f"rlimit address space {limits.memory_bytes // MiB} MiB",
+        f"rlimit address space {limits.memory_bytes // MiB} MiB beyond what the runner maps before the candidate loads",
         f"rlimit cpu {limits.cpu_seconds} s",
         f"rlimit file size {limits.file_bytes // MiB} MiB",
         f"rlimit open files {limits.open_files}",
@@ -400,6 +407,9 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
             "page cache residency of host files (every host file is readable: a read by one execution can "
             "load pages whose read time a later one measures; the syscall filter denies every call that "
             "evicts or probes them)",
+            "dentry cache of host directories (every host directory can be looked into: a name one execution "
+            "looks up, present or absent, stays cached for a later one to find, by openat2 RESOLVE_CACHED or "
+            "a stat's time; no outcome of a hidden suite reaches an execution to be noted there)",
         ]
     return iso
 
@@ -432,7 +442,7 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
         "processes: private /proc of the execution's own pid namespace (harness, fork server and other "
         "executions invisible; its init non-dumpable and immune to its signals)",
         "environment: cleared; new session; dies with the harness",
-        f"rlimit address space {limits.memory_bytes // MiB} MiB",
+        f"rlimit address space {limits.memory_bytes // MiB} MiB beyond what the runner maps before the candidate loads",
         f"rlimit cpu {limits.cpu_seconds} s",
         f"rlimit file size {limits.file_bytes // MiB} MiB",
         f"rlimit open files {limits.open_files}",

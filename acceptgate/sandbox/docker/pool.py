@@ -38,6 +38,7 @@ from importlib import resources
 from acceptgate import affinity
 from acceptgate.sandbox import seccomp
 from acceptgate.sandbox.backend import PRELOAD, BackendUnavailable, Limits, runner_source
+from acceptgate.sandbox.stdlib_image import EXTENSIONS_SKIPPED
 from acceptgate.sandbox.docker.stream import KeeperStream, StreamClosed, StreamError
 from acceptgate.interrupt import pid_alive
 
@@ -56,6 +57,10 @@ UNIX_PATH_MAX = 108  # sun_path, the terminating NUL included
 
 def keeper_source() -> str:
     return resources.files("acceptgate.sandbox.docker").joinpath("keeper.py").read_text("utf-8")
+
+
+def zygote_source() -> str:
+    return resources.files("acceptgate.sandbox").joinpath("zygote.py").read_text("utf-8")
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ class ContainerConfig:
 
     def host_config(self, api, uid: int = 65534, mounts: list | None = None) -> dict:
         size = self.tmpfs_bytes
-        return api.create_host_config(
+        config = api.create_host_config(
             mounts=mounts,
             network_mode="none",
             mem_limit=self.memory_bytes,
@@ -94,6 +99,13 @@ class ContainerConfig:
             },
             auto_remove=True,
         )
+        if self.fork_server:
+            # The engine's masked /proc paths off (as `--security-opt systempaths=unconfined`): the kernel
+            # refuses a new /proc (each execution's) in a user namespace while another one is partly
+            # covered. Only the keeper and the fork server see the container's /proc; no candidate does.
+            config["MaskedPaths"] = []
+            config["ReadonlyPaths"] = []
+        return config
 
 
 def _local_socket(client) -> bool:
@@ -216,8 +228,12 @@ class WarmContainer:
         import docker.errors
 
         api = self.client.api
-        command = ["python3", *KEEPER_FLAGS, keeper_source(), runner_source().decode("utf-8"),
-                   "fork:" + ",".join(PRELOAD) if self.config.fork_server else "exec"]
+        command = ["python3", *KEEPER_FLAGS, keeper_source(), runner_source().decode("utf-8")]
+        if self.config.fork_server:  # the local backend's fork server (zygote.py), inside the container
+            command += ["fork", zygote_source(), seccomp.bpf().hex(), str(self.config.tmpfs_bytes),
+                        ",".join(PRELOAD), ",".join(sorted(EXTENSIONS_SKIPPED))]
+        else:
+            command.append("exec")
         channel = None
         try:
             if self.channel == "socket":
