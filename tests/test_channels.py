@@ -400,3 +400,24 @@ def test_a_pinned_view_stays_resident_whatever_the_host_evicts(name, open_backen
     for _ in range(3):  # OR'ed, as in LOADS
         seen |= answer(backend, "page_loads", "look", 0)
     assert seen == (1 << 16) - 1, f"token {token}, resident {seen}"
+
+
+@pytest.mark.parametrize("name", ["local"])  # docker: a fresh container per command (the batch tests cover reuse)
+def test_no_note_survives_between_exec_commands_even_with_fail_fast(name, open_backend, tmp_path):
+    """`acceptgate exec --fail-fast` (an oracle by design: for visible suites) run as separate processes:
+    the learner's notes (dentries, files) do not reach the next command, so it never gets past guessing
+    (6 runs: with its notes kept, 5 are enough for these 6 cases). Without --fail-fast no oracle exists."""
+    open_backend(name)  # skips docker without an engine (fails under CI)
+    key = secrets.randbelow(10**9)
+    spec = tmp_path / "spec.json"
+    spec.write_text(_learner_suite(key).to_json())
+    candidate = tmp_path / "learner.py"
+    candidate.write_text(program("notes"))
+    verdicts = []
+    for _ in range(6):
+        proc = subprocess.run([sys.executable, "-m", "cli", "exec", "--spec", str(spec), "--candidate", str(candidate),
+                               "--backend", name, "--fail-fast"], capture_output=True, text=True, timeout=300,
+                              cwd=str(REPO))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        verdicts.append(json.loads(proc.stdout)["verdict"])
+    assert "pass" not in verdicts, verdicts
