@@ -14,6 +14,7 @@ TIOCSTI on a terminal), and the sandbox dies with the harness.
 
 from __future__ import annotations
 
+from acceptgate.sandbox.backend import SANDBOX_ENV
 from acceptgate.sandbox.hostlayers import SANDBOX_UID, Bwrap
 
 WORKDIR = "/sandbox"
@@ -55,6 +56,8 @@ def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, 
         *(("--cap-add", "CAP_SYS_RESOURCE") if once else ()),
         "--die-with-parent", "--new-session", "--clearenv",
     ]
+    for name, value in SANDBOX_ENV.items():  # the one variable of an otherwise empty environment
+        argv += ["--setenv", name, value]
     for target, link in bw.symlinks:
         argv += ["--symlink", target, link]
     for path in bw.ro_binds:

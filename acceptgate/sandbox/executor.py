@@ -27,7 +27,7 @@ from acceptgate.hashing import sha256_bytes, sha256_text
 from acceptgate.parallel import parallel_map
 from acceptgate.render import NONLITERAL, Harness
 from acceptgate.sandbox import answers, stages, workerprocs
-from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
+from acceptgate.sandbox.backend import HASH_SEED, Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
 
 VERDICTS = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
 CASE_STATUSES = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
@@ -77,8 +77,9 @@ class ExecutionResult:
     exit: str = ""
     wall_seconds: float = 0.0
     cases_total: int = 0
-    timeout_clock: str = ""  # for a timeout: "cpu" (the CPU-time limit) or "wall" (the wall-clock backstop)
+    timeout_clock: str = ""  # for a timeout: "cpu" (a CPU-time limit) or "wall" (wall time less the wait for a CPU, or the backstop)
     cpu_seconds: float | None = None  # CPU time of the sandbox's processes, where the backend counts it
+    hash_seed: int = HASH_SEED  # the sandboxed interpreter's PYTHONHASHSEED (backend.HASH_SEED)
 
     @property
     def passed(self) -> bool:
@@ -107,6 +108,7 @@ class ExecutionResult:
             "wall_seconds": round(self.wall_seconds, 4),
             "cpu_seconds": None if self.cpu_seconds is None else round(self.cpu_seconds, 4),
             "timeout_clock": self.timeout_clock,
+            "hash_seed": self.hash_seed,
         }
 
     def to_json(self) -> str:
@@ -117,21 +119,32 @@ def _short(text: str) -> str:
     return _clip(text, SHOW_CHARS)
 
 
-# Why a timeout: the CPU-time limit (the execution's or a case's) or the wall-clock backstop. Recorded
-# apart (ExecutionResult.timeout_clock, and the start of its detail): only the first is a function of
-# the program; the second stops what uses no CPU (a sleep) or a host too loaded to run it at all.
+# Why a timeout: the CPU-time limit (the execution's, its load's or a case's), or the wall clock: the
+# time limit on wall time less the time the execution waited for a CPU (a sleep meets it; a machine's
+# load does not), or the wall-clock backstop for a host too loaded to run it at all. Recorded apart
+# (ExecutionResult.timeout_clock, and the start of its detail).
 TIMEOUT_CLOCKS = ("cpu", "wall")
 POLL_SECONDS = 0.005  # the shortest wait between two looks at the CPU counter
 
 
+def time_grace(limit: float) -> float:
+    """How far the wall time less the run-queue delay may pass a limit: the kernel accounts a task's
+    wait for a CPU when it gets one, and its CPU time at ticks, so a program that only computes reaches
+    both clocks at once; it is its CPU time that decides."""
+    return 0.05 + 0.02 * limit
+
+
 class _Channel:
-    """Framed messages over a SandboxProcess, under a CPU-time limit and a wall-clock backstop.
+    """Framed messages over a SandboxProcess, under time limits and a wall-clock backstop.
 
     Where the backend counts the sandbox's CPU time (``proc.cpu_seconds()``), the execution's limit
-    (``limits.wall_seconds``) and each case's (``limits.case_seconds``) are on it, and the wall clock
-    is only the backstop ``limits.backstop(...)``: a busy machine slows a program down but does not
-    change its verdict. The counter is read when a case starts and whenever the CPU could have used up
-    what is left of a limit (the wait is cut to ``left / CPUs``). Without a counter both limits are on
+    (``limits.wall_seconds``), its load's (``limits.load_seconds``) and each case's
+    (``limits.case_seconds``) hold on two clocks: its CPU time, and its wall time less the time its
+    processes waited, runnable, for a CPU (``proc.run_delay()``: the kernel's per-task run-queue delay).
+    A sleep counts on the second, a busy machine on neither, so the load does not change a verdict. The
+    wall clock proper is only the backstop ``limits.backstop(...)``. The counter is read when a phase
+    starts and whenever the CPU could have used up what is left of a limit (the wait is cut to ``left /
+    CPUs``); the run-queue delay when the wall time reaches a limit. Without a counter every limit is on
     the wall clock, as the limits name them.
     """
 
@@ -147,11 +160,19 @@ class _Channel:
         self.deadline = self.wall_deadline  # the one in force: the execution's, or a sooner per-case one
         self.cpu_start = self.case_cpu_start = self.cpu_seen = cpu or 0.0
         self.seen_at = time.monotonic()
+        # The wall-time clocks: started, the harness's pauses and the run-queue delay taken away
+        self.started, self.paused = started, 0.0
+        self.delay = proc.run_delay() if self.measured else None
+        self.soft = started + self.limit if self.measured else float("inf")
+        self.case_soft = float("inf")
+        self.case_started, self.case_delay0, self.case_paused0 = started, 0.0, 0.0
+        self.phase = "load"
+        self.waited = 0.0  # run-queue delay seen at the last look
         # One limit for every case, or one per case (a sequence, e.g. EvalPlus's per-input limits)
         self.case_seconds = limits.case_seconds
         self.case_limit = self.case_seconds if not isinstance(self.case_seconds, (tuple, list)) else None
         self.in_case = False
-        self.expired = ""  # what ran out: "cpu", "case-cpu", "wall", "case-wall"
+        self.expired = ""  # what ran out: "cpu", "case-cpu", "time", "case-time", "wall", "case-wall"
         self.buf = bytearray()
         self.ok_limit = MAX_FRAME  # results beyond this are dropped unread (see recv)
         self.ok_limits: tuple[int, ...] | None = None  # or one such bound per case
@@ -166,6 +187,28 @@ class _Channel:
         clock needs no pause: the harness's work is not counted on it."""
         self.deadline += seconds
         self.wall_deadline += seconds
+        self.paused += seconds
+        self.soft += seconds
+        self.case_soft += seconds
+
+    def begin_phase(self, limit: float | None, phase: str) -> None:
+        """A case (or the load) starts: its clocks, under ``limit`` (None: only the execution's)."""
+        self.phase = phase
+        self.in_case = limit is not None
+        if limit is None:
+            return
+        self.case_limit = limit
+        now = time.monotonic()
+        backstop = self.limits.backstop(limit) if self.measured else limit
+        self.deadline = min(self.wall_deadline, now + backstop)
+        if self.measured:
+            cpu = self.proc.cpu_seconds()
+            if cpu is not None:
+                self.cpu_seen, self.seen_at = cpu, now
+            self.case_cpu_start = self.cpu_seen
+            self.case_started, self.case_paused0 = now, self.paused
+            self.case_delay0 = self.delay.seconds() if self.delay is not None else 0.0
+            self.case_soft = now + limit
 
     def cpu_used(self) -> float:
         """CPU seconds of the execution so far (the last reading when the counter is gone)."""
@@ -186,14 +229,41 @@ class _Channel:
             return self.deadline
         # Between the last reading and now the sandbox used at most (elapsed x CPUs) seconds of CPU.
         poll = self.seen_at + max(0.0, self._cpu_left()) / self.cpus
-        return min(self.deadline, max(poll, time.monotonic() + POLL_SECONDS))
+        soft = min(self.soft, self.case_soft if self.in_case else self.soft)
+        return min(self.deadline, soft, max(poll, time.monotonic() + POLL_SECONDS))
+
+    def _time_ran_out(self, now: float) -> bool:
+        """The wall time less the run-queue delay and the harness's pauses, against the execution's and
+        the phase's limit; moves the soft deadlines to when they could next be reached. Never while a
+        process of the execution is runnable: its current wait for a CPU is not counted yet (and
+        while it computes, its CPU clock decides)."""
+        if self.delay is not None and self.delay.runnable():
+            later = now + 10 * POLL_SECONDS  # look again then (the CPU clock meanwhile, as its wait says)
+            self.soft = later if self.soft <= now else self.soft
+            self.case_soft = later if self.case_soft <= now else self.case_soft
+            return False
+        delay = self.delay.seconds() if self.delay is not None else 0.0
+        self.waited = delay
+        used = now - self.started - delay - self.paused
+        if used >= self.limit + time_grace(self.limit):
+            self.expired = "time"
+            return True
+        self.soft = now + max(POLL_SECONDS, self.limit + time_grace(self.limit) - used)
+        if self.in_case and self.case_limit is not None:
+            case = now - self.case_started - (delay - self.case_delay0) - (self.paused - self.case_paused0)
+            if case >= self.case_limit + time_grace(self.case_limit):
+                self.expired = "case-time"
+                return True
+            self.case_soft = now + max(POLL_SECONDS, self.case_limit + time_grace(self.case_limit) - case)
+        return False
 
     def _clocks_ran_out(self) -> bool:
         """After a wait ended with no answer: has a limit been reached? (sets ``self.expired``)"""
-        if time.monotonic() >= self.deadline:
+        now = time.monotonic()
+        if now >= self.deadline:
             self.expired = "wall" if self.deadline >= self.wall_deadline else "case-wall"
             return True
-        if self.measured:
+        if self.measured:  # the CPU clock first: where both ran out, the program's own work decided
             used = self.cpu_used()
             if used >= self.limit:
                 self.expired = "cpu"
@@ -201,6 +271,8 @@ class _Channel:
             if self.in_case and self.case_limit is not None and self.cpu_seen - self.case_cpu_start >= self.case_limit:
                 self.expired = "case-cpu"
                 return True
+        if self.measured and (now >= self.soft or (self.in_case and now >= self.case_soft)):
+            return self._time_ran_out(now)
         return False
 
     def timeout_clock(self) -> str:
@@ -208,6 +280,14 @@ class _Channel:
 
     def timeout_detail(self, limits: Limits) -> str:
         used = f" ({self.cpu_used():.2f} s of CPU time used)" if self.measured else ""
+        which = "of its load" if self.phase == "load" else "per case"
+        waited = f"wall time less {self.waited:.2f} s waiting for a CPU{used}"
+        if self.expired == "case-time":
+            return f"time limit: more than the {self.case_limit:g} s {which} ({waited})"
+        if self.expired == "time":
+            return f"time limit: more than the {self.limit:g} s of the execution ({waited})"
+        if self.expired == "case-cpu" and self.phase == "load":
+            return f"CPU time limit: more than the {self.case_limit:g} s of its load"
         if self.expired == "case-cpu":
             return f"CPU time limit: more than the {self.case_limit:g} s per case"
         if self.expired == "cpu":
@@ -239,24 +319,14 @@ class _Channel:
         marker = self.marker + b" call "
         each = isinstance(self.case_seconds, (tuple, list))
         timed = self.case_seconds is not None
-        measured, proc, monotonic, recv = self.measured, self.proc, time.monotonic, self.recv
+        proc, recv = self.proc, self.recv
         ok_limits = self.ok_limits
-        backstop = 0.0
-        if timed and not each:
-            backstop = self.limits.backstop(self.case_limit) if measured else self.case_limit
+        self.begin_phase(None, "case")  # the load's clocks end with its answer
+        self.deadline = self.wall_deadline
         for answered, call in enumerate(calls):
             if timed:  # this case's clocks start with the previous answer
-                if each:
-                    self.case_limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)]
-                    backstop = self.limits.backstop(self.case_limit) if measured else self.case_limit
-                now = monotonic()
-                self.deadline = min(self.wall_deadline, now + backstop)
-                if measured:
-                    cpu = proc.cpu_seconds()
-                    if cpu is not None:
-                        self.cpu_seen, self.seen_at = cpu, now
-                    self.case_cpu_start = self.cpu_seen
-                self.in_case = True
+                limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)] if each else self.case_seconds
+                self.begin_phase(limit, "case")
             proc.write(marker + str(len(call)).encode() + b"\n" + call, self.deadline)
             if ok_limits is not None:
                 self.ok_limit = ok_limits[min(answered, len(ok_limits) - 1)]
@@ -443,6 +513,7 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
     # The clocks start once the sandbox exists: waiting for a pooled slot is not the program's time.
     started = time.monotonic()
     chan = _Channel(proc, marker, limits, started)
+    chan.begin_phase(limits.load_seconds, "load")
     detail = ""
     try:
         proc.write(marker + b"\n", chan.deadline)
@@ -682,6 +753,7 @@ def execute(
         stages.mark("spawn")
     # The clocks start once the sandbox exists: waiting for a pooled slot is not the program's time.
     chan = _Channel(proc, marker, limits, time.monotonic())
+    chan.begin_phase(limits.load_seconds, "load")
     held = None if fail_fast else _Held()
     run = _Run(result, held)
     try:

@@ -44,7 +44,7 @@ from typing import Callable
 
 from acceptgate import affinity, forksafe
 from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp, stdlib_image
-from acceptgate.sandbox.backend import (BackendUnavailable, ExitStatus, Limits, RunnerPipes,
+from acceptgate.sandbox.backend import (PYTHON_FLAGS, BackendUnavailable, ExitStatus, Limits, RunnerPipes,
                                         SandboxProcess, runner_source)
 
 ZYGOTE_SOURCE_NAME = "zygote.py"
@@ -177,7 +177,7 @@ class Slot:
                 memory_bytes=self.limits.memory_bytes, slot=True)
             self.cpu = cgroup.CpuCgroup.create(slot=True)
             stdlib = stdlib_image.memfd(caps.bwrap.python)
-            inner = [caps.bwrap.python, "-I", "-S", "-B", "-c", zygote_source(), str(theirs.fileno()),
+            inner = [caps.bwrap.python, *PYTHON_FLAGS, "-c", zygote_source(), str(theirs.fileno()),
                      str(self.config.scratch_bytes), runner_source().decode("utf-8"), seccomp.bpf().hex(),
                      ",".join(stdlib_image.preload(caps.bwrap.python)), str(stdlib)]
             argv = ["/bin/sh", "-c", bwrap.GATE_SCRIPT] + bwrap.command(
@@ -319,6 +319,10 @@ class ForkServerProcess(RunnerPipes, SandboxProcess):
         # (the next environment is built after it has ended), so this is the execution's CPU time.
         cpu = self.slot.cpu
         return cpu.seconds() if cpu is not None else None
+
+    def run_delay(self) -> cgroup.RunDelay | None:
+        # The slot's processes: the fork server and bubblewrap's wait while an execution runs.
+        return cgroup.RunDelay(self.slot.host_pids) if self.slot.cgroup is not None else None
 
     def kill(self) -> None:
         """SIGKILL the execution's init: the kernel then kills every process in its namespace."""

@@ -39,7 +39,8 @@ from typing import Callable
 from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, seccomp, stdlib_image
 from acceptgate.sandbox.uidslots import UidSlots, slot_pool
 from acceptgate.sandbox.backend import (
-    Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, RunnerPipes, SandboxProcess, register, runner_source,
+    HASH_SEED, PYTHON_FLAGS, SANDBOX_ENV, Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, RunnerPipes,
+    SandboxProcess, register, runner_source,
     time_limit_text,
 )
 
@@ -117,6 +118,15 @@ class LocalProcess(PipeProcess):
 
     def cpu_seconds(self) -> float | None:
         return self.cpu.seconds() if self.cpu is not None else None
+
+    def run_delay(self) -> cgroup.RunDelay | None:
+        if self.cgroup is not None:
+            return cgroup.RunDelay(self.cgroup.tasks)
+        if isinstance(self.cpu, cgroup.ProcessTreeCpu):
+            return cgroup.RunDelay(self.cpu.pids)
+        if isinstance(self.cpu, cgroup.CpuCgroup):
+            return cgroup.RunDelay(lambda: cgroup._tasks(self.cpu.path))
+        return None
 
     def wait(self, timeout: float) -> ExitStatus:
         status = super().wait(timeout)
@@ -222,9 +232,9 @@ class LocalBackend(Backend):
     def command(self, limits: Limits, seccomp_fd: int | None = None, stdlib_fd: int | None = None) -> list[str]:
         # The runner travels on the command line: no file of ours needs to be readable inside. Under
         # bubblewrap the fork server's one-shot mode starts it, in a root of its own (zygote.py once).
-        inner = [self.python, "-I", "-S", "-B", "-c", self._runner]
+        inner = [self.python, *PYTHON_FLAGS, "-c", self._runner]
         if self.plan.namespaces:
-            inner = [self.python, "-I", "-S", "-B", "-c", forkserver.zygote_source(), "once",
+            inner = [self.python, *PYTHON_FLAGS, "-c", forkserver.zygote_source(), "once",
                      str(bwrap.SCRATCH_BYTES), self._runner, seccomp.bpf().hex(),
                      ",".join(stdlib_image.preload(self.python)), str(stdlib_fd)]
         script = ""
@@ -268,7 +278,7 @@ class LocalBackend(Backend):
             ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
             popen = subprocess.Popen(
                 self.command(limits, stdlib_fd=filter_fd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, cwd=workdir or "/", env={}, close_fds=True,
+                stderr=subprocess.DEVNULL, cwd=workdir or "/", env=dict(SANDBOX_ENV), close_fds=True,
                 pass_fds=(filter_fd,) if filter_fd is not None else (), start_new_session=True, **ids,
             )
             # The cap goes on before anything can fork: the runner waits for its first frame, and
@@ -462,7 +472,8 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
                                 "concurrent executions share its per-user kernel quotas)")
     iso.notes += list(caps.bwrap.notes)
     iso.notes.append("shared by the executions of one slot, fixed when the slot starts: the interpreter's "
-                     "string-hash seed and memory layout (ASLR), the standard modules it pre-imported")
+                     "memory layout (ASLR), the standard modules it pre-imported; the string-hash seed is "
+                     f"{HASH_SEED} on every backend (PYTHONHASHSEED)")
     return iso
 
 

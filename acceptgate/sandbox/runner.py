@@ -20,6 +20,9 @@ MAX_TYPE_NAME = 200
 
 
 def _main():
+    # The interpreter read its hash seed at its start (the harness's one variable): the candidate's
+    # environment is empty, as before.
+    os.environ.pop("PYTHONHASHSEED", None)
     # Take the protocol pipes away from the candidate before it exists.
     _read, _write, _dup2, _open = os.read, os.write, os.dup2, os.open
     inp, out = os.dup(0), os.dup(1)

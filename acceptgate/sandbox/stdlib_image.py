@@ -3,8 +3,9 @@
 Each execution's root is a fresh tmpfs with no host directory in it (``zygote.py``), so what a candidate
 imports cannot come from the host's files. The fork server reads this *image* once, before any
 execution: every pure-Python module of the sandbox interpreter's standard library, compiled by that
-interpreter (``zygote.py index``), as marshal data of {module name: (is package, path, code)}. It
-reaches the fork server as a sealed memfd (no name, no writer). The extension modules of lib-dynload
+interpreter (``zygote.py index``): an index {module name: (is package, path, offset, length)} and each
+module's code, marshalled and compressed. It reaches the fork server as a sealed memfd (no name, no
+writer), which it maps privately: every execution reads the same pages, none can write them. The extension modules of lib-dynload
 are imported by the fork server itself (``extension_modules``), so a runner maps them already.
 
 The image is built once per harness process (about 2 s: most of the stdlib has no cached bytecode on
@@ -33,10 +34,12 @@ from acceptgate.sandbox import hostprobe
 
 # lib-dynload modules a fork server does not import: test modules, terminal and GUI bindings, the
 # NIS/dbm/audio device interfaces (no candidate of a code benchmark needs them; several read host
-# files or devices when initialised)
+# files or devices when initialised); and two whose import loads a whole package of Python modules into
+# every runner (tenths of a second per local-bwrap execution), where the package has a pure-Python
+# fallback: _asyncio (asyncio) and _zoneinfo (zoneinfo)
 EXTENSIONS_SKIPPED = frozenset(("_curses", "_curses_panel", "readline", "nis", "ossaudiodev", "_dbm", "_gdbm",
                                 "_tkinter", "_ctypes_test", "xxlimited", "xxlimited_35", "_xxsubinterpreters",
-                                "_xxtestfuzz", "_crypt"))
+                                "_xxtestfuzz", "_crypt", "_asyncio", "_zoneinfo"))
 BUILD_SECONDS = 300.0
 F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE = 1, 2, 4, 8
 

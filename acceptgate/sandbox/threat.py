@@ -129,17 +129,30 @@ local-bwrap, local-rlimits and docker):
   swap, a page swapped out and faulted back by one execution is resident for the next (this machine
   kind has no swap; the slots' memory cap counts swap).
 
+Reproducible verdicts: every sandboxed interpreter hashes strings with one fixed seed (PYTHONHASHSEED
+0, recorded as hash_seed in every result), so a program whose answer depends on it (iterating a set of
+strings) gets the same verdict in every run, on every backend and machine with the same Python
+(tests/test_backend_conformance.py: a_program_that_depends_on_the_hash_seed_gets_one_verdict). One
+seed for all, not one per execution: a fork server's runners inherit the hash secret fixed at its
+start, which no later change could reach without breaking every string already hashed.
+
 Verdict categories are what the harness observed, except where noted:
 - pass / fail: the harness's own comparison of a parsed answer. Only pass matters for delivery, gates
   and statistics; a candidate can always turn its own pass into a non-pass, never the reverse.
-- timeout: the time limit, on the CPU time of the sandbox's processes (the execution's and each case's),
-  which the harness reads on the host from a cgroup the candidate cannot touch, so the machine's load
-  does not decide it; or the wall-clock backstop, max(3 x the limit, the limit + 20 s), for what uses no
-  CPU (a sleep), recorded apart (timeout_clock "wall", detail "wall-clock backstop: ..."); or SIGXCPU
-  once the counter shows at least half the runner's CPU rlimit used (the rlimit runs on the kernel's
-  tick-sampled clock, ahead of the counter on a loaded machine; without a counter: the wall clock is
-  the limit, and SIGXCPU counts after the execution ran long enough to have used its CPU limit on
-  every core). An earlier SIGXCPU is the candidate's own signal: crash.
+- timeout: a time limit (the execution's, its load's where one is set, and each case's), which holds
+  on two clocks that the harness reads on the host, where the candidate cannot touch them: the CPU
+  time of the sandbox's processes (a cgroup's counter), and their wall time less the time they waited,
+  runnable, for a CPU (the kernel's run-queue delay per task, /proc/PID/schedstat; decided only while
+  none of them is runnable, so a wait not yet accounted never counts), so a sleep meets the limit and
+  a busy machine neither. The load of the machine does not decide it: a program starved of CPU gets
+  the same verdict. A timeout on the second clock, or on the wall-clock backstop (max(3 x the limit,
+  the limit + 20 s), for a host too loaded to run the program at all), is recorded apart
+  (timeout_clock "wall", detail "time limit: ... (wall time less N s waiting for a CPU)" or
+  "wall-clock backstop: ..."). SIGXCPU counts once the counter shows at least half the runner's CPU
+  rlimit used (the rlimit runs on the kernel's tick-sampled clock, ahead of the counter on a loaded
+  machine; without a counter: the wall clock is the limit, and SIGXCPU counts after the execution ran
+  long enough to have used its CPU limit on every core). An earlier SIGXCPU is the candidate's own
+  signal: crash.
 - memory: an OOM kill the cgroup or the container recorded during the execution, whoever the kernel
   chose (also when the runner answered every case: a forked child was killed and the runner went on;
   which process dies is a matter of timing, so of load, and the limit being hit is not), or a

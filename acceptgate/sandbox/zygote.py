@@ -70,6 +70,7 @@ import _socket  # socket objects without socket.py's Python-level wrappers
 import _frozen_importlib as _bootstrap  # ModuleSpec, without importing importlib's Python modules
 import _frozen_importlib_external as _bootstrap_external
 import marshal
+import mmap
 import zlib
 import struct
 import sys
@@ -295,9 +296,10 @@ def mount_plan(scratch_bytes):
 # --- the standard library, from memory -------------------------------------------------------------
 
 class MemoryFinder:
-    """The standard library's pure-Python modules, served from INDEX (name -> (is package, path, code
-    marshalled and compressed)), which Z read before any execution: importing one opens no file. Its
-    extension modules are imported by Z itself (PRELOAD)."""
+    """The standard library's pure-Python modules, served from memory: INDEX (name -> (is package, path,
+    offset, length)) of IMAGE, the harness's sealed image mapped privately by Z before any execution
+    (its pages shared read-only by every execution; none can write them): importing one opens no file.
+    Its extension modules are imported by Z itself (PRELOAD)."""
 
     @classmethod
     def find_spec(cls, name, path=None, target=None):
@@ -320,7 +322,8 @@ class MemoryFinder:
 
     @staticmethod
     def get_code(name):
-        return marshal.loads(zlib.decompress(INDEX[name][2]))
+        _, _, offset, length = INDEX[name]
+        return marshal.loads(zlib.decompress(IMAGE[offset:offset + length]))
 
     @staticmethod
     def get_source(name):
@@ -332,18 +335,18 @@ class MemoryFinder:
 
 
 def read_index(fd):
-    """The standard library's image (index_main's output) from the harness's descriptor, then closed."""
-    chunks = []
-    while True:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            break
-        chunks.append(chunk)
+    """The standard library's image (index_main's output) mapped from the harness's sealed descriptor
+    (then closed): (its index, the mapping). Only the index is read now; each module when imported."""
+    global IMAGE
+    image = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
     os.close(fd)
-    index = marshal.loads(b"".join(chunks))
+    size = int.from_bytes(image[:8], "little")
+    index = marshal.loads(image[8:8 + size])
     if type(index) is not dict:
-        raise SystemExit("the standard library's image is not an index")
-    return index
+        raise SystemExit("the standard library's image has no index")
+    base = 8 + size
+    IMAGE = image
+    return {name: (is_pkg, path, base + offset, length) for name, (is_pkg, path, offset, length) in index.items()}
 
 
 def compiled(path):
@@ -365,10 +368,10 @@ def compiled(path):
 
 
 def index_main(stdlib):
-    """The standard library's image on stdout: marshal of {module name: (is package, path, marshalled code
-    compressed)}: compressed, it is a third of the memory each fork server and runner maps (every byte of
-    it counts against an execution's address-space limit and its slot's memory cap)."""
-    index = {}
+    """The standard library's image on stdout: the index's length (8 bytes), the index (marshal of
+    {module name: (is package, path, offset, length)}), then each module's code, marshalled and
+    compressed (a third of the size: every byte of it is in each runner's address space)."""
+    index, blobs, offset = {}, [], 0
     for top, dirs, files in os.walk(stdlib):
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and d.isidentifier())
         rel = os.path.relpath(top, stdlib)
@@ -383,10 +386,14 @@ def index_main(stdlib):
             path = os.path.join(top, name)
             full = package if stem == "__init__" else (package + "." + stem if package else stem)
             try:
-                index[full] = (stem == "__init__", path, zlib.compress(marshal.dumps(compiled(path)), 6))
+                blob = zlib.compress(marshal.dumps(compiled(path)), 6)
             except (SyntaxError, ValueError, OSError):
                 continue  # e.g. a Python 2 file left in a data directory
-    out = marshal.dumps(index)
+            index[full] = (stem == "__init__", path, offset, len(blob))
+            blobs.append(blob)
+            offset += len(blob)
+    head = marshal.dumps(index)
+    out = len(head).to_bytes(8, "little") + head + b"".join(blobs)
     view = memoryview(out)
     while view:
         view = view[os.write(1, view):]
@@ -817,6 +824,7 @@ def once_main(scratch_bytes, runner_source):
 
 PRELOAD = ()  # main() sets it
 INDEX = {}  # the standard library's modules (MemoryFinder); main() reads them
+IMAGE = b""  # their code (read_index's mapping)
 MOUNTS = ()  # libc.mount's arguments for each execution's view (mount_plan); main() sets them
 ID_MAP = b"%d %d 1" % (UID, UID)
 SOCKSTAT_FDS = ()  # /proc/net/sockstat and sockstat6 (no IPv6 in this kernel: the one)

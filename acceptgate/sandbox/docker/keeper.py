@@ -49,7 +49,8 @@ WRITABLE = ("/sandbox", "/tmp", "/dev/mqueue", "/dev/shm")
 OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
 PIDS_FILES = ("/sys/fs/cgroup/pids/pids.events", "/sys/fs/cgroup/pids.events")
 CHUNK = 1 << 16
-RUNNER_FLAGS = ["-I", "-S", "-B", "-c"]
+RUNNER_FLAGS = ["-s", "-P", "-S", "-B", "-c"]  # -I less -E: PYTHONHASHSEED is read (RUNNER_ENV)
+RUNNER_ENV = {"PYTHONHASHSEED": "0"}  # backend.HASH_SEED: every runner hashes strings alike
 SPAWN_TIMEOUT = 5.0
 IN_FD, OUT_FD = 0, 1  # the host's channel (the socket's descriptor, twice, in socket mode)
 CHANNEL = None  # socket mode: the connected socket (the runner's pipes come through it)
@@ -262,7 +263,7 @@ def spawn_exec(python, runner, pipes=None):
         try:
             _oom_first()
             _runner_fds(in_r, out_w)
-            os.execve(python, [python, *RUNNER_FLAGS, runner], {})
+            os.execve(python, [python, *RUNNER_FLAGS, runner], RUNNER_ENV)
         finally:
             os._exit(127)
     if pipes is None:  # the host's are closed by the caller
@@ -347,9 +348,9 @@ def _start_server(ctl_fd, pid_w, args):
         os.closerange(low, fd)
         low = fd + 1
     os.closerange(low, 4096)
-    argv = [sys.executable, "-I", "-S", "-B", "-c", zygote, str(ctl_fd), scratch, RUNNER_SOURCE, filter_hex,
-            preload, str(image)]
-    os.execve(sys.executable, argv, {})
+    argv = [sys.executable, *RUNNER_FLAGS, zygote, str(ctl_fd), scratch, RUNNER_SOURCE, filter_hex, preload,
+            str(image)]
+    os.execve(sys.executable, argv, RUNNER_ENV)
 
 
 def dynload_modules(skipped):
