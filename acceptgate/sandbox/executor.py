@@ -168,6 +168,7 @@ class _Channel:
         self.case_started, self.case_delay0, self.case_paused0 = started, 0.0, 0.0
         self.phase = "load"
         self.waited = 0.0  # run-queue delay seen at the last look
+        self.receiving_since: float | None = None  # when the frame being read began to arrive
         # One limit for every case, or one per case (a sequence, e.g. EvalPlus's per-input limits)
         self.case_seconds = limits.case_seconds
         self.case_limit = self.case_seconds if not isinstance(self.case_seconds, (tuple, list)) else None
@@ -237,7 +238,7 @@ class _Channel:
         the phase's limit; moves the soft deadlines to when they could next be reached. Never while a
         process of the execution is runnable: its current wait for a CPU is not counted yet (and
         while it computes, its CPU clock decides)."""
-        if self.delay is not None and self.delay.runnable():
+        if self.receiving_since is not None or (self.delay is not None and self.delay.runnable()):
             later = now + 10 * POLL_SECONDS  # look again then (the CPU clock meanwhile, as its wait says)
             self.soft = later if self.soft <= now else self.soft
             self.case_soft = later if self.case_soft <= now else self.case_soft
@@ -327,12 +328,18 @@ class _Channel:
             if timed:  # this case's clocks start with the previous answer
                 limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)] if each else self.case_seconds
                 self.begin_phase(limit, "case")
+            written = time.monotonic()
             proc.write(marker + str(len(call)).encode() + b"\n" + call, self.deadline)
+            self.pause(time.monotonic() - written)  # a long call goes at the harness's pace
             if ok_limits is not None:
                 self.ok_limit = ok_limits[min(answered, len(ok_limits) - 1)]
             answer = recv()
             self.in_case = False
+            handed = time.monotonic()
             yield answer
+            # What the caller did with the answer (judged it, held it) is the harness's time, not the
+            # program's: its wall-time clocks stop meanwhile (its CPU clock does not count it anyway).
+            self.pause(time.monotonic() - handed)
 
     def _read(self) -> bytes:
         """One read of what the runner wrote (waiting for it under the clocks); b"" at its end."""
@@ -353,7 +360,20 @@ class _Channel:
         """The next frame's (kind, payload). Sizes are checked on the header, before any payload is
         buffered: an ``ok`` frame beyond ``self.ok_limit`` (but within MAX_FRAME) is read and dropped as it
         arrives, and its payload returned as None (``self.skipped`` holds its size); any other frame
-        beyond MAX_REPORT, or an ``ok`` frame beyond MAX_FRAME, is a protocol violation."""
+        beyond MAX_REPORT, or an ``ok`` frame beyond MAX_FRAME, is a protocol violation.
+
+        Once a frame has begun to arrive, its transfer goes at the harness's pace (a runner blocked on a
+        full pipe sleeps): the wall-time clocks stop until it is in (the CPU clock and the backstop go
+        on)."""
+        self.receiving_since = time.monotonic() if self.buf else None
+        try:
+            return self._frame()
+        finally:
+            if self.receiving_since is not None:
+                self.pause(time.monotonic() - self.receiving_since)
+                self.receiving_since = None
+
+    def _frame(self) -> tuple[bytes, bytes | None]:
         if not self.buf:
             # The usual case (one call at a time): the whole answer arrives in one read. It is parsed
             # from that chunk, with the same checks as below and no copy through the buffer.
@@ -369,6 +389,7 @@ class _Channel:
                         return kind, None
                     return kind, chunk[nl + 1:]
             self.buf += chunk
+            self.receiving_since = time.monotonic()
         while b"\n" not in self.buf:
             if len(self.buf) > 256:
                 raise ProtocolViolation("frame header too long")
@@ -527,8 +548,7 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
         if kind != b"ready":
             raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
         payloads = [marshal.dumps((tuple(args), dict(kwargs))) for args, kwargs in calls]
-        for kind, payload in chan.answers(payloads):
-            judging = time.monotonic()
+        for kind, payload in chan.answers(payloads):  # (the time spent on each answer is paused there)
             if kind in VALUE_FRAMES:
                 # As execute's: read on the harness's own CPU budget (its judging thread's CPU time,
                 # which the machine's load does not use up), with the candidate's clocks stopped.
@@ -549,7 +569,6 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
                 outcomes.append(CallOutcome(status, error_type=info["type"], message=info["message"]))
             else:
                 raise ProtocolViolation(f"unexpected frame {kind[:20]!r}")
-            chan.pause(time.monotonic() - judging)
         chan.send(b"end", b"")
     except TimeoutError:
         verdict, detail, _ = _clock_ran_out(proc, chan, limits)
@@ -858,9 +877,7 @@ def _drive(harness: Harness, source: str, proc: SandboxProcess, chan: _Channel, 
             run.held.add(kind, payload, chan.skipped if payload is None else 0)
             run.current = index + 1
             continue
-        judging = time.monotonic()
-        case = _judge(harness, prepared, index, kind, payload, chan)
-        chan.pause(time.monotonic() - judging)
+        case = _judge(harness, prepared, index, kind, payload, chan)  # (its time is paused: answers())
         result.cases.append(case)
         run.current = index + 1
         if case.status != "pass" and fail_fast:
