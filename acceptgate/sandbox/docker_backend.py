@@ -27,13 +27,13 @@ import signal
 import time
 
 from acceptgate import affinity
-from acceptgate.sandbox import residency, seccomp
+from acceptgate.sandbox import cgroup, residency, seccomp
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, RunnerPipes, SandboxProcess, register,
     time_limit_text,
 )
 from acceptgate.sandbox.docker import engine, image as images
-from acceptgate.sandbox.docker.pool import KEEPER_PROCESSES, ContainerConfig, Pool, WarmContainer
+from acceptgate.sandbox.docker.pool import KEEPER_PROCESSES, RUNTIME_PIDS, ContainerConfig, Pool, WarmContainer
 from acceptgate.sandbox.docker.stream import StreamClosed, StreamError
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,12 @@ class ContainerProcess(SandboxProcess):
         cpu = self.wc.cpu
         return cpu.seconds() if cpu is not None else None
 
+    def run_delay(self):
+        # The container's processes as the host sees them (an engine on this machine): the keeper and
+        # its fork server wait while an execution runs.
+        cpu = self.wc.cpu
+        return cgroup.RunDelay(cpu.pids) if cpu is not None else None
+
     def kill(self) -> None:
         if self.report is not None or self.lost or self._kill_sent:
             return
@@ -206,7 +212,7 @@ class DockerBackend(Backend):
 
     def __init__(self, image: str | None = None, *, pool_size: int | None = None, reuse: bool = True,
                  max_uses: int = MAX_USES, fork_server: bool = True, python: str | None = None,
-                 channel: str = "auto", client=None) -> None:
+                 channel: str = "auto", client=None, runtime: str | None = None) -> None:
         self.client = client or engine.connect()
         self.image = image or os.environ.get(IMAGE_ENV) or self._local_image(python)
         if not images.image_exists(self.client, self.image):
@@ -214,6 +220,7 @@ class DockerBackend(Backend):
                                      "sandbox image build` (or `--from-rootfs` without a registry)")
         self.reuse = reuse
         self.fork_server = fork_server
+        self.runtime = runtime  # the engine's OCI runtime for its containers (None: the default, runc)
         self.pool = Pool(self.client, size=pool_size or os.cpu_count() or 1, max_uses=max_uses, reuse=reuse,
                          channel=channel)
         self._engine = engine.describe(self.client)
@@ -261,7 +268,7 @@ class DockerBackend(Backend):
 
     def spawn(self, limits: Limits) -> SandboxProcess:
         self._resident()
-        config = ContainerConfig.for_limits(self.image, limits, self.fork_server)
+        config = ContainerConfig.for_limits(self.image, limits, self.fork_server, self.runtime)
         try:
             proc = self._process(self._on_callers_cpu(self.pool.acquire(config)))
         except StaleContainer:  # once: the next container is a new one if the engine restarted
@@ -286,14 +293,15 @@ class DockerBackend(Backend):
 
     def warm(self, limits: Limits = Limits(), count: int | None = None) -> None:
         """Start idle containers ahead of a batch (default: one per pool slot)."""
-        self.pool.warm(ContainerConfig.for_limits(self.image, limits, self.fork_server),
+        self.pool.warm(ContainerConfig.for_limits(self.image, limits, self.fork_server, self.runtime),
                        count or self.pool.size)
 
     def isolation(self, limits: Limits) -> Isolation:
         mib = 1024 * 1024
         iso = Isolation(backend=self.name)
         iso.enforced += [
-            f"docker container (engine {self._engine.get('server_version')}, image {self.image})",
+            f"docker container (engine {self._engine.get('server_version')}, image {self.image}"
+            + (f", runtime {self.runtime})" if self.runtime else ")"),
             "network none (loopback only, no route out)",
             f"memory {limits.memory_bytes // mib} MiB per container, swap equal (OOM kill -> memory)",
             f"pids limit {limits.processes} for the candidate ({limits.processes + KEEPER_PROCESSES} per "
@@ -345,6 +353,9 @@ class DockerBackend(Backend):
                              "to); each runner holds pipes the harness made, passed with the start frame")
         else:
             iso.notes.append("keeper channel: the container's stdin/stdout through the engine's attach")
+        if self.runtime in RUNTIME_PIDS:
+            iso.not_enforced.append(f"process cap per execution (runtime {self.runtime}: the container's pids limit "
+                                    "counts the runtime's own threads, not the sandboxed processes)")
         if not self.fork_server or self.fork_server_problem():
             why = self.fork_server_problem() or "not requested"
             iso.not_enforced.append(f"a root of its own per execution (no fork server: {why}): executions of a "
@@ -373,7 +384,7 @@ class DockerBackend(Backend):
 
     def _look(self) -> None:
         if self._cpu_counted is None:  # one container looked at (then kept warm in the pool)
-            wc = self.pool.acquire(ContainerConfig.for_limits(self.image, Limits(), self.fork_server))
+            wc = self.pool.acquire(ContainerConfig.for_limits(self.image, Limits(), self.fork_server, self.runtime))
             self._cpu_counted = wc.cpu is not None
             self._server_problem = "" if wc.hello.get("fork_server") else (
                 wc.hello.get("fork_server_problem") or "the keeper started none")

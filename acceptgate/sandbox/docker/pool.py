@@ -50,6 +50,10 @@ START_TIMEOUT = 20.0  # seconds for a new container's keeper to say hello
 REMOVE_TIMEOUT = 10.0  # seconds to wait for a container whose removal the engine had already begun
 KEEPER_FLAGS = ["-I", "-S", "-B", "-c"]
 KEEPER_PROCESSES = 2  # the keeper (PID 1) and its fork server
+# A runtime whose own threads the container's pids limit counts: gVisor's runsc (its Sentry and gofer
+# run in the container's cgroup; the sandboxed processes are its tasks, not the host's, so that limit
+# caps none of them: DockerBackend.isolation names it)
+RUNTIME_PIDS = {"runsc": 128}
 CHANNELS = ("auto", "socket", "attach")
 SOCKET_DIR = "/run/acceptgate-keeper"  # where the keeper finds the socket, inside the container
 UNIX_PATH_MAX = 108  # sun_path, the terminating NUL included
@@ -72,13 +76,16 @@ class ContainerConfig:
     pids: int
     tmpfs_bytes: int
     fork_server: bool = True
+    runtime: str | None = None  # the engine's OCI runtime (None: its default, runc); e.g. gVisor's "runsc"
 
     @classmethod
-    def for_limits(cls, image: str, limits: Limits, fork_server: bool = True) -> "ContainerConfig":
+    def for_limits(cls, image: str, limits: Limits, fork_server: bool = True,
+                   runtime: str | None = None) -> "ContainerConfig":
         # The candidate gets limits.processes (its runner included); the keeper and its fork server
         # take the rest.
-        return cls(image=image, memory_bytes=limits.memory_bytes, pids=limits.processes + KEEPER_PROCESSES,
-                   tmpfs_bytes=limits.file_bytes, fork_server=fork_server)
+        pids = max(limits.processes + KEEPER_PROCESSES, RUNTIME_PIDS.get(runtime or "", 0))
+        return cls(image=image, memory_bytes=limits.memory_bytes, pids=pids,
+                   tmpfs_bytes=limits.file_bytes, fork_server=fork_server, runtime=runtime)
 
     def host_config(self, api, uid: int = 65534, mounts: list | None = None) -> dict:
         size = self.tmpfs_bytes
@@ -98,6 +105,7 @@ class ContainerConfig:
                 "/tmp": f"rw,nosuid,nodev,noexec,size={size},mode=1777",
             },
             auto_remove=True,
+            runtime=self.runtime,
         )
         if self.fork_server:
             # The engine's masked /proc paths off (as `--security-opt systempaths=unconfined`): the kernel
