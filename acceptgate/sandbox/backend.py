@@ -17,10 +17,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Callable
-
-if TYPE_CHECKING:
-    from acceptgate.sandbox.cgroup import RunDelay
+from typing import Any, Callable
 
 RUNNER_SOURCE_NAME = "runner.py"
 
@@ -182,9 +179,10 @@ class SandboxProcess(abc.ABC):
         limit is then on the wall clock)."""
         return None
 
-    def run_delay(self) -> "RunDelay | None":
-        """The time the execution's processes wait for a CPU from now on (cgroup.RunDelay), read on the
-        host; None where this backend cannot list them (a remote engine)."""
+    def run_delay(self) -> Any:
+        """The time the execution's processes wait for a CPU from now on: an object with ``seconds()`` and
+        ``runnable()`` (cgroup.RunDelay, read on the host); None where this backend cannot list them (a
+        remote engine)."""
         return None
 
 
