@@ -421,3 +421,16 @@ def test_no_note_survives_between_exec_commands_even_with_fail_fast(name, open_b
         assert proc.returncode == 0, proc.stderr[-2000:]
         verdicts.append(json.loads(proc.stdout)["verdict"])
     assert "pass" not in verdicts, verdicts
+
+
+def test_no_page_a_fork_server_shares_can_be_swapped_out_between_executions(open_backend):
+    """The threat model's residual (5): a fork server's memory is shared copy-on-write with its runners,
+    so a page swapped out and faulted back in by one execution would be resident for the next. It holds
+    only where no such page can be swapped out: the host has no active swap, or the slot's memory cap
+    counts swap (memsw) and equals the memory cap, so reclaim inside a slot cannot swap."""
+    from pathlib import Path
+
+    backend = open_backend("local")
+    swaps = Path("/proc/swaps").read_text().splitlines()[1:]
+    memsw = bool(backend.caps.cgroups and backend.caps.cgroups.memsw)
+    assert not swaps or memsw, f"active swap {swaps} and no memsw in the slots' memory cap"

@@ -127,7 +127,8 @@ local-bwrap, local-rlimits and docker):
   receiver running at the same moment (a_lock_on_a_shared_file_is_invisible_to_a_parallel_execution
   covers the locks). (5) Memory a fork server shares copy-on-write with its runners: on a host with
   swap, a page swapped out and faulted back by one execution is resident for the next (this machine
-  kind has no swap; the slots' memory cap counts swap).
+  kind has no swap; the slots' memory cap counts swap:
+  no_page_a_fork_server_shares_can_be_swapped_out_between_executions).
 
 Reproducible verdicts: every sandboxed interpreter hashes strings with one fixed seed (PYTHONHASHSEED
 0, recorded as hash_seed in every result), so a program whose answer depends on it (iterating a set of
