@@ -82,8 +82,9 @@ def test_isolation_names_the_backend_and_what_it_enforced(sandbox_backend):
     assert isinstance(iso["not_enforced"], list)
     joined = " ".join(iso["enforced"]).lower()
     assert "128 mib" in joined
-    # the time limit, on CPU time with its wall-clock backstop where the backend counts it (all do here)
-    assert "s of cpu time" in joined and "wall-clock backstop" in joined, joined
+    # the time limit, on CPU time and on wall time less the wait for a CPU, with its wall-clock backstop where
+    # the backend counts them (all do here)
+    assert "of cpu time" in joined and "waiting for a cpu" in joined and "wall-clock backstop" in joined, joined
 
 
 BLANK = r'''

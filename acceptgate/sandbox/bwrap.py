@@ -1,11 +1,13 @@
 """The bubblewrap command line the local backend runs the runner under.
 
-What the candidate sees: the interpreter's binary, stdlib and shared-library dirs (read-only, nothing
+What the sandbox binds: the interpreter's binary, stdlib and shared-library dirs (read-only, nothing
 else of the host), a private /proc of its own pid namespace, a minimal /dev, and three small private
-tmpfs mounts -- its working dir, /tmp and /dev/shm -- the only writable places. All three are
-size-capped, charged to the execution's memory cgroup and gone with the mount namespace, so a
-candidate can neither fill the host's disk nor leave a file behind for the next execution. (A
-tmpfs rather than a host temp dir bound in: same freshness, but bounded and nothing to delete.)
+tmpfs mounts. What the candidate sees is less: the fork server (``zygote.py``, in a slot or one-shot)
+moves each execution into a root of its own before the candidate exists -- a fresh tmpfs with /proc
+(pids only), the five device nodes and its working dir, /tmp and /dev/shm, the only writable places --
+and unmounts the view. All three are size-capped, charged to the execution's memory cgroup and gone
+with the mount namespace, so a candidate can neither fill the host's disk nor leave a file behind for
+the next execution.
 
 Namespaces: user (uid/gid 65534 inside; no nested user namespaces), pid, net (loopback only, nothing
 listens), ipc, uts, cgroup, mount. All capabilities dropped, no environment, a new session (no
@@ -91,7 +93,9 @@ def describe(bw: Bwrap, *, outside_uid: str = str(SANDBOX_UID),
         "no nested user namespaces",
         f"uid {SANDBOX_UID} inside, {outside_uid} outside the sandbox; all capabilities dropped",
         "network: none (empty network namespace: nothing to connect to, not even the host's loopback)",
-        "filesystem: read-only view of the interpreter only (" + ", ".join(bw.ro_binds) + ")",
+        "filesystem: a root of its own per execution (a fresh tmpfs: /proc of its pid namespace, pids only; "
+        "/sandbox, /tmp, /dev/shm; five device nodes), moved into before the candidate's code exists: no host "
+        "directory can be named (the view bound from the host, " + ", ".join(bw.ro_binds) + ", is unmounted first)",
         f"writable: private tmpfs cwd {WORKDIR}, /tmp and /dev/shm, {scratch_bytes // (1024 * 1024)} MiB "
         "each, gone after the execution",
         "processes: private /proc of a new pid namespace (harness and other sandboxes invisible)",

@@ -3,10 +3,12 @@
 Layers, each probed once (``hostprobe``) and named in ``isolation``:
 
 - always: own session (the wall-clock kill takes its process group), empty environment, a fresh
-  working dir, ``python -I -S -B``, and rlimits the runner applies to itself before the candidate
-  loads (address space, cpu, file size, open files, no core);
-- namespaces: the runner under bubblewrap (``bwrap.py``): read-only view of the interpreter only,
-  private tmpfs cwd and /tmp, new user/pid/net/ipc/uts/cgroup/mount namespaces, no capabilities;
+  working dir, the interpreter with a fixed hash seed and no site (``backend.PYTHON_FLAGS``), and
+  rlimits the runner applies to itself before the candidate loads (address space, cpu, file size, open
+  files, no core);
+- namespaces: the runner under bubblewrap (``bwrap.py``), in a root of its own (a fresh tmpfs, built by
+  the fork server's one-shot mode: no host directory), new user/pid/net/ipc/uts/cgroup/mount
+  namespaces, no capabilities;
 - a process cap: a per-execution cgroup (``cgroup.py``: pids.max plus a memory cap whose OOM kills
   are reported as ``memory``), else a per-slot uid with RLIMIT_NPROC;
 - as root, an unprivileged uid: bwrap itself is started as that uid, so the sandbox holds no
@@ -347,14 +349,21 @@ TREE_COUNTER = "the runner's process tree in /proc, read by the harness"
 TREE_GAP = ("CPU time of every process (no cpuacct cgroup here: a child that ends outside the runner's tree "
             "is not counted; the wall-clock backstop bounds it)")
 
+ROOT_TEXT = ("filesystem: a root of its own per execution (a fresh tmpfs: /proc of its pid namespace, pids only; "
+             "/sandbox, /tmp, /dev/shm; the five device nodes, one file each), moved into before the candidate's code "
+             "exists: no host directory can be named, so no filesystem cache (dentries, pages) of one execution is "
+             "another's; the standard library served from memory, its extension modules preloaded")
+
+
 def page_cache(backend: "LocalBackend") -> str:
-    """What keeps the read-only view's page cache from carrying anything between executions."""
+    """What keeps the page cache of the host files a runner still maps from carrying anything."""
     if backend.pinned is not None:
-        return (f"page cache of the read-only view: all {backend.pinned.bytes // MiB} MiB of its files mapped and locked in "
-                "memory by the harness before any candidate runs, until the harness exits, so no "
-                "execution can load a page another one could see, nor anyone (the host included) evict one")
-    return ("page cache of the read-only view: every file read in by the harness before any candidate "
-            f"runs and re-checked every {residency.REFRESH_SECONDS:g} s, so no page is left for an execution "
+        return (f"page cache of the host files a runner still maps (the interpreter, its libraries, the preloaded "
+                f"extension modules): all {backend.pinned.bytes // MiB} MiB mapped and locked in memory by the harness "
+                "before any candidate runs, until the harness exits, so no execution can load a page another one could "
+                "see, nor anyone (the host included) evict one")
+    return ("page cache of the host files a runner still maps: every one read in by the harness before any "
+            f"candidate runs and re-checked every {residency.REFRESH_SECONDS:g} s, so no page is left for an execution "
             "to load, and none it can evict (the evicting and probing calls are denied; pages the host "
             "evicts between two checks can be loaded again)")
 
@@ -446,11 +455,11 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
         "network: none (the slot's empty network namespace, loopback only: nothing to connect to; its "
         "executions use it one at a time, and before it builds each execution's environment the fork "
         "server checks that it holds no socket, or the slot is discarded)",
-        "filesystem: read-only view of the interpreter only (" + ", ".join(caps.bwrap.ro_binds) + ")",
+        ROOT_TEXT,
         f"writable: private tmpfs cwd {bwrap.WORKDIR}, /tmp and /dev/shm, {scratch} MiB each, new for every "
         "execution",
-        "processes: private /proc of the execution's own pid namespace (harness, fork server and other "
-        "executions invisible; its init non-dumpable and immune to its signals)",
+        "processes: private /proc (pids only) of the execution's own pid namespace (harness, fork server and "
+        "other executions invisible; its init non-dumpable and immune to its signals)",
         "environment: cleared; new session; dies with the harness",
         f"rlimit address space {limits.memory_bytes // MiB} MiB beyond what the runner maps before the candidate loads",
         f"rlimit cpu {limits.cpu_seconds} s",
