@@ -223,6 +223,7 @@ class DockerBackend(Backend):
         self.runtime = runtime  # the engine's OCI runtime for its containers (None: the default, runc)
         self.pool = Pool(self.client, size=pool_size or os.cpu_count() or 1, max_uses=max_uses, reuse=reuse,
                          channel=channel)
+        self.pool.stdlib_image = self._host_stdlib_image(python)
         self._engine = engine.describe(self.client)
         self._cpu_counted: bool | None = None
         self._server_problem = ""
@@ -253,6 +254,18 @@ class DockerBackend(Backend):
         """Every page of the image's files resident (residency.py); a no-op when checked recently."""
         if self.layers and self.pinned is None:
             residency.ensure(self.layers)
+
+    def _host_stdlib_image(self, python: str | None) -> bytes | None:
+        """The fork server's standard-library image built here, when the sandbox image is this host's own
+        Python (the rootfs image of exactly these files): the keeper then need not compile it."""
+        from acceptgate.sandbox import stdlib_image
+
+        try:
+            if images.current_rootfs_image(self.client, python) != self.image:
+                return None
+            return stdlib_image.image(os.path.realpath(python or images.default_python()))
+        except (images.ImageError, stdlib_image.ImageUnavailable, OSError):
+            return None
 
     def _local_image(self, python: str | None) -> str:
         try:

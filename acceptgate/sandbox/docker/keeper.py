@@ -300,9 +300,16 @@ def _raise_ambient(libc, cap):
         raise OSError(ctypes.get_errno(), "ambient capability")
 
 
-def _stdlib_image(zygote):
-    """A memfd holding the standard library's image (zygote.py index), read by the fork server."""
+def _stdlib_image(zygote, given=""):
+    """A memfd holding the standard library's image (zygote.py index), read by the fork server: a copy of
+    the one the host left beside the socket (``given``: built there for this very interpreter), else
+    built here."""
     fd = os.memfd_create("acceptgate-stdlib", 0)
+    if given and os.path.isfile(given):
+        with open(given, "rb") as f:
+            _write_all(fd, f.read())
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
     pid = os.fork()
     if pid == 0:
         try:
@@ -336,8 +343,8 @@ def _start_server(ctl_fd, pid_w, args):
         os.write(pid_w, str(pid).encode())
         os._exit(0)
     os.close(pid_w)
-    zygote, filter_hex, scratch, preload = args
-    image = _stdlib_image(zygote)
+    zygote, filter_hex, scratch, preload, given = args
+    image = _stdlib_image(zygote, given)
     os.set_inheritable(image, True)
     _raise_ambient(libc, CAP_SYS_ADMIN)
     null = os.open(os.devnull, os.O_RDWR)
@@ -367,7 +374,7 @@ class ForkServer:
     ipc and uts namespaces and a root of its own (a tmpfs), so nothing of the image's filesystem, nor of
     an earlier execution, is reachable by name."""
 
-    def __init__(self, zygote, filter_hex, scratch, preload):
+    def __init__(self, zygote, filter_hex, scratch, preload, given=""):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         os.set_inheritable(theirs.fileno(), True)
         pid_r, pid_w = os.pipe()
@@ -376,7 +383,7 @@ class ForkServer:
             try:
                 ours.close()
                 os.close(pid_r)
-                _start_server(theirs.fileno(), pid_w, (zygote, filter_hex, scratch, preload))
+                _start_server(theirs.fileno(), pid_w, (zygote, filter_hex, scratch, preload, given))
             finally:
                 os._exit(127)
         theirs.close()
@@ -799,7 +806,10 @@ def main():
         zygote, filter_hex, scratch, preload, skipped = rest[:5]
         rest = rest[5:]
         modules = [m for m in preload.split(",") if m] + dynload_modules(skipped.split(","))
-        server_args = (zygote, filter_hex, scratch, ",".join(dict.fromkeys(modules)))
+        # socket mode: the host may have left the fork server's image beside the socket (pool.STDLIB_IMAGE)
+        given = os.path.join(os.path.dirname(rest[0].partition(":")[2]), "stdlib.image") if (
+            rest and rest[0].startswith("socket:")) else ""
+        server_args = (zygote, filter_hex, scratch, ",".join(dict.fromkeys(modules)), given)
     dumpable = _prctl_dumpable(0)  # before the fork server forks: it inherits the flag
     keeper = Keeper(runner, server_args)
     if rest and rest[0].startswith("socket:"):

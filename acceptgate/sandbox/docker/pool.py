@@ -57,6 +57,7 @@ RUNTIME_PIDS = {"runsc": 128}
 CHANNELS = ("auto", "socket", "attach")
 SOCKET_DIR = "/run/acceptgate-keeper"  # where the keeper finds the socket, inside the container
 UNIX_PATH_MAX = 108  # sun_path, the terminating NUL included
+STDLIB_IMAGE = "stdlib.image"  # beside the keeper's socket: the fork server's image (keeper.py reads it)
 
 
 def keeper_source() -> str:
@@ -171,6 +172,13 @@ class SocketChannel:
             self.close()
             raise
 
+    def put(self, name: str, data: bytes) -> None:
+        """A file beside the socket, readable by the keeper before it connects (removed with the rest)."""
+        path = os.path.join(self.dir, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        os.chmod(path, 0o644)
+
     def mount(self):
         import docker.types
 
@@ -216,8 +224,13 @@ def _mount_refused(exc) -> bool:
 class WarmContainer:
     """One started container with its keeper on the other end of the channel (socket or attach)."""
 
-    def __init__(self, client, config: ContainerConfig, channel: str = "attach") -> None:
+    def __init__(self, client, config: ContainerConfig, channel: str = "attach",
+                 stdlib_image: bytes | None = None) -> None:
         self.client = client
+        # The fork server's standard-library image, where the harness built it for this very interpreter
+        # (the rootfs image of its own Python): handed over beside the socket, so that the keeper need
+        # not compile the standard library at every container start (None: the keeper builds it).
+        self.stdlib_image = stdlib_image
         self.config = config
         self.channel = channel
         self.channel_dir: str | None = None  # socket: the host directory of its socket (gone once started)
@@ -248,6 +261,8 @@ class WarmContainer:
                 channel = SocketChannel(self.uid)
                 self.channel_dir = channel.dir
                 command.append(channel.argv())
+                if self.stdlib_image and self.config.fork_server:
+                    channel.put(STDLIB_IMAGE, self.stdlib_image)
             created = api.create_container(
                 self.config.image, command=command, user=f"{self.uid}:{self.uid}", working_dir="/sandbox",
                 environment={}, hostname="sandbox", tty=False,
@@ -349,6 +364,7 @@ class Pool:
         self._closed = False
         self.started = 0
         self.retired = 0
+        self.stdlib_image: bytes | None = None  # see WarmContainer (DockerBackend sets it)
 
     def acquire(self, config: ContainerConfig, timeout: float = 120.0) -> WarmContainer:
         deadline = time.monotonic() + timeout
@@ -383,7 +399,7 @@ class Pool:
 
     def _new(self, config: ContainerConfig) -> WarmContainer:
         try:
-            wc = WarmContainer(self.client, config, self._channel)
+            wc = WarmContainer(self.client, config, self._channel, self.stdlib_image)
         except MountRefused as exc:
             if self.channel != "auto":
                 raise
