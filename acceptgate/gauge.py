@@ -139,8 +139,9 @@ def check_many(tasks: list[Task], backend: Backend, *, progress: Callable[[int, 
                limits: Limits = Limits()) -> list[GaugeResult]:
     """Gauge every suite of every task: the reference on each suite, then each wrong sample.
 
-    References run every case (the reasons name each failure); wrong samples stop at their first
-    failing case. Both batches go through ``execute_many``, so all cores are used.
+    References and wrong samples run every case (the reasons name each failure; no sample learns from
+    being called again whether its previous answer passed, as on every hidden suite). Both batches go
+    through ``execute_many``, so all cores are used.
     """
     slots: list[tuple[Task, str, SuiteSpec, render.Harness]] = []
     for task in tasks:
@@ -156,7 +157,7 @@ def check_many(tasks: list[Task], backend: Backend, *, progress: Callable[[int, 
         return None if progress is None else (lambda done, _n: progress(offset + done, total))
 
     ref_results = execute_many(ref_jobs, backend, limits=limits, progress=shifted(0))
-    wrong_results = execute_many(wrong_jobs, backend, limits=limits, fail_fast=True,
+    wrong_results = execute_many(wrong_jobs, backend, limits=limits,
                                  progress=shifted(len(ref_jobs)))
     by_task: dict[str, GaugeResult] = {t.task_id: GaugeResult(t.task_id, []) for t in tasks}
     cursor = 0

@@ -31,8 +31,9 @@ NAMES = ("local", "local-bwrap", "local-rlimits", "docker")
 
 
 def program(name: str) -> str:
-    if name == "stdlib":
-        return "import os\ndef f(x):\n    return os.path.dirname(os.__file__)\n"
+    if name == "shared":  # the file page_loads.py probes, as a path the host can open (within docker's layers)
+        return ("import os\ndef f(x):\n    p = os.path.join(os.path.dirname(os.__file__), 'pydoc_data', 'topics.py')\n"
+                "    return p if os.path.exists(p) else os.readlink('/proc/self/exe')\n")
     return (PROGRAMS / f"{name}.py").read_text()
 
 
@@ -69,6 +70,33 @@ def test_no_call_sees_another_calls_input(backend):
     harness, _ = _call_suite([[]] * 6)
     result = execute(harness, program("peek_input"), backend)
     assert result.verdict == "pass", [c.as_dict() for c in result.cases if c.status != "pass"]
+
+
+# --- outcomes: nothing inside an execution depends on which answers passed -------------------------
+
+CLOCK = "import time\ndef f(x):\n    return time.monotonic()\n"
+
+
+def test_every_answer_is_judged_only_after_the_last_one(backend):
+    """Without fail-fast (every hidden suite), the harness judges no answer while the candidate runs: it
+    answers each call with its clock (CLOCK_MONOTONIC, the host's), and every judgement of an answer
+    comes after the last of those times. So neither being called again nor the time the harness takes
+    between two calls (a pass is judged faster than a fail) tells it whether an answer passed."""
+    import dataclasses
+    import time
+
+    harness, _ = _call_suite(["never"] * 5)
+    judged = []
+
+    def judge(got, want, args, kwargs):
+        if isinstance(got, float):  # a candidate's answer (the expected values are strings)
+            judged.append(time.monotonic())
+        return got == want
+
+    result = execute(dataclasses.replace(harness, judge=judge), CLOCK, backend)
+    assert result.verdict == "fail" and len(result.cases) == 5 and len(judged) == 5, result.as_dict()
+    answered = [float(c.got) for c in result.cases]
+    assert min(judged) > max(answered), (judged, answered)
 
 
 # --- sockets ----------------------------------------------------------------------------------------
@@ -142,6 +170,74 @@ def test_no_execution_changes_the_priority_or_limits_a_later_one_starts_with(bac
 
 def test_the_page_cache_can_be_neither_controlled_nor_probed(backend):
     assert answer(backend, "page_cache", 1) == []
+
+
+# --- names looked up: the dentry cache -----------------------------------------------------------------
+
+def test_no_name_one_execution_looks_up_is_cached_for_a_later_one(backend):
+    """An execution stats absent names (one per set bit of a token) in every directory it can look into;
+    a later one asks the kernel whether it holds them (openat2 RESOLVE_CACHED: no I/O) and times a first
+    stat of each. Every name an execution can look up resolves in a root of its own (a tmpfs made for it,
+    dropped with it): nothing comes back. local-rlimits looks up the host's own directories: it says so."""
+    key, token = secrets.randbelow(10**9), 1 + secrets.randbelow((1 << 16) - 2)
+    done = answer(backend, "notes", "record", key, token)
+    found = answer(backend, "notes", "find", key, 0)
+    if backend.name == "local-rlimits":
+        assert any("dentry cache" in m for m in backend.isolation(Limits()).not_enforced)
+        _remove_notes(key)
+        return
+    assert found["cached"] == 0 and found["timed"] != token and not found["files"], (done, found)
+
+
+def _remove_notes(key: int) -> None:
+    """The files notes.py left where an execution without a root of its own writes (local-rlimits)."""
+    import glob
+    import os
+
+    for place in ("/tmp", "/dev/shm", "/var/tmp"):
+        for path in glob.glob(f"{place}/agnote-{key}*"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+# --- a learner keeping notes: no outcome reaches it ------------------------------------------------------
+
+LEARNED = [True, False, True, True, False, True]  # the hidden answers (neither all True nor all False)
+RUNS = 50
+
+
+def _learner_suite(key: int):
+    cases = [(("learn", key, i), {}, want) for i, want in enumerate(LEARNED)]
+    return suitespec.build("python-call/1", "f", cases)
+
+
+def test_a_learner_keeping_notes_never_passes_a_hidden_suite(backend, tmp_path):
+    """A program that knows nothing of its task learns it from the fail-fast oracle (being called for case
+    i+1 means its answer to case i passed) and keeps what it learnt in every kernel state it can reach
+    (negative dentries, read back by RESOLVE_CACHED; files): with that oracle it passes within a dozen
+    executions. Run 50 times against one hidden suite -- one execution at a time, and as 50 samples of one
+    task in one samples file (score, hidden) -- it never passes: every case is called whatever its
+    answers were, and they are judged once it is gone."""
+    from acceptgate.score import score_samples
+    from acceptgate.sources.replay import read_samples
+
+    key = secrets.randbelow(10**9)
+    spec = _learner_suite(key)
+    harness = render.harness_for(spec)
+    verdicts = [execute(harness, program("notes"), backend).verdict for _ in range(RUNS)]
+    assert "pass" not in verdicts, verdicts
+    key = secrets.randbelow(10**9)  # fresh notes: the batch learns from nothing but itself
+    spec = _learner_suite(key)
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": "T/learn", "solution": program("notes")}) + "\n"
+                               for _ in range(RUNS)))
+    report = score_samples(read_samples(samples), {"T/learn": spec}, {"T/learn": ""}, backend, suite="hidden",
+                           workers=2)
+    assert len(report.rows) == RUNS and report.passed == 0, [r.verdict for r in report.rows]
+    assert all(r.cases_run == len(LEARNED) for r in report.rows), [r.cases_run for r in report.rows]
+    _remove_notes(key)
 
 
 # --- the recorder ------------------------------------------------------------------------------------
@@ -222,7 +318,6 @@ with backends.create(sys.argv[1]) as b:
     print(json.dumps({"token": token, "before": before, "loaded": loaded, "after": look(),
                       "not_enforced": b.isolation(Limits()).not_enforced}))
 """
-SHARED_FILE = ("pydoc_data", "topics.py")  # what page_loads.py uses, relative to the stdlib
 
 
 PROBED_PAGES = range(0, 16 * 8, 8)  # page_loads.py: one page per bit, 8 apart
@@ -236,11 +331,11 @@ def _evict(backend_name: str, open_backend) -> bool:
 
     from acceptgate.sandbox import residency
 
-    stdlib = answer(open_backend(backend_name), "stdlib", 0)  # the sandbox's interpreter's, not ours
+    shared = answer(open_backend(backend_name), "shared", 0)  # the sandbox's interpreter's, not ours
     if backend_name == "docker":
-        paths = [os.path.join(d, stdlib.lstrip("/"), *SHARED_FILE) for d in open_backend("docker").layers]
+        paths = [os.path.join(d, shared.lstrip("/")) for d in open_backend("docker").layers]
     else:
-        paths = [os.path.join(stdlib, *SHARED_FILE)]
+        paths = [shared]
     paths = [p for p in paths if os.path.exists(p)]
     for _ in range(5):
         cold = True
@@ -305,3 +400,37 @@ def test_a_pinned_view_stays_resident_whatever_the_host_evicts(name, open_backen
     for _ in range(3):  # OR'ed, as in LOADS
         seen |= answer(backend, "page_loads", "look", 0)
     assert seen == (1 << 16) - 1, f"token {token}, resident {seen}"
+
+
+@pytest.mark.parametrize("name", ["local"])  # docker: a fresh container per command (the batch tests cover reuse)
+def test_no_note_survives_between_exec_commands_even_with_fail_fast(name, open_backend, tmp_path):
+    """`acceptgate exec --fail-fast` (an oracle by design: for visible suites) run as separate processes:
+    the learner's notes (dentries, files) do not reach the next command, so it never gets past guessing
+    (6 runs: with its notes kept, 5 are enough for these 6 cases). Without --fail-fast no oracle exists."""
+    open_backend(name)  # skips docker without an engine (fails under CI)
+    key = secrets.randbelow(10**9)
+    spec = tmp_path / "spec.json"
+    spec.write_text(_learner_suite(key).to_json())
+    candidate = tmp_path / "learner.py"
+    candidate.write_text(program("notes"))
+    verdicts = []
+    for _ in range(6):
+        proc = subprocess.run([sys.executable, "-m", "cli", "exec", "--spec", str(spec), "--candidate", str(candidate),
+                               "--backend", name, "--fail-fast"], capture_output=True, text=True, timeout=300,
+                              cwd=str(REPO))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        verdicts.append(json.loads(proc.stdout)["verdict"])
+    assert "pass" not in verdicts, verdicts
+
+
+def test_no_page_a_fork_server_shares_can_be_swapped_out_between_executions(open_backend):
+    """The threat model's residual (5): a fork server's memory is shared copy-on-write with its runners,
+    so a page swapped out and faulted back in by one execution would be resident for the next. It holds
+    only where no such page can be swapped out: the host has no active swap, or the slot's memory cap
+    counts swap (memsw) and equals the memory cap, so reclaim inside a slot cannot swap."""
+    from pathlib import Path
+
+    backend = open_backend("local")
+    swaps = Path("/proc/swaps").read_text().splitlines()[1:]
+    memsw = bool(backend.caps.cgroups and backend.caps.cgroups.memsw)
+    assert not swaps or memsw, f"active swap {swaps} and no memsw in the slots' memory cap"

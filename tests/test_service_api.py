@@ -422,3 +422,37 @@ def test_calls_without_a_key_are_rate_limited_per_address_and_not_journalled(tmp
         assert rows == [("alice", "/v1/tasks")], rows  # 7 anonymous calls, no row
     finally:
         assert svc.stop() in GRACEFUL
+
+
+def test_a_learner_keeping_notes_is_never_scored_as_passing_the_hidden_suite(service):
+    """serve-api scores every delivered program on the task's hidden suite: a program that learns its task
+    from the fail-fast oracle and keeps notes in every kernel state it can reach (tests/attacks/channels/
+    notes.py), submitted 50 times, is delivered each time (its visible case passes) and never scored as
+    passing the hidden one: each scoring calls every case and judges once the runner is gone."""
+    import secrets
+    from pathlib import Path
+
+    from test_channels import LEARNED, RUNS
+
+    key = secrets.randbelow(10**9)
+    learner = (Path(__file__).parent / "attacks" / "channels" / "notes.py").read_text()
+    task = {"task_id": f"learn-{key}", "statement": "def f(mode, key, case):\n    ...\n", "entry_point": "f",
+            "visible": {"dialect": "python-call/1", "entry_point": "f",
+                        "cases": [{"args": json.dumps(["learn", key, 100]), "expected": "False"}]},
+            "hidden": {"dialect": "python-call/1", "entry_point": "f",
+                       "cases": [{"args": json.dumps(["learn", key, i]), "expected": repr(want)}
+                                 for i, want in enumerate(LEARNED)]},
+            "gauge": False}
+    assert call(service, "alice", "POST", "/v1/tasks", json=task).status_code == 201
+    decisions = []
+    for n in range(RUNS):  # each submission a program of its own (a comment), so that none is a repeat
+        d = call(service, "alice", "POST", f"/v1/tasks/learn-{key}/submissions",
+                 json={"program": learner + f"\n# submission {n}\n"}).json()
+        assert d["decision"] == "deliver", d
+        decisions.append(d["decision_id"])
+    for decision in decisions:
+        wait_published(service, "alice", decision)
+    runs = [f"api-alice-{d}" for d in decisions]
+    verdicts = snapshot(service, f"select gt_verdict from deliveries where run_id in ({', '.join('?' * len(runs))})",
+                        runs)
+    assert len(verdicts) == RUNS and ("pass",) not in verdicts, verdicts

@@ -15,7 +15,10 @@ def add_parser(sub) -> None:
     p.add_argument("--spec", required=True, metavar="SPEC.json")
     p.add_argument("--candidate", required=True, metavar="FILE", help="Python program defining the entry point")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
-    p.add_argument("--fail-fast", action="store_true", help="stop at the first failing case")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="stop at the first failing case (for a visible suite only: being called again tells the "
+                        "candidate that its previous answer passed; by default every case is called and the answers "
+                        "are judged once the runner is gone)")
     p.set_defaults(func=run)
 
 
