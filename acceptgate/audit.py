@@ -182,6 +182,7 @@ def _stage(path: str | Path, run: Run, name: str, *, report: bool = True) -> Ite
     if report:
         _reporter.stage(name)
     with ledger_run(path, run).guard(name):
+        warehouse.pause_point(f"{name}:started")  # a stop test's point inside the stage's attempt
         yield
 
 

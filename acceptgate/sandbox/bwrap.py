@@ -33,7 +33,8 @@ GATE_SCRIPT = 'read _gate && exec "$0" "$@"'
 
 def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, zygote: bool = False,
             once: bool = False, seccomp_fd: int | None = None,
-            extra_ro_binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
+            extra_ro_binds: tuple[tuple[str, str], ...] = (),
+            env: dict[str, str] | None = None) -> list[str]:
     """bwrap argv that runs ``inner`` (an absolute interpreter path + args) in a fresh sandbox.
 
     zygote=True: the sandbox of a fork server (``forkserver.py``). Its first process keeps
@@ -58,7 +59,9 @@ def command(bw: Bwrap, inner: list[str], *, scratch_bytes: int = SCRATCH_BYTES, 
         *(("--cap-add", "CAP_SYS_RESOURCE") if once else ()),
         "--die-with-parent", "--new-session", "--clearenv",
     ]
-    for name, value in SANDBOX_ENV.items():  # the one variable of an otherwise empty environment
+    # The interpreter's one variable (its hash seed) in an otherwise empty environment; a command
+    # verifier (``command.py``, env={}) gets none, as it need not be Python.
+    for name, value in (SANDBOX_ENV if env is None else env).items():
         argv += ["--setenv", name, value]
     for target, link in bw.symlinks:
         argv += ["--symlink", target, link]
