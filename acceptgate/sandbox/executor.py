@@ -1071,15 +1071,25 @@ def _harness_failure(exc: Exception) -> str:
 
 def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
                 kind: bytes, payload: bytes | None, chan: _Channel) -> CaseResult:
-    def failing(status: str, **extra: Any) -> CaseResult:
-        call = literals.canonical(args) if not kwargs else (
-            literals.canonical(args) + ", **" + literals.canonical(kwargs))
-        return CaseResult(index=index, status=status, args=_short(call),
-                          want=_short(literals.canonical(want)), **extra)
+    """One answer's CaseResult, judged in full (a failing one with its call, answer and expected value)."""
+    status, shown = _assess(harness, index, args, kwargs, want, kind, payload, chan)
+    if status == "pass":
+        return CaseResult(index=index, status="pass")
+    if "value" in shown:
+        shown["got"] = _shown(*shown.pop("value"))
+    call = literals.canonical(args) if not kwargs else (
+        literals.canonical(args) + ", **" + literals.canonical(kwargs))
+    return CaseResult(index=index, status=status, args=_short(call), want=_short(literals.canonical(want)), **shown)
 
+
+def _assess(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
+            kind: bytes, payload: bytes | None, chan: _Channel) -> tuple[str, dict[str, Any]]:
+    """An answer's status, and what a non-passing one's CaseResult shows besides its call and expected
+    value -- its texts, or ``value``: the parsed answer and its text -- with nothing formatted yet (at a
+    block boundary only the status is wanted: _block_passed)."""
     if kind in VALUE_FRAMES:
         if payload is None:
-            return failing("fail", got=f"<a result of {chan.skipped} bytes: larger than the expected value allows>")
+            return "fail", {"got": f"<a result of {chan.skipped} bytes: larger than the expected value allows>"}
         try:
             text = payload.decode("utf-8", "surrogatepass")
             # Parsing is the harness's time, not the candidate's (EvalPlus times only the call): the
@@ -1089,18 +1099,16 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
         except (literals.LiteralError, UnicodeDecodeError) as exc:
             raise ProtocolViolation(_clip(f"case {index}: result is not a literal ({exc})", DETAIL_CHARS)) from None
         except TimeoutError:
-            return failing("fail", got=f"<a result of {len(payload)} bytes: {_over_budget()}")
+            return "fail", {"got": f"<a result of {len(payload)} bytes: {_over_budget()}"}
         try:
             same = bool(harness.judge(got, want, args, kwargs))
         except Exception as exc:  # any comparison is total: an exception on this answer is its failure
-            return failing("fail", got=_shown(got, text), error_type="ComparisonError",
-                           message=_short(f"{type(exc).__name__}: {exc}"))
-        if same:
-            return CaseResult(index=index, status="pass")
-        return failing("fail", got=_shown(got, text))
+            return "fail", {"value": (got, text), "error_type": "ComparisonError",
+                            "message": _short(f"{type(exc).__name__}: {exc}")}
+        return ("pass", {}) if same else ("fail", {"value": (got, text)})
     if kind == b"raise":
         info = _error_info(payload, chan.deadline)
-        return failing(_raised_status(info["type"]), error_type=info["type"], message=info["message"])
+        return _raised_status(info["type"]), {"error_type": info["type"], "message": info["message"]}
     if kind == b"nonliteral":
         info = _error_info(payload, chan.deadline)
         if harness.nonliteral_judged:  # the not-None rule: an opaque object is a non-None value
@@ -1108,10 +1116,8 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
                 same = bool(harness.judge(NONLITERAL, want, args, kwargs))
             except Exception:  # total, as above
                 same = False
-            if same:
-                return CaseResult(index=index, status="pass")
-            return failing("fail", got=info["message"])
-        return failing("protocol", error_type="NonLiteralResult", message=info["message"])
+            return ("pass", {}) if same else ("fail", {"got": info["message"]})
+        return "protocol", {"error_type": "NonLiteralResult", "message": info["message"]}
     raise ProtocolViolation(f"case {index}: unexpected frame {kind[:20]!r}")
 
 
