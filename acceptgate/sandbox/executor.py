@@ -1144,6 +1144,9 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
         return CaseResult(index=index, status="pass")
     if "value" in shown:
         shown["got"] = _shown(*shown.pop("value"))
+    if "comparison" in shown:
+        exc = shown.pop("comparison")
+        shown.update(error_type="ComparisonError", message=_short(f"{type(exc).__name__}: {exc}"))
     call = literals.canonical(args) if not kwargs else (
         literals.canonical(args) + ", **" + literals.canonical(kwargs))
     return CaseResult(index=index, status=status, args=_short(call), want=_short(literals.canonical(want)), **shown)
@@ -1152,8 +1155,9 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
 def _assess(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
             kind: bytes, payload: bytes | None, chan: _Channel) -> tuple[str, dict[str, Any]]:
     """An answer's status, and what a non-passing one's CaseResult shows besides its call and expected
-    value -- its texts, or ``value``: the parsed answer and its text -- with nothing formatted yet (at a
-    block boundary only the status is wanted: _block_passed)."""
+    value -- its texts, or ``value`` (the parsed answer and its text) and ``comparison`` (the exception a
+    comparison raised) -- with nothing formatted yet (at a block boundary only the status is wanted:
+    _block_passed)."""
     if kind in VALUE_FRAMES:
         if payload is None:
             return "fail", {"got": f"<a result of {chan.skipped} bytes: larger than the expected value allows>"}
@@ -1170,8 +1174,7 @@ def _assess(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
         try:
             same = bool(harness.judge(got, want, args, kwargs))
         except Exception as exc:  # any comparison is total: an exception on this answer is its failure
-            return "fail", {"value": (got, text), "error_type": "ComparisonError",
-                            "message": _short(f"{type(exc).__name__}: {exc}")}
+            return "fail", {"value": (got, text), "comparison": exc}
         return ("pass", {}) if same else ("fail", {"value": (got, text)})
     if kind == b"raise":
         info = _error_info(payload, chan.deadline)
