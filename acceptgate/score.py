@@ -2,9 +2,11 @@
 
 The EvalPlus ``evaluate`` workflow on our sandbox: one sandbox process per sample, cases streamed,
 stopping at the first failing case (``fail_fast``, as EvalPlus's own ``fast_check``) on a visible
-suite unless all cases are asked for. On a hidden suite every case is called whatever the earlier
-answers were, and the answers are judged once the runner is gone (``executor.execute``): nothing
-inside an execution depends on which answers passed.
+suite unless all cases are asked for. On a hidden suite the cases are called in blocks fixed before
+the run from their number alone (``executor.block_plan``): within a block every case is called
+whatever the earlier answers were, and the execution stops at the first block boundary after a
+failing case, so all an execution can learn is, once per block, that every answer so far passed. All
+cases asked for (``fail_fast=False``): every case, on either suite.
 
 Invalid records (the project's one rule for a batch): with ``strict`` the first one is an error
 (``InvalidInput`` naming file, line and field) and nothing is scored. Otherwise each one -- a line
@@ -209,9 +211,11 @@ def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prom
         jobs.append((harness, s.program(prompts.get(s.task_id, "")), task_limits))
     # Fail-fast only where nothing is hidden: on a hidden suite, being called again would tell a
     # candidate that its previous answer passed (a one-bit store it keeps anywhere then carries that to
-    # its next execution); there every case is called and the answers judged once the runner is gone.
+    # its next execution); there the cases are called in blocks fixed before the run (execute).
+    all_cases = not fail_fast
     fail_fast = fail_fast and suite == VISIBLE
-    results = run_jobs(jobs, backend, fail_fast=fail_fast, workers=workers, progress=progress)
+    results = run_jobs(jobs, backend, fail_fast=fail_fast, all_cases=all_cases, workers=workers,
+                       progress=progress)
     rows = []
     for s, res in zip(scored, results):
         rows.append(ScoredSample(

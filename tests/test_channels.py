@@ -20,8 +20,7 @@ import pytest
 
 from acceptgate import render, suitespec
 from acceptgate.sandbox.backend import Limits
-from acceptgate.sandbox.backend import Limits
-from acceptgate.sandbox.executor import execute, run_calls
+from acceptgate.sandbox.executor import FIRST_BLOCK, block_plan, execute, run_calls
 
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "attacks" / "channels"
@@ -78,10 +77,11 @@ CLOCK = "import time\ndef f(x):\n    return time.monotonic()\n"
 
 
 def test_every_answer_is_judged_only_after_the_last_one(backend):
-    """Without fail-fast (every hidden suite), the harness judges no answer while the candidate runs: it
-    answers each call with its clock (CLOCK_MONOTONIC, the host's), and every judgement of an answer
-    comes after the last of those times. So neither being called again nor the time the harness takes
-    between two calls (a pass is judged faster than a fail) tells it whether an answer passed."""
+    """Without fail-fast (every hidden suite), within a block the harness judges no answer while the
+    candidate runs: it answers each call of a one-block suite with its clock (CLOCK_MONOTONIC, the
+    host's), and every judgement of an answer comes after the last of those times. So neither being
+    called again nor the time the harness takes between two calls (a pass is judged faster than a fail)
+    tells it whether an answer passed."""
     import dataclasses
     import time
 
@@ -97,6 +97,85 @@ def test_every_answer_is_judged_only_after_the_last_one(backend):
     assert result.verdict == "fail" and len(result.cases) == 5 and len(judged) == 5, result.as_dict()
     answered = [float(c.got) for c in result.cases]
     assert min(judged) > max(answered), (judged, answered)
+
+
+# --- blocks: a hidden suite's one bit per block -------------------------------------------------------
+
+def test_a_candidate_failing_case_0_of_a_long_hidden_suite_is_called_for_the_first_block_only(backend):
+    """300 cases in blocks of 64, 128 and 108 (fixed by the count): a program that fails case 0 is called
+    for cases 0-63, each whatever the answers before it, and for no case after the first block."""
+    harness, _ = _call_suite(["never"] * 300)
+    result = execute(harness, "def f(x):\n    return x\n", backend)
+    assert result.blocks == (FIRST_BLOCK, 2 * FIRST_BLOCK, 300 - 3 * FIRST_BLOCK) == block_plan(300)
+    assert result.verdict == "fail" and len(result.cases) == FIRST_BLOCK, (result.verdict, len(result.cases))
+    assert all(c.status == "fail" for c in result.cases) and result.as_dict()["blocks"] == [64, 128, 108]
+
+
+# Answers case i with its clock (a float: never the expected value's text) or with i (the expected
+# value's very text, which a shortcut could pass without parsing or comparing it).
+CLOCK_OR_ECHO = "import time\ndef f(i, clock):\n    return time.monotonic() if clock else i\n"
+CLOCKED = {0, 1, 5, 62, 63, 64, 65, 191, 192, 199}  # the cases answered with the clock
+
+
+def _recorded_run(backend, monkeypatch, fails: set):
+    """A 200-case suite (blocks 64, 128, 8) whose judge fails the cases ``fails`` and records each of its
+    calls as (when, case, answer); and when the runner was ended (the harness's first kill of it)."""
+    import dataclasses
+    import time
+
+    spec = suitespec.build("python-call/1", "f", [((i, i in CLOCKED), {}, i) for i in range(200)])
+    calls, killed = [], []
+
+    def judge(got, want, args, kwargs):
+        calls.append((time.monotonic(), args[0], got))
+        return args[0] not in fails and (got == want or isinstance(got, float))
+
+    spawn = backend.spawn
+
+    def spawned(limits):
+        proc = spawn(limits)
+        kill = proc.kill
+
+        def recorded_kill():
+            killed.append(time.monotonic())
+            kill()
+        proc.kill = recorded_kill
+        return proc
+
+    monkeypatch.setattr(backend, "spawn", spawned)
+    try:
+        result = execute(dataclasses.replace(render.harness_for(spec), judge=judge), CLOCK_OR_ECHO, backend)
+    finally:
+        monkeypatch.undo()
+    return result, calls, killed[0]
+
+
+@pytest.mark.parametrize("fails", [set(), {1}, {5}, {62}, {2, 40}], ids=lambda f: f"fails={sorted(f)}")
+def test_a_block_is_judged_at_its_end_the_same_way_whichever_answers_passed(backend, monkeypatch, fails):
+    """While the runner lives, the harness judges nothing but whole blocks, each at its end: after case
+    63's answer and before case 64 is called (or the runner is ended), every answer of cases 0-63 in case
+    order -- the same calls whichever of them passed: no early exit at a failing one, no shortcut for an
+    answer spelled as its expected value -- and nothing else. The clocked answers (the candidate's
+    CLOCK_MONOTONIC, the host's) bound when. What a failing case shows is made once the runner is gone
+    (its answer is judged again then), and the last block is judged only then."""
+    result, calls, killed = _recorded_run(backend, monkeypatch, fails)
+    answered = {i: got for _, i, got in calls if isinstance(got, float)}
+    assert result.blocks == (64, 128, 8) and set(answered) >= CLOCKED & set(range(len(result.cases)))
+    live = [(t, i) for t, i, _ in calls if answered[0] < t < killed]  # after _prepare's own calls
+    after = [i for t, i, _ in calls if t >= killed]
+    if not fails:
+        assert result.verdict == "pass" and len(result.cases) == 200, result.as_dict()
+        assert [i for _, i in live] == list(range(192)), live
+        assert all(answered[63] < t < answered[64] for t, i in live if i < 64)
+        assert all(answered[191] < t < answered[192] for t, i in live if i >= 64)
+        assert after == [192, 199]  # the last block, clocked answers (the echoed ones pass as spelled)
+    else:
+        assert result.verdict == "fail" and len(result.cases) == 64, result.as_dict()
+        assert [c.index for c in result.cases if c.status != "pass"] == sorted(fails)
+        assert [i for _, i in live] == list(range(64)), live
+        assert all(t > answered[63] for t, _ in live)
+        assert after == sorted(fails)
+        assert result.first_failure.want == str(min(fails))
 
 
 # --- sockets ----------------------------------------------------------------------------------------
@@ -209,8 +288,11 @@ RUNS = 50
 
 
 def _learner_suite(key: int):
+    """A first block of cases the learner answers right (it echoes them), then its six hidden answers: it
+    is called for them once the first block passed (a boundary's one bit, which it knew)."""
+    lead = [(("echo", key, True), {}, True)] * FIRST_BLOCK
     cases = [(("learn", key, i), {}, want) for i, want in enumerate(LEARNED)]
-    return suitespec.build("python-call/1", "f", cases)
+    return suitespec.build("python-call/1", "f", lead + cases)
 
 
 def test_a_learner_keeping_notes_never_passes_a_hidden_suite(backend, tmp_path):
@@ -218,8 +300,8 @@ def test_a_learner_keeping_notes_never_passes_a_hidden_suite(backend, tmp_path):
     i+1 means its answer to case i passed) and keeps what it learnt in every kernel state it can reach
     (negative dentries, read back by RESOLVE_CACHED; files): with that oracle it passes within a dozen
     executions. Run 50 times against one hidden suite -- one execution at a time, and as 50 samples of one
-    task in one samples file (score, hidden) -- it never passes: every case is called whatever its
-    answers were, and they are judged once it is gone."""
+    task in one samples file (score, hidden) -- it never passes: every case of a block is called whatever
+    its answers were, and the only news is at a block's end, that every answer so far passed."""
     from acceptgate.score import score_samples
     from acceptgate.sources.replay import read_samples
 
@@ -236,7 +318,7 @@ def test_a_learner_keeping_notes_never_passes_a_hidden_suite(backend, tmp_path):
     report = score_samples(read_samples(samples), {"T/learn": spec}, {"T/learn": ""}, backend, suite="hidden",
                            workers=2)
     assert len(report.rows) == RUNS and report.passed == 0, [r.verdict for r in report.rows]
-    assert all(r.cases_run == len(LEARNED) for r in report.rows), [r.cases_run for r in report.rows]
+    assert all(r.cases_run == FIRST_BLOCK + len(LEARNED) for r in report.rows), [r.cases_run for r in report.rows]
     _remove_notes(key)
 
 

@@ -197,7 +197,7 @@ def run(dataset: str, backend: Backend, *, samples: str | None = None, limit: in
             for i, c in enumerate(drawn.get(r["task_id"], [])):
                 jobs.append((v, c))
                 keys.append((r["task_id"], "v", i))
-    # GT (hidden) and visible suites alike: every case called, judged once the runner is gone
+    # GT (hidden) and visible suites alike: in blocks fixed before the run (no fail-fast oracle)
     results = execute_many(jobs, backend, workers=workers, progress=progress)
     for (tid, kind, i), res in zip(keys, results):
         o = outcomes[tid]

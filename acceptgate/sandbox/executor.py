@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import json
 import marshal
 import os
@@ -45,6 +46,24 @@ TOO_COSTLY = "too costly to judge"
 # hash costs a fraction of its parse and comparison (the digest cases' compare row of --breakdown).
 LONG_ANSWER = 64 * 1024
 JUDGED_PER_CASE = 8
+# A hidden suite's blocks (block_plan): the first one's size. Wrong samples mostly fail within their
+# suite's first few cases, so a small first block spares them most calls; each block's bit ("every
+# answer so far passed") needs the whole block right (see the threat model), so it must not be small.
+FIRST_BLOCK = 64
+
+
+def block_plan(cases: int, first: int = FIRST_BLOCK) -> tuple[int, ...]:
+    """The sizes of a hidden suite's blocks, in case order, from its number of cases alone (never from
+    an answer): a first block of ``min(cases, first)`` cases, then blocks each twice the size of the one
+    before, the last one what is left. So a passing program's suite has about log2(cases / first)
+    boundaries, and a wrong one that fails within the first block is called for that block only."""
+    sizes: list[int] = []
+    size, left = first, cases
+    while left > 0:
+        sizes.append(min(size, left))
+        left -= sizes[-1]
+        size *= 2
+    return tuple(sizes)
 
 
 class ProtocolViolation(Exception):
@@ -80,6 +99,9 @@ class ExecutionResult:
     timeout_clock: str = ""  # for a timeout: "cpu" (a CPU-time limit) or "wall" (wall time less the wait for a CPU, or the backstop)
     cpu_seconds: float | None = None  # CPU time of the sandbox's processes, where the backend counts it
     hash_seed: int = HASH_SEED  # the sandboxed interpreter's PYTHONHASHSEED (backend.HASH_SEED)
+    # The blocks the cases were called in (sizes, fixed from their number before the run: block_plan);
+    # () with fail-fast, where each answer is judged as it comes
+    blocks: tuple[int, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -109,6 +131,7 @@ class ExecutionResult:
             "cpu_seconds": None if self.cpu_seconds is None else round(self.cpu_seconds, 4),
             "timeout_clock": self.timeout_clock,
             "hash_seed": self.hash_seed,
+            "blocks": list(self.blocks),
         }
 
     def to_json(self) -> str:
@@ -336,10 +359,13 @@ class _Channel:
             answer = recv()
             self.in_case = False
             handed = time.monotonic()
-            yield answer
-            # What the caller did with the answer (judged it, held it) is the harness's time, not the
-            # program's: its wall-time clocks stop meanwhile (its CPU clock does not count it anyway).
-            self.pause(time.monotonic() - handed)
+            try:
+                yield answer
+            finally:
+                # What the caller did with the answer (judged it, held it, judged a block) is the
+                # harness's time, not the program's: its wall-time clocks stop meanwhile (its CPU clock
+                # does not count it anyway), also when the caller stops there (closes the generator).
+                self.pause(time.monotonic() - handed)
 
     def _read(self) -> bytes:
         """One read of what the runner wrote (waiting for it under the clocks); b"" at its end."""
@@ -593,11 +619,11 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
 
 
 def execute_many(jobs: list[tuple[Harness, str]], backend: Backend, *, limits: Limits = Limits(),
-                 fail_fast: bool = False, workers: int | None = None,
+                 fail_fast: bool = False, all_cases: bool = False, workers: int | None = None,
                  progress: Callable[[int, int], None] | None = None) -> list[ExecutionResult]:
     """Execute (harness, source) jobs in parallel, one sandboxed process each; results in job order."""
-    return run_jobs([(h, src, limits) for h, src in jobs], backend, fail_fast=fail_fast, workers=workers,
-                    progress=progress)
+    return run_jobs([(h, src, limits) for h, src in jobs], backend, fail_fast=fail_fast, all_cases=all_cases,
+                    workers=workers, progress=progress)
 
 
 WORKER_PROCESSES = True  # False: a batch's workers are always threads (bench_worker_processes compares)
@@ -605,7 +631,7 @@ MIN_PROCESS_JOBS = 64  # fewer jobs than this do not pay for a backend per worke
 
 
 def run_jobs(jobs: list[tuple[Harness, str, Limits]], backend: Backend, *, fail_fast: bool = False,
-             workers: int | None = None,
+             all_cases: bool = False, workers: int | None = None,
              progress: Callable[[int, int], None] | None = None) -> list[ExecutionResult]:
     """Execute (harness, source, limits) jobs on ``workers`` workers (default: the CPUs), one sandboxed
     process each, taken from a JobQueue; results in job order.
@@ -618,7 +644,7 @@ def run_jobs(jobs: list[tuple[Harness, str, Limits]], backend: Backend, *, fail_
     if (WORKER_PROCESSES and workers > 1 and len(jobs) >= MIN_PROCESS_JOBS and not stages.ON
             and workerprocs.available()):
         factory = backend.reopener()
-    run = functools.partial(_run_job, fail_fast=fail_fast)
+    run = functools.partial(_run_job, fail_fast=fail_fast, all_cases=all_cases)
     if factory is None:
         return _map_on_threads(lambda job: run(job, backend), jobs, workers=workers, progress=progress)
     seen: dict[int, Harness] = {}
@@ -630,8 +656,9 @@ def run_jobs(jobs: list[tuple[Harness, str, Limits]], backend: Backend, *, fail_
         return workerprocs.map_jobs(run, jobs, JobQueue(jobs), factory, workers, progress)
 
 
-def _run_job(job: tuple[Harness, str, Limits], backend: Backend, *, fail_fast: bool) -> ExecutionResult:
-    return execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast)
+def _run_job(job: tuple[Harness, str, Limits], backend: Backend, *, fail_fast: bool,
+             all_cases: bool) -> ExecutionResult:
+    return execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast, all_cases=all_cases)
 
 
 INTERLEAVE_HARNESSES = 256  # harnesses taken in turn at once (fewer than the _prepare cache holds)
@@ -745,27 +772,24 @@ def execute(
     *,
     limits: Limits = Limits(),
     fail_fast: bool = False,
+    all_cases: bool = False,
 ) -> ExecutionResult:
     """Run one candidate program against one loaded harness in one sandboxed process.
 
     ``fail_fast``: judge each answer as it comes and stop at the first failing case -- only where
     nothing is hidden from the candidate (a visible suite): being called again tells it that its
-    previous answer passed. Otherwise (the default) every case is called whatever the earlier answers
-    were, the answers are held, and they are judged only once the runner is gone, so nothing the
-    harness does while judging can be timed from inside (``_Held``)."""
+    previous answer passed. Otherwise (the default) the cases are called in blocks fixed before the run
+    from their number alone (``block_plan``; ``all_cases``: one block of them all): within a block every
+    case is called whatever the earlier answers were and the answers are held unjudged; at the end of a
+    block every answer of it is judged the same way, whichever passed (``_block_passed``), and the
+    execution stops there if one failed; the last block's answers are judged once the runner is gone."""
     interrupt.check()  # after SIGINT / SIGTERM no new sandbox starts (queued executions end here)
     started = time.monotonic()
     if stages.ON:
         stages.start()
-    result = ExecutionResult(
-        verdict="pass",
-        cases=[],
-        spec_hash=harness.spec_hash,
-        render_hash=harness.render_hash,
-        candidate_sha256=sha256_text(source),
-        isolation=backend.isolation(limits).as_dict(),
-        cases_total=len(harness.cases),
-    )
+    count = len(harness.cases)
+    blocks = () if fail_fast else block_plan(count, count if all_cases else FIRST_BLOCK)
+    result = _new_result(harness, source, backend.isolation(limits).as_dict(), blocks)
     marker = secrets.token_hex(16).encode()
     proc = backend.spawn(limits)
     if stages.ON:
@@ -824,6 +848,12 @@ def execute(
     return _verdict(result, run, limits)
 
 
+def _new_result(harness: Harness, source: str, isolation: dict[str, Any], blocks: tuple[int, ...]) -> ExecutionResult:
+    return ExecutionResult(verdict="pass", cases=[], spec_hash=harness.spec_hash, render_hash=harness.render_hash,
+                           candidate_sha256=sha256_text(source), isolation=isolation,
+                           cases_total=len(harness.cases), blocks=blocks)
+
+
 class _Run:
     """What an execution has found so far: its result, the answers held for later (blind mode), the
     case being waited for and how the runner ended after answering every case it was sent."""
@@ -833,6 +863,9 @@ class _Run:
         self.current: int | None = None  # the case being waited for (cases are answered in order)
         self.answered: ExitStatus | None = None
         self.ended_as: str | None = None  # the status of the case the execution ended on, if any
+        ends = list(itertools.accumulate(result.blocks))
+        self.boundaries = frozenset(ends[:-1])  # the cases after which a block ends and another follows
+        self.statuses: list[str] = []  # of the answers judged at a boundary, in case order (_block_passed)
 
     def ended(self, status: str) -> None:
         """The execution ended (a limit, a protocol error, an exit) while case ``current`` was awaited."""
@@ -870,18 +903,24 @@ def _drive(harness: Harness, source: str, proc: SandboxProcess, chan: _Channel, 
     chan.ok_limit = min(MAX_FRAME, harness.result_limit)
     chan.ok_limits = _ok_limits(harness)
     run.current = 0
-    for index, (kind, payload) in enumerate(chan.answers(prepared.calls)):
-        if stages.ON:
-            stages.mark("round trip")
-        if run.held is not None:
-            run.held.add(kind, payload, chan.skipped if payload is None else 0)
+    calls = chan.answers(prepared.calls)
+    try:
+        for index, (kind, payload) in enumerate(calls):  # (the time spent on each answer is paused there)
+            if stages.ON:
+                stages.mark("round trip")
+            if run.held is not None:
+                run.held.add(kind, payload, chan.skipped if payload is None else 0)
+                run.current = index + 1
+                if run.current in run.boundaries and not _block_passed(harness, run, chan):
+                    break  # the first block boundary after a failing case: nothing more is called
+                continue
+            case = _judge(harness, prepared, index, kind, payload, chan)
+            result.cases.append(case)
             run.current = index + 1
-            continue
-        case = _judge(harness, prepared, index, kind, payload, chan)  # (its time is paused: answers())
-        result.cases.append(case)
-        run.current = index + 1
-        if case.status != "pass" and fail_fast:
-            break
+            if case.status != "pass" and fail_fast:
+                break
+    finally:
+        calls.close()
     run.current = None
     if chan.measured:  # read before the runner ends (a fork server then builds its next environment)
         result.cpu_seconds = chan.cpu_used()
@@ -945,11 +984,15 @@ class _Held:
 
 
 def _judge_held(harness: Harness, held: _Held, chan: _Channel, run: _Run) -> None:
-    """Blind mode, once the runner is gone: every held answer judged in case order, then the case the
-    execution ended on (if it ended before answering them all)."""
+    """Blind mode, once the runner is gone: every held answer's CaseResult in case order (one found to
+    pass at a block boundary is not judged again), then the case the execution ended on (if it ended
+    before answering them all)."""
     prepared = _prepare(harness)
     try:
         for index in range(len(held)):
+            if index < len(run.statuses) and run.statuses[index] == "pass":
+                run.result.cases.append(CaseResult(index=index, status="pass"))
+                continue
             kind, payload, skipped = held.get(index)
             chan.skipped = skipped
             try:
@@ -963,6 +1006,30 @@ def _judge_held(harness: Harness, held: _Held, chan: _Channel, run: _Run) -> Non
         held.close()
     if run.ended_as is not None and len(run.result.cases) < run.result.cases_total:
         run.result.cases.append(CaseResult(index=len(run.result.cases), status=run.ended_as))
+
+
+def _block_passed(harness: Harness, run: _Run, chan: _Channel) -> bool:
+    """At a block boundary, the runner waiting for its next call: whether every answer so far passed.
+
+    What the candidate can time here -- until its next call, or until it is told to end -- must not
+    depend on which answers passed. So every answer of the block is judged, whatever the ones before it
+    were (no early exit), and each the same way: parsed and compared in full (no shortcut for an answer
+    spelled as its expected value, nor for one judged before: _judge's), and nothing shown for a failing
+    one yet (its texts are made once the runner is gone). What is left to vary is the parse, which
+    follows the answer's own text, and the comparison, bounded by the case's size limit."""
+    held, statuses = run.held, run.statuses
+    for index in range(len(statuses), len(held)):
+        kind, payload, skipped = held.get(index)
+        chan.skipped = skipped
+        args, kwargs, want = harness.cases[index]
+        try:
+            status = _assess(harness, index, args, kwargs, want, kind, payload, chan)[0]
+        except Exception:  # ProtocolViolation, or the harness's own failure: this case's protocol
+            status = "protocol"
+        statuses.append(status)
+    if stages.ON:
+        stages.mark("block boundary")
+    return all(status == "pass" for status in statuses)
 
 
 def _verdict(result: ExecutionResult, run: _Run, limits: Limits) -> ExecutionResult:
@@ -1071,15 +1138,29 @@ def _harness_failure(exc: Exception) -> str:
 
 def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
                 kind: bytes, payload: bytes | None, chan: _Channel) -> CaseResult:
-    def failing(status: str, **extra: Any) -> CaseResult:
-        call = literals.canonical(args) if not kwargs else (
-            literals.canonical(args) + ", **" + literals.canonical(kwargs))
-        return CaseResult(index=index, status=status, args=_short(call),
-                          want=_short(literals.canonical(want)), **extra)
+    """One answer's CaseResult, judged in full (a failing one with its call, answer and expected value)."""
+    status, shown = _assess(harness, index, args, kwargs, want, kind, payload, chan)
+    if status == "pass":
+        return CaseResult(index=index, status="pass")
+    if "value" in shown:
+        shown["got"] = _shown(*shown.pop("value"))
+    if "comparison" in shown:
+        exc = shown.pop("comparison")
+        shown.update(error_type="ComparisonError", message=_short(f"{type(exc).__name__}: {exc}"))
+    call = literals.canonical(args) if not kwargs else (
+        literals.canonical(args) + ", **" + literals.canonical(kwargs))
+    return CaseResult(index=index, status=status, args=_short(call), want=_short(literals.canonical(want)), **shown)
 
+
+def _assess(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
+            kind: bytes, payload: bytes | None, chan: _Channel) -> tuple[str, dict[str, Any]]:
+    """An answer's status, and what a non-passing one's CaseResult shows besides its call and expected
+    value -- its texts, or ``value`` (the parsed answer and its text) and ``comparison`` (the exception a
+    comparison raised) -- with nothing formatted yet (at a block boundary only the status is wanted:
+    _block_passed)."""
     if kind in VALUE_FRAMES:
         if payload is None:
-            return failing("fail", got=f"<a result of {chan.skipped} bytes: larger than the expected value allows>")
+            return "fail", {"got": f"<a result of {chan.skipped} bytes: larger than the expected value allows>"}
         try:
             text = payload.decode("utf-8", "surrogatepass")
             # Parsing is the harness's time, not the candidate's (EvalPlus times only the call): the
@@ -1089,18 +1170,15 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
         except (literals.LiteralError, UnicodeDecodeError) as exc:
             raise ProtocolViolation(_clip(f"case {index}: result is not a literal ({exc})", DETAIL_CHARS)) from None
         except TimeoutError:
-            return failing("fail", got=f"<a result of {len(payload)} bytes: {_over_budget()}")
+            return "fail", {"got": f"<a result of {len(payload)} bytes: {_over_budget()}"}
         try:
             same = bool(harness.judge(got, want, args, kwargs))
         except Exception as exc:  # any comparison is total: an exception on this answer is its failure
-            return failing("fail", got=_shown(got, text), error_type="ComparisonError",
-                           message=_short(f"{type(exc).__name__}: {exc}"))
-        if same:
-            return CaseResult(index=index, status="pass")
-        return failing("fail", got=_shown(got, text))
+            return "fail", {"value": (got, text), "comparison": exc}
+        return ("pass", {}) if same else ("fail", {"value": (got, text)})
     if kind == b"raise":
         info = _error_info(payload, chan.deadline)
-        return failing(_raised_status(info["type"]), error_type=info["type"], message=info["message"])
+        return _raised_status(info["type"]), {"error_type": info["type"], "message": info["message"]}
     if kind == b"nonliteral":
         info = _error_info(payload, chan.deadline)
         if harness.nonliteral_judged:  # the not-None rule: an opaque object is a non-None value
@@ -1108,10 +1186,8 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
                 same = bool(harness.judge(NONLITERAL, want, args, kwargs))
             except Exception:  # total, as above
                 same = False
-            if same:
-                return CaseResult(index=index, status="pass")
-            return failing("fail", got=info["message"])
-        return failing("protocol", error_type="NonLiteralResult", message=info["message"])
+            return ("pass", {}) if same else ("fail", {"got": info["message"]})
+        return "protocol", {"error_type": "NonLiteralResult", "message": info["message"]}
     raise ProtocolViolation(f"case {index}: unexpected frame {kind[:20]!r}")
 
 

@@ -40,16 +40,34 @@ slot, Docker container and local-rlimits execution runs as a host uid of its own
 at once share no per-user quota (pipe buffers, keys). A backend that lacks a layer on this host
 (local-rlimits: no namespaces) names it in isolation.not_enforced, which every result carries.
 
-Outcomes are not observable inside an execution. A store of one bit that outlives an execution would
-turn fail-fast into an oracle (being called for case k+1 proves that the answer to case k passed). So
-on a hidden suite (score, gauge, delivery, audit, certify, the layer-4 experiment, serve-api's scoring)
-every case is called whatever the earlier answers were, the answers are held unjudged, and they are
-judged only once the runner is gone: neither being called again nor the time the harness takes
-between two calls (a pass is judged faster than a fail) depends on an outcome
-(tests/test_channels.py: every_answer_is_judged_only_after_the_last_one; a learner that keeps notes in
-every kernel state it can reach never passes in 50 executions, one at a time and as 50 samples of a
-batch: learner_keeping_notes_never_passes_a_hidden_suite). Fail-fast stays where nothing is hidden (a
-visible suite, exec --fail-fast).
+Outcomes are not observable inside an execution, but for one bit per block. A store of one bit that
+outlives an execution would turn fail-fast into an oracle (being called for case k+1 proves that the
+answer to case k passed). So on a hidden suite (score, gauge, delivery, certify, the layer-4
+experiment, serve-api's scoring) the cases are called in blocks fixed before the run from their number
+alone: a first block of min(n, 64) cases, then blocks each twice the size of the one before (every
+result carries the plan as blocks). Within a block every case is called whatever the earlier answers
+were and the answers are held unjudged; at the end of a block, the runner waiting, the harness judges
+every answer of the block, and the execution ends there if one failed; the last block's answers are
+judged once the runner is gone. What a block boundary reveals is being called again: every answer so
+far passed -- one bit per block, and only ever "all passed". To get it a candidate must have the whole
+block right (64 answers the first time), so it learns nothing it did not already have: not which answer
+failed, nor any answer it guessed, unless it guessed all 64 at once. What the harness does at a
+boundary, and so the time the candidate waits there (before its next call, or before it is ended),
+does not depend on which answers passed: every answer of the block is judged, in case order and with
+no early exit, each the same way -- parsed and compared in full, no shortcut for an answer spelled as
+its expected value, nothing shown for a failing one until the runner is gone. What is left to vary is
+the parse, which follows the candidate's own text, and a comparison that may stop at its first
+difference, bounded by the case's answer size limit (a few microseconds per answer on HumanEval+,
+within a loaded machine's scheduling noise). And the notes channel a bit would need is closed by
+construction (below): a later execution finds nothing this one noted, but through the noisy counters
+of residual (1) (tests/test_channels.py: a_candidate_failing_case_0_of_a_long_hidden_suite_is_called_
+for_the_first_block_only; a_block_is_judged_at_its_end_the_same_way_whichever_answers_passed: the same
+judge calls, all between the block's last answer and the next call; every_answer_is_judged_only_after_
+the_last_one; a learner that keeps notes in every kernel state it can reach never passes in 50
+executions, one at a time and as 50 samples of a batch, where with a fail-fast oracle it passes within
+a few on local-rlimits: learner_keeping_notes_never_passes_a_hidden_suite). Every case in one block
+(score --all-cases, exec --all-cases, the audit's executions of its own references and wrong samples)
+is asked for by name; fail-fast stays where nothing is hidden (a visible suite, exec --fail-fast).
 
 Filesystems by construction. Every name an execution can look up resolves in a root made for that
 execution alone: a tmpfs (its own superblock, so its own dentries, inodes and pages, dropped with its
