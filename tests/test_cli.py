@@ -28,7 +28,9 @@ def test_every_command_has_help(capsys):
         with pytest.raises(SystemExit) as exit_:
             main([*cmd, "--help"])
         assert exit_.value.code == 0
-        assert "usage:" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "usage:" in out
+        assert "%%" not in out, f"{' '.join(cmd)} --help shows a doubled percent sign"
 
 
 def test_each_command_parses_with_only_its_own_module():
