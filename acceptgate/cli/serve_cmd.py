@@ -62,7 +62,7 @@ def add_parser(sub) -> None:
     judge.add_argument("--judge-replay", metavar="FILE",
                        help="recorded judge outputs (jsonl): the replay backend (default: the rules backend)")
     judge.add_argument("--judge-human-labels", metavar="FILE", help="human labels (jsonl), for agreement")
-    judge.add_argument("--judge-embedder", choices=("minilm", "hashing"), default="minilm",
+    judge.add_argument("--judge-embedder", choices=("minilm", "minilm-torch", "hashing"), default="minilm",
                        help="retrieval encoder (default %(default)s)")
     p.add_argument("--cron", default=schedule.NIGHTLY_CRON, help="nightly schedule, UTC (default %(default)r)")
     p.set_defaults(func=run)
