@@ -228,3 +228,29 @@ def test_screenshots_at_desktop_and_phone_width(snapshot, tmp_path, width):
     shot = tmp_path / f"report-{width}.png"
     chromium(out, tmp_path, f"--window-size={width},2400", f"--screenshot={shot}")
     assert shot.stat().st_size > 10_000
+
+
+def _coordinates(svg: str) -> tuple[float, list[float]]:
+    """The SVG's width and every x coordinate drawn (attributes and path commands)."""
+    width = float(re.search(r'viewBox="0 0 ([\d.]+) ', svg).group(1))
+    xs = [float(v) for v in re.findall(r'\b(?:x|x1|x2|cx)="(-?[\d.]+)"', svg)]
+    for path in re.findall(r' d="([^"]+)"', svg):
+        xs += [float(v) for v in re.findall(r"[MH](-?[\d.]+)", path)]
+    return width, xs
+
+
+@pytest.mark.parametrize("zero_line", [False, True])
+def test_a_chart_draws_every_point_inside_its_frame(zero_line):
+    """A value or interval beyond the chart's nominal range widens the scale: nothing is clipped."""
+    import pandas as pd
+
+    from acceptgate.report import html as report_html
+
+    frame = pd.DataFrame({"label": ["conform", "off", "edge"], "value": [100.0, -12.0, 0.0],
+                          "low": [96.0, -30.0, 0.0], "high": [104.0, 3.0, 2.5]})
+    spec = report_data.Chart(frame, xlabel="false delivery (%)", caption="c", xlim=(0.0, 100.0), zero_line=zero_line)
+    svg = report_html.chart(spec)
+    assert "clip" not in svg  # no clip path hides a point
+    width, xs = _coordinates(svg)
+    assert xs and all(0 <= x <= width for x in xs), (width, sorted(xs)[:3], sorted(xs)[-3:])
+    assert "off: -12 [-30, 3]" in svg  # every row's value and interval, as a tooltip

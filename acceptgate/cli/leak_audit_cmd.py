@@ -54,6 +54,10 @@ def check(args) -> tuple[str, records.History | None]:
     for path, flag in ((args.humanevalplus, "--humanevalplus"), (args.suites, "--suites")):
         if path is not None and not os.path.exists(path):
             raise InvalidInput("not found", source=path, field=flag)
+    try:
+        matchers.check_name(args.matcher)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="--matcher") from None
     # a bad record: InvalidInput naming file, line and field
     history = records.read_history(args.history) if args.history else None
     try:

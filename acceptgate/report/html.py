@@ -1,18 +1,18 @@
-"""The report as one self-contained HTML page: inline CSS, tables, and charts as inline SVG drawn by
-matplotlib (offline, no JavaScript, no external fonts or files). Every section is drawn the same way:
+"""The report as one self-contained HTML page: inline CSS, tables, and charts as inline SVG (``svg.py``;
+offline, no JavaScript, no external fonts or files). Every section is drawn the same way:
 summary tables, charts, notes (caveats, truncation), then the ``acceptgate sql`` queries for the detail.
 Readable on a phone: wide tables scroll inside their box, charts scale to the width."""
 
 from __future__ import annotations
 
 import html
-import io
 from pathlib import Path
 
 import pandas as pd
 
 from acceptgate import outputs
 from acceptgate.report.data import Chart, ReportData, Section, false_delivery_display
+from acceptgate.report.svg import interval_chart
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 1em auto; max-width: 72em; padding: 0 1em; color: #222;
@@ -64,41 +64,12 @@ def table(frame: pd.DataFrame) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
-def _svg(fig) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})  # same data, same bytes
-    text = buf.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: the SVG is inline in HTML
-
-
 def chart(spec: Chart) -> str | None:
     """Each row's value with its interval as a horizontal bar (or a point at zero-centred scales)."""
     frame = spec.frame.dropna(subset=["value"])
     if frame.empty:
         return None
-    import matplotlib
-
-    matplotlib.use("svg")  # no display, no GUI toolkit
-    import matplotlib.pyplot as plt
-
-    value = frame["value"].astype(float)
-    low = (value - frame["low"].astype(float)).clip(lower=0)  # an interval never goes negative in size
-    high = (frame["high"].astype(float) - value).clip(lower=0)
-    with matplotlib.rc_context({"svg.fonttype": "none", "font.size": 9}):  # text as text: small and selectable
-        # 4.5 in: at a phone's 400 px the text stays about as large as the page's small print
-        fig, ax = plt.subplots(figsize=(4.5, 0.7 + 0.3 * len(frame)))
-        labels = [str(x) for x in frame["label"]]
-        if spec.zero_line:
-            ax.errorbar(value, labels, xerr=[low, high], fmt="o", color="#1f5f8b", capsize=3)
-            ax.axvline(0, color="#888", linewidth=0.8)
-        else:
-            ax.barh(labels, value, xerr=[low, high], color="#c0504d", capsize=3)
-        ax.set_xlim(*spec.xlim)
-        ax.set_xlabel(spec.xlabel)
-        ax.invert_yaxis()
-        fig.tight_layout()
-        svg = _svg(fig)
-        plt.close(fig)
+    svg = interval_chart(frame, xlabel=spec.xlabel, xlim=spec.xlim, zero_line=spec.zero_line)
     return f"<figure>{svg}<figcaption>{html.escape(spec.caption)}</figcaption></figure>"
 
 
