@@ -19,8 +19,8 @@ from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records
 
 
-def add_common(p) -> None:
-    tasks = p.add_mutually_exclusive_group(required=True)
+def add_common(p, tasks_required: bool = True) -> None:
+    tasks = p.add_mutually_exclusive_group(required=tasks_required)
     tasks.add_argument("--suites", metavar="DIR", help="suites directory (from 'acceptgate import') holding the "
                                                        "tasks' hidden suites: the material looked for")
     tasks.add_argument("--humanevalplus", metavar="FILE", help="HumanEvalPlus jsonl(.gz): import its tasks now")
