@@ -151,3 +151,18 @@ def test_codet_source_counts_a_bad_row_as_invalid_unless_strict(tmp_path):
     src = CodetSource(path, prompts=prompts, strict=False)
     assert [(p.line, p.field) for p in src.problems] == [(2, "samples"), (3, "prompt")]
     assert src.available("T/0") == 1 and src.available("T/1") == 0
+
+
+def test_the_audits_progress_clock_goes_on_from_the_commands_start():
+    """The stage lines count from the same start as the lines before them (Prefect's server start): the
+    clock never restarts at 0 mid-run."""
+    import io
+    import re
+    import time
+
+    from acceptgate.cli.audit_cmd import StderrProgress
+
+    out = io.StringIO()
+    progress = StderrProgress(out, started=time.monotonic() - 42.0)
+    progress.stage("import")
+    assert float(re.match(r"\[\s*([\d.]+)s\]", out.getvalue()).group(1)) >= 42.0
