@@ -6,6 +6,7 @@ one test drives ``acceptgate backfill`` through the Prefect flow."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 
 import pytest
@@ -146,6 +147,12 @@ def test_backfill_command_through_the_flow(prefect_harness, gate_run, tmp_path, 
     out = capsys.readouterr()
     assert code == 0, out.err
     assert f"backfill: the tasks' hidden material from {gate_run['suites']} (recorded by the gate runs)" in out.err
+    # the summary's times add up: the flow's total covers its parts, the command's covers the flow
+    times = dict((part.rsplit(" ", 2)[0], float(part.rsplit(" ", 2)[1]))
+                 for part in re.search(r"^time: (.*)$", out.out, re.M).group(1).split(", "))
+    assert {"hidden material", "publish", "total", "command (Prefect's start included)"} <= set(times)
+    parts = sum(v for k, v in times.items() if k not in ("total", "command (Prefect's start included)"))
+    assert parts <= times["total"] + 0.05 <= times["command (Prefect's start included)"] + 0.05
     assert f"{4 * TASKS} records selected, {4 * TASKS} scanned now" in out.out
     assert f"[{4 * TASKS}/{4 * TASKS} records] run leak-test-1" in out.err
     with warehouse.connect(warehouse.snapshot_path(path), read_only=True) as con:

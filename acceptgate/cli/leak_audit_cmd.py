@@ -11,6 +11,7 @@ invalid input (a bad history record names the file, line and field; nothing is w
 from __future__ import annotations
 
 import os
+import time
 
 from acceptgate.store import warehouse
 from acceptgate.cli import checks, flowrun
@@ -92,6 +93,8 @@ def call_flow(name: str, quiet: bool, load, spooled: records.History | None = No
     finally:
         if spooled is not None:
             spooled.close()
+    if result.seconds:  # the whole command's wall time too: Prefect's server start comes before the flow
+        result.seconds["command (Prefect's start included)"] = time.monotonic() - say.started
     print("\n".join(result.lines()))
     return 0
 
