@@ -13,6 +13,7 @@ from acceptgate.tasks import _prefect_env
 
 import asyncio
 import contextlib
+import datetime
 import os
 import shutil
 import signal
@@ -129,20 +130,30 @@ def serve(nightly_parameters: dict[str, Any], backfill_parameters: dict[str, Any
 
         with temporary_settings({PREFECT_API_URL: api_url}):
             return asyncio.run(_serve_until_signalled(deployments(nightly_parameters, backfill_parameters, cron),
-                                                      limit))
+                                                      limit, cron))
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-async def _announce_when_started(runner, names: str) -> None:
-    """One line once the runner polls for runs: the service is up (what a user, or a test, waits for)."""
+def next_run(cron: str, after: datetime.datetime | None = None) -> datetime.datetime:
+    """When the cron (UTC) next fires after ``after`` (default now)."""
+    from cronsim import CronSim
+
+    return next(CronSim(cron, after or datetime.datetime.now(datetime.timezone.utc)))
+
+
+async def _announce_when_started(runner, names: str, cron: str) -> None:
+    """One line once the runner polls for runs: the service is up (what a user, or a test, waits for),
+    and when the nightly chain next runs."""
     while not runner.started:
         await asyncio.sleep(0.1)
-    print(f"acceptgate serve: serving {names}; Ctrl-C stops", file=sys.stderr, flush=True)
+    due = next_run(cron).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"acceptgate serve: serving {names}; next nightly run {due} (cron {cron!r}); Ctrl-C stops",
+          file=sys.stderr, flush=True)
 
 
-async def _serve_until_signalled(served: list, limit: int) -> int | None:
+async def _serve_until_signalled(served: list, limit: int, cron: str = schedule.NIGHTLY_CRON) -> int | None:
     """Prefect's runner (what ``prefect.serve`` runs) until a signal, which is taken by the event loop
     (``add_signal_handler``), never raised as an exception into whatever code the main thread runs: a
     KeyboardInterrupt raised there was once lost (where exactly was not pinned down: a task's exception
@@ -181,7 +192,7 @@ async def _serve_until_signalled(served: list, limit: int) -> int | None:
         for deployment in served:
             await runner.add_deployment(deployment)
         names = ", ".join(f"{d.flow_name}/{d.name}" for d in served)
-        announced = loop.create_task(_announce_when_started(runner, names))
+        announced = loop.create_task(_announce_when_started(runner, names, cron))
         try:
             await runner.start()
         finally:

@@ -9,6 +9,7 @@ PREFECT_API_URL it is given). Runs until interrupted. Prefect is imported only i
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -135,6 +136,9 @@ def run(args) -> int:
     from acceptgate.tasks import _prefect_env
 
     _prefect_env.apply()  # offline Prefect settings, before Prefect is imported
+    # Prefect's own console lines (a stopped flow run's "Crash detected!", its final state) stay in the runs'
+    # logs (the UI): the terminal gets serve's and the stages' own lines. Inherited by the flow-run processes.
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     from acceptgate.flows import serve  # Prefect is imported here, and only here
 
     # While serving, flows.serve takes both signals in its event loop (it stops the runner and returns the
