@@ -166,3 +166,21 @@ def test_the_audits_progress_clock_goes_on_from_the_commands_start():
     progress = StderrProgress(out, started=time.monotonic() - 42.0)
     progress.stage("import")
     assert float(re.match(r"\[\s*([\d.]+)s\]", out.getvalue()).group(1)) >= 42.0
+
+
+def test_the_audits_command_lines_and_stage_lines_share_one_clock(capsys):
+    """Prefect's server-start line and the stage lines after it both count from the command's start
+    (42 s ago here), so no stamp after the first is below it; quiet leaves no reporter."""
+    import re
+    import time
+
+    from acceptgate.cli.audit_cmd import progress_lines
+
+    say, reporter = progress_lines(False, time.monotonic() - 42.0)
+    say("starting a temporary Prefect server")
+    reporter.stage("import")
+    reporter.progress("import", 3, 3)
+    stamps = [float(s) for s in re.findall(r"^\[\s*([\d.]+)s\]", capsys.readouterr().err, re.M)]
+    assert len(stamps) == 3 and all(s >= 42.0 for s in stamps), stamps
+    assert stamps == sorted(stamps)
+    assert progress_lines(True, time.monotonic())[1] is None
