@@ -16,6 +16,7 @@ from prefect.utilities.annotations import quote
 from acceptgate import shards
 from acceptgate.gates import run as core
 from acceptgate.sandbox.backend import Limits
+from acceptgate.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import gate_tasks as t
 
@@ -25,7 +26,7 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
          warehouse: str | None = None, backend: str = "local", run_id: str | None = None, per_task: int = 5,
          limit: int | None = None, workers: int = 2, chat_config=None,
          limits: Limits = Limits(), strict: bool = False, profile: str = "default",
-         gauge: bool = True, progress=None, dask: str | None = None,
+         gauge: bool = True, progress=None, dask: DaskCluster | str | None = None,
          shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> core.GateSummary:
     """``gauge``: use only suites with a passing gauge record (computed and stored when missing; a
     failing one refuses the run, exit 2); False (``--no-gauge``) skips the check, stored in gate_runs.

@@ -39,7 +39,9 @@ def wheel_problems(wheel: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
+    # pip's own build isolation: the build backend (setuptools, wheel) as pyproject.toml asks for it,
+    # whatever the calling environment has
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out),
                     str(REPO)], check=True, capture_output=True, timeout=600, cwd=out)
     (found,) = out.glob("acceptgate-*.whl")
     return found

