@@ -176,6 +176,20 @@ def parse(text: str, *, deadline: float | None = None, max_depth: int = MAX_DEPT
     return parse_tokens(text, deadline=deadline, max_depth=max_depth, clock=clock)
 
 
+def _checked_text(token: str) -> str:
+    try:
+        return _text(token)
+    except UnicodeDecodeError as exc:
+        raise LiteralError("invalid string escape", str(exc)[:100]) from None
+
+
+# A scalar token's kind -> its value (the grammar's regex has already checked its spelling).
+_ATOMS: dict[str, Callable[[str], Any]] = {
+    "str": _checked_text, "bytes": _bytes, "float": float, "complex": complex, "int": _int, "hexint": _hexint,
+    "name": lambda t: set() if t == "set()" else _NAMES[t],
+}
+
+
 def parse_tokens(text: str, *, deadline: float | None = None, max_depth: int = MAX_DEPTH,
                  clock: Callable[[], float] = time.monotonic) -> Any:
     """``parse`` without its fast paths: the token loop, which decides every text alone."""
@@ -233,23 +247,8 @@ def parse_tokens(text: str, *, deadline: float | None = None, max_depth: int = M
             stack.append(_Frame(token))
             want = "open"
             continue
-        elif kind == "str":
-            try:
-                value = _text(token)
-            except UnicodeDecodeError as exc:
-                raise LiteralError("invalid string escape", str(exc)[:100]) from None
-        elif kind == "bytes":
-            value = _bytes(token)
-        elif kind == "float":
-            value = float(token)
-        elif kind == "complex":
-            value = complex(token)
-        elif kind == "int":
-            value = _int(token)
-        elif kind == "hexint":
-            value = _hexint(token)
-        elif kind == "name":
-            value = set() if token == "set()" else _NAMES[token]
+        elif (atom := _ATOMS.get(kind)) is not None:
+            value = atom(token)
         else:
             raise LiteralError("syntax error", f"unexpected {token!r} at offset {m.start(kind)}")
         if stack:
