@@ -79,7 +79,7 @@ def loads(data: str | bytes, *, max_chars: int = MAX_CHARS, max_depth: int = MAX
         try:
             return json.loads(data)
         except json.JSONDecodeError as exc:
-            raise JSONInputError(f"not JSON: {exc.msg}", exc.lineno, exc.colno) from None
+            raise _not_json(exc) from None
         except RecursionError:  # below max_depth but deeper than this thread's stack allows
             raise JSONInputError("nested too deeply for this reader") from None
         except ValueError:
@@ -95,7 +95,7 @@ def loads(data: str | bytes, *, max_chars: int = MAX_CHARS, max_depth: int = MAX
     try:
         return json.loads(data, parse_int=bounded_int)
     except json.JSONDecodeError as exc:
-        raise JSONInputError(f"not JSON: {exc.msg}", exc.lineno, exc.colno) from None
+        raise _not_json(exc) from None
     except RecursionError:  # below max_depth but deeper than this thread's stack allows
         raise JSONInputError("nested too deeply for this reader") from None
     except ValueError:
@@ -104,6 +104,11 @@ def loads(data: str | bytes, *, max_chars: int = MAX_CHARS, max_depth: int = MAX
             raise JSONInputError(f"an integer of {len(long_int[0].lstrip('-'))} digits, limit {MAX_INT_DIGITS}",
                                  line, column) from None
         raise
+
+
+def _not_json(exc: json.JSONDecodeError) -> JSONInputError:
+    # json's messages for strings end in "at" ("Unterminated string starting at"): the place follows once
+    return JSONInputError(f"not JSON: {exc.msg.removesuffix(' at')}", exc.lineno, exc.colno)
 
 
 def load_path(path: str | Path, *, max_chars: int = MAX_CHARS, max_depth: int = MAX_DEPTH) -> Any:

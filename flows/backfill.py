@@ -9,6 +9,8 @@ deployment (its parameters are this function's).
 
 from __future__ import annotations
 
+import time
+
 from prefect import flow
 from prefect.utilities.annotations import quote
 
@@ -30,6 +32,7 @@ def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, wa
              shard_size: int = shards.DEFAULT_RECORDS_PER_SHARD) -> core.AuditResult:
     """``dask``: N (a LocalCluster) or a scheduler address: each batch's runs are scanned in record
     shards of about ``shard_size`` records (whole runs) there; every write stays here."""
+    started = time.monotonic()
     selection = core.Selection(run_ids=tuple(run_ids) if run_ids else None, since=core.parse_time(since, "since"),
                                until=core.parse_time(until, "until"), arms=tuple(arms) if arms else None,
                                history=tuple(history or ()), warehouse_runs=include_warehouse)
@@ -37,7 +40,9 @@ def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, wa
     spool = spooled if spooled is not None else t.read_history(selection)
     try:
         path = t.prepare_warehouse(warehouse)
+        material = time.monotonic()
         materials = t.hidden_material(suites_dir, humanevalplus, backend)
+        material = time.monotonic() - material
         if dask:
             # the scan in this flow, not in a task: shards are submitted from the flow's own context
             # (a task run's context, with its parameters, cannot travel to a Dask worker)
@@ -51,7 +56,9 @@ def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, wa
         else:
             result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records,
                             quote(progress), quote(spool), kind="leak-backfill")
-        return t.publish(path, quote(result))
+        publish = time.monotonic()
+        result = t.publish(path, quote(result))
+        return leak_io.with_flow_times(result, started=started, material=material, publish=time.monotonic() - publish)
     finally:
         if spool is not None:
             spool.close()  # the spool; run_audit closed it already unless a stage before failed

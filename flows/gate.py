@@ -41,7 +41,8 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
     say("loading tasks")
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
     tasks, tasks_from, coverage = t.load_tasks(backend, humanevalplus, suites_dir, limit, source, per_task,
-                                               chat_config, strict, gauge)
+                                               chat_config, strict, gauge, quote(_counter(say, "loading tasks")),
+                                               quote(_counter(say, "gauge check")), quote(say))
     core.check_profile(profile, tasks)  # GT's scoring profile: refused here, before any gate runs
     say(f"{len(tasks)} tasks from {tasks_from}")
     path = t.prepare_warehouse(warehouse)

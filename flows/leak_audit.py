@@ -7,11 +7,14 @@ Run it with ``acceptgate leak-audit``.
 
 from __future__ import annotations
 
+import time
+
 from prefect import flow
 from prefect.utilities.annotations import quote
 
 from acceptgate.leak import audit as core
 from acceptgate.leak.matcher import DEFAULT
+from acceptgate.pipelines import leak as leak_io
 from acceptgate.tasks import leak_tasks as t
 
 
@@ -20,17 +23,22 @@ def leak_audit(suites_dir: str | None = None, humanevalplus: str | None = None, 
                run_ids: list[str] | None = None, arms: list[str] | None = None, history: list[str] | None = None,
                matcher: str = DEFAULT, rescan: bool = False, backend: str = "local",
                progress=None, spooled=None) -> core.AuditResult:
+    started = time.monotonic()
     selection = core.Selection(run_ids=tuple(run_ids) if run_ids else None, arms=tuple(arms) if arms else None,
                                history=tuple(history or ()))
     # the history files already read by the command's input check (read once), else read first
     spool = spooled if spooled is not None else t.read_history(selection)
     try:
         path = t.prepare_warehouse(warehouse)
+        material = time.monotonic()
         materials = t.hidden_material(suites_dir, humanevalplus, backend)
+        material = time.monotonic() - material
         # quote(): the material holds ~10^5 needles; without it Prefect walks each one looking for futures
         result = t.scan(path, quote(materials), selection, matcher, rescan, core.BATCH_RECORDS,
                         quote(progress), quote(spool))
-        return t.publish(path, quote(result))
+        publish = time.monotonic()
+        result = t.publish(path, quote(result))
+        return leak_io.with_flow_times(result, started=started, material=material, publish=time.monotonic() - publish)
     finally:
         if spool is not None:
             spool.close()  # the spool; run_audit closed it already unless a stage before failed

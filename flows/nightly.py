@@ -8,7 +8,12 @@ that fails fails the nightly run at that stage (later stages do not run on a par
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import time
+import warnings
 from pathlib import Path
+from typing import Iterator
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -63,6 +68,21 @@ def nightly(warehouse: str | None = None, backend: str = "local", limit: int | N
     return summary
 
 
+def say(text: str) -> None:
+    """One line on the terminal of whoever serves the flow (the runner passes its stderr through)."""
+    print(f"acceptgate nightly: {text}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def warnings_to_log(logger) -> Iterator[list]:
+    """Python warnings raised in the block (Great Expectations' UserWarnings about its own settings,
+    for one) go to the flow run's log, one line each, instead of raw blocks on the terminal."""
+    with warnings.catch_warnings(record=True) as caught:  # the filters in force stay (ResourceWarning ignored)
+        yield caught
+    for w in caught:
+        logger.warning("%s: %s (%s:%s)", w.category.__name__, w.message, Path(w.filename).name, w.lineno)
+
+
 def run_stage(stage: schedule.Stage, params: dict, logger) -> schedule.StageOutcome:
     """Run one stage's flow as a sub-flow, or record why it is skipped. A stage that ``produces`` a run
     id puts it in ``params`` for the stages after it."""
@@ -76,8 +96,13 @@ def run_stage(stage: schedule.Stage, params: dict, logger) -> schedule.StageOutc
         logger.warning("stage %s skipped: %s", stage.name, kwargs.reason)
         return schedule.StageOutcome(stage.name, "skipped", kwargs.reason)
     logger.info("stage %s: %s", stage.name, stage.what)
-    result = fn(**kwargs)
+    say(f"stage {stage.name}: {stage.what}")
+    started = time.monotonic()
+    with warnings_to_log(logger) as caught:
+        result = fn(**kwargs)
     run_id = schedule.run_id_of(result)
+    noted = f"; {len(caught)} library warnings in the flow run's log" if caught else ""
+    say(f"stage {stage.name}: done in {time.monotonic() - started:.1f} s{noted}")
     if stage.produces:
         params[stage.produces] = run_id
     lines = result.lines() if hasattr(result, "lines") else [f"run {run_id}"] if run_id else []

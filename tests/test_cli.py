@@ -28,7 +28,9 @@ def test_every_command_has_help(capsys):
         with pytest.raises(SystemExit) as exit_:
             main([*cmd, "--help"])
         assert exit_.value.code == 0
-        assert "usage:" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "usage:" in out
+        assert "%%" not in out, f"{' '.join(cmd)} --help shows a doubled percent sign"
 
 
 def test_each_command_parses_with_only_its_own_module():
@@ -149,3 +151,36 @@ def test_codet_source_counts_a_bad_row_as_invalid_unless_strict(tmp_path):
     src = CodetSource(path, prompts=prompts, strict=False)
     assert [(p.line, p.field) for p in src.problems] == [(2, "samples"), (3, "prompt")]
     assert src.available("T/0") == 1 and src.available("T/1") == 0
+
+
+def test_the_audits_progress_clock_goes_on_from_the_commands_start():
+    """The stage lines count from the same start as the lines before them (Prefect's server start): the
+    clock never restarts at 0 mid-run."""
+    import io
+    import re
+    import time
+
+    from acceptgate.cli.audit_cmd import StderrProgress
+
+    out = io.StringIO()
+    progress = StderrProgress(out, started=time.monotonic() - 42.0)
+    progress.stage("import")
+    assert float(re.match(r"\[\s*([\d.]+)s\]", out.getvalue()).group(1)) >= 42.0
+
+
+def test_the_audits_command_lines_and_stage_lines_share_one_clock(capsys):
+    """Prefect's server-start line and the stage lines after it both count from the command's start
+    (42 s ago here), so no stamp after the first is below it; quiet leaves no reporter."""
+    import re
+    import time
+
+    from acceptgate.cli.audit_cmd import progress_lines
+
+    say, reporter = progress_lines(False, time.monotonic() - 42.0)
+    say("starting a temporary Prefect server")
+    reporter.stage("import")
+    reporter.progress("import", 3, 3)
+    stamps = [float(s) for s in re.findall(r"^\[\s*([\d.]+)s\]", capsys.readouterr().err, re.M)]
+    assert len(stamps) == 3 and all(s >= 42.0 for s in stamps), stamps
+    assert stamps == sorted(stamps)
+    assert progress_lines(True, time.monotonic())[1] is None

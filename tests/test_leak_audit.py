@@ -6,6 +6,7 @@ one test drives ``acceptgate backfill`` through the Prefect flow."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 
 import pytest
@@ -141,9 +142,17 @@ def test_history_file_text_only_and_a_truncated_record(gate_run, tmp_path):
 @pytest.mark.prefect
 def test_backfill_command_through_the_flow(prefect_harness, gate_run, tmp_path, capsys):
     path = fresh_copy(gate_run, tmp_path)
-    code = main(["backfill", "--suites", str(gate_run["suites"]), "--warehouse", str(path), "--since", "2000-01-01"])
+    # as the README's example: no --suites, the gate run recorded where its tasks came from
+    code = main(["backfill", "--since", "2000-01-01", "--warehouse", str(path)])
     out = capsys.readouterr()
     assert code == 0, out.err
+    assert f"backfill: the tasks' hidden material from {gate_run['suites']} (recorded by the gate runs)" in out.err
+    # the summary's times add up: the flow's total covers its parts, the command's covers the flow
+    times = dict((part.rsplit(" ", 2)[0], float(part.rsplit(" ", 2)[1]))
+                 for part in re.search(r"^time: (.*)$", out.out, re.M).group(1).split(", "))
+    assert {"hidden material", "publish", "total", "command (Prefect's start included)"} <= set(times)
+    parts = sum(v for k, v in times.items() if k not in ("total", "command (Prefect's start included)"))
+    assert parts <= times["total"] + 0.05 <= times["command (Prefect's start included)"] + 0.05
     assert f"{4 * TASKS} records selected, {4 * TASKS} scanned now" in out.out
     assert f"[{4 * TASKS}/{4 * TASKS} records] run leak-test-1" in out.err
     with warehouse.connect(warehouse.snapshot_path(path), read_only=True) as con:
@@ -156,6 +165,14 @@ def test_backfill_command_through_the_flow(prefect_harness, gate_run, tmp_path, 
     assert main(["backfill", "--suites", str(gate_run["suites"]), "--warehouse", str(path), "--until",
                  "2000-01-01"]) == 0
     assert "0 records selected" in capsys.readouterr().out
+
+
+def test_backfill_without_suites_and_no_recorded_source_says_what_to_give(tmp_path, capsys):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    assert main(["backfill", "--since", "2026-11-01", "--warehouse", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "no gate run in the selection records its tasks: give --suites DIR or --humanevalplus FILE" in err
 
 
 def test_leak_audit_deployment_runs_after_every_gate_run():

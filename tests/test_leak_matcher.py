@@ -60,3 +60,22 @@ def test_planted_recall_is_complete_on_a_random_corpus():
     found = build("aho", needles).find_many(texts)
     hits = {(t_i, m.start, m.needle) for t_i, ms in enumerate(found) for m in ms}
     assert planted <= hits
+
+
+def test_the_polars_matcher_without_polars_says_how_to_install_it(monkeypatch):
+    """polars is not a main dependency: asking for its matcher without it is a clear error, not an ImportError."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "polars" else real(name, *a))
+    with pytest.raises(ValueError, match=r"pip install polars==2\.1\.0"):
+        check_name("polars")
+    assert check_name("aho") == "aho"
+
+
+def test_polars_is_not_a_main_dependency():
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    assert not [d for d in project["dependencies"] if d.startswith(("polars", "matplotlib"))]

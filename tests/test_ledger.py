@@ -116,7 +116,7 @@ def test_ctrl_c_inside_a_stage_marks_the_attempt_interrupted_and_keeps_the_snaps
                             write=interrupted_mid_write)
     attempts = _attempts(path, result.run_id)
     assert [a[:4] for a in attempts] == [(1, "stats", "ok", None), (2, "stats", "interrupted", "stats")]
-    assert "KeyboardInterrupt" in attempts[1][4]
+    assert attempts[1][4] == "interrupted by SIGINT"
     with warehouse.connect(path, read_only=True) as con:  # the stage's rows were rolled back
         assert con.execute("select count(*) from stats_effects where run_id = ?", [result.run_id]).fetchone() == (0,)
     # the last published snapshot is intact: same file, same rows, the published attempt 'ok'
@@ -137,11 +137,20 @@ def _gate_run(run_id: str) -> gates.GateRun:
                          ("conform", "off"), 5, "local")
 
 
+def _termination_signal(signum: int) -> BaseException:
+    from prefect.exceptions import TerminationSignal  # what Prefect raises in a flow at SIGTERM
+
+    return TerminationSignal(signum)
+
+
+# Every stop is stored one way, naming its signal, whatever carried it
 @pytest.mark.parametrize("stop, status, said", [
     (Interrupted(signal.SIGTERM), "interrupted", "interrupted by SIGTERM"),
-    (SystemExit(130), "interrupted", "exit 130"),
+    (SystemExit(130), "interrupted", "interrupted by SIGINT"),
+    (KeyboardInterrupt(), "interrupted", "interrupted by SIGINT"),
+    (_termination_signal(signal.SIGTERM), "interrupted", "interrupted by SIGTERM"),
     (RuntimeError("boom"), "failed", "RuntimeError: boom"),
-])
+], ids=["Interrupted", "SystemExit", "KeyboardInterrupt", "TerminationSignal", "error"])
 def test_the_run_row_and_attempt_end_by_what_stopped_them(tmp_path, stop, status, said):
     path = ledger.prepare(tmp_path / "w.duckdb")
     gate_run = _gate_run("stop-test")
@@ -151,7 +160,7 @@ def test_the_run_row_and_attempt_end_by_what_stopped_them(tmp_path, stop, status
             with run.guard("deliveries"):
                 raise stop
     [(attempt, flow, got, stage, failure, _)] = _attempts(path, gate_run.run_id)
-    assert (attempt, flow, got, stage) == (1, "gate", status, "deliveries") and said in failure
+    assert (attempt, flow, got, stage, failure) == (1, "gate", status, "deliveries", said)
     with warehouse.connect(path, read_only=True) as con:
         assert con.execute("select status from gate_runs").fetchall() == [(status,)]
     assert not warehouse.snapshot_path(path).exists()  # nothing published
@@ -219,3 +228,27 @@ def test_the_judge_records_its_attempt_before_judging_and_publishes(tmp_path):
         assert con.execute("select count(*) from judge_verdicts where run_id = ?", [run.run_id]).fetchone() == (
             len(run.judged),)
         assert con.execute("select trajectories from judge_runs").fetchall() == [(len(run.judged),)]
+
+
+def test_a_stopped_run_commands_line_names_the_attempt_it_marked_or_that_none_was_recorded(tmp_path, monkeypatch):
+    """The CLI's one line after a stop claims an 'interrupted' attempt only when this process marked one."""
+    import argparse
+
+    from acceptgate.cli import stopped_line
+
+    monkeypatch.setattr(ledger, "STOPPED", [])
+    monkeypatch.setattr(ledger, "STARTED", [])
+    args = argparse.Namespace(command="audit")
+    line = stopped_line(args, signal.SIGTERM)
+    assert line == ("acceptgate audit: stopped by SIGTERM: stopped before its run was recorded: nothing was "
+                    "written to the warehouse")
+    path = ledger.prepare(tmp_path / "w.duckdb")
+    gate_run = _gate_run("stopped-line")
+    with pytest.raises(Interrupted):
+        with ledger.run(path, kind="gate", run_id=gate_run.run_id, table="gate_runs", row=gate_run.frame(),
+                        stage_tables=gates.RESULT_TABLES) as run:
+            with run.guard("deliveries"):
+                raise Interrupted(signal.SIGTERM)
+    assert ledger.STOPPED == ["stopped-line"]
+    assert ("stopped by SIGTERM: the attempt of run stopped-line is marked 'interrupted' and nothing of it was "
+            "published") in stopped_line(args, signal.SIGTERM)

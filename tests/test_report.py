@@ -90,7 +90,9 @@ def test_cli_writes_page_and_checks_paths(snapshot, tmp_path):
                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert run.returncode == 0, run.stderr
     page = out.read_text()
-    assert page.count("<section id=") == len(SECTION_IDS) and "<svg" in page
+    data = report_data.collect(warehouse.snapshot_path(snapshot))
+    ran = [sec.key for sec in data.sections if sec.ran or not sec.note.startswith("not run yet")]
+    assert page.count("<section id=") == len(ran) + 1 and "<svg" in page  # + the one not-run line
     assert "codet:&lt;b&gt;x" in page and "<b>x" not in page  # warehouse text is escaped (a run's source)
     # self-contained: no scripts, no stylesheet links, every href/src an in-page reference
     assert "<script" not in page and "<link" not in page
@@ -128,10 +130,13 @@ def test_page_in_headless_chromium(snapshot, tmp_path):
     out, _ = report.build(snapshot, tmp_path / "report.html")
     dom, console = chromium(out, tmp_path)
     assert console == []
-    for key in SECTION_IDS:
-        assert f'<section id="{key}">' in dom
-    # audit (none in this warehouse), V4V, and seed 004's six tables (no judge statistics yet)
-    assert dom.count("not run yet") == 2 + len(report_seed004.SPECS)
+    for key in SECTION_IDS:  # a section, or its name in the one not-run line: the nav's anchors all exist
+        assert f'<section id="{key}">' in dom or f'<span id="{key}">' in dom
+    # audit (none in this warehouse), V4V, and seed 004's six tables (no judge statistics yet): one line
+    idle = re.search(r'<section id="not-run">(.*?)</section>', dom, re.S).group(1)
+    assert f"Not run yet ({2 + len(report_seed004.SPECS)} sections)" in idle
+    assert all(f'<span id="{key}">' in idle for key in ("audit", "v4v", *(k for k in SECTION_IDS if "seed004" in k)))
+    assert dom.count("not run yet") == 1 and "acceptgate judge, then acceptgate stats --judge-run ID" in idle
     assert "no statistics published" in dom  # the stats tables exist, no stats run was published
     assert "<svg" in dom and "gate-r1" in dom
 
@@ -224,11 +229,120 @@ def test_a_registered_section_is_drawn(snapshot, tmp_path):
 
 @pytest.mark.parametrize("width", [1200, 400])
 def test_screenshots_at_desktop_and_phone_width(snapshot, tmp_path, width):
-    """The page renders at both widths (kept under tests' tmp for a person to look at)."""
+    """The page renders at both widths (kept under tests' tmp for a person to look at); 400 px in an
+    iframe of that width, as Chromium's headless window is at least 500 px wide."""
     out, _ = report.build(snapshot, tmp_path / "report.html")
     shot = tmp_path / f"report-{width}.png"
-    chromium(out, tmp_path, f"--window-size={width},2400", f"--screenshot={shot}")
+    chromium(framed(out, width), tmp_path, f"--window-size={max(width, 500)},2400", f"--screenshot={shot}")
     assert shot.stat().st_size > 10_000
+
+
+def _coordinates(svg: str) -> tuple[float, list[float]]:
+    """The SVG's width and every x coordinate drawn (attributes and path commands)."""
+    width = float(re.search(r'viewBox="0 0 ([\d.]+) ', svg).group(1))
+    xs = [float(v) for v in re.findall(r'\b(?:x|x1|x2|cx)="(-?[\d.]+)"', svg)]
+    for path in re.findall(r' d="([^"]+)"', svg):
+        xs += [float(v) for v in re.findall(r"[MH](-?[\d.]+)", path)]
+    return width, xs
+
+
+@pytest.mark.parametrize("zero_line", [False, True])
+def test_a_chart_draws_every_point_inside_its_frame(zero_line):
+    """A value or interval beyond the chart's nominal range widens the scale: nothing is clipped."""
+    import pandas as pd
+
+    from acceptgate.report import html as report_html
+
+    frame = pd.DataFrame({"label": ["conform", "off", "edge"], "value": [100.0, -12.0, 0.0],
+                          "low": [96.0, -30.0, 0.0], "high": [104.0, 3.0, 2.5]})
+    spec = report_data.Chart(frame, xlabel="false delivery (%)", caption="c", xlim=(0.0, 100.0), zero_line=zero_line)
+    svg = report_html.chart(spec)
+    assert "clip" not in svg  # no clip path hides a point
+    width, xs = _coordinates(svg)
+    assert xs and all(0 <= x <= width for x in xs), (width, sorted(xs)[:3], sorted(xs)[-3:])
+    assert "off: -12 [-30, 3]" in svg  # every row's value and interval, as a tooltip
+
+
+def _audit_runs(path: Path, runs: list[tuple[str, int | None, int]]) -> None:
+    """Published audit runs: (run id, --limit or None for all tasks, minute finished), one execution each."""
+    warehouse.migrate(path)
+    with warehouse.transaction(path) as con:
+        for run_id, limit, minute in runs:
+            when = dt.datetime(2026, 3, 3, 12, minute, tzinfo=dt.timezone.utc)
+            con.execute("insert into runs (run_id, run_id_origin, pipeline, acceptgate_version, dataset, source, "
+                        "source_sha256, backend, task_limit, status, attempts, first_started_at, started_at, "
+                        "finished_at, wall_seconds) values (?, 'derived', 'audit/1', '0', 'humaneval', 's', 'h', "
+                        "'local', ?, 'ok', 1, ?, ?, ?, 1.0)", [run_id, limit, when, when, when])
+            con.execute("insert into executions (run_id, task_id, suite, candidate_sha256, spec_hash, render_hash, "
+                        "role, label, verdict, detail, exit, cases_total, cases_passed, cases_recorded, wall_seconds, "
+                        "backend, isolation, executed_in) values (?, 'HumanEval/0', 'hidden', ?, 'h', 'h', "
+                        "'reference', 'ref', 'pass', '', '0', 1, 1, 1, 0.1, 'local', '{}', 'execute')",
+                        [run_id, run_id])
+    warehouse.publish(path, [r[0] for r in runs])
+
+
+def test_the_audit_section_shows_the_main_job_and_folds_the_others(tmp_path):
+    """A nightly's 3-task audit after the 164-task main job does not take its place; it stays one click away."""
+    path = tmp_path / "w.duckdb"
+    _audit_runs(path, [("audit-main", None, 0), ("audit-nightly", 3, 30), ("audit-older", 20, 10)])
+    out, data = report.build(path, tmp_path / "r.html")
+    audit = data.section("audit")
+    assert list(audit.tables) == ["audit run audit-main (all tasks; the main job)"]
+    assert list(audit.more) == ["audit run audit-nightly (--limit 3)", "audit run audit-older (--limit 20)"]
+    page = out.read_text()
+    assert page.index("audit-main (all tasks; the main job)") < page.index(
+        '<details class="run"><summary>audit run audit-nightly (--limit 3)</summary>')
+
+
+
+
+def framed(page: Path, width: int) -> Path:
+    """The page in an iframe exactly ``width`` px wide (headless Chromium's window is never narrower than
+    500 px), and a script that writes into the title what overflows: the page's width and its viewport,
+    how many table boxes scroll sideways, and how many elements stick out other than inside such a box."""
+    import html as html_text
+
+    measure = ("<script>window.onload = function () { var d = document.getElementById('f').contentDocument,"
+               " w = d.documentElement.clientWidth, out = 0, boxes = 0;"
+               " d.querySelectorAll('body *').forEach(function (e) { if (e.getBoundingClientRect().right > w + 1"
+               " && !e.closest('.wide')) out++; });"
+               " d.querySelectorAll('.wide').forEach(function (e) { if (e.scrollWidth > e.clientWidth + 1) boxes++; });"
+               " document.title = [d.documentElement.scrollWidth, w, boxes, out].join(' '); };</script>")
+    wrapper = page.with_name(f"framed-{width}.html")
+    wrapper.write_text(f'<!DOCTYPE html><html><body style="margin:0"><iframe id="f" style="width:{width}px;'
+                       f'height:2400px;border:0" srcdoc="{html_text.escape(page.read_text(), quote=True)}"></iframe>'
+                       f"{measure}</body></html>")
+    return wrapper
+
+
+def _layout(page: Path, tmp_path: Path, width: int) -> tuple[int, int, int, int]:
+    dom, _ = chromium(framed(page, width), tmp_path, f"--window-size={max(width, 500)},2400")
+    return tuple(map(int, re.search(r"<title>([\d ]+)</title>", dom).group(1).split()))
+
+
+def test_no_sideways_scrolling_at_1200_px_and_nothing_sticks_out_at_400(tmp_path):
+    """At 1200 px no table scrolls sideways (ids and paths wrap inside their cells); at 400 px the
+    navigation wraps and only wide tables scroll, inside their own box."""
+    from acceptgate.report import html as report_html
+
+    assert 'class="text mid"' in report_html._cell("codet:../shared/data/samples/x.gz")
+    path = _gate_warehouse(tmp_path / "w.duckdb", {"conform": (164, 120, 9), "hmix": (164, 130, 12),
+                                                   "off": (164, 164, 31), "hmix-leaky-gt": (164, 160, 0)},
+                           run_id="gate-7f3c2a91d4e5b6a7", more_run_ids=("gate-1b2c3d4e5f6a7b8c",))
+    out, _ = report.build(path, tmp_path / "r.html")
+    page_width, client, boxes, sticking_out = _layout(out, tmp_path, 1200)
+    assert page_width <= client and boxes == 0 and sticking_out == 0, (page_width, client, boxes, sticking_out)
+    page_width, client, boxes, sticking_out = _layout(out, tmp_path, 400)
+    assert page_width <= client and sticking_out == 0, (page_width, client, boxes, sticking_out)
+
+
+def test_the_layout_check_can_fail(tmp_path):
+    """The same measure on a page with a 900 px block outside any table box and a table box that scrolls."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<html><body><div style="width:900px">wide</div><div class="wide" style="overflow-x:auto">'
+                   '<table style="width:2000px"><tr><td>x</td></tr></table></div></body></html>')
+    page_width, client, boxes, sticking_out = _layout(bad, tmp_path, 400)
+    assert page_width > client and sticking_out == 1 and boxes == 1
 
 
 # What a candidate (or any text stored in the warehouse) may try to make the summary's viewer do.

@@ -214,4 +214,5 @@ def test_strict_refuses_a_json_bomb_with_exit_2_naming_file_and_line(bomb, suite
                  "--strict", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert f"{samples}, line 2" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, f"more than the one error line (the input is checked first):\n{err}"
     assert not out.exists()

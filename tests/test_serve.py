@@ -156,6 +156,11 @@ def test_serve_runs_nightly_and_backfill_with_parameters(served):
         assert (arms, count) == ("conform,off", 2)
         assert con.execute("select count(*) from deliveries").fetchone() == (4,)
         published_nightly = con.execute("select max(published_at) from snapshot_info").fetchone()[0]
+    # on serve's terminal: when the next run is due, each stage as it starts and ends, no raw warning blocks
+    said = (root / "serve.log").read_text()
+    assert re.search(r"acceptgate serve: serving .*; next nightly run \d{4}-\d\d-\d\d \d\d:\d\d UTC", said), said[-3000:]
+    assert "acceptgate nightly: stage audit: " in said and re.search(r"acceptgate nightly: stage gates: done in [\d.]+ s", said)
+    assert "UserWarning" not in said and "warnings.warn(" not in said, said[-3000:]
     summary = _artifact(api, nightly["id"])
     assert "audit ok" in summary and "gates ok" in summary and "leak-audit ok" in summary
     assert "certify skipped" in summary or "certify ok" in summary  # skipped until flows/certify.py lands
@@ -288,6 +293,17 @@ def test_runs_created_through_the_api_cannot_steer_the_service(served):
 
 def test_sigterm_stops_service_and_its_server(served):
     api, root, proc, port = served
+    # the flow runs serve starts inherit it: Prefect's console lines (a stopped run's "Crash detected!")
+    # stay in the runs' logs, not on serve's terminal
+    from acceptgate import interrupt
+
+    environs = []  # of the Prefect server serve started (/proc shows a child's environment as it began)
+    for child in interrupt.descendants(proc.pid):
+        try:
+            environs.append(Path(f"/proc/{child}/environ").read_bytes().split(b"\0"))
+        except OSError:  # ended meanwhile
+            continue
+    assert environs and all(b"PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=CRITICAL" in env for env in environs)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(60) == 143  # 128 + SIGTERM, like every other command
     last = (root / "serve.log").read_text().rstrip().splitlines()[-1]
@@ -298,3 +314,25 @@ def test_sigterm_stops_service_and_its_server(served):
     while not port_free(port):
         assert time.monotonic() < deadline, "the Prefect server serve started is still listening"
         time.sleep(0.5)
+
+
+def test_next_run_and_library_warnings_go_to_the_flow_log():
+    import logging
+    import warnings
+
+    from acceptgate.flows import nightly, serve
+
+    after = dt.datetime(2026, 12, 7, 5, 0, tzinfo=dt.timezone.utc)
+    assert serve.next_run("30 2 * * *", after) == dt.datetime(2026, 12, 8, 2, 30, tzinfo=dt.timezone.utc)
+    assert serve.next_run("*/15 * * * *", after) == dt.datetime(2026, 12, 7, 5, 15, tzinfo=dt.timezone.utc)
+    seen = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    logger = logging.getLogger("test-nightly-warnings")
+    logger.addHandler(Keep())
+    with nightly.warnings_to_log(logger) as caught:
+        warnings.warn("result_format configured at the Validator-level will not be persisted", UserWarning)
+    assert len(caught) == 1 and seen and seen[0].startswith("UserWarning: result_format configured")

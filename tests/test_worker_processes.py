@@ -127,3 +127,61 @@ def test_a_worker_process_that_dies_fails_the_batch_instead_of_hanging(local_bac
         executor.run_jobs(jobs, local_backend, workers=2, progress=progress)
     assert spied and killed
     assert not _same_cmdline_children(), "a worker process outlived its batch"
+
+
+def _cgroups_of(pids: list[int]) -> list[str]:
+    """Per-execution and slot cgroups named after these processes, under every parent this host has."""
+    from acceptgate.sandbox import cgroup, hostprobe
+
+    caps = hostprobe.probe()
+    parents = [caps.cgroups.pids, caps.cgroups.memory] if caps.cgroups else []
+    parents += [cgroup.cpuacct_parent()] if cgroup.cpuacct_parent() else []
+    return [str(g) for parent in parents for g in Path(parent).glob(f"{cgroup.PREFIX}*")
+            if g.name[len(cgroup.PREFIX):].removeprefix(cgroup.SLOT).split("-")[0] in {str(p) for p in pids}]
+
+
+def _sleepers() -> list[tuple]:
+    sleeper = "import time\ndef f(x):\n    if x == 0:\n        time.sleep(0.15)\n    return 2 * x"
+    return [(HARNESS, sleeper, Limits(wall_seconds=30.0))] * executor.MIN_PROCESS_JOBS
+
+
+def test_a_worker_process_that_dies_leaves_no_cgroup(local_backend, spied):
+    """A worker killed mid-batch never closes its backend: the batch removes the cgroups it made."""
+    from acceptgate.sandbox import hostprobe
+
+    if hostprobe.probe().cgroups is None:
+        pytest.skip("no cgroups on this host")
+    workers: list[int] = []
+
+    def progress(done: int, total: int) -> None:
+        if done == 6:
+            workers.extend(_same_cmdline_children())
+            assert _cgroups_of(workers), "the worker processes made no cgroup: nothing to look for"
+            os.kill(workers[0], signal.SIGKILL)
+
+    with pytest.raises(RuntimeError, match="jobs unanswered"):
+        executor.run_jobs(_sleepers(), local_backend, workers=2, progress=progress)
+    assert len(workers) == 2 and not _cgroups_of(workers), _cgroups_of(workers)
+
+
+def test_a_stop_whose_grace_runs_out_leaves_no_cgroup(local_backend, spied, monkeypatch):
+    """A stop on a loaded machine: the workers' own clean-up outlasts the grace and they are killed in it
+    (no grace at all here); their cgroups and sandboxes go all the same."""
+    from acceptgate.errors import Interrupted
+    from acceptgate.sandbox import hostprobe
+
+    if hostprobe.probe().cgroups is None:
+        pytest.skip("no cgroups on this host")
+    monkeypatch.setattr(workerprocs, "GRACE_SECONDS", 0.0)
+    workers: list[int] = []
+
+    def progress(done: int, total: int) -> None:
+        if done == 6:
+            workers.extend(_same_cmdline_children())
+            assert _cgroups_of(workers), "the worker processes made no cgroup: nothing to look for"
+            raise Interrupted(signal.SIGINT)
+
+    with pytest.raises(Interrupted):
+        executor.run_jobs(_sleepers(), local_backend, workers=2, progress=progress)
+    assert len(workers) == 2 and not _cgroups_of(workers), _cgroups_of(workers)
+    assert not _same_cmdline_children()

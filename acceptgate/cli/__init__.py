@@ -45,6 +45,7 @@ COMMAND_MODULES = [
     "acceptgate.cli.report_cmd",
     "acceptgate.cli.experiment_cmd",
     "acceptgate.cli.dask_cmd",
+    "acceptgate.cli.cache_cmd",
 ]
 
 
@@ -124,9 +125,20 @@ RUN_COMMANDS = {"audit", "gate", "leak-audit", "backfill", "certify", "stats", "
 
 
 def stopped_line(args, signum: int) -> str:
-    """The one line a stopped command prints: what was kept."""
+    """The one line a stopped command prints: what was kept. A run command names the attempt it marked
+    'interrupted', and says so when it was stopped before it had recorded one."""
     name = signal.Signals(signum).name
     kept = KEPT_ON_STOP.get("run" if args.command in RUN_COMMANDS else args.command, "nothing was written")
+    if args.command in RUN_COMMANDS:
+        ledger = sys.modules.get("acceptgate.pipelines.ledger")  # not imported: no run was recorded
+        stopped, started = (ledger.STOPPED, ledger.STARTED) if ledger is not None else ([], [])
+        if stopped:
+            kept = kept.replace("this run's attempt", f"the attempt of run {stopped[-1]}")
+        elif started:  # the warehouse stayed locked: the attempt's end is left to the next one
+            kept = (f"the attempt of run {started[-1]} could not be marked (the warehouse was locked): the next "
+                    "attempt marks it failed; nothing of it was published")
+        else:
+            kept = "stopped before its run was recorded: nothing was written to the warehouse"
     return f"acceptgate {args.command}: stopped by {name}: {kept}"
 
 

@@ -49,10 +49,10 @@ class StderrProgress:
     """Stage names and done/total on stderr: one updating line on a terminal, a few lines otherwise.
     (An ``acceptgate.audit.Reporter``; not a subclass, so that the CLI starts without pandas.)"""
 
-    def __init__(self, stream=None) -> None:
+    def __init__(self, stream=None, started: float | None = None) -> None:
         self.stream = stream or sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.started = time.monotonic()
+        self.started = time.monotonic() if started is None else started  # one clock with the lines before
         self.shown: dict[str, int] = {}
 
     def _line(self, text: str, *, final: bool = True) -> None:
@@ -77,6 +77,14 @@ class StderrProgress:
             self._line(f"{name}: {done}/{total} {unit}")
 
 
+def progress_lines(quiet: bool, started: float) -> tuple[flowrun.Say, StderrProgress | None]:
+    """The command's lines (Prefect's server start) and the stage lines, on one clock from ``started``:
+    the stamps never restart at 0 mid-run."""
+    say = flowrun.Say("audit", quiet)
+    say.started = started
+    return say, None if quiet else StderrProgress(started=started)
+
+
 def run(args) -> int:
     from acceptgate import audit
 
@@ -93,12 +101,14 @@ def run(args) -> int:
     path = checks.warehouse_ready(args.warehouse)  # last: it may wait for another process's lock
     # Prefect's console handler only for the critical: a stage failure is reported below in one
     # line; Prefect's own record of the run (its API log handler) keeps everything.
-    flowrun.prepare(flowrun.Say("audit", args.quiet))
+    say, reporter = progress_lines(args.quiet, started)
+    flowrun.prepare(say)
     from acceptgate.flows import audit as audit_flow  # Prefect is imported here, and only here
 
     # A failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,
-                             reporter=None if args.quiet else StderrProgress(), dataset=args.dataset, data_path=args.path,
+                             reporter=reporter, dataset=args.dataset,
+                             data_path=args.path,
                              dask=args.dask, shard_size=args.shard_size)
     summary.total_seconds = time.monotonic() - started
     print("\n".join(summary.lines()))

@@ -9,6 +9,9 @@ run and per arm; the same numbers are the views leak_run_summary and leak_arm_su
 
 from __future__ import annotations
 
+import datetime
+import os
+
 from acceptgate.cli import checks
 from acceptgate.cli.leak_audit_cmd import add_common, call_flow, check
 from acceptgate.errors import InvalidInput
@@ -23,7 +26,7 @@ def add_parser(sub) -> None:
         description="Scans every selected record (gate runs in the warehouse, jsonl history files) like "
                     "'acceptgate leak-audit', skipping records unchanged since their last scan, and prints "
                     "per-run and per-arm verdict counts and comparison-item totals.")
-    add_common(p)
+    add_common(p, tasks_required=False)  # default: where the selected gate runs recorded their tasks came from
     p.add_argument("--since", metavar="DATE", help="records of runs started at or after (YYYY-MM-DD or ISO time, UTC)")
     p.add_argument("--until", metavar="DATE", help="records of runs started before")
     p.add_argument("--no-warehouse-runs", action="store_true", help="only the --history files")
@@ -42,6 +45,8 @@ def run(args) -> int:
     if args.no_warehouse_runs and not args.history:
         raise InvalidInput("nothing to scan: give --history FILE", field="--no-warehouse-runs")
     checks.dask_ready(args)
+    if args.suites is None and args.humanevalplus is None:
+        _recorded_tasks(args, since, until)
     path, history = check(args)
 
     def load():
@@ -53,3 +58,41 @@ def run(args) -> int:
                      include_warehouse=not args.no_warehouse_runs, matcher=args.matcher, rescan=args.rescan,
                      batch_records=args.batch_records, backend=args.backend, dask=args.dask,
                      shard_size=args.shard_size)
+
+
+def _recorded_tasks(args, since, until) -> None:
+    """Without --suites / --humanevalplus: the one tasks source the selected gate runs recorded
+    (gate_runs.tasks_from, "<path> (...)"), when it is still there; else exit 2 saying which to give."""
+    import sys
+
+    from acceptgate.store import warehouse
+
+    path = warehouse.resolve_path(args.warehouse)
+    recorded: set[str] = set()
+    if path.exists() and not args.no_warehouse_runs:
+        with warehouse.connect(path, read_only=True) as con:
+            if "gate_runs" in {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}:
+                rows = con.execute("select run_id, started_at, tasks_from from gate_runs").fetchall()
+                recorded = {tasks_from.split(" (", 1)[0] for run_id, started, tasks_from in rows
+                            if (not args.run_ids or run_id in args.run_ids) and _in_range(started, since, until)}
+    if len(recorded) != 1:
+        said = "no gate run in the selection records its tasks" if not recorded else \
+            f"the selected gate runs used {len(recorded)} task sources ({', '.join(sorted(recorded))})"
+        raise InvalidInput(f"{said}: give --suites DIR or --humanevalplus FILE", field="--suites")
+    source = recorded.pop()
+    if os.path.isdir(source):
+        args.suites = source
+    elif os.path.isfile(source):
+        args.humanevalplus = source
+    else:
+        raise InvalidInput(f"the gate runs' tasks came from {source}, which is no longer there: give --suites DIR "
+                           "or --humanevalplus FILE", field="--suites")
+    print(f"backfill: the tasks' hidden material from {source} (recorded by the gate runs)", file=sys.stderr)
+
+
+def _in_range(started, since, until) -> bool:
+    if started is None:
+        return since is None and until is None
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=datetime.timezone.utc)
+    return (since is None or started >= since) and (until is None or started < until)

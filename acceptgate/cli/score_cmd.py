@@ -19,7 +19,7 @@ from acceptgate.errors import InvalidInput
 from acceptgate.profiles import DEFAULT, EVALPLUS, PROFILES
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
-from acceptgate.score import load_suites, load_timing, score_samples
+from acceptgate.score import check_records, load_suites, load_timing, score_samples
 from acceptgate.sources.replay import read_samples
 from acceptgate.task import SUITE_KINDS
 
@@ -103,6 +103,8 @@ def run(args) -> int:
         sandbox = backends.create(args.backend)
     except ValueError as exc:
         raise InvalidInput(str(exc), field="--backend") from None
+    # The records first: a file --strict refuses (or one with no valid sample) stops before any gauge work
+    check_records(sample_file, set(suites) | set(excluded), prompts, set(suites), strict=args.strict)
     with sandbox:
         _require_gauge(args, sandbox, {s.task_id for s in sample_file.samples})
         report = score_samples(sample_file, suites, prompts, sandbox, suite=args.suite, excluded=excluded,

@@ -12,6 +12,7 @@ interrupted. Prefect is imported only in ``flows.serve``.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -70,7 +71,7 @@ def add_parser(sub) -> None:
     judge.add_argument("--judge-replay", metavar="FILE",
                        help="recorded judge outputs (jsonl): the replay backend (default: the rules backend)")
     judge.add_argument("--judge-human-labels", metavar="FILE", help="human labels (jsonl), for agreement")
-    judge.add_argument("--judge-embedder", choices=("minilm", "hashing"), default="minilm",
+    judge.add_argument("--judge-embedder", choices=("minilm", "minilm-torch", "hashing"), default="minilm",
                        help="retrieval encoder (default %(default)s)")
     p.add_argument("--cron", default=schedule.NIGHTLY_CRON, help="nightly schedule, UTC (default %(default)r)")
     checks.add_dask(p, "tasks", 0, shard_size=False)
@@ -148,6 +149,9 @@ def run(args) -> int:
     from acceptgate.tasks import _prefect_env
 
     _prefect_env.apply()  # offline Prefect settings, before Prefect is imported
+    # Prefect's own console lines (a stopped flow run's "Crash detected!", its final state) stay in the runs'
+    # logs (the UI): the terminal gets serve's and the stages' own lines. Inherited by the flow-run processes.
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     from acceptgate.flows import serve  # Prefect is imported here, and only here
 
     # While serving, flows.serve takes both signals in its event loop (it stops the runner and returns the

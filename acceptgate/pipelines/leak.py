@@ -234,6 +234,14 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
     return result
 
 
+def with_flow_times(result: AuditResult, *, started: float, material: float, publish: float) -> AuditResult:
+    """The flow's own parts around the scan (the hidden material's load, the publish) and a total that
+    is the flow's whole wall time, from ``started`` (time.monotonic())."""
+    parts = {k: v for k, v in (result.seconds or {}).items() if k != "total"}
+    result.seconds = {"hidden material": material, **parts, "publish": publish, "total": time.monotonic() - started}
+    return result
+
+
 def _scan_all(recorded: ledger.Run, materials, selection, gate, history, result: AuditResult, *, matcher,
               rescan, progress, batch_records, expectations_dir, seconds, scan_many=None) -> None:
     path = recorded.path

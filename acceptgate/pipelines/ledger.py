@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
@@ -86,13 +87,33 @@ def is_stop(exc: BaseException) -> bool:
     return type(exc).__name__ == "TerminationSignal"
 
 
+# What a stopped CLI says: the runs whose attempt this process recorded, and those it marked 'interrupted'
+STARTED: list[str] = []
+STOPPED: list[str] = []
+
+
+def stop_signal(exc: BaseException) -> int | None:
+    """The signal a stop request came by (None when it does not say)."""
+    if isinstance(exc, Interrupted):
+        return exc.signum
+    if isinstance(exc, KeyboardInterrupt):
+        return signal.SIGINT
+    if isinstance(exc, SystemExit) and exc.code in STOP_EXIT_CODES:
+        return int(exc.code) - 128
+    number = getattr(exc, "signal", None)  # Prefect's TerminationSignal carries it
+    return number if isinstance(number, int) else None
+
+
 def describe(exc: BaseException | str) -> str:
+    """The stored failure text; every stop is spelled one way, "interrupted by SIGTERM" (or SIGINT)."""
     if isinstance(exc, str):
         return exc[:2000]
-    if isinstance(exc, KeyboardInterrupt):
-        return "interrupted (KeyboardInterrupt, SIGINT)"
-    if isinstance(exc, SystemExit):
-        return f"interrupted (exit {exc.code})"
+    if is_stop(exc):
+        number = stop_signal(exc)
+        try:
+            return f"interrupted by {signal.Signals(number).name}" if number else "interrupted"
+        except ValueError:
+            return f"interrupted by signal {number}"
     return f"{type(exc).__name__}: {exc}"[:2000]
 
 
@@ -169,6 +190,8 @@ class Run:
                     return None
                 if self.table:
                     _set_run_status(con, self.table, self.run_id, status, stage=stage, failure=message)
+            if stop:
+                STOPPED.append(self.run_id)
             return status
         return None
 
@@ -194,6 +217,7 @@ def start(path: str | os.PathLike, *, kind: str, run_id: str, table: str | None 
     (see the module docstring). ``stage`` names the row's validation in quarantine (default ``kind``)."""
     run = Run(Path(path), run_id, kind, table, tuple(stage_tables))
     warehouse.begin_attempt(run.path, run_id, flow=kind)
+    STARTED.append(run_id)
     with run.guard(stage or kind):
         if row is not None:
             if table is None:

@@ -41,6 +41,7 @@ class Section:
     notes: list[str] = field(default_factory=list)  # caveats and truncations, shown under the tables
     charts: list[Chart] = field(default_factory=list)
     queries: list[tuple[str, str]] = field(default_factory=list)  # (what it gives, SQL for `acceptgate sql`)
+    more: dict[str, pd.DataFrame] = field(default_factory=dict)  # caption -> frame, shown folded, one to open
 
     @property
     def ran(self) -> bool:
@@ -201,17 +202,35 @@ def _false_delivery(r: Reader, s: Section) -> None:
                   ("tasks paired across arms", f"select * from deliveries_paired where run_id = '{runs[0]}'")]
 
 
+MORE_AUDITS = 5  # other audit runs offered, folded, beside the main one
+
+
 def _audit(r: Reader, s: Section) -> None:
+    """The main job first -- the newest finished audit of all the tasks (no --limit; else the widest
+    limit) -- so a small run after it (a nightly's) does not take its place; the newest others folded."""
     if not r.has("executions_by_verdict", "runs"):
         return
-    latest = r.scalar("select run_id from runs where status = 'ok' order by finished_at desc limit 1")
-    if not latest:
+    runs = [row[0] for row in r.con.execute(
+        "select run_id from runs where status = 'ok' "
+        "order by task_limit is null desc, task_limit desc nulls first, finished_at desc").fetchall()]
+    if not runs:
         return
-    s.tables[f"latest audit run {latest}"] = r.frame(
-        "select suite, role, verdict, executions, share from executions_by_verdict where run_id = ? "
-        "order by suite, role, executions desc", [latest])
-    s.queries.append(("every execution of the run with its verdict",
-                      f"select task_id, suite, role, verdict from executions where run_id = '{latest}'"))
+    query = ("select suite, role, verdict, executions, share from executions_by_verdict where run_id = ? "
+             "order by suite, role, executions desc")
+    main, others = runs[0], runs[1:]
+    limit = r.scalar("select task_limit from runs where run_id = ?", [main])
+    scope = "all tasks" if limit is None else f"--limit {limit}"
+    s.tables[f"audit run {main} ({scope}; the main job)"] = r.frame(query, [main])
+    newest = [row[0] for row in r.con.execute("select run_id, task_limit from runs where status = 'ok' "
+                                              "order by finished_at desc").fetchall() if row[0] != main]
+    for run_id in newest[:MORE_AUDITS]:
+        limit = r.scalar("select task_limit from runs where run_id = ?", [run_id])
+        s.more[f"audit run {run_id} ({'all tasks' if limit is None else f'--limit {limit}'})"] = r.frame(query, [run_id])
+    if len(others) > MORE_AUDITS:
+        s.notes.append(f"{len(others) - MORE_AUDITS} older audit runs not shown: acceptgate sql "
+                       "\"select * from executions_by_verdict where run_id = 'RUN'\"")
+    s.queries.append(("every execution of the main run with its verdict",
+                      f"select task_id, suite, role, verdict from executions where run_id = '{main}'"))
 
 
 def _v4v(r: Reader, s: Section) -> None:

@@ -1,30 +1,31 @@
-"""The report as one self-contained HTML page: inline CSS, tables, and charts as inline SVG drawn by
-matplotlib (offline, no JavaScript, no external fonts or files). Every section is drawn the same way:
+"""The report as one self-contained HTML page: inline CSS, tables, and charts as inline SVG (``svg.py``;
+offline, no JavaScript, no external fonts or files). Every section is drawn the same way:
 summary tables, charts, notes (caveats, truncation), then the ``acceptgate sql`` queries for the detail.
 Readable on a phone: wide tables scroll inside their box, charts scale to the width."""
 
 from __future__ import annotations
 
 import html
-import io
 from pathlib import Path
 
 import pandas as pd
 
 from acceptgate import outputs
 from acceptgate.report.data import Chart, ReportData, Section, false_delivery_display
+from acceptgate.report.svg import interval_chart
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 1em auto; max-width: 72em; padding: 0 1em; color: #222;
        line-height: 1.4; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
 h3 { font-size: 1em; margin-bottom: .2em; }
-nav a { margin-right: 1em; white-space: nowrap; }
+nav { display: flex; flex-wrap: wrap; gap: .2em 1em; } nav a { white-space: nowrap; }
 table { border-collapse: collapse; margin: .3em 0 1em; font-size: .85em; }
 th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; vertical-align: top; }
 td { white-space: nowrap; } /* a narrow screen scrolls the table's box rather than breaking ids */
 th { background: #f4f4f4; } td.text { text-align: left; }
-td.long { white-space: normal; min-width: 16em; max-width: 40em; overflow-wrap: anywhere; }
+td.long { white-space: normal; min-width: 12em; max-width: 28em; overflow-wrap: anywhere; }
+td.mid { white-space: normal; overflow-wrap: anywhere; min-width: 8em; } /* paths, ids: wrap at 1200 px */
 .wide { overflow-x: auto; max-width: 100%; }
 .note { color: #666; font-style: italic; } .caveat { background: #fff4e5; border-left: 4px solid #e69500;
         padding: .4em .8em; margin: .5em 0; }
@@ -34,6 +35,7 @@ details { margin: .5em 0 1em; } code { font-size: .85em; overflow-wrap: anywhere
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f7; padding: .4em .6em; margin: .2em 0 .6em; }
 """
 
+NOT_RUN = "not run yet"  # a section's note when nothing of it is published: such sections share one line
 MAX_CELL = 200  # characters of one cell: a program or message is cut, and says so
 
 
@@ -53,7 +55,8 @@ def _cell(value) -> str:
     text = str(value)
     if len(text) > MAX_CELL:
         text = text[:MAX_CELL] + f"… ({len(text) - MAX_CELL} more characters)"
-    return f'<td class="text{" long" if len(text) > 40 else ""}">{html.escape(text)}</td>'
+    width = " long" if len(text) > 40 else " mid" if len(text) > 24 else ""
+    return f'<td class="text{width}">{html.escape(text)}</td>'
 
 
 def table(frame: pd.DataFrame) -> str:
@@ -64,41 +67,12 @@ def table(frame: pd.DataFrame) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
-def _svg(fig) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})  # same data, same bytes
-    text = buf.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: the SVG is inline in HTML
-
-
 def chart(spec: Chart) -> str | None:
     """Each row's value with its interval as a horizontal bar (or a point at zero-centred scales)."""
     frame = spec.frame.dropna(subset=["value"])
     if frame.empty:
         return None
-    import matplotlib
-
-    matplotlib.use("svg")  # no display, no GUI toolkit
-    import matplotlib.pyplot as plt
-
-    value = frame["value"].astype(float)
-    low = (value - frame["low"].astype(float)).clip(lower=0)  # an interval never goes negative in size
-    high = (frame["high"].astype(float) - value).clip(lower=0)
-    with matplotlib.rc_context({"svg.fonttype": "none", "font.size": 9}):  # text as text: small and selectable
-        # 4.5 in: at a phone's 400 px the text stays about as large as the page's small print
-        fig, ax = plt.subplots(figsize=(4.5, 0.7 + 0.3 * len(frame)))
-        labels = [str(x) for x in frame["label"]]
-        if spec.zero_line:
-            ax.errorbar(value, labels, xerr=[low, high], fmt="o", color="#1f5f8b", capsize=3)
-            ax.axvline(0, color="#888", linewidth=0.8)
-        else:
-            ax.barh(labels, value, xerr=[low, high], color="#c0504d", capsize=3)
-        ax.set_xlim(*spec.xlim)
-        ax.set_xlabel(spec.xlabel)
-        ax.invert_yaxis()
-        fig.tight_layout()
-        svg = _svg(fig)
-        plt.close(fig)
+    svg = interval_chart(frame, xlabel=spec.xlabel, xlim=spec.xlim, zero_line=spec.zero_line)
     return f"<figure>{svg}<figcaption>{html.escape(spec.caption)}</figcaption></figure>"
 
 
@@ -113,6 +87,9 @@ def section(sec: Section) -> str:
             out.append(f'<h3>{html.escape(caption)}</h3><div class="wide">{table(shown)}</div>')
             if i == 0:  # the chart right under the summary it draws
                 out += [c for c in (chart(spec) for spec in sec.charts) if c]
+        for caption, frame in sec.more.items():  # other runs, folded: open the one wanted
+            out.append(f'<details class="run"><summary>{html.escape(caption)}</summary>'
+                       f'<div class="wide">{table(frame)}</div></details>')
         for note in sec.notes:
             cls = "caveat" if "DEMONSTRATION" in note else "note"
             out.append(f'<p class="{cls}">{html.escape(note)}</p>')
@@ -124,9 +101,24 @@ def section(sec: Section) -> str:
     return "\n".join(out)
 
 
+def not_run(sections: list[Section]) -> str:
+    """The sections with nothing published yet, in one line (each keeps its anchor)."""
+    if not sections:
+        return ""
+    names = ", ".join(f'<span id="{s.key}">{html.escape(s.title)}</span>' for s in sections)
+    hints = dict.fromkeys(s.note.removeprefix(NOT_RUN).strip(" ()") for s in sections if s.note != NOT_RUN)
+    how = f" (to fill them: {html.escape('; '.join(hints))})" if hints else ""
+    return (f'<section id="not-run"><h2>Not run yet ({len(sections)} sections)</h2>'
+            f'<p class="note">{names}{how}</p></section>')
+
+
 def page(data: ReportData) -> str:
-    body = "\n".join(section(s) for s in data.sections)
-    nav = " ".join(f'<a href="#{s.key}">{html.escape(s.title)}</a>' for s in data.sections)
+    shown = [s for s in data.sections if s.ran or not s.note.startswith(NOT_RUN)]
+    idle = [s for s in data.sections if s not in shown]
+    body = "\n".join(section(s) for s in shown) + "\n" + not_run(idle)
+    nav = " ".join(f'<a href="#{s.key}">{html.escape(s.title)}</a>' for s in shown)
+    if idle:
+        nav += f' <a href="#not-run">not run yet ({len(idle)})</a>'
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>acceptgate report</title>'
             f"<style>{CSS}</style></head><body><h1>acceptgate report</h1>"

@@ -73,14 +73,34 @@ SLOT = "slot-"  # a fork-server slot's cgroup: acceptgate-slot-<pid>-<n>, long-l
 
 def sweep_stale(parents: Cgroups) -> None:
     """Remove empty cgroups left by harness processes that died without closing them."""
+    _remove_where(parents, lambda owner: owner.isdigit() and not Path(f"/proc/{owner}").exists())
+
+
+def remove_owned(owners: list[int]) -> None:
+    """Remove the cgroups that the ended processes ``owners`` made (their tasks killed first): a worker
+    process killed before it could close its backend -- its parent's grace ran out on a loaded machine,
+    or it died -- leaves its slots' cgroups behind, maybe with a sandbox still in them."""
+    names = {str(pid) for pid in owners}
+    try:
+        parents = v1_parents()
+    except CgroupError:  # no cgroup here: none was made
+        return
+    _remove_where(parents, names.__contains__, strict=False)
+
+
+def _remove_where(parents: Cgroups, owned, strict: bool = True) -> None:
+    """Kill the tasks of and remove our cgroups whose owner pid ``owned`` accepts (under the pids,
+    memory and cpuacct parents); ``strict=False``: one that stays busy does not stop the others."""
     cpu = cpuacct_parent()
     for parent in (parents.pids, parents.memory) + ((cpu,) if cpu else ()):
         for child in Path(parent).glob(PREFIX + "*"):
-            name = child.name[len(PREFIX):]
-            owner = name.removeprefix(SLOT).split("-")[0]
-            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+            if owned(child.name[len(PREFIX):].removeprefix(SLOT).split("-")[0]):
                 _kill_tasks(child)
-                _rmdir(child)
+                try:
+                    _rmdir(child)
+                except (OSError, CgroupError):
+                    if strict:
+                        raise
 
 
 class ExecutionCgroup:

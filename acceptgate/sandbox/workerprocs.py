@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 
 from acceptgate import affinity, interrupt
 from acceptgate.errors import Interrupted
+from acceptgate.sandbox import cgroup
 from acceptgate.sandbox.backend import ExitStatus
 
 INDEX = struct.Struct("=I")
@@ -189,7 +190,8 @@ def _status(pid: int) -> str:
 
 
 def _stop(pids: list[int]) -> None:
-    """Reap the children; those still running get SIGTERM, then SIGKILL after GRACE_SECONDS."""
+    """Reap the children; those still running get SIGTERM, then SIGKILL after GRACE_SECONDS. Then the
+    cgroups of any child that ended before closing its backend (killed, or died) are removed here."""
     running = [pid for pid in pids if not _reaped(pid)]
     for pid in running:
         _signal(pid, signal.SIGTERM)
@@ -200,9 +202,11 @@ def _stop(pids: list[int]) -> None:
             for pid in running:
                 _signal(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-            return
+            break
         if running:
             time.sleep(0.01)
+    # Right after the reap: the kernel hands out pids in turn, so none of these names a new process yet.
+    cgroup.remove_owned(pids)
 
 
 def _reaped(pid: int) -> bool:
