@@ -300,7 +300,7 @@ def prepare_suites(tasks: list[Task]) -> list[PreparedSuite]:
             if spec.entry_point != task.entry_point:
                 raise suitespec.SpecError(f"calls {spec.entry_point!r}, the task's entry point is "
                                           f"{task.entry_point!r}", source=source, field="entry_point")
-            prepared.append(PreparedSuite(task.task_id, kind, spec, render.render_hash(render.render(spec))))
+            prepared.append(PreparedSuite(task.task_id, kind, spec, spec.render_hash))
     return prepared
 
 

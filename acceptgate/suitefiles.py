@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptgate import boundedjson
-from acceptgate import render, suitespec
+from acceptgate import suitespec
 from acceptgate.errors import InvalidInput
 from acceptgate.hashing import sha256_text
 from acceptgate.importers.report import summary
@@ -159,7 +159,7 @@ def _write_tree(result: ImportResult, root: Path, gauge: list | None) -> None:
 
 def _suite_entry(kind: str, spec: SuiteSpec, gauged: Any) -> dict[str, Any]:
     entry = {"file": suite_file_name(kind), "dialect": spec.dialect, "cases": len(spec.cases),
-             "spec_hash": spec.spec_hash, "render_hash": render.render_hash(render.render(spec))}
+             "spec_hash": spec.spec_hash, "render_hash": spec.render_hash}
     if gauged is not None:
         entry["gauge"] = {"passed": gauged.passed, "reasons": list(gauged.reasons)}
     return entry
@@ -347,7 +347,7 @@ def _read_spec(path: Path, meta: Any, entry_point: str, manifest_path: Path, rec
     if spec.spec_hash != meta["spec_hash"]:
         raise InvalidInput(f"spec_hash {spec.spec_hash} does not match the manifest's {meta['spec_hash']}",
                            source=str(path), field="spec_hash")
-    rendered = render.render_hash(render.render(spec))
+    rendered = spec.render_hash
     if rendered != meta["render_hash"]:
         raise InvalidInput(f"render_hash {rendered} does not match the manifest's {meta['render_hash']}",
                            source=str(path), field="render_hash")

@@ -101,6 +101,13 @@ class SuiteSpec:
     def spec_hash(self) -> str:
         return sha256_text(self.canonical_json())
 
+    @cached_property
+    def render_hash(self) -> str:
+        """The sha256 of the harness program ``render.render`` makes of this spec."""
+        from acceptgate import render  # render reads specs: imported when used
+
+        return render.render_hash(render.render(self))
+
     def to_json(self) -> str:
         """The spec file a user would write (canonical spellings, stable key order).
 
@@ -115,35 +122,31 @@ class SuiteSpec:
                 f' "cases": {body}\n}}\n')
 
 
-def _parse_case(raw: _CaseModel, index: int, source: str | None,
-                expected_problem=None) -> Case:
-    values = {}
-    for field in ("args", "kwargs", "expected"):
-        text = getattr(raw, field)
-        try:
-            values[field] = literals.parse(text)
-        except literals.LiteralError as exc:
-            raise SpecError(f"invalid literal: {exc}", source=source, case=index, field=field,
-                            construct=exc.construct) from None
-    args, kwargs = values["args"], values["kwargs"]
+_FIELDS = ("args", "kwargs", "expected")
+
+
+def _parse_case(index: int, parsed: list, source: str | None, expected_problem=None) -> Case:
+    """One case from its three fields as ``literals.parse_many`` read them (value and canonical
+    spelling, or the LiteralError of a text that is no literal)."""
+    for field, got in zip(_FIELDS, parsed):
+        if isinstance(got, literals.LiteralError):
+            raise SpecError(f"invalid literal: {got}", source=source, case=index, field=field,
+                            construct=got.construct) from None
+    (args, args_text), (kwargs, kwargs_text), (expected, expected_text) = parsed
     if type(args) not in (list, tuple):
         raise SpecError("args must be a list or tuple of positional arguments", source=source,
                         case=index, field="args", construct=type(args).__name__)
-    if type(kwargs) is not dict or not all(type(k) is str and k.isidentifier() for k in kwargs):
+    if type(kwargs) is not dict or (kwargs and not all(type(k) is str and k.isidentifier() for k in kwargs)):
         raise SpecError("kwargs must be a dict with identifier keys", source=source, case=index,
                         field="kwargs", construct=type(kwargs).__name__)
-    if expected_problem is not None and (problem := expected_problem(values["expected"])) is not None:
+    if expected_problem is not None and (problem := expected_problem(expected)) is not None:
         raise SpecError(f"invalid expected value for this dialect: {problem}", source=source, case=index,
-                        field="expected", construct=type(values["expected"]).__name__)
-    args = tuple(args)
-    return Case(
-        args=args,
-        kwargs=kwargs,
-        expected=values["expected"],
-        args_text=literals.canonical(args),
-        kwargs_text=literals.canonical(kwargs),
-        expected_text=literals.canonical(values["expected"]),
-    )
+                        field="expected", construct=type(expected).__name__)
+    if type(args) is list:
+        args = tuple(args)
+        args_text = literals.canonical(args)
+    return Case(args=args, kwargs=kwargs, expected=expected, args_text=args_text, kwargs_text=kwargs_text,
+                expected_text=expected_text)
 
 
 def from_dict(doc: Any, *, source: str | None = None) -> SuiteSpec:
@@ -170,7 +173,9 @@ def from_dict(doc: Any, *, source: str | None = None) -> SuiteSpec:
             msg = "unknown key (a SuiteSpec holds only dialect, entry_point and cases)"
         raise SpecError(msg, source=source, case=case, field=field, construct=err["type"]) from None
     shape = dialects.get(model.dialect).expected_problem
-    cases = tuple(_parse_case(c, i, source, shape) for i, c in enumerate(model.cases))
+    texts = [getattr(c, field) for c in model.cases for field in _FIELDS]  # read in one batch
+    parsed = literals.parse_many(texts)
+    cases = tuple(_parse_case(i, parsed[3 * i: 3 * i + 3], source, shape) for i in range(len(model.cases)))
     return SuiteSpec(dialect=model.dialect, entry_point=model.entry_point, cases=cases)
 
 
