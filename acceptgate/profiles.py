@@ -69,8 +69,8 @@ def float_rule(spec: suitespec.SuiteSpec) -> suitespec.SuiteSpec:
     """EvalPlus compares float outputs with atol 1e-6: an exact suite with float outputs gets that dialect."""
     if spec.dialect != "python-call/1" or not any(_is_floats(c.expected) for c in spec.cases):
         return spec
-    return suitespec.build(dialects.atol_name(EVALPLUS_FLOAT_ATOL), spec.entry_point,
-                           [(c.args, c.kwargs, c.expected) for c in spec.cases])
+    # the same cases (values and spellings) under another dialect: nothing to spell again
+    return suitespec.from_cases(dialects.atol_name(EVALPLUS_FLOAT_ATOL), spec.entry_point, list(spec.cases))
 
 
 def _is_floats(value) -> bool:
