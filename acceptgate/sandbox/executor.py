@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
-from acceptgate import forksafe, interrupt, literals
+from acceptgate import dialects, forksafe, interrupt, literals
 from acceptgate.hashing import sha256_bytes, sha256_text
 from acceptgate.parallel import parallel_map
 from acceptgate.render import NONLITERAL, Harness
@@ -228,15 +228,16 @@ class _Channel:
     def send(self, kind: bytes, payload: bytes) -> None:
         self.proc.write(self.frame(kind, payload), self.deadline)
 
-    def answers(self, calls: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+    def answers(self, calls: list[bytes], digests: frozenset[int] = frozenset()) -> Iterator[tuple[bytes, bytes]]:
         """(kind, payload) of each call's answer, in order; the caller may stop early.
 
         One call at a time: call k+1 is written only after call k's answer has been read, so the
         runner's input never holds more than the call it is answering (a candidate that fails case k,
         or reads its input pipe ahead, learns nothing of the later cases). ``calls``: the marshalled
-        (args, kwargs) of each call.
+        (args, kwargs) of each call; ``digests``: the calls answered with the result's digest ("dcall").
         """
         marker = self.marker + b" call "
+        dmarker = self.marker + b" dcall "
         each = isinstance(self.case_seconds, (tuple, list))
         timed = self.case_seconds is not None
         measured, proc, monotonic, recv = self.measured, self.proc, time.monotonic, self.recv
@@ -257,7 +258,8 @@ class _Channel:
                         self.cpu_seen, self.seen_at = cpu, now
                     self.case_cpu_start = self.cpu_seen
                 self.in_case = True
-            proc.write(marker + str(len(call)).encode() + b"\n" + call, self.deadline)
+            proc.write((dmarker if answered in digests else marker) + str(len(call)).encode() + b"\n" + call,
+                       self.deadline)
             if ok_limits is not None:
                 self.ok_limit = ok_limits[min(answered, len(ok_limits) - 1)]
             answer = recv()
@@ -682,6 +684,9 @@ def execute(
         proc.write(marker + b"\n", chan.deadline)
         load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits(),
                 "seccomp": getattr(proc, "runner_seccomp", b"")}  # a filter the runner loads itself
+        prepared = _prepare(harness)
+        if prepared.digests:  # the runner digests these results itself, with the harness's code
+            load["digest"] = dialects.EQUALITY_DIGEST_SOURCE
         chan.send(b"load", marshal.dumps(load))
         kind, payload = chan.recv()
         if kind == b"loaderr":
@@ -698,11 +703,10 @@ def execute(
         if stages.ON:
             stages.mark("load")
         cases = harness.cases
-        prepared = _prepare(harness)
         chan.ok_limit = min(MAX_FRAME, harness.result_limit)
         chan.ok_limits = _ok_limits(harness)
         current = 0
-        for index, (kind, payload) in enumerate(chan.answers(prepared.calls)):
+        for index, (kind, payload) in enumerate(chan.answers(prepared.calls, prepared.digests)):
             judging = time.monotonic()
             if stages.ON:
                 stages.mark("round trip")
@@ -799,6 +803,9 @@ class _Prepared:
     expected_text: list[bytes | None]
     text_passes: list[bool]
     judged: dict[int, dict[str, CaseResult]] = field(default_factory=dict)
+    # cases whose expected value is a digest ("sha256", hexdigest, length): the runner answers with
+    # the result's digest (a "dcall"), never with the result (up to a GB) itself
+    digests: frozenset[int] = frozenset()
 
 
 _PREPARED_MAX = 512
@@ -825,7 +832,9 @@ def _prepare(harness: Harness) -> _Prepared:
             text, ok = None, False
         texts.append(text)
         passes.append(ok)
-    made = _Prepared(calls, texts, passes)
+    digests = frozenset(i for i, (_, _, want) in enumerate(harness.cases)
+                        if harness.dialect == dialects.DIGEST and _is_digest(want))
+    made = _Prepared(calls, texts, passes, digests=digests)
     with _prepared_lock:
         _prepared[key] = (harness, made)
         while len(_prepared) > _PREPARED_MAX:
@@ -898,6 +907,8 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
         if same:
             return CaseResult(index=index, status="pass")
         return failing("fail", got=_shown(got, text))
+    if kind == b"digest":
+        return _judge_digest(index, payload, want, failing)
     if kind == b"raise":
         info = _error_info(payload, chan.deadline)
         return failing(_raised_status(info["type"]), error_type=info["type"], message=info["message"])
@@ -913,6 +924,24 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
             return failing("fail", got=info["message"])
         return failing("protocol", error_type="NonLiteralResult", message=info["message"])
     raise ProtocolViolation(f"case {index}: unexpected frame {kind[:20]!r}")
+
+
+def _is_digest(want: Any) -> bool:
+    return type(want) is tuple and len(want) == 3 and want[0] == "sha256"
+
+
+def _judge_digest(index: int, payload: bytes | None, want: Any, failing: Callable[..., CaseResult]) -> CaseResult:
+    """A "digest" answer ("<sha256 hex> <length>" of the result's equality form) against a digest case."""
+    try:
+        hexdigest, length = (payload or b"").decode("ascii").split(" ")
+        got = (hexdigest, int(length))
+    except (UnicodeDecodeError, ValueError):
+        raise ProtocolViolation(f"case {index}: a malformed digest answer") from None
+    if not _is_digest(want):
+        raise ProtocolViolation(f"case {index}: a digest answer to a case that holds its value")
+    if got == (want[1], want[2]):
+        return CaseResult(index=index, status="pass")
+    return failing("fail", got=f"<a result whose equality form is {got[1]} bytes, sha256 {got[0][:16]}...>")
 
 
 def _shown(got: Any, text: str) -> str:
