@@ -230,7 +230,7 @@ def parse_many(texts: list[str]) -> list[tuple[Any, str] | LiteralError]:
     ``canonical`` where the two provably spell alike (``_ascii_is_canonical``).
     """
     values, plain = _propose(texts)
-    if plain and "\x00".join(map(ascii, values)) == "\x00".join(texts):
+    if plain and "\x00".join(map(ascii, values)) == "\x00".join(texts):  # (no text holds a NUL: printable)
         return list(zip(values, texts))
     out: list[tuple[Any, str] | LiteralError] = []
     for text, value in zip(texts, values):
@@ -279,7 +279,7 @@ def _propose(texts: list[str]) -> tuple[list[Any], bool]:
     one call: single-quoted strings as JSON strings, None/True/False/inf/nan as JSON's names, tuples
     as tagged objects. Only proposals: ``parse_many`` checks each against its text. Also whether
     ``_ascii_is_canonical`` holds for every text (``plain``), judged on all their code at once."""
-    if not texts or not all(type(t) is str and len(t) <= MAX_TEXT_CHARS for t in texts):
+    if not texts or set(map(type, texts)) != {str} or max(map(len, texts)) > MAX_TEXT_CHARS:
         return [_NO_VALUE] * len(texts), False
     joined = "\x00".join(texts)
     if not (joined.isascii() and all(map(str.isprintable, texts))):
