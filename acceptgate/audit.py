@@ -19,7 +19,6 @@ id, so a second run replaces the first one's rows. ``--run-id`` names a run expl
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import time
 from collections import Counter
@@ -189,22 +188,11 @@ def _stage(path: str | Path, run: Run, name: str, *, report: bool = True) -> Ite
 
 def load_tasks(backend: Backend, *, limit: int | None = None, path: str | None = None,
                progress: Progress = None, dataset: str = "humaneval") -> ImportResult:
-    from acceptgate import importcache
-    from acceptgate.importers import humaneval, humanevalplus, mbppplus  # they pull in the sandbox machinery
+    """The data set through the import pipeline and its cache (``acceptgate.ingest``)."""
+    from acceptgate import importcache, ingest  # the importers pull in the sandbox machinery
 
-    if dataset == "humaneval":
-        source = path or humaneval.default_path()
-        load = functools.partial(humaneval.load, backend, limit=limit, path=path, progress=progress)
-    else:
-        if path is None:
-            raise InvalidInput(f"{dataset} needs the data file's path", field="--path")
-        loader = {"humanevalplus": humanevalplus.load, "mbppplus": mbppplus.load}.get(dataset)
-        if loader is None:
-            raise InvalidInput(f"unknown dataset {dataset!r}; valid: humaneval, humanevalplus, mbppplus",
-                               field="--dataset")
-        source = path
-        load = functools.partial(loader, path, backend, limit=limit, progress=progress)
-    return importcache.load_import(dataset, source, load, limit=limit, progress=progress)[0]
+    return ingest.load_result(dataset, path, backend, limit=limit, cache_dir=importcache.flow_cache_dir(),
+                              progress=progress)[0]
 
 
 def _candidates(task: Task) -> list[tuple[str, str, str, str]]:

@@ -142,6 +142,8 @@ def _write_tree(result: ImportResult, root: Path, gauge: list | None) -> None:
         entry = {"task_id": task.task_id, "dir": name, "entry_point": task.entry_point,
                  "prompt": task.prompt, "prompt_sha256": task.prompt_sha256,
                  "reference_sha256": task.reference_sha256, "suites": suites}
+        if task.contract:  # the public input contract (HumanEval+, MBPP+), shown with the prompt
+            entry["contract"] = task.contract
         if task.reference:  # what a later gauge check runs (gate, score, certify)
             (root / name / REFERENCE_FILE).write_text(task.reference, encoding="utf-8")
             entry["reference"] = REFERENCE_FILE
@@ -196,6 +198,7 @@ class SuiteTask:
     gauge: dict[str, dict] = field(default_factory=dict)  # kind -> {"passed", "reasons"} when recorded
     reference_seconds: dict[str, list[float]] = field(default_factory=dict)  # kind -> per case, when recorded
     reference: str = ""  # the reference program, when the directory holds it
+    contract: str = ""  # the public input contract, where the data set has one
 
     def recorded_gauge(self) -> dict[tuple[str, str], dict]:
         """(task_id, kind) -> the import's gauge verdict, for ``gauge.require``."""
@@ -227,7 +230,7 @@ class SuiteDir:
                 continue
             reference = (references or {}).get(tid, t.reference)
             tasks.append(Task(task_id=tid, dataset=self.dataset, entry_point=t.entry_point, prompt=t.prompt,
-                              reference=reference, suites=dict(t.suites)))
+                              reference=reference, suites=dict(t.suites), contract=t.contract))
             if reference == t.reference:  # the import's verdicts hold for the reference it ran
                 recorded.update(t.recorded_gauge())
         return tasks, recorded
@@ -313,7 +316,11 @@ def _read_task(root: Path, manifest_path: Path, i: int, entry: Any) -> SuiteTask
     reference = ""
     if entry.get("reference") == REFERENCE_FILE:
         reference = _read_reference(root / entry["dir"] / REFERENCE_FILE, entry.get("reference_sha256"))
-    return SuiteTask(entry["task_id"], entry["entry_point"], entry["prompt"], suites, gauge, timing, reference)
+    contract = entry.get("contract", "")
+    if not isinstance(contract, str):
+        raise InvalidInput("not a string", source=str(manifest_path), record=record, field="contract")
+    return SuiteTask(entry["task_id"], entry["entry_point"], entry["prompt"], suites, gauge, timing, reference,
+                     contract)
 
 
 def _read_reference(path: Path, want: Any) -> str:

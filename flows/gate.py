@@ -28,8 +28,11 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
          limit: int | None = None, workers: int = 2, chat_config=None,
          limits: Limits = Limits(), strict: bool = False, profile: str = "default",
          gauge: bool = True, progress=None, dask: str | None = None,
-         shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> core.GateSummary:
-    """``gauge``: use only suites with a passing gauge record (computed and stored when missing; a
+         shard_size: int = shards.DEFAULT_TASKS_PER_SHARD, dataset: str | None = None,
+         dataset_path: str | None = None) -> core.GateSummary:
+    """The tasks: a data set (``dataset``, its file ``dataset_path``; ``humanevalplus=FILE`` is
+    ``dataset="humanevalplus"`` with that file) imported now, or ``suites_dir``.
+    ``gauge``: use only suites with a passing gauge record (computed and stored when missing; a
     failing one refuses the run, exit 2); False (``--no-gauge``) skips the check, stored in gate_runs.
     ``progress``: an optional callable taking one line of text (the CLI prints it on stderr).
     ``dask``: N (a LocalCluster of N workers) or a scheduler address: the tasks are gated in shards of
@@ -42,7 +45,7 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
     say("loading tasks")
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
     tasks, tasks_from, coverage = t.load_tasks(backend, humanevalplus, suites_dir, limit, source, per_task,
-                                               chat_config, strict, gauge)
+                                               chat_config, strict, gauge, dataset, dataset_path)
     core.check_profile(profile, tasks)  # GT's scoring profile: refused here, before any gate runs
     say(f"{len(tasks)} tasks from {tasks_from}")
     path = t.prepare_warehouse(warehouse)

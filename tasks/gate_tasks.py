@@ -34,12 +34,13 @@ _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 @task(name="load-tasks", **_STAGE)
 def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None, limit: int | None,
                source: str, per_task: int, chat_config, strict: bool,
-               gauge: bool = True) -> tuple[list[Task], str, core.SourceCoverage]:
+               gauge: bool = True, dataset: str | None = None,
+               dataset_path: str | None = None) -> tuple[list[Task], str, core.SourceCoverage]:
     """The tasks to gate: those the source has candidates for (the others are named, not refused),
     each suite with a passing gauge record unless ``gauge`` is off (a failing one is exit 2)."""
     with backends.create(backend) as sandbox:
         loaded = core.load_task_set(backend=sandbox, humanevalplus=humanevalplus, suites_dir=suites_dir,
-                                    limit=limit)
+                                    limit=limit, dataset=dataset, path=dataset_path)
         with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src:
             coverage = core.source_coverage(src, source, loaded.tasks, loaded.known, strict=strict)
         tasks = core.covered(loaded.tasks, coverage)
