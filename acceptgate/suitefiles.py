@@ -390,6 +390,21 @@ def _issue(manifest_path: Path, i: int, doc: Any) -> ImportIssue:
     return ImportIssue(**doc)
 
 
+def recorded_gauge(suites_dir: str | Path, references: dict[str, str]) -> dict[tuple[str, str], dict]:
+    """(task_id, kind) -> the gauge verdict the import recorded, from the manifest alone, for the tasks
+    whose reference is ``references[task_id]`` (a verdict holds for the reference it ran)."""
+    manifest = _read_manifest(Path(suites_dir) / MANIFEST)
+    out = {}
+    for entry in manifest["tasks"]:
+        tid = entry.get("task_id")
+        if tid not in references or entry.get("reference_sha256") != sha256_text(references[tid]):
+            continue
+        for kind, meta in (entry.get("suites") or {}).items():
+            if isinstance(meta, dict) and isinstance(meta.get("gauge"), dict):
+                out[(tid, kind)] = meta["gauge"]
+    return out
+
+
 def manifest_task_ids(suites_dir: str | Path) -> list[str]:
     """The task ids a suites directory holds, from its manifest alone (fast: no spec is read)."""
     path = Path(suites_dir) / MANIFEST
