@@ -496,6 +496,7 @@ class Summary:
     wall_seconds: float = 0.0  # the flow's stages
     attempts: int = 1
     total_seconds: float | None = None  # the whole command, Prefect's server start included (set by the CLI)
+    timing: str = ""  # where the run's time went, by stage (set by the flow; printed with --verbose)
 
     def lines(self) -> list[str]:
         imp = self.imported

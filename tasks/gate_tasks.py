@@ -35,18 +35,24 @@ _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None, limit: int | None,
                source: str, per_task: int, chat_config, strict: bool,
                gauge: bool = True, dataset: str | None = None,
-               dataset_path: str | None = None) -> tuple[list[Task], str, core.SourceCoverage]:
+               dataset_path: str | None = None) -> tuple[list[Task], str, core.SourceCoverage, dict[str, float]]:
     """The tasks to gate: those the source has candidates for (the others are named, not refused),
-    each suite with a passing gauge record unless ``gauge`` is off (a failing one is exit 2)."""
+    each suite with a passing gauge record unless ``gauge`` is off (a failing one is exit 2). Also the
+    seconds spent loading them and gauging them."""
+    spent = {}
     with backends.create(backend) as sandbox:
+        started = time.monotonic()
         loaded = core.load_task_set(backend=sandbox, humanevalplus=humanevalplus, suites_dir=suites_dir,
                                     limit=limit, dataset=dataset, path=dataset_path)
         with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src:
             coverage = core.source_coverage(src, source, loaded.tasks, loaded.known, strict=strict)
         tasks = core.covered(loaded.tasks, coverage)
+        spent["load"] = time.monotonic() - started
         if gauge:
+            started = time.monotonic()
             gauges.require(tasks, sandbox, recorded=loaded.recorded_gauge, store=gauges.records_dir())
-    return tasks, loaded.tasks_from, coverage
+            spent["gauge"] = time.monotonic() - started
+    return tasks, loaded.tasks_from, coverage, spent
 
 
 @task(name="start-run", **_STAGE)

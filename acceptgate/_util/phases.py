@@ -29,6 +29,12 @@ class Phases:
             spent[0] += time.monotonic() - wall
             spent[1] += time.process_time() - cpu
 
+    def add(self, name: str, wall: float, cpu: float = 0.0) -> None:
+        """Time spent elsewhere (a task that measured its own parts)."""
+        spent = self.spent.setdefault(name, [0.0, 0.0])
+        spent[0] += wall
+        spent[1] += cpu
+
     def line(self, command: str) -> str:
         """e.g. ``score: time: load 1.2 s (CPU 1.1 s), gauge 0.3 s (CPU 0.3 s), ...; total 46.1 s``."""
         parts = [f"{name} {wall:.1f} s (CPU {cpu:.1f} s)" for name, (wall, cpu) in self.spent.items()]

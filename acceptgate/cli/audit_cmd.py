@@ -42,6 +42,7 @@ def add_parser(sub) -> None:
                         "so re-running the same audit replaces its own rows)")
     checks.add_dask(p, "tasks", DEFAULT_TASKS_PER_SHARD)
     flowrun.add_quiet(p)
+    flowrun.add_verbose(p)
     p.set_defaults(func=run)
 
 
@@ -101,4 +102,6 @@ def run(args) -> int:
                              dask=args.dask, shard_size=args.shard_size)
     summary.total_seconds = time.monotonic() - started
     print("\n".join(summary.lines()))
+    if args.verbose:
+        print(summary.timing, file=sys.stderr)
     return 0

@@ -75,6 +75,7 @@ def add_parser(sub) -> None:
                         "gate_runs.gauge")
     checks.add_dask(p, "tasks", DEFAULT_TASKS_PER_SHARD)
     flowrun.add_quiet(p)
+    flowrun.add_verbose(p)
     chat = p.add_argument_group("openai source")
     chat.add_argument("--base-url", help="OpenAI-compatible API base URL, e.g. https://api.openai.com/v1")
     chat.add_argument("--model", help="model name sent in each request")
@@ -177,4 +178,6 @@ def run(args) -> int:
     for record in summary.coverage.invalid if summary.coverage else ():
         print(f"acceptgate gate: invalid record: {record}", file=sys.stderr)
     print("\n".join(summary.lines()))
+    if args.verbose:
+        print(summary.timing, file=sys.stderr)
     return 0

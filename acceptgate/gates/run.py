@@ -287,6 +287,7 @@ class GateSummary:
     warehouse: str = ""
     coverage: SourceCoverage | None = None
     snapshot: str = ""
+    timing: str = ""  # where the run's time went, by phase (printed with --verbose)
 
     def lines(self) -> list[str]:
         invalid = len(self.coverage.invalid) if self.coverage else 0
