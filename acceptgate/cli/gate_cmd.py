@@ -66,7 +66,7 @@ def add_parser(sub) -> None:
                    help="sandbox wall clock per execution (default %(default)s)")
     p.add_argument("--profile", choices=PROFILES, default=DEFAULT,
                    help="how delivered programs are scored on GT: 'default' (10 s / 128 MiB per execution) or "
-                        "'evalplus' (EvalPlus 0.3.1's per-input limits and float rule; needs the timing an "
+                        "'evalplus' (EvalPlus 0.3.1's per-input limits, float rule and memory; needs the timing an "
                         "import records). Stored in every deliveries row (gt_profile)")
     p.add_argument("--no-gauge", action="store_true",
                    help="use suites without the gauge check (by default every visible and hidden suite needs a "

@@ -65,8 +65,8 @@ def add_parser(sub) -> None:
     p.add_argument("--profile", choices=PROFILES, default=DEFAULT,
                    help="default: the seed's limits (10 s of CPU time, 128 MiB per sample; --wall-seconds and "
                         "--case-seconds apply). evalplus: EvalPlus 0.3.1's rules -- each input gets max(1 s, 4 x "
-                        "the reference's time measured at import), the sample min(120, their sum) + 2 s, and "
-                        "float outputs atol 1e-6. The profile is in every output row.")
+                        "the reference's time measured at import), the sample min(120, their sum) + 2 s, float "
+                        "outputs atol 1e-6, and 4 GiB of memory. The profile is in every output row.")
     p.set_defaults(func=run)
 
 
