@@ -33,6 +33,7 @@ class Imported:
     suites_dir: Path  # the suites directory (``out``, or the cache's entry)
     from_cache: bool
     manifest: dict[str, Any]
+    temporary: bool = False  # written to a temporary directory (no ``out``, no cache): the caller removes it
 
     @property
     def counts(self) -> dict[str, Any]:
@@ -66,10 +67,11 @@ def import_dataset(name: str, path: str | Path | None, backend: Backend, *, out:
         if entry is not None:
             dest = suitefiles.copy_suites(entry, out) if out is not None else entry
             return Imported(Path(dest), False, _manifest(dest))
-    if out is None:  # no cache (or one that cannot be written): a directory of this process's own
+    temporary = out is None
+    if temporary:  # no cache (or one that cannot be written): a directory of this process's own
         out = Path(tempfile.mkdtemp(prefix="acceptgate-import-")) / "suites"
     dest = suitefiles.write_suites(result, out, gauge=gauged)
-    return Imported(Path(dest), False, _manifest(dest))
+    return Imported(Path(dest), False, _manifest(dest), temporary)
 
 
 def _manifest(path: str | Path) -> dict[str, Any]:
@@ -85,17 +87,25 @@ def load_result(name: str, path: str | Path | None, backend: Backend, *, limit: 
     entry that does not read is dropped and the data set imported again."""
     imported = import_dataset(name, path, backend, limit=limit, cache_dir=cache_dir, progress=progress)
     try:
-        sd = suitefiles.read_suites(imported.suites_dir)
+        sd = _read(imported)
     except InvalidInput:
         if not imported.from_cache:
             raise
         shutil.rmtree(imported.suites_dir.parent, ignore_errors=True)  # the damaged entry
         imported = import_dataset(name, path, backend, limit=limit, cache_dir=cache_dir, progress=progress)
-        sd = suitefiles.read_suites(imported.suites_dir)
+        sd = _read(imported)
     if imported.from_cache and progress:
         rows = len(sd.tasks) + len({i.task_id for i in sd.issues if i.excluded == "task"})
         progress(rows, rows)
     return result_of(sd), imported.from_cache
+
+
+def _read(imported: Imported) -> suitefiles.SuiteDir:
+    try:
+        return suitefiles.read_suites(imported.suites_dir)
+    finally:
+        if imported.temporary:
+            shutil.rmtree(imported.suites_dir.parent, ignore_errors=True)
 
 
 def result_of(sd: suitefiles.SuiteDir) -> ImportResult:

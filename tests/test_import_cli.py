@@ -255,3 +255,17 @@ def test_gate_takes_a_data_set_or_a_suites_directory(tmp_path, capsys, humaneval
     with pytest.raises(SystemExit):  # argparse: one of --dataset, --suites, --humanevalplus
         main(base + ["--dataset", "humanevalplus", "--humanevalplus", str(humanevalplus_path)])
     assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_without_a_cache_the_flows_leave_no_directory_behind(tmp_path, monkeypatch, humanevalplus_path,
+                                                             local_backend):
+    import tempfile
+
+    from acceptgate import ingest
+
+    data = _two_tasks(tmp_path, humanevalplus_path)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    assert len(ingest.load_result("humanevalplus", data, local_backend, cache_dir=None)[0].tasks) == 2
+    assert not list(scratch.iterdir())
