@@ -139,8 +139,10 @@ def check_many(tasks: list[Task], backend: Backend, *, progress: Callable[[int, 
                limits: Limits = Limits()) -> list[GaugeResult]:
     """Gauge every suite of every task: the reference on each suite, then each wrong sample.
 
-    References run every case (the reasons name each failure); wrong samples stop at their first
-    failing case. Both batches go through ``execute_many``, so all cores are used.
+    References and wrong samples run as on every hidden suite: in blocks fixed before the run, up to
+    the first block boundary after a failing case (no sample learns from being called again whether
+    its previous answer passed; a passing reference runs every case). Both batches go through
+    ``execute_many``, so all cores are used.
     """
     slots: list[tuple[Task, str, SuiteSpec, render.Harness]] = []
     for task in tasks:
@@ -156,7 +158,7 @@ def check_many(tasks: list[Task], backend: Backend, *, progress: Callable[[int, 
         return None if progress is None else (lambda done, _n: progress(offset + done, total))
 
     ref_results = execute_many(ref_jobs, backend, limits=limits, progress=shifted(0))
-    wrong_results = execute_many(wrong_jobs, backend, limits=limits, fail_fast=True,
+    wrong_results = execute_many(wrong_jobs, backend, limits=limits,
                                  progress=shifted(len(ref_jobs)))
     by_task: dict[str, GaugeResult] = {t.task_id: GaugeResult(t.task_id, []) for t in tasks}
     cursor = 0
@@ -190,7 +192,7 @@ def _failure_text(result: ExecutionResult) -> str:
     if bad is None:
         return ""
     failing = sum(1 for c in result.cases if c.status != "pass")
-    parts = [f"; {failing} failing case(s), first: case {bad.index} {bad.status}"]
+    parts = [f"; {failing} failing case(s) of {len(result.cases)} run, first: case {bad.index} {bad.status}"]
     if bad.args is not None:
         parts.append(f" args={bad.args}")
     if bad.got is not None:

@@ -10,9 +10,10 @@ Entries are written to a temporary directory and renamed into place (never half-
 
 ``acceptgate.ingest`` is the one pipeline that fills and reads it (``import``, and the flows through
 ``load_result``, which read an entry back with the suites directory's one reader). Default location:
-``$ACCEPTGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/acceptgate/imports``, else
-``~/.cache/acceptgate/imports`` (``import --cache-dir DIR`` overrides, ``--no-cache`` turns it off;
-``ACCEPTGATE_IMPORT_CACHE=off`` turns it off for the flows).
+``imports/`` under the cache directory (``$ACCEPTGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/acceptgate``,
+else ``~/.cache/acceptgate``: acceptgate._util.settings); ``import --cache-dir DIR`` overrides,
+``--no-cache`` turns it off; ``ACCEPTGATE_IMPORT_CACHE=off`` (the ``import_cache`` setting) turns it off
+for the flows.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from acceptgate import boundedjson
+from acceptgate._util.settings import settings
 from acceptgate.hashing import sha256_file, sha256_text
 
 FORMAT = "acceptgate-import-cache/1"
@@ -39,11 +41,7 @@ _CODE = ("dialects.py", "harness_prelude.py", "render.py", "suitespec.py", "lite
 
 
 def default_dir() -> Path:
-    explicit = os.environ.get("ACCEPTGATE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "acceptgate" / "imports"
+    return settings().imports_dir
 
 
 @functools.cache
@@ -123,13 +121,10 @@ def store(cache_dir: Path, k: dict, suites: Path) -> Path | None:
     return _publish(cache_dir, k, lambda tmp: shutil.copytree(suites, tmp / "suites"))
 
 
-ENV_SWITCH = "ACCEPTGATE_IMPORT_CACHE"
-
-
 def flow_cache_dir() -> Path | None:
-    """The cache the flows import through (``ingest.load_result``): ``default_dir()``, or None when
-    ``ACCEPTGATE_IMPORT_CACHE=off``."""
-    if os.environ.get(ENV_SWITCH, "").lower() in ("off", "0", "false", "no"):
+    """The cache the flows import through (``ingest.load_result``): ``default_dir()``, or None when the
+    ``import_cache`` setting is off."""
+    if not settings().import_cache:
         return None
     return default_dir()
 

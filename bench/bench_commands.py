@@ -1,6 +1,6 @@
 """The commands a user runs, end to end, beside the reference CLIs: caches warm, then a first run.
 
-    python3 bench/bench_commands.py                  # all 164 tasks, 20 CodeT samples each (README)
+    python3 bench/bench_commands.py                  # all 164 tasks, 20 CodeT samples each (docs/benchmarks.md)
     python3 bench/bench_commands.py --tasks 10       # a quick look
 
 ``bench_samples.py`` times ``execute_many`` only; this times whole commands as a user types them, each a
@@ -27,7 +27,7 @@ runs in the same process on the same samples, and the best ratio any 2-worker ev
 each reference command's warm time over that floor.
 
 Writes ``bench/out/bench_commands-<time>.json`` (every time, verdict count and disagreement) and prints
-markdown tables for the README.
+markdown tables for docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The flows' import (audit --dataset, gate --humanevalplus, the leak audit, the nightly chain): cold,
 then from the import cache.
 
-    python3 bench/bench_flow_import.py                     # HumanEval+ and MBPP+ (the README figures)
+    python3 bench/bench_flow_import.py                     # HumanEval+ and MBPP+ (the docs' figures)
     python3 bench/bench_flow_import.py --datasets humanevalplus --runs 3
 
 For each data set (``../shared/data``, or ``$ACCEPTGATE_SHARED_DATA``), in this process, on the local

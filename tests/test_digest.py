@@ -320,9 +320,9 @@ def test_a_digest_answer_to_a_case_that_holds_its_value_is_a_protocol_error(loca
 
     h = render.harness_for(digest_spec([((0,), {}, ("value", 1))]))
     with pytest.raises(executor.ProtocolViolation, match="a digest answer to a case that holds its value"):
-        executor._judge_digest(0, b"ab 3", h.cases[0][2], None)
+        executor._assess_digest(0, b"ab 3", h.cases[0][2])
     with pytest.raises(executor.ProtocolViolation, match="malformed"):
-        executor._judge_digest(0, b"nonsense", ("sha256", "0" * 64, 3), None)
+        executor._assess_digest(0, b"nonsense", ("sha256", "0" * 64, 3))
 
 
 # ---------------------------------------------------------------------------------------------

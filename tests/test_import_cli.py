@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from acceptgate._util import settings
 from acceptgate import suitefiles
 from acceptgate.cli import main
 
@@ -16,7 +17,8 @@ from acceptgate.cli import main
 def private_cache(tmp_path, monkeypatch):
     """Never the user's import cache: each test starts cold with its own."""
     monkeypatch.setenv("ACCEPTGATE_CACHE_DIR", str(tmp_path / "import-cache"))
-    return tmp_path / "import-cache"
+    settings.reload()
+    return tmp_path / "import-cache" / "imports"
 
 
 def test_import_humaneval_writes_suites_and_prints_counts(tmp_path, capsys):
@@ -213,7 +215,8 @@ def test_the_flows_import_without_a_usable_cache(tmp_path, monkeypatch, humaneva
     blocked.write_text("not a directory")
     assert len(ingest.load_result("humanevalplus", data, local_backend, cache_dir=blocked)[0].tasks) == 2
     assert len(ingest.load_result("humanevalplus", data, local_backend, cache_dir=None)[0].tasks) == 2
-    monkeypatch.setenv(importcache.ENV_SWITCH, "off")
+    monkeypatch.setenv(settings.env_name("import_cache"), "off")
+    settings.reload()
     assert importcache.flow_cache_dir() is None
 
 

@@ -44,6 +44,7 @@ COMMAND_MODULES = [
     "acceptgate.cli.serve_cmd",
     "acceptgate.cli.report_cmd",
     "acceptgate.cli.experiment_cmd",
+    "acceptgate.cli.dask_cmd",
 ]
 
 

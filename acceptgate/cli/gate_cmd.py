@@ -3,7 +3,7 @@
 
 The tasks come in one way: a data set imported now (through the import pipeline and its cache,
 ``acceptgate.ingest``), or a suites directory written by ``acceptgate import``. ``--humanevalplus FILE``
-is kept as the README's spelling of ``--dataset humanevalplus --path FILE``.
+is kept as another spelling of ``--dataset humanevalplus --path FILE`` (for existing commands).
 
 Runs the Prefect ``gate`` flow (imported only here, so the core never imports Prefect) and prints
 the per-arm table: tasks, delivered, refused, false deliveries, rate over all tasks, rate over

@@ -36,7 +36,7 @@ def add_parser(sub) -> None:
                    "the verdicts in the manifest")
     p.add_argument("--cache-dir", metavar="DIR",
                    help="cache of finished imports, keyed by the source file's sha256, the options and the code "
-                        "(default: $ACCEPTGATE_CACHE_DIR, else the user cache dir ~/.cache/acceptgate/imports)")
+                        "(default: imports/ under the cache directory, $ACCEPTGATE_CACHE_DIR, else ~/.cache/acceptgate)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the import cache")
     p.set_defaults(func=run)
 

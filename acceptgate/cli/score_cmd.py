@@ -15,6 +15,7 @@ from pathlib import Path
 
 from acceptgate import outputs, score
 from acceptgate._util.phases import Phases, ProgressLine
+from acceptgate.cli import checks
 from acceptgate.errors import InvalidInput
 from acceptgate.profiles import DEFAULT, EVALPLUS, PROFILES
 from acceptgate.sandbox import backend as backends
@@ -58,10 +59,7 @@ def add_parser(sub) -> None:
                    help="also print where the time went (load, gauge, execute, write) on stderr")
     p.add_argument("--quiet", action="store_true",
                    help="no progress lines on stderr; errors and the summary still print")
-    p.add_argument("--dask", metavar="N|ADDRESS",
-                   help="score in shards on Dask (Prefect's DaskTaskRunner): N = a LocalCluster of N worker "
-                        "processes, or a scheduler address such as tcp://host:8786 (README: Scale-out on Dask)")
-    p.add_argument("--shard-size", type=int, default=400, metavar="N", help="samples per Dask shard (default 400)")
+    checks.add_dask(p, "samples", 400)
     p.add_argument("--profile", choices=PROFILES, default=DEFAULT,
                    help="default: the seed's limits (10 s of CPU time, 128 MiB per sample; --wall-seconds and "
                         "--case-seconds apply). evalplus: EvalPlus 0.3.1's rules -- each input gets max(1 s, 4 x "
@@ -123,6 +121,7 @@ def _limits(args) -> Limits:
 
 def run(args) -> int:
     _check(args)
+    checks.dask_ready(args)
     if args.dask:
         return _run_dask(args)
     from acceptgate import suitefiles
@@ -187,11 +186,7 @@ def _workers_temp_dir() -> str:
 
 def _run_dask(args) -> int:
     """The same scoring in shards on a Dask cluster (flows/score_sharded.py; Prefect imported only here)."""
-    if args.shard_size < 1:
-        raise InvalidInput("must be at least 1", field="--shard-size")
-    from acceptgate.shards import parse_dask
-
-    workers, address = parse_dask(args.dask)
+    cluster = args.dask
     unusable: dict[str, str] = {}
     if args.strict or not args.no_gauge:
         from acceptgate import suitefiles
@@ -206,17 +201,16 @@ def _run_dask(args) -> int:
             unusable = _gauge(args, sandbox, sd, {s.task_id for s in sample_file.samples})
     from acceptgate.cli import flowrun
 
-    if workers is not None:
+    if cluster.workers is not None:
         _workers_temp_dir()
     say = flowrun.Say("score")
     flowrun.prepare(say)
     from acceptgate.flows import score_sharded
 
-    say(f"scoring in shards of {args.shard_size} samples on Dask "
-        f"({f'a local cluster of {workers} workers' if workers else address}); nothing is written until the end")
+    say(f"scoring in shards of {args.shard_size} samples on Dask ({cluster}); nothing is written until the end")
 
     sharded = score_sharded.run(args.suites, args.samples, suite=args.suite, backend=args.backend,
-                                dask_workers=workers, dask_address=address, shard_size=args.shard_size,
+                                dask=cluster, shard_size=args.shard_size,
                                 fail_fast=not args.all_cases, limits=_limits(args), strict=args.strict,
                                 profile=args.profile, unusable=unusable)
     _report(args, sharded.report, sharded.summary())
