@@ -5,7 +5,7 @@ it. Prefect-free and Dask-free: ``flows/dask_runner.py`` turns it into a DaskTas
 Every cluster authenticates. A LocalCluster listens on loopback with mutual TLS under a CA made for the
 run (distributed's ``Security.temporary()``, in memory): no other process can connect to it. An
 existing scheduler must speak TLS, and this client presents a certificate its CA signed
-(``acceptgate dask credentials``; README "Scale-out on Dask"): a plain ``tcp://`` scheduler accepts
+(``acceptgate dask credentials``; docs/orchestration.md): a plain ``tcp://`` scheduler accepts
 anyone who can reach its port -- read the shards' hidden suites, rewrite the rows a worker returns --
 so it is refused before any work.
 """
@@ -54,7 +54,7 @@ class DaskCluster(BaseModel):
             if not self.address.startswith(SECURE_SCHEME):
                 raise ValueError(f"{self.address!r} is not a TLS address: a Dask scheduler without TLS "
                                  "authenticates no one (anyone reaching its port can read the shards' hidden "
-                                 "suites and rewrite results); start it with TLS (README \"Scale-out on Dask\", "
+                                 "suites and rewrite results); start it with TLS (docs/orchestration.md, "
                                  f"acceptgate dask credentials) and give {SECURE_SCHEME}HOST:PORT")
             if self.tls is None:
                 raise ValueError(f"a scheduler address needs the client credentials: {', '.join(TLS_OPTIONS)} "

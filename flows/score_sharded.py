@@ -8,7 +8,7 @@ Dask cluster through Prefect's ``DaskTaskRunner`` (``prefect-dask``).
 Both over mutual TLS (``acceptgate.daskcluster``).
 
 Every Dask worker runs its shards in its own sandbox backend, so each worker host needs the sandbox
-prerequisites (README "Scale-out on Dask"). Shards carry their samples and suites; nothing is read
+prerequisites (docs/orchestration.md). Shards carry their samples and suites; nothing is read
 from a path on the worker.
 """
 
@@ -40,7 +40,7 @@ def score_sharded(suites_dir: str, samples: str, suite: str = "hidden", backend:
     """``unusable``: task_id -> why its suite failed the gauge check (its samples are not run)."""
     started = time.monotonic()
     inputs = shards.load_inputs(suites_dir, samples, suite, limit=limit, per_task=per_task, profile=profile)
-    # the same invalid-record rule as the single-process score (README, "Invalid records in a batch input")
+    # the same invalid-record rule as the single-process score (docs/gates.md: invalid records are counted, never drawn)
     sample_file, invalid_ids = score.check_records(inputs.sample_file, set(inputs.suites) | set(inputs.excluded),
                                                    inputs.prompts, set(inputs.suites), strict=strict)
     runnable = {t: spec for t, spec in inputs.suites.items() if t not in (unusable or {})}

@@ -113,6 +113,15 @@ def readme_problems(text: str, root: Path = REPO) -> list[str]:
     return problems
 
 
+def help_pointing_at_the_readme(helps: dict[str, str]) -> list[str]:
+    """Commands whose --help sends the reader to the README: what it would point at lives in the site."""
+    return sorted(name for name, text in helps.items() if "README" in text)
+
+
+def command_helps() -> dict[str, str]:
+    return {name: parser.format_help() for name, parser in HOOK.command_parsers().items()}
+
+
 def session_references(texts: dict[str, str]) -> list[str]:
     return [f"{name}: {m.group(0)!r} in {text[max(0, m.start() - 40):m.end() + 20]!r}"
             for name, text in texts.items() for m in SESSION_REFERENCE.finditer(text)]
@@ -217,6 +226,18 @@ def test_readme_check_fails_on_doctored_copies():
     assert readme_problems(swapped)[0].startswith("the first code block is not the two commands")
     assert readme_problems(text.replace("(docs/quickstart.md)", "(docs/no-such-page.md)", 1)) == [
         "link to a missing file: docs/no-such-page.md"]
+
+
+def test_no_help_points_at_the_readme():
+    helps = command_helps()
+    assert len(helps) > 20
+    assert help_pointing_at_the_readme(helps) == []
+
+
+def test_readme_pointer_check_fails_on_a_doctored_help():
+    helps = command_helps()
+    helps["sql"] += "\nTables and views: sql/README.md."
+    assert help_pointing_at_the_readme(helps) == ["sql"]
 
 
 def test_nothing_a_user_reads_names_an_issue_or_a_work_session():

@@ -55,7 +55,7 @@ DASK_HELP = ("run in shards on Dask (Prefect's DaskTaskRunner): N = a LocalClust
              "loopback (mutual TLS under a CA made for the run), or the address of a TLS scheduler, "
              "tls://host:8786, with --dask-tls-ca-file, --dask-tls-cert and --dask-tls-key (plain tcp:// is "
              "refused: it authenticates no one); the rows are the single-process ones, written by this process "
-             "(README: Scale-out on Dask)")
+             "(docs/orchestration.md, 'Scale-out on Dask')")
 
 
 def add_dask(p, unit: str, default: int, *, shard_size: bool = True) -> None:

@@ -2,7 +2,7 @@
 
 The credentials of a Dask cluster with mutual TLS (``acceptgate.clustertls``): a private CA and a
 certificate and key for the scheduler, the workers and acceptgate's client. Copy DIR/ca.pem and the
-role's pair to each host; the README's cluster commands ("Scale-out on Dask") use them as written.
+role's pair to each host; the cluster commands of docs/orchestration.md use them as written.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from acceptgate import clustertls
 
 def add_parser(sub) -> None:
     p = sub.add_parser("dask", help="Dask cluster helpers: the mutual-TLS credentials of a cluster",
-                       description="Helpers for running sharded stages on a Dask cluster (README: Scale-out on Dask).")
+                       description="Helpers for running sharded stages on a Dask cluster (docs/orchestration.md).")
     commands = p.add_subparsers(dest="dask_command", metavar="COMMAND", required=True)
     c = commands.add_parser(
         "credentials", help="write a new private CA and the scheduler's, workers' and client's certificates",

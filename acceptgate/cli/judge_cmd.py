@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "judge", help="judge agent trajectories for over-defence (seed 004): rule sensor, exemplar retrieval, "
                       "backend, strict F.2 validation; verdicts to judge_* tables (a Prefect flow)",
-        description="Inputs are jsonl files documented in data/demo/judge/README.md. Invalid input records are "
+        description="Inputs are jsonl files (formats: docs/judge-stats.md, 'Input files'). Invalid input records are "
                     "reported with file, line and field and counted as invalid (--strict: refuse the file, exit 2). "
                     "Judge output that breaks the F.2 schema is stored as invalid with the reason.")
     p.add_argument("--records", required=True, metavar="FILE", help="trajectory records (jsonl)")

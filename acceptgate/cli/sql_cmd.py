@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
         description="Run one SQL query on the read-only snapshot that every successful run publishes next to "
                     "the warehouse (it holds complete runs only) and print the result. The session reaches the snapshot "
                     "and nothing else: files (COPY, EXPORT, ATTACH, read_csv, glob, ...), extensions and settings "
-                    "are refused (exit 2). Tables and views: sql/README.md.")
+                    "are refused (exit 2). Tables and views: docs/warehouse.md.")
     p.add_argument("query", help='SQL, e.g. "select * from run_summary"')
     p.add_argument("--format", choices=FORMATS, default="table",
                    help="table (default; every row), csv (with a header) or json (a list of objects)")

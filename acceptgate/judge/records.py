@@ -1,4 +1,4 @@
-"""Input records of the judge, as jsonl, one JSON object per line (documented in data/demo/judge/README.md).
+"""Input records of the judge, as jsonl, one JSON object per line (formats: docs/judge-stats.md, "Input files", from data/demo/judge/README.md).
 
 - ``Trajectory``: one agent run on one condition of a task pair: instruction, the defining evidence,
   ordered actions with their tool outputs, workspace diff, final response, oracle result, resources.

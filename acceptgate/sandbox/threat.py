@@ -1,4 +1,4 @@
-"""The sandbox's threat model, in one place: the README and ``acceptgate sandbox info`` show this text.
+"""The sandbox's threat model, in one place: the documentation's sandbox page (docs/sandbox.md) and ``acceptgate sandbox info`` show this text.
 
 Keep it true: every guarantee below is tested by ``tests/test_attacks.py`` (and the sandbox tests it
 names) on every backend.
@@ -132,7 +132,7 @@ local-bwrap, local-rlimits and docker):
   execution; no outcome of a hidden suite is observable inside an execution to be noted there, and a
   hidden input carried this way reaches only another candidate, whose answers are judged the same way
   (learner_keeping_notes_never_passes_a_hidden_suite). A user-space kernel per container (gVisor's
-  runsc as Docker's runtime) would own these counters per sandbox: see the README's measurement.
+  runsc as Docker's runtime) would own these counters per sandbox: see the benchmarks page's measurement (docs/benchmarks.md).
   (2) Where the mapped files are not pinned (mlock refused, or over 2 GiB), pages the host itself
   evicts after the harness's check can be loaded again by one execution and seen by a later one.
   (3) local-rlimits has no namespaces: every host file and directory can be named, so their page
