@@ -19,7 +19,6 @@ id, so a second run replaces the first one's rows. ``--run-id`` names a run expl
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import time
 from collections import Counter
@@ -190,22 +189,11 @@ def _stage(path: str | Path, run: Run, name: str, *, report: bool = True) -> Ite
 
 def load_tasks(backend: Backend, *, limit: int | None = None, path: str | None = None,
                progress: Progress = None, dataset: str = "humaneval") -> ImportResult:
-    from acceptgate import importcache
-    from acceptgate.importers import humaneval, humanevalplus, mbppplus  # they pull in the sandbox machinery
+    """The data set through the import pipeline and its cache (``acceptgate.ingest``)."""
+    from acceptgate import importcache, ingest  # the importers pull in the sandbox machinery
 
-    if dataset == "humaneval":
-        source = path or humaneval.default_path()
-        load = functools.partial(humaneval.load, backend, limit=limit, path=path, progress=progress)
-    else:
-        if path is None:
-            raise InvalidInput(f"{dataset} needs the data file's path", field="--path")
-        loader = {"humanevalplus": humanevalplus.load, "mbppplus": mbppplus.load}.get(dataset)
-        if loader is None:
-            raise InvalidInput(f"unknown dataset {dataset!r}; valid: humaneval, humanevalplus, mbppplus",
-                               field="--dataset")
-        source = path
-        load = functools.partial(loader, path, backend, limit=limit, progress=progress)
-    return importcache.load_import(dataset, source, load, limit=limit, progress=progress)[0]
+    return ingest.load_result(dataset, path, backend, limit=limit, cache_dir=importcache.flow_cache_dir(),
+                              progress=progress)[0]
 
 
 def _candidates(task: Task) -> list[tuple[str, str, str, str]]:
@@ -301,7 +289,7 @@ def prepare_suites(tasks: list[Task]) -> list[PreparedSuite]:
             if spec.entry_point != task.entry_point:
                 raise suitespec.SpecError(f"calls {spec.entry_point!r}, the task's entry point is "
                                           f"{task.entry_point!r}", source=source, field="entry_point")
-            prepared.append(PreparedSuite(task.task_id, kind, spec, render.render_hash(render.render(spec))))
+            prepared.append(PreparedSuite(task.task_id, kind, spec, spec.render_hash))
     return prepared
 
 
@@ -510,6 +498,7 @@ class Summary:
     wall_seconds: float = 0.0  # the flow's stages
     attempts: int = 1
     total_seconds: float | None = None  # the whole command, Prefect's server start included (set by the CLI)
+    timing: str = ""  # where the run's time went, by stage (set by the flow; printed with --verbose)
 
     def lines(self) -> list[str]:
         imp = self.imported

@@ -223,15 +223,28 @@ class GaugeRecord:
 
 @dataclass
 class GaugeCheck:
-    """What ``require`` found: one passing record per suite used, and how many it had to compute."""
+    """What ``assess`` found: one record per suite (``require``: all passing), and how many it computed."""
 
     records: list[GaugeRecord]
     computed: int = 0
 
+    @property
+    def failed(self) -> list[GaugeRecord]:
+        return [r for r in self.records if not r.passed]
+
+    def unusable(self) -> dict[str, str]:
+        """task_id -> why it cannot be scored: its first failing suite and that suite's reasons."""
+        out: dict[str, str] = {}
+        for r in self.failed:
+            out.setdefault(r.task_id, f"its {r.suite} suite failed the gauge check: {'; '.join(r.reasons)}")
+        return out
+
     def line(self) -> str:
-        by = {o: sum(1 for r in self.records if r.origin == o) for o in ("manifest", "stored", "computed")}
-        return (f"gauge: {len(self.records)} suites usable ({by['manifest']} recorded at import, "
-                f"{by['stored']} from earlier checks, {by['computed']} checked now)")
+        usable = [r for r in self.records if r.passed]
+        by = {o: sum(1 for r in usable if r.origin == o) for o in ("manifest", "stored", "computed")}
+        failed = f"; {len(self.failed)} unusable" if self.failed else ""
+        return (f"gauge: {len(usable)} suites usable ({by['manifest']} recorded at import, "
+                f"{by['stored']} from earlier checks, {by['computed']} checked now){failed}")
 
 
 def records_dir() -> Path:
@@ -286,12 +299,32 @@ def _write_record(store: Path | None, key: dict[str, Any], s: SuiteGauge) -> Non
 def require(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,
             recorded: dict[tuple[str, str], dict] | None = None, store: Path | None = None,
             limits: Limits = Limits(), progress: Callable[[int, int], None] | None = None) -> GaugeCheck:
-    """Every suite of ``kinds`` of every task needs a passing gauge record for its exact spec_hash:
-    one ``recorded`` at import (a suite directory's manifest, ``(task_id, kind) -> {passed, reasons}``),
+    """Every suite of ``kinds`` of every task needs a passing gauge record (``assess``); a failing one
+    is InvalidInput naming the task (exit 2): nothing runs on a suite that cannot tell right from wrong."""
+    check = assess(tasks, backend, kinds=kinds, recorded=recorded, store=store, limits=limits, progress=progress)
+    refuse_failed(check)
+    return check
+
+
+def refuse_failed(check: GaugeCheck) -> None:
+    """InvalidInput (exit 2) naming the first failed suite, if any."""
+    failed = check.failed
+    if failed:
+        first = failed[0]
+        more = f" (and {len(failed) - 1} more failed suites)" if len(failed) > 1 else ""
+        raise InvalidInput(f"task {first.task_id}: its {first.suite} suite failed the gauge check: "
+                           f"{'; '.join(first.reasons)}{more}. A suite is used only when its reference passes and "
+                           f"every known wrong sample is blocked; {NO_GAUGE_HINT}", field="--no-gauge")
+
+
+def assess(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,
+           recorded: dict[tuple[str, str], dict] | None = None, store: Path | None = None,
+           limits: Limits = Limits(), progress: Callable[[int, int], None] | None = None) -> GaugeCheck:
+    """A gauge record for every suite of ``kinds`` of every task, for its exact spec_hash: the one
+    ``recorded`` at import (a suite directory's manifest, ``(task_id, kind) -> {passed, reasons}``),
     one in ``store`` from an earlier check, or one computed now from the task's reference and wrong
-    samples (and then stored, if it passed). A suite with no record and no reference, or whose record
-    failed, is InvalidInput naming the task (exit 2): nothing runs on a suite that cannot tell right
-    from wrong."""
+    samples (and then stored, if it passed). Failing records are returned, not raised; a suite with
+    no record and no reference is InvalidInput naming the task (exit 2)."""
     records: list[GaugeRecord] = []
     todo: dict[str, tuple[Task, list[str]]] = {}
     keys: dict[tuple[str, str], dict[str, Any]] = {}
@@ -329,13 +362,6 @@ def require(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUI
                     _write_record(store, keys[(s.task_id, s.suite)], s)
                 records.append(GaugeRecord(s.task_id, s.suite, s.spec_hash, s.passed, tuple(s.reasons), "computed"))
                 computed += 1
-    failed = [r for r in records if not r.passed]
-    if failed:
-        first = failed[0]
-        more = f" (and {len(failed) - 1} more failed suites)" if len(failed) > 1 else ""
-        raise InvalidInput(f"task {first.task_id}: its {first.suite} suite failed the gauge check: "
-                           f"{'; '.join(first.reasons)}{more}. A suite is used only when its reference passes and "
-                           f"every known wrong sample is blocked; {NO_GAUGE_HINT}", field="--no-gauge")
     return GaugeCheck(records, computed)
 
 
@@ -360,8 +386,18 @@ def _retry_slow_references(tasks: list[Task], results: list[GaugeResult], backen
 def require_dir(suite_dir: Any, backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,
                 task_ids: set[str] | None = None, references: dict[str, str] | None = None,
                 store: Path | None = None) -> GaugeCheck:
-    """``require`` for the tasks of a read suite directory (``suitefiles.SuiteDir``; ``task_ids``: only
+    """``require`` for the tasks of a read suite directory (``assess_dir``)."""
+    check = assess_dir(suite_dir, backend, kinds=kinds, task_ids=task_ids, references=references, store=store)
+    refuse_failed(check)
+    return check
+
+
+def assess_dir(suite_dir: Any, backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,
+               task_ids: set[str] | None = None, references: dict[str, str] | None = None,
+               store: Path | None = None, progress: Callable[[int, int], None] | None = None) -> GaugeCheck:
+    """``assess`` for the tasks of a read suite directory (``suitefiles.SuiteDir``; ``task_ids``: only
     these), with the verdicts its import recorded and the references it holds (``references``: others,
     e.g. certify's gold); computed records go to ``store``, by default ``records_dir()``."""
     tasks, recorded = suite_dir.gauge_inputs(task_ids=task_ids, references=references)
-    return require(tasks, backend, kinds=kinds, recorded=recorded, store=records_dir() if store is None else store)
+    return assess(tasks, backend, kinds=kinds, recorded=recorded, store=records_dir() if store is None else store,
+                  progress=progress)

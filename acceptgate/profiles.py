@@ -8,14 +8,18 @@
   never from the spec; the whole sample gets ``min(60, sum of the limits) + 1`` s for base and plus
   inputs each (so here, one suite: ``min(120, sum) + 2``); and EvalPlus's float rule: an exact suite
   whose expected values include a float or a list/tuple of floats is compared with
-  ``python-call+atol=1e-06/1`` (numpy's allclose with atol 1e-6, rtol 1e-7). Memory stays the
-  sandbox's 128 MiB (EvalPlus's default is the machine's memory).
+  ``python-call+atol=1e-06/1`` (numpy's allclose with atol 1e-6, rtol 1e-7); and EvalPlus's memory
+  limit, 4 GiB or the machine's memory if less (``evalplus.eval.query_maximum_memory_bytes``): a
+  reference whose own output takes more than the sandbox's default 128 MiB (MBPP+ /255 builds a 1 GB
+  list) passes its suite, as it does there. A reference time measured at import includes, for an
+  output held as a digest, the time to digest it: a candidate's result is digested in the sandbox.
 
 Every scored row names its profile, so verdicts of both profiles can be stored side by side.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 from acceptgate import dialects, suitespec
@@ -29,6 +33,15 @@ EVALPLUS_MIN_SECONDS = 1.0  # evalplus.config.DEFAULT_MIN_TIME_LIMIT
 EVALPLUS_FACTOR = 4.0  # evalplus.config.DEFAULT_GT_TIME_LIMIT_FACTOR
 EVALPLUS_TASK_SECONDS = 60.0  # EVALPLUS_TIMEOUT_PER_TASK, per base or plus run
 EVALPLUS_FLOAT_ATOL = 1e-6
+EVALPLUS_MEMORY_BYTES = 4 * 1024 ** 3  # EVALPLUS_MAX_MEMORY_BYTES' default, capped at the machine's memory
+
+
+def evalplus_memory_bytes() -> int:
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        physical = EVALPLUS_MEMORY_BYTES
+    return min(EVALPLUS_MEMORY_BYTES, physical)
 
 
 class MissingTiming(ValueError):
@@ -65,15 +78,16 @@ def scoring(profile: str, spec: suitespec.SuiteSpec, base: Limits,
     # at the first call; the run, load included, ends after min(60 s, their sum) + 1 s).
     load = min(EVALPLUS_TASK_SECONDS, sum(limits)) + 1
     return Scoring(float_rule(spec), replace(base, wall_seconds=wall, cpu_seconds=int(wall) + 1,
-                                             case_seconds=limits, load_seconds=load))
+                                             case_seconds=limits, load_seconds=load,
+                                             memory_bytes=evalplus_memory_bytes()))
 
 
 def float_rule(spec: suitespec.SuiteSpec) -> suitespec.SuiteSpec:
     """EvalPlus compares float outputs with atol 1e-6: an exact suite with float outputs gets that dialect."""
     if spec.dialect != "python-call/1" or not any(_is_floats(c.expected) for c in spec.cases):
         return spec
-    return suitespec.build(dialects.atol_name(EVALPLUS_FLOAT_ATOL), spec.entry_point,
-                           [(c.args, c.kwargs, c.expected) for c in spec.cases])
+    # the same cases (values and spellings) under another dialect: nothing to spell again
+    return suitespec.from_cases(dialects.atol_name(EVALPLUS_FLOAT_ATOL), spec.entry_point, list(spec.cases))
 
 
 def _is_floats(value) -> bool:

@@ -1,9 +1,11 @@
 """Deterministic renderer: SuiteSpec -> harness program text -> render_hash.
 
-The rendered program is what the trusted harness process actually runs (see ``load_harness``): the
-prelude's comparison rules, the dialect's ``compare``, and ``CASES`` as canonical literals. It is built
-only from canonical spellings, so its bytes -- and ``render_hash`` -- do not depend on hash seed,
-locale, platform or the order sets were written in.
+The rendered program is what the trusted harness process holds (``harness_for``): the prelude's
+comparison rules, the dialect's ``compare``, and ``CASES`` as canonical literals. It is built only
+from canonical spellings, so its bytes -- and ``render_hash`` -- do not depend on hash seed, locale,
+platform or the order sets were written in. ``harness_for`` runs the program's definitions (compiled
+once per dialect) and takes ``CASES`` from the spec's values, which are what Python evaluates their
+canonical spellings to (``literals``): compiling 10^5 cases' literals again would cost seconds.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ def _prelude() -> str:
 
 
 def render(spec: SuiteSpec) -> str:
-    dialect = dialects.get(spec.dialect)
     head = [
         f"# {RENDERER_VERSION} -- generated from a SuiteSpec; do not edit.",
         f"# dialect: {spec.dialect}",
@@ -36,20 +37,16 @@ def render(spec: SuiteSpec) -> str:
         f"# spec_hash: {spec.spec_hash}",
         "",
     ]
-    body = [
-        "",
-        f"DIALECT = {spec.dialect!r}",
-        f"ENTRY_POINT = {spec.entry_point!r}",
-        "",
-        "",
-        dialect.compare_source.rstrip("\n"),
-        "",
-        "",
-        "CASES = [",
-    ]
+    body = [*_definitions(spec.dialect, spec.entry_point), "", "", "CASES = ["]
     body += [f"    ({c.args_text}, {c.kwargs_text}, {c.expected_text})," for c in spec.cases]
     body.append("]")
     return "\n".join(head) + _prelude() + "\n".join(body) + "\n"
+
+
+def _definitions(dialect: str, entry_point: str) -> list[str]:
+    """The program's lines between the prelude and ``CASES``."""
+    return ["", f"DIALECT = {dialect!r}", f"ENTRY_POINT = {entry_point!r}", "", "",
+            dialects.get(dialect).compare_source.rstrip("\n")]
 
 
 def render_hash(text: str) -> str:
@@ -100,20 +97,14 @@ class Harness:
 RESULT_FLOOR = 1024 * 1024
 
 
-def load_harness(text: str, spec_hash: str) -> Harness:
-    """Run the rendered program in the trusted process and take its cases and comparison."""
+@functools.cache
+def _judging(dialect: str) -> dict[str, Any]:
+    """The rendered program's definitions for a dialect (the prelude and its comparison), run once in
+    the trusted process; they do not read ``ENTRY_POINT`` or ``CASES``."""
     namespace: dict[str, Any] = {"__name__": "acceptgate_harness"}
-    exec(compile(text, f"<harness {render_hash(text)[:12]}>", "exec"), namespace)  # our own render
-    return Harness(
-        entry_point=namespace["ENTRY_POINT"],
-        dialect=namespace["DIALECT"],
-        cases=namespace["CASES"],
-        compare=namespace["compare"],
-        render_hash=render_hash(text),
-        spec_hash=spec_hash,
-        judge=namespace.get("judge"),
-        nonliteral_judged=namespace.get("NONLITERAL_JUDGED") is True,
-    )
+    text = _prelude() + "\n".join(_definitions(dialect, "f")) + "\n"
+    exec(compile(text, f"<harness definitions {dialect}>", "exec"), namespace)  # our own render
+    return namespace
 
 
 class _NonLiteral:
@@ -127,4 +118,14 @@ NONLITERAL = _NonLiteral()
 
 
 def harness_for(spec: SuiteSpec) -> Harness:
-    return load_harness(render(spec), spec.spec_hash)
+    namespace = _judging(spec.dialect)
+    return Harness(
+        entry_point=spec.entry_point,
+        dialect=spec.dialect,
+        cases=[(c.args, c.kwargs, c.expected) for c in spec.cases],
+        compare=namespace["compare"],
+        render_hash=spec.render_hash,
+        spec_hash=spec.spec_hash,
+        judge=namespace.get("judge"),
+        nonliteral_judged=namespace.get("NONLITERAL_JUDGED") is True,
+    )

@@ -242,11 +242,10 @@ class ChainSummary:
 
 def import_suites(humanevalplus: str, warehouse_path: str | Path, backend: str, limit: int | None) -> str:
     """The suites directory of a HumanEval+ file, beside the warehouse (``suites/humanevalplus-<sha>-<n>``):
-    imported once, reused while the file is unchanged. The nightly chain runs gates, leak audit and
-    certify on it (certify needs a suites directory)."""
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus as hep
-    from acceptgate.importers.common import sha256_file
+    imported once (through the import pipeline and its cache), reused while the file is unchanged. The
+    nightly chain runs gates, leak audit and certify on it (certify needs a suites directory)."""
+    from acceptgate import importcache, ingest, suitefiles
+    from acceptgate.hashing import sha256_file
     from acceptgate.sandbox import backend as backends
 
     digest = sha256_file(Path(humanevalplus))
@@ -259,7 +258,8 @@ def import_suites(humanevalplus: str, warehouse_path: str | Path, backend: str, 
             pass  # damaged: imported again below
     out.parent.mkdir(parents=True, exist_ok=True)
     with backends.create(backend) as sandbox:
-        suitefiles.write_suites(hep.load(humanevalplus, sandbox, limit=limit), out)
+        ingest.import_dataset("humanevalplus", humanevalplus, sandbox, out=out, limit=limit,
+                              cache_dir=importcache.flow_cache_dir())
     return str(out)
 
 

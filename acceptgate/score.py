@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping
 
 from acceptgate.errors import InvalidInput
+from acceptgate.hashing import sha256_text
 from acceptgate.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate import profiles
@@ -33,6 +34,31 @@ from acceptgate.task import VISIBLE
 
 
 # -- inputs: the suites directory ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SuiteInputs:
+    """What scoring reads of a suites directory for one suite kind (``suitefiles.SuiteDir``, read once)."""
+
+    suites: dict[str, SuiteSpec]  # task_id -> the asked suite
+    prompts: dict[str, str]  # task_id -> the public prompt (completions are appended to it)
+    excluded: dict[str, str]  # task_id -> why a task the import knows has no such suite (the import's reason)
+    timing: dict[str, list[float]]  # task_id -> the reference's time per case (the import's timing sidecars)
+
+
+def inputs_of(sd, kind: str) -> SuiteInputs:
+    """The asked suite of every task of a read suite directory, with what the import excluded and why."""
+    suites = {tid: t.suites[kind] for tid, t in sd.tasks.items() if kind in t.suites}
+    prompts = {tid: t.prompt for tid, t in sd.tasks.items()}
+    excluded = {}
+    for issue in sd.issues:
+        if issue.excluded == "task" or (issue.excluded == "suite" and issue.suite == kind):
+            excluded.setdefault(issue.task_id, f"{issue.reason}: {issue.detail}"[:200])
+    for tid, t in sd.tasks.items():
+        if kind not in t.suites:
+            excluded.setdefault(tid, f"no {kind} suite")
+    timing = {tid: t.reference_seconds[kind] for tid, t in sd.tasks.items() if kind in t.reference_seconds}
+    return SuiteInputs(suites, prompts, excluded, timing)
+
 
 def load_timing(directory: str, kind: str) -> dict[str, list[float]]:
     """task_id -> the reference's time per case of the asked suite (the import's timing sidecars)."""
@@ -46,17 +72,16 @@ def load_suites(directory: str, kind: str) -> tuple[dict, dict, dict]:
     task_id -> why a task the import knows has no such suite (excluded, with the import's reason)."""
     from acceptgate import suitefiles
 
-    sd = suitefiles.read_suites(directory)
-    suites = {tid: t.suites[kind] for tid, t in sd.tasks.items() if kind in t.suites}
-    prompts = {tid: t.prompt for tid, t in sd.tasks.items()}
-    excluded = {}
-    for issue in sd.issues:
-        if issue.excluded == "task" or (issue.excluded == "suite" and issue.suite == kind):
-            excluded.setdefault(issue.task_id, f"{issue.reason}: {issue.detail}"[:200])
-    for tid, t in sd.tasks.items():
-        if kind not in t.suites:
-            excluded.setdefault(tid, f"no {kind} suite")
-    return suites, prompts, excluded
+    got = inputs_of(suitefiles.read_suites(directory), kind)
+    return got.suites, got.prompts, got.excluded
+
+
+def require_timing(inputs: SuiteInputs, directory: str) -> None:
+    """The evalplus profile needs the reference's time per case of every suite (exit 2 otherwise)."""
+    if missing := sorted(set(inputs.suites) - set(inputs.timing)):
+        raise InvalidInput(f"the evalplus profile needs the reference's time per case, and {len(missing)} suites "
+                           f"have no timing sidecar (e.g. {missing[0]}); re-import them", source=directory,
+                           field="--profile")
 
 
 @dataclass(frozen=True)
@@ -79,6 +104,7 @@ class ScoredSample:
 
 
 INVALID = "invalid"  # the verdict of a record that is not a scorable sample
+UNUSABLE = "unusable"  # the verdict of a sample whose task's suite failed the gauge check (not scored)
 
 
 def invalid_row(problem: LineProblem, task_id: str | None = None, profile: str | None = None) -> dict:
@@ -98,6 +124,7 @@ class ScoreReport:
     wall_seconds: float = 0.0
     skipped: dict[str, tuple[int, str]] = field(default_factory=dict)  # task -> (samples, why not scored)
     invalid_task_ids: dict[int, str] = field(default_factory=dict)  # line -> task id of an invalid record
+    unusable: list[ScoredSample] = field(default_factory=list)  # samples of tasks whose suite failed the gauge
 
     @property
     def passed(self) -> int:
@@ -114,11 +141,11 @@ class ScoreReport:
 
     @property
     def records(self) -> int:
-        return len(self.rows) + len(self.problems) + self.not_scored
+        return len(self.rows) + len(self.problems) + len(self.unusable) + self.not_scored
 
     def output_rows(self) -> list[str]:
-        """One JSON line per record, in file order: scored samples and invalid records."""
-        out = [(r.line, r.to_json()) for r in self.rows]
+        """One JSON line per record, in file order: scored samples, unusable ones and invalid records."""
+        out = [(r.line, r.to_json()) for r in self.rows + self.unusable]
         profile = self.rows[0].profile if self.rows else None
         out += [(p.line, json.dumps(invalid_row(p, self.invalid_task_ids.get(p.line), profile), ensure_ascii=False))
                 for p in self.problems]
@@ -133,8 +160,15 @@ class ScoreReport:
                  f"(pass rate over scored samples {100 * self.pass_rate:.2f}%), {tasks} tasks, "
                  f"{self.wall_seconds:.1f} s ({rate:.1f} samples/s), profile {profile}",
                  f"records: {self.records} = {len(self.rows)} scored + {len(self.problems)} {INVALID} + "
-                 f"{self.not_scored} not scored; {self.passed}/{self.records} pass over all records "
-                 f"({100 * all_rate:.2f}%)"]
+                 + (f"{len(self.unusable)} {UNUSABLE} + " if self.unusable else "")
+                 + f"{self.not_scored} not scored; {self.passed}/{self.records} "
+                 f"pass over all records ({100 * all_rate:.2f}%)"]
+        if self.unusable:
+            why = {r.task_id: r.detail for r in self.unusable}
+            lines.append(f"{len(self.unusable)} samples of {len(why)} tasks {UNUSABLE} (their suite failed the "
+                         "gauge check; not scored): " + "; ".join(f"{tid} ({reason})" for tid, reason in
+                                                                 sorted(why.items())[:10])
+                         + (" ..." if len(why) > 10 else ""))
         if self.skipped:
             lines.append(f"{self.not_scored} samples of {len(self.skipped)} tasks without a {self.suite} suite "
                          "not scored: "
@@ -181,21 +215,26 @@ def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prom
                   limits: Limits = Limits(), excluded: Mapping[str, str] | None = None,
                   progress: Callable[[int, int], None] | None = None, strict: bool = False,
                   profile: str = profiles.DEFAULT,
-                  reference_seconds: Mapping[str, list[float]] | None = None) -> ScoreReport:
+                  reference_seconds: Mapping[str, list[float]] | None = None,
+                  unusable: Mapping[str, str] | None = None) -> ScoreReport:
     """Score every valid sample; ``prompts`` completes ``completion`` samples (prompt + completion).
 
     ``excluded`` names tasks the suites know but cannot score (excluded at import, with the reason):
-    their samples are counted as not scored, not as an error. ``profile`` (``acceptgate.profiles``)
-    sets each suite's limits and float rule; ``evalplus`` needs ``reference_seconds`` per task.
+    their samples are counted as not scored, not as an error. ``unusable`` names tasks whose suite
+    failed the gauge check (with the reasons): their samples are rows with verdict ``unusable``, not
+    run. ``profile`` (``acceptgate.profiles``) sets each suite's limits and float rule; ``evalplus``
+    needs ``reference_seconds`` per task.
     """
-    excluded = dict(excluded or {})
+    excluded, unusable = dict(excluded or {}), dict(unusable or {})
     sample_file, invalid_ids = check_records(sample_file, set(suites) | set(excluded), prompts, set(suites),
                                              strict=strict)
     started = time.monotonic()
     skipped: dict[str, tuple[int, str]] = {}
-    scored = []
+    scored, refused = [], []
     for s in sample_file.samples:
-        if s.task_id in suites:
+        if s.task_id in unusable and s.task_id in suites:
+            refused.append(unusable_row(s, suites[s.task_id], prompts, unusable[s.task_id], profile))
+        elif s.task_id in suites:
             scored.append(s)
         else:
             count, _ = skipped.get(s.task_id, (0, ""))
@@ -225,5 +264,13 @@ def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prom
             wall_seconds=round(res.wall_seconds, 4), detail=res.detail, profile=profile,
             render_hash=res.render_hash))
     return ScoreReport(sample_file.path, suite, fail_fast, rows, sample_file.problems,
-                       time.monotonic() - started, skipped, invalid_ids)
+                       time.monotonic() - started, skipped, invalid_ids, refused)
 
+
+def unusable_row(sample, spec: SuiteSpec, prompts: Mapping[str, str], reason: str, profile: str) -> ScoredSample:
+    """The row of a sample not run because its task's suite cannot tell right from wrong."""
+    return ScoredSample(task_id=sample.task_id, sample_index=sample.index, line=sample.line, verdict=UNUSABLE,
+                        cases_failed=0, cases_run=0, cases_total=len(spec.cases),
+                        candidate_sha256=sha256_text(sample.program(prompts.get(sample.task_id, ""))),
+                        wall_seconds=0.0, detail=reason[:2000], profile=profile,
+                        render_hash=(profiles.float_rule(spec) if profile == profiles.EVALPLUS else spec).render_hash)

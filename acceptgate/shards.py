@@ -70,13 +70,15 @@ def load_inputs(suites_dir: str, samples: str, suite: str, *, limit: int | None 
                 per_task: int | None = None, profile: str = profiles.DEFAULT) -> Inputs:
     """Read the suites directory and the samples file as ``acceptgate score`` does; optionally only the
     first ``limit`` tasks of the suites and the first ``per_task`` samples of each task."""
+    from acceptgate import suitefiles
+
     sample_file = read_samples(samples)
-    suites, prompts, excluded = score.load_suites(suites_dir, suite)
-    timing = score.load_timing(suites_dir, suite) if profiles.check(profile) == profiles.EVALPLUS else {}
-    if timing and (missing := sorted(set(suites) - set(timing))):
-        raise InvalidInput(f"the evalplus profile needs the reference's time per case, and {len(missing)} suites "
-                           f"have no timing sidecar (e.g. {missing[0]}); re-import them", source=suites_dir,
-                           field="--profile")
+    read = score.inputs_of(suitefiles.read_suites(suites_dir), suite)  # the directory read once
+    suites, prompts, excluded = read.suites, read.prompts, read.excluded
+    timing = {}
+    if profiles.check(profile) == profiles.EVALPLUS:
+        score.require_timing(read, suites_dir)
+        timing = read.timing
     if limit is not None:
         known = sorted(set(suites) | set(excluded), key=_task_order)[:limit]
         suites = {t: suites[t] for t in known if t in suites}
@@ -138,18 +140,24 @@ class ShardedScore:
 
 
 def merge(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], excluded: Mapping[str, str] | None,
-          results: list[ShardResult], *, suite: str, fail_fast: bool, wall_seconds: float) -> ShardedScore:
+          results: list[ShardResult], *, suite: str, fail_fast: bool, wall_seconds: float,
+          unusable: Mapping[str, str] | None = None, prompts: Mapping[str, str] | None = None,
+          profile: str = profiles.DEFAULT) -> ShardedScore:
     """One report, rows in file order, as ``score_samples`` gives for the whole file at once."""
     rows = [row for res in sorted(results, key=lambda r: r.index) for row in res.rows]
     skipped: dict[str, tuple[int, str]] = {}
+    refused = []
     for s in sample_file.samples:
-        if s.task_id not in suites:
+        if s.task_id in suites and s.task_id in (unusable or {}):
+            refused.append(score.unusable_row(s, suites[s.task_id], prompts or {}, unusable[s.task_id], profile))
+        elif s.task_id not in suites:
             count, _ = skipped.get(s.task_id, (0, ""))
             skipped[s.task_id] = (count + 1, (excluded or {}).get(s.task_id, "no suite"))
     by_worker: dict[str, int] = {}
     for res in results:
         by_worker[res.worker] = by_worker.get(res.worker, 0) + len(res.rows)
-    report = score.ScoreReport(sample_file.path, suite, fail_fast, rows, sample_file.problems, wall_seconds, skipped)
+    report = score.ScoreReport(sample_file.path, suite, fail_fast, rows, sample_file.problems, wall_seconds, skipped,
+                               unusable=refused)
     return ShardedScore(report, len(results), by_worker)
 
 

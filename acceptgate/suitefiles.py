@@ -16,7 +16,9 @@ leaves DIR as it was. Reading validates every spec and checks both hashes agains
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import json
 import os
 import re
@@ -24,10 +26,10 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from acceptgate import boundedjson
-from acceptgate import render, suitespec
+from acceptgate import suitespec
 from acceptgate.errors import InvalidInput
 from acceptgate.hashing import sha256_text
 from acceptgate.importers.report import summary
@@ -140,6 +142,8 @@ def _write_tree(result: ImportResult, root: Path, gauge: list | None) -> None:
         entry = {"task_id": task.task_id, "dir": name, "entry_point": task.entry_point,
                  "prompt": task.prompt, "prompt_sha256": task.prompt_sha256,
                  "reference_sha256": task.reference_sha256, "suites": suites}
+        if task.contract:  # the public input contract (HumanEval+, MBPP+), shown with the prompt
+            entry["contract"] = task.contract
         if task.reference:  # what a later gauge check runs (gate, score, certify)
             (root / name / REFERENCE_FILE).write_text(task.reference, encoding="utf-8")
             entry["reference"] = REFERENCE_FILE
@@ -159,7 +163,7 @@ def _write_tree(result: ImportResult, root: Path, gauge: list | None) -> None:
 
 def _suite_entry(kind: str, spec: SuiteSpec, gauged: Any) -> dict[str, Any]:
     entry = {"file": suite_file_name(kind), "dialect": spec.dialect, "cases": len(spec.cases),
-             "spec_hash": spec.spec_hash, "render_hash": render.render_hash(render.render(spec))}
+             "spec_hash": spec.spec_hash, "render_hash": spec.render_hash}
     if gauged is not None:
         entry["gauge"] = {"passed": gauged.passed, "reasons": list(gauged.reasons)}
     return entry
@@ -194,6 +198,7 @@ class SuiteTask:
     gauge: dict[str, dict] = field(default_factory=dict)  # kind -> {"passed", "reasons"} when recorded
     reference_seconds: dict[str, list[float]] = field(default_factory=dict)  # kind -> per case, when recorded
     reference: str = ""  # the reference program, when the directory holds it
+    contract: str = ""  # the public input contract, where the data set has one
 
     def recorded_gauge(self) -> dict[tuple[str, str], dict]:
         """(task_id, kind) -> the import's gauge verdict, for ``gauge.require``."""
@@ -225,26 +230,43 @@ class SuiteDir:
                 continue
             reference = (references or {}).get(tid, t.reference)
             tasks.append(Task(task_id=tid, dataset=self.dataset, entry_point=t.entry_point, prompt=t.prompt,
-                              reference=reference, suites=dict(t.suites)))
+                              reference=reference, suites=dict(t.suites), contract=t.contract))
             if reference == t.reference:  # the import's verdicts hold for the reference it ran
                 recorded.update(t.recorded_gauge())
         return tasks, recorded
 
 
 def read_suites(path: str | Path) -> SuiteDir:
-    """Load and validate a suite directory; any inconsistency is InvalidInput naming the file."""
+    """Load and validate a suite directory; any inconsistency is InvalidInput naming the file.
+
+    The one reader of a suites directory: every literal goes through the grammar (``suitespec``,
+    ``literals.parse_many``), both hashes are checked against the manifest."""
     root = Path(path)
     manifest_path = root / MANIFEST
     manifest = _read_manifest(manifest_path)
     tasks: dict[str, SuiteTask] = {}
-    for i, entry in enumerate(manifest["tasks"]):
-        task = _read_task(root, manifest_path, i, entry)
-        if task.task_id in tasks:
-            raise InvalidInput(f"duplicate task {task.task_id!r}", source=str(manifest_path),
-                               record=f"tasks[{i}]", field="task_id")
-        tasks[task.task_id] = task
+    with _collector_paused():
+        for i, entry in enumerate(manifest["tasks"]):
+            task = _read_task(root, manifest_path, i, entry)
+            if task.task_id in tasks:
+                raise InvalidInput(f"duplicate task {task.task_id!r}", source=str(manifest_path),
+                                   record=f"tasks[{i}]", field="task_id")
+            tasks[task.task_id] = task
     issues = [_issue(manifest_path, i, d) for i, d in enumerate(manifest["issues"])]
     return SuiteDir(root, manifest, tasks, issues)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No garbage collection while a directory's millions of values are built: they hold no cycles,
+    and each collection would walk all built so far again (a third of HumanEval+'s read)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -294,7 +316,11 @@ def _read_task(root: Path, manifest_path: Path, i: int, entry: Any) -> SuiteTask
     reference = ""
     if entry.get("reference") == REFERENCE_FILE:
         reference = _read_reference(root / entry["dir"] / REFERENCE_FILE, entry.get("reference_sha256"))
-    return SuiteTask(entry["task_id"], entry["entry_point"], entry["prompt"], suites, gauge, timing, reference)
+    contract = entry.get("contract", "")
+    if not isinstance(contract, str):
+        raise InvalidInput("not a string", source=str(manifest_path), record=record, field="contract")
+    return SuiteTask(entry["task_id"], entry["entry_point"], entry["prompt"], suites, gauge, timing, reference,
+                     contract)
 
 
 def _read_reference(path: Path, want: Any) -> str:
@@ -334,7 +360,7 @@ def _timing(path: Path, spec_hash: str | None, cases: int | None) -> list[float]
         raise InvalidInput(f"unreadable timing sidecar: {exc}", source=str(path)) from None
     seconds = doc.get("reference_seconds") if isinstance(doc, dict) else None
     if doc.get("spec_hash") != spec_hash or not isinstance(seconds, list) or len(seconds) != cases \
-            or not all(isinstance(x, (int, float)) and x >= 0 for x in seconds):
+            or not set(map(type, seconds)) <= {int, float} or (seconds and min(seconds) < 0):
         raise InvalidInput("the timing sidecar does not match its suite (spec_hash, or one time per case)",
                            source=str(path), field="reference_seconds")
     return [float(x) for x in seconds]
@@ -347,7 +373,7 @@ def _read_spec(path: Path, meta: Any, entry_point: str, manifest_path: Path, rec
     if spec.spec_hash != meta["spec_hash"]:
         raise InvalidInput(f"spec_hash {spec.spec_hash} does not match the manifest's {meta['spec_hash']}",
                            source=str(path), field="spec_hash")
-    rendered = render.render_hash(render.render(spec))
+    rendered = spec.render_hash
     if rendered != meta["render_hash"]:
         raise InvalidInput(f"render_hash {rendered} does not match the manifest's {meta['render_hash']}",
                            source=str(path), field="render_hash")
@@ -362,6 +388,21 @@ def _issue(manifest_path: Path, i: int, doc: Any) -> ImportIssue:
     if not isinstance(doc, dict) or not {"task_id", "reason"} <= set(doc) or not set(doc) <= names:
         raise InvalidInput("not an import issue", source=str(manifest_path), record=f"issues[{i}]")
     return ImportIssue(**doc)
+
+
+def recorded_gauge(suites_dir: str | Path, references: dict[str, str]) -> dict[tuple[str, str], dict]:
+    """(task_id, kind) -> the gauge verdict the import recorded, from the manifest alone, for the tasks
+    whose reference is ``references[task_id]`` (a verdict holds for the reference it ran)."""
+    manifest = _read_manifest(Path(suites_dir) / MANIFEST)
+    out = {}
+    for entry in manifest["tasks"]:
+        tid = entry.get("task_id")
+        if tid not in references or entry.get("reference_sha256") != sha256_text(references[tid]):
+            continue
+        for kind, meta in (entry.get("suites") or {}).items():
+            if isinstance(meta, dict) and isinstance(meta.get("gauge"), dict):
+                out[(tid, kind)] = meta["gauge"]
+    return out
 
 
 def manifest_task_ids(suites_dir: str | Path) -> list[str]:

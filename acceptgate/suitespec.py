@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring as _encode_string  # C-accelerated, ensure_ascii=False
+from json.encoder import encode_basestring_ascii as _encode_ascii  # C-accelerated, ensure_ascii=True
 import keyword
 from dataclasses import dataclass
 from functools import cached_property
@@ -95,11 +96,24 @@ class SuiteSpec:
         }
 
     def canonical_json(self) -> str:
-        return json.dumps(self.as_doc(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        """``json.dumps(self.as_doc(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)``,
+        spelled here (keys in sorted order, strings by the json module's own C encoder): 10^5 cases
+        without a dict each and a sort of its keys."""
+        q = _encode_ascii
+        cases = ",".join([f'{{"args":{q(c.args_text)},"expected":{q(c.expected_text)},"kwargs":{q(c.kwargs_text)}}}'
+                          for c in self.cases])
+        return f'{{"cases":[{cases}],"dialect":{q(self.dialect)},"entry_point":{q(self.entry_point)}}}'
 
     @cached_property
     def spec_hash(self) -> str:
         return sha256_text(self.canonical_json())
+
+    @cached_property
+    def render_hash(self) -> str:
+        """The sha256 of the harness program ``render.render`` makes of this spec."""
+        from acceptgate import render  # render reads specs: imported when used
+
+        return render.render_hash(render.render(self))
 
     def to_json(self) -> str:
         """The spec file a user would write (canonical spellings, stable key order).
@@ -115,35 +129,31 @@ class SuiteSpec:
                 f' "cases": {body}\n}}\n')
 
 
-def _parse_case(raw: _CaseModel, index: int, source: str | None,
-                expected_problem=None) -> Case:
-    values = {}
-    for field in ("args", "kwargs", "expected"):
-        text = getattr(raw, field)
-        try:
-            values[field] = literals.parse(text)
-        except literals.LiteralError as exc:
-            raise SpecError(f"invalid literal: {exc}", source=source, case=index, field=field,
-                            construct=exc.construct) from None
-    args, kwargs = values["args"], values["kwargs"]
+_FIELDS = ("args", "kwargs", "expected")
+
+
+def _parse_case(index: int, parsed: list, source: str | None, expected_problem=None) -> Case:
+    """One case from its three fields as ``literals.parse_many`` read them (value and canonical
+    spelling, or the LiteralError of a text that is no literal)."""
+    for field, got in zip(_FIELDS, parsed):
+        if isinstance(got, literals.LiteralError):
+            raise SpecError(f"invalid literal: {got}", source=source, case=index, field=field,
+                            construct=got.construct) from None
+    (args, args_text), (kwargs, kwargs_text), (expected, expected_text) = parsed
     if type(args) not in (list, tuple):
         raise SpecError("args must be a list or tuple of positional arguments", source=source,
                         case=index, field="args", construct=type(args).__name__)
-    if type(kwargs) is not dict or not all(type(k) is str and k.isidentifier() for k in kwargs):
+    if type(kwargs) is not dict or (kwargs and not all(type(k) is str and k.isidentifier() for k in kwargs)):
         raise SpecError("kwargs must be a dict with identifier keys", source=source, case=index,
                         field="kwargs", construct=type(kwargs).__name__)
-    if expected_problem is not None and (problem := expected_problem(values["expected"])) is not None:
+    if expected_problem is not None and (problem := expected_problem(expected)) is not None:
         raise SpecError(f"invalid expected value for this dialect: {problem}", source=source, case=index,
-                        field="expected", construct=type(values["expected"]).__name__)
-    args = tuple(args)
-    return Case(
-        args=args,
-        kwargs=kwargs,
-        expected=values["expected"],
-        args_text=literals.canonical(args),
-        kwargs_text=literals.canonical(kwargs),
-        expected_text=literals.canonical(values["expected"]),
-    )
+                        field="expected", construct=type(expected).__name__)
+    if type(args) is list:
+        args = tuple(args)
+        args_text = literals.canonical(args)
+    return Case(args=args, kwargs=kwargs, expected=expected, args_text=args_text, kwargs_text=kwargs_text,
+                expected_text=expected_text)
 
 
 def from_dict(doc: Any, *, source: str | None = None) -> SuiteSpec:
@@ -170,8 +180,29 @@ def from_dict(doc: Any, *, source: str | None = None) -> SuiteSpec:
             msg = "unknown key (a SuiteSpec holds only dialect, entry_point and cases)"
         raise SpecError(msg, source=source, case=case, field=field, construct=err["type"]) from None
     shape = dialects.get(model.dialect).expected_problem
-    cases = tuple(_parse_case(c, i, source, shape) for i, c in enumerate(model.cases))
-    return SuiteSpec(dialect=model.dialect, entry_point=model.entry_point, cases=cases)
+    texts = [getattr(c, field) for c in model.cases for field in _FIELDS]  # read in one batch
+    return SuiteSpec(dialect=model.dialect, entry_point=model.entry_point,
+                     cases=_cases(literals.parse_many(texts), source, shape))
+
+
+def _cases(parsed: list, source: str | None, shape) -> tuple[Case, ...]:
+    """The cases of ``parse_many``'s results, three fields a case. The common case -- args a tuple,
+    no kwargs, no shape to check -- is made here directly; any other goes through ``_parse_case``,
+    which checks it and says what is wrong, exactly as for one case."""
+    out = []
+    fields = iter(parsed)
+    new, set_state = object.__new__, object.__setattr__
+    for index, (a, k, e) in enumerate(zip(fields, fields, fields)):
+        if (shape is None and type(a) is tuple and type(k) is tuple and type(e) is tuple
+                and type(a[0]) is tuple and type(k[0]) is dict and not k[0]):
+            # Case(...) without the frozen dataclass's field-by-field __setattr__: the same state
+            case = new(Case)
+            set_state(case, "__dict__", {"args": a[0], "kwargs": k[0], "expected": e[0], "args_text": a[1],
+                                         "kwargs_text": k[1], "expected_text": e[1]})
+            out.append(case)
+        else:
+            out.append(_parse_case(index, [a, k, e], source, shape))
+    return tuple(out)
 
 
 def loads(data: bytes | str, *, source: str | None = None) -> SuiteSpec:

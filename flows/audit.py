@@ -14,6 +14,7 @@ from prefect.utilities.annotations import quote
 
 from acceptgate import audit as core
 from acceptgate import shards
+from acceptgate._util.phases import Phases
 from acceptgate.tasks.publish import summary_artifact
 from acceptgate.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
@@ -29,21 +30,30 @@ def audit(limit: int | None = None, warehouse: str | None = None, backend: str =
     samples on every suite) runs in shards of ``shard_size`` tasks there; its rows are written here.
     The run id is the single-process one."""
     started = time.monotonic()
-    path = prepare_warehouse(warehouse)
-    imp = import_stage(path, backend, limit, run_id, dataset, data_path)  # records the attempt
+    timed = Phases()  # where the run's time went, by stage (each stage's rows written in it; --verbose)
+    with timed("write"):
+        path = prepare_warehouse(warehouse)
+    with timed("load (import)"):
+        imp = import_stage(path, backend, limit, run_id, dataset, data_path)  # records the attempt
     # quote(): stage results hold thousands of nested dataclasses; without it Prefect walks every one
     # of them looking for futures before each task (tens of seconds on the full data set).
     with core.ledger_run(path, imp.run).guard():  # also between stages: an error or stop ends the attempt
-        suites = suites_stage(path, quote(imp))
-        gauge = gauge_stage(path, quote(imp), quote(suites), backend)
-        if dask:
-            batches = shards.audit_shards(imp.imported.tasks, gauge.gauges, shard_size)
-            results = dask_runner.map_shards(audit_shard, batches, dask, backend=backend)
-            executed = write_execute(path, quote(imp), quote(suites), quote(gauge), quote(shards.merge_audit(results)))
-        else:
-            executed = execute_stage(path, quote(imp), quote(suites), quote(gauge), backend)
-        summary = publish(path, quote(imp), quote(suites), quote(gauge), quote(executed), started)
+        with timed("suites"):
+            suites = suites_stage(path, quote(imp))
+        with timed("gauge"):
+            gauge = gauge_stage(path, quote(imp), quote(suites), backend)
+        with timed("execute"):
+            if dask:
+                batches = shards.audit_shards(imp.imported.tasks, gauge.gauges, shard_size)
+                results = dask_runner.map_shards(audit_shard, batches, dask, backend=backend)
+                executed = write_execute(path, quote(imp), quote(suites), quote(gauge),
+                                         quote(shards.merge_audit(results)))
+            else:
+                executed = execute_stage(path, quote(imp), quote(suites), quote(gauge), backend)
+        with timed("write"):
+            summary = publish(path, quote(imp), quote(suites), quote(gauge), quote(executed), started)
     summary_artifact(path, summary.lines())  # the report's summary, on this flow run in the Prefect UI
+    summary.timing = timed.line("audit")
     return summary
 
 

@@ -16,6 +16,7 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from acceptgate import shards
+from acceptgate._util.phases import Phases
 from acceptgate.v4v import certify as core
 from acceptgate.v4v import store
 from acceptgate.daskcluster import DaskCluster
@@ -29,7 +30,8 @@ class CertifySummary:
     run's per-case outputs (minutes of walking on all HumanEval+ tasks)."""
 
     def __init__(self, run: store.CertifyRun, certification: core.Certification, rows: dict[str, int] | None = None,
-                 warehouse: str = "", wall_seconds: float = 0.0) -> None:
+                 warehouse: str = "", wall_seconds: float = 0.0, timing: str = "") -> None:
+        self.timing = timing  # where the run's time went, by phase (printed with --verbose)
         self.run = run
         self.certification = certification
         self.rows = rows or {}
@@ -72,15 +74,19 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
     ``shard_size`` tasks on the cluster; the gates and metrics are computed here from their rows, and
     written here. The run id is the single-process one (it derives from the inputs and settings)."""
     started = time.monotonic()
+    timed = Phases()  # where the run's time went (--verbose)
     settings = core.with_external(settings, verifier_commands or [], verifier_mounts or [], evalplus_venv, dataset)
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
-    materials = t.load_materials(suites_dir, dataset, samples, limit, task_ids)
+    with timed("load"):
+        materials = t.load_materials(suites_dir, dataset, samples, limit, task_ids)
     with contextlib.ExitStack() as cluster:
         # the cluster starts now, in the background, while the suites are checked and the run recorded
         run_shards = cluster.enter_context(dask_runner.cluster(dask)) if dask else None
         if gauge:
-            t.require_gauge(suites_dir, quote(materials), backend)
-        path = t.prepare_warehouse(warehouse)
+            with timed("gauge"):
+                t.require_gauge(suites_dir, quote(materials), backend)
+        with timed("write"):
+            path = t.prepare_warehouse(warehouse)
         run = store.make_run(materials, settings, suites_from=suites_dir, dataset_from=dataset,
                              samples_from=samples, backend=backend, run_id=run_id)
         run = dataclasses.replace(run, settings=json.dumps({**json.loads(run.settings),
@@ -88,24 +94,28 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
                                                            sort_keys=True))
         # how long each task took the last time (read before this attempt replaces a previous one's rows)
         history = t.task_seconds(path, [m.task_id for m in materials]) if dask else {}
-        ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
+        with timed("write"):
+            ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
         # quote(): materials hold ~10^5 nested cases and runs every output; Prefect must not walk them
         with ledger_run.guard():
-            if run_shards is not None:
-                batches = shards.certify_shards(materials, shard_size, history)
-                report = core.current_progress()
-                results = run_shards(t.certify_shard, batches, backend=backend, settings=settings,
-                                     progress=(lambda d, n: report("shards", d, n)) if report else None)
-                cluster.close()  # the workers go before the client merges and writes
-                cert = shards.merge_certify(materials, results, settings)
-            else:
-                stage = t.pools_and_runs(quote(materials), backend, settings)
-                cert = t.evaluate(quote(materials), quote(stage), backend, settings)
-            rows = t.write_pools(path, run, quote(cert))
-            rows.update(t.write_certification(path, run, quote(cert)))
+            with timed("execute"):
+                if run_shards is not None:
+                    batches = shards.certify_shards(materials, shard_size, history)
+                    report = core.current_progress()
+                    results = run_shards(t.certify_shard, batches, backend=backend, settings=settings,
+                                         progress=(lambda d, n: report("shards", d, n)) if report else None)
+                    cluster.close()  # the workers go before the client merges and writes
+                    cert = shards.merge_certify(materials, results, settings)
+                else:
+                    stage = t.pools_and_runs(quote(materials), backend, settings)
+                    cert = t.evaluate(quote(materials), quote(stage), backend, settings)
+            with timed("write"):
+                rows = t.write_pools(path, run, quote(cert))
+                rows.update(t.write_certification(path, run, quote(cert)))
     wall = time.monotonic() - started
-    t.finish_run(path, run, wall)
-    return CertifySummary(run, cert, rows, str(path), wall)
+    with timed("write"):
+        t.finish_run(path, run, wall)
+    return CertifySummary(run, cert, rows, str(path), wall, timing=timed.line("certify"))
 
 
 def run(reporter: core.Progress = None, **kwargs) -> CertifySummary:

@@ -14,6 +14,7 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from acceptgate import shards
+from acceptgate._util.phases import Phases
 from acceptgate.gates import run as core
 from acceptgate.sandbox.backend import Limits
 from acceptgate.daskcluster import DaskCluster
@@ -27,8 +28,11 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
          limit: int | None = None, workers: int = 2, chat_config=None,
          limits: Limits = Limits(), strict: bool = False, profile: str = "default",
          gauge: bool = True, progress=None, dask: DaskCluster | str | None = None,
-         shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> core.GateSummary:
-    """``gauge``: use only suites with a passing gauge record (computed and stored when missing; a
+         shard_size: int = shards.DEFAULT_TASKS_PER_SHARD, dataset: str | None = None,
+         dataset_path: str | None = None) -> core.GateSummary:
+    """The tasks: a data set (``dataset``, its file ``dataset_path``; ``humanevalplus=FILE`` is
+    ``dataset="humanevalplus"`` with that file) imported now, or ``suites_dir``.
+    ``gauge``: use only suites with a passing gauge record (computed and stored when missing; a
     failing one refuses the run, exit 2); False (``--no-gauge``) skips the check, stored in gate_runs.
     ``progress``: an optional callable taking one line of text (the CLI prints it on stderr).
     ``dask``: N (a LocalCluster of N workers) or a scheduler address: the tasks are gated in shards of
@@ -40,38 +44,51 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
     say = progress or (lambda text: None)
     say("loading tasks")
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
-    tasks, tasks_from, coverage = t.load_tasks(backend, humanevalplus, suites_dir, limit, source, per_task,
-                                               chat_config, strict, gauge, quote(_counter(say, "loading tasks")),
-                                               quote(_counter(say, "gauge check")), quote(say))
+    timed = Phases()  # where the run's time went (--verbose)
+    tasks, tasks_from, coverage, spent = t.load_tasks(
+        backend, humanevalplus, suites_dir, limit, source, per_task, chat_config, strict, gauge, dataset,
+        dataset_path, quote(_counter(say, "loading tasks")), quote(_counter(say, "gauge check")), quote(say))
+    for phase, wall in spent.items():
+        timed.add(phase, wall)
     core.check_profile(profile, tasks)  # GT's scoring profile: refused here, before any gate runs
     say(f"{len(tasks)} tasks from {tasks_from}")
-    path = t.prepare_warehouse(warehouse)
-    run = core.make_run(source=source, tasks=tasks, tasks_from=tasks_from, arms=arms, per_task=per_task,
-                        backend=backend, run_id=run_id,
-                        gauge=core.GAUGE_CHECKED if gauge else core.GAUGE_SKIPPED)
-    ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
+    with timed("write"):
+        path = t.prepare_warehouse(warehouse)
+        run = core.make_run(source=source, tasks=tasks, tasks_from=tasks_from, arms=arms, per_task=per_task,
+                            backend=backend, run_id=run_id,
+                            gauge=core.GAUGE_CHECKED if gauge else core.GAUGE_SKIPPED)
+        ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
     outcomes, seconds = [], {}
     # quote(): tasks hold ~10^5 nested cases and outcomes every message; without it Prefect walks each one
     with ledger_run.guard():
         if dask:
-            outcomes, rows, seconds = _gate_on_dask(tasks, arms, source, backend, per_task, chat_config, workers,
-                                                    limits, strict, profile, dask, shard_size, say)
-            gate_write = t.write_gate_stage(path, run, quote(outcomes))
-            delivery_write = t.write_deliveries(path, run, quote(outcomes), quote(rows))
+            with timed("execute"):
+                outcomes, rows, seconds = _gate_on_dask(tasks, arms, source, backend, per_task, chat_config, workers,
+                                                        limits, strict, profile, dask, shard_size, say)
+            with timed("write"):
+                gate_write = t.write_gate_stage(path, run, quote(outcomes))
+                delivery_write = t.write_deliveries(path, run, quote(outcomes), quote(rows))
         else:
-            for arm in arms:
-                say(f"arm {arm}: gating {len(tasks)} tasks")
-                arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task, chat_config,
-                                                        workers, limits, strict, quote(_counter(say, f"arm {arm}")))
-                outcomes += arm_outcomes
-            gate_write = t.write_gate_stage(path, run, quote(outcomes))
+            with timed("execute"):
+                for arm in arms:
+                    say(f"arm {arm}: gating {len(tasks)} tasks")
+                    arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task,
+                                                            chat_config, workers, limits, strict,
+                                                            quote(_counter(say, f"arm {arm}")))
+                    outcomes += arm_outcomes
+            with timed("write"):
+                gate_write = t.write_gate_stage(path, run, quote(outcomes))
             say("scoring the delivered programs on the hidden suites")
+            scoring = time.monotonic()
             rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
                                                                              backend, workers, limits, profile,
                                                                              quote(_counter(say, "deliveries")))
-    snapshot = t.finish_run(path, run, "ok", time.monotonic() - started)  # publishes the run
+            timed.add("execute", seconds["deliveries"])  # the task's scoring; its rows' write is the rest
+            timed.add("write", time.monotonic() - scoring - seconds["deliveries"])
+    with timed("write"):
+        snapshot = t.finish_run(path, run, "ok", time.monotonic() - started)  # publishes the run
     return core.GateSummary(run, core.summarize_rows(run, rows), seconds, [gate_write, delivery_write], str(path),
-                            coverage, str(snapshot))
+                            coverage, str(snapshot), timing=timed.line("gate"))
 
 
 def _gate_on_dask(tasks, arms, source, backend, per_task, chat_config, workers, limits, strict, profile, dask,

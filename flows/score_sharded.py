@@ -35,19 +35,23 @@ def score_shard(shard: shards.Shard, backend: str, suite: str, fail_fast: bool, 
 def score_sharded(suites_dir: str, samples: str, suite: str = "hidden", backend: str = "local",
                   limit: int | None = None, per_task: int | None = None,
                   shard_size: int = shards.DEFAULT_SHARD_SIZE, fail_fast: bool = True, workers_per_shard: int = 1,
-                  limits: Limits = Limits(), strict: bool = False, profile: str = "default") -> shards.ShardedScore:
+                  limits: Limits = Limits(), strict: bool = False, profile: str = "default",
+                  unusable: dict[str, str] | None = None) -> shards.ShardedScore:
+    """``unusable``: task_id -> why its suite failed the gauge check (its samples are not run)."""
     started = time.monotonic()
     inputs = shards.load_inputs(suites_dir, samples, suite, limit=limit, per_task=per_task, profile=profile)
     # the same invalid-record rule as the single-process score (docs/gates.md: invalid records are counted, never drawn)
     sample_file, invalid_ids = score.check_records(inputs.sample_file, set(inputs.suites) | set(inputs.excluded),
                                                    inputs.prompts, set(inputs.suites), strict=strict)
-    batches = shards.make_shards(sample_file, inputs.suites, inputs.prompts, shard_size, inputs.timing)
+    runnable = {t: spec for t, spec in inputs.suites.items() if t not in (unusable or {})}
+    batches = shards.make_shards(sample_file, runnable, inputs.prompts, shard_size, inputs.timing)
     futures = [score_shard.submit(b, backend, suite, fail_fast, workers_per_shard, limits, profile)
                for b in batches]
     results = [f.result() for f in futures]
     shards.check_results(batches, results)  # the rows of each shard are its samples, before any merge
     merged = shards.merge(sample_file, inputs.suites, inputs.excluded, results, suite=suite,
-                          fail_fast=fail_fast, wall_seconds=time.monotonic() - started)
+                          fail_fast=fail_fast, wall_seconds=time.monotonic() - started, unusable=unusable,
+                          prompts=inputs.prompts, profile=profile)
     merged.report.invalid_task_ids = invalid_ids
     return merged
 

@@ -30,10 +30,16 @@ def load_materials(suites_dir: str, dataset: str, samples: str | None, limit: in
 
 @task(name="gauge", **_STAGE)
 def require_gauge(suites_dir: str, materials: list, backend: str) -> None:
-    """Both suites of every task need a passing gauge record, with the gold as reference (exit 2 if not)."""
+    """Both suites of every task need a passing gauge record, with the gold as reference (exit 2 if not).
+    The suites are the materials' (read once, by load_materials); the manifest gives the verdicts its
+    import recorded."""
+    from acceptgate.task import Task
+
+    tasks = [Task(task_id=m.task_id, dataset="", entry_point=m.entry_point, prompt=m.prompt, reference=m.gold,
+                  suites=dict(m.suites)) for m in materials]
+    recorded = suitefiles.recorded_gauge(suites_dir, {m.task_id: m.gold for m in materials})
     with backends.create(backend) as sandbox:
-        gauge.require_dir(suitefiles.read_suites(suites_dir), sandbox, task_ids={m.task_id for m in materials},
-                          references={m.task_id: m.gold for m in materials})
+        gauge.require(tasks, sandbox, recorded=recorded, store=gauge.records_dir())
 
 
 @task(name="task-seconds", **_STAGE)

@@ -32,23 +32,30 @@ _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 @task(name="load-tasks", **_STAGE)
 def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None, limit: int | None,
                source: str, per_task: int, chat_config, strict: bool,
-               gauge: bool = True, loading=None, gauging=None, say=None) -> tuple[list[Task], str, core.SourceCoverage]:
+               gauge: bool = True, dataset: str | None = None, dataset_path: str | None = None,
+               loading=None, gauging=None, say=None) -> tuple[list[Task], str, core.SourceCoverage, dict[str, float]]:
     """The tasks to gate: those the source has candidates for (the others are named, not refused),
-    each suite with a passing gauge record unless ``gauge`` is off (a failing one is exit 2).
-    ``loading`` / ``gauging``: done/total callables for the import and the gauge check; ``say`` a phase line."""
+    each suite with a passing gauge record unless ``gauge`` is off (a failing one is exit 2); and the
+    seconds spent loading and gauging them. ``loading`` / ``gauging``: done/total callables for the
+    import and the gauge check; ``say`` a phase line."""
     say = say or (lambda text: None)
+    spent = {}
     with backends.create(backend) as sandbox:
+        started = time.monotonic()
         loaded = core.load_task_set(backend=sandbox, humanevalplus=humanevalplus, suites_dir=suites_dir,
-                                    limit=limit, progress=loading)
+                                    limit=limit, dataset=dataset, path=dataset_path, progress=loading)
         say(f"reading the candidates of {source} for {len(loaded.tasks)} tasks")
         with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src:
             coverage = core.source_coverage(src, source, loaded.tasks, loaded.known, strict=strict)
         tasks = core.covered(loaded.tasks, coverage)
+        spent["load"] = time.monotonic() - started
         if gauge:
             say(f"gauge check of the suites of {len(tasks)} tasks (recorded ones are reused)")
+            started = time.monotonic()
             gauges.require(tasks, sandbox, recorded=loaded.recorded_gauge, store=gauges.records_dir(),
                            progress=gauging)
-    return tasks, loaded.tasks_from, coverage
+            spent["gauge"] = time.monotonic() - started
+    return tasks, loaded.tasks_from, coverage, spent
 
 
 @task(name="start-run", **_STAGE)

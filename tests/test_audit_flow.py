@@ -32,8 +32,10 @@ def test_the_audit_flow_twice_writes_every_stage_once(prefect_harness, tmp_path,
     assert counts["executions"] == first.executions == sum(first.rows[t] for t in ["executions"])
 
     # The same audit again, through the command line: same run id, same rows, no duplicates.
-    assert main(["audit", "--limit", "3", "--warehouse", str(path)]) == 0
+    assert main(["audit", "--limit", "3", "--warehouse", str(path), "--verbose"]) == 0
     printed = capsys.readouterr()
+    timing = next(line for line in printed.err.splitlines() if line.startswith("audit: time: "))  # --verbose
+    assert all(f"{stage} " in timing for stage in ("load (import)", "suites", "gauge", "execute", "write")), timing
     assert f"run        {first.run_id} (derived; attempt 2)" in printed.out
     assert "executions " in printed.out and "wall time " in printed.out
     assert "import: 3/3 tasks" in printed.err and "gauge: " in printed.err  # progress on stderr

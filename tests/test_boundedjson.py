@@ -38,6 +38,13 @@ def test_brackets_inside_strings_are_not_nesting():
     assert boundedjson.nesting_depth(deep_text) == 2
     with pytest.raises(JSONInputError, match="nested 4 levels deep, limit 3"):
         boundedjson.loads("[[[[]]]]", max_depth=3)
+    # escaped quotes and backslashes do not end a string early, nor hide real nesting
+    for value, depth in ((["a\\", "[[[", {"b\"[": ["\\\"{{"]}], 3), ([[["\\"]], "]]]\\"], 3),
+                         ({"k": '\\"[[[[[[', "l": [[[[1]]]]}, 5)):
+        text = json.dumps(value)
+        assert boundedjson.nesting_depth(text) == depth, text
+        with pytest.raises(JSONInputError, match=f"nested {depth} levels deep"):
+            boundedjson.loads(text, max_depth=depth - 1)
 
 
 def test_size_bound_and_hostile_strings_are_linear():

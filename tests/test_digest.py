@@ -273,8 +273,8 @@ def test_a_long_answer_is_judged_once_per_distinct_text(local_backend, monkeypat
     decided is never kept."""
     from acceptgate.sandbox import executor
 
-    n = 300_000
-    h = render.harness_for(digest_spec([((n,), {}, ("sha256", *dialects.equality_digest("x" * n)))]))
+    n = 300_000  # a long value the harness holds in full (a digested case is digested in the sandbox)
+    h = render.harness_for(digest_spec([((n,), {}, ("value", "x" * n))]))
     limits = Limits(wall_seconds=30, cpu_seconds=31)
     right, wrong = "def f(n):\n    return 'x' * n\n", "def f(n):\n    return 'y' * n\n"
     judged = executor._prepare(h).judged
@@ -288,6 +288,41 @@ def test_a_long_answer_is_judged_once_per_distinct_text(local_backend, monkeypat
     again = [execute(h, source, local_backend, limits=limits) for source in (right, wrong)]
     assert [r.cases for r in again] == [r.cases for r in first] and len(judged[0]) == 2
     assert again[1].cases[0].got == first[1].cases[0].got and again[1].cases[0].got.startswith("'yyyy")
+
+
+def test_a_digested_case_is_digested_in_the_sandbox(local_backend, monkeypatch):
+    """The runner answers a digested case with the result's digest: a result beyond the 16 MiB answer
+    frame, or one whose spelling would not fit the sandbox's memory, is judged all the same."""
+    from acceptgate.sandbox import executor
+
+    big, rows = "x" * 20_000_000, ["a" * 60] * 1_000_000  # a 20 MB repr; a 64 MB repr in 128 MiB
+    h = render.harness_for(digest_spec([((0,), {}, ("value", 1)),
+                                        ((1,), {}, ("sha256", *dialects.equality_digest(big))),
+                                        ((2,), {}, ("sha256", *dialects.equality_digest(rows)))]))
+    assert executor._prepare(h).digests == {1, 2}
+    limits = Limits(wall_seconds=60, cpu_seconds=61)
+    right = "def f(n):\n    return 1 if n == 0 else 'x' * 20_000_000 if n == 1 else ['a' * 60] * 1_000_000\n"
+    wrong = "def f(n):\n    return 1 if n == 0 else 'x' * 20_000_001 if n == 1 else ['a' * 60] * 1_000_000\n"
+    result = execute(h, right, local_backend, limits=limits)
+    assert result.verdict == "pass" and result.cases_passed == 3, result.as_dict()
+    failed = execute(h, wrong, local_backend, limits=limits)
+    assert [c.status for c in failed.cases] == ["pass", "fail", "pass"], failed.as_dict()
+    assert "equality form is 20000011 bytes" in failed.cases[1].got
+    # the check that makes it work: without the dcall, the runner ships the results, and both fail
+    monkeypatch.setattr(executor, "_is_digest", lambda want: False)
+    executor._prepared.clear()
+    shipped = execute(h, right, local_backend, limits=limits)
+    assert shipped.verdict != "pass" and shipped.cases[1].status != "pass", shipped.as_dict()
+
+
+def test_a_digest_answer_to_a_case_that_holds_its_value_is_a_protocol_error(local_backend):
+    from acceptgate.sandbox import executor
+
+    h = render.harness_for(digest_spec([((0,), {}, ("value", 1))]))
+    with pytest.raises(executor.ProtocolViolation, match="a digest answer to a case that holds its value"):
+        executor._assess_digest(0, b"ab 3", h.cases[0][2])
+    with pytest.raises(executor.ProtocolViolation, match="malformed"):
+        executor._assess_digest(0, b"nonsense", ("sha256", "0" * 64, 3))
 
 
 # ---------------------------------------------------------------------------------------------

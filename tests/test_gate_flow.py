@@ -72,10 +72,13 @@ def test_gate_flow_conform_and_off_on_codet(prefect_harness, tmp_path, suites_14
 
     # The same run again through the command line: same run id, same rows, printed table.
     code = main(["gate", "--arm", "conform,off", "--source", source, "--suites", str(suites_14),
-                 "--warehouse", str(path)])
+                 "--warehouse", str(path), "--verbose"])
     captured = capsys.readouterr()
     out = captured.out
     assert code == 0
+    # --verbose: where the time went, by phase
+    timing = next(line for line in captured.err.splitlines() if line.startswith("gate: time: "))
+    assert all(f"{phase} " in timing for phase in ("load", "gauge", "execute", "write")), timing
     assert f"gate run {summary.run.run_id}: 14 tasks" in out
     # the phase before the arms is not a silence: what it reads and checks, as it goes
     assert f"reading the candidates of {source} for 14 tasks" in captured.err

@@ -175,8 +175,9 @@ def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_har
     runs = {
         "gate": ["gate", "--arm", "off", "--source", f"evalplus:{samples}", "--suites", str(suites),
                  "--warehouse", str(warehouse)],
+        # score excludes the task ('unusable', tests/test_score.py); --strict refuses the file
         "score": ["score", "--suites", str(suites), "--samples", str(samples), "--suite", "hidden",
-                  "--out", str(tmp_path / "scores.jsonl")],
+                  "--out", str(tmp_path / "scores.jsonl"), "--strict"],
         "certify": ["certify", "--suites", str(suites), "--dataset", str(humanevalplus_path), "--k", "1",
                     "--warehouse", str(warehouse)],
     }
@@ -188,7 +189,7 @@ def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_har
                "suite" in err, (name, err)
         assert not warehouse.exists() and not (tmp_path / "scores.jsonl").exists(), name
     # --no-gauge: the user takes the suite as it is, and the gate run says so
-    assert main(runs["score"] + ["--no-gauge"]) == 0
+    assert main(runs["score"][:-1] + ["--no-gauge"]) == 0
     assert main(runs["gate"] + ["--no-gauge"]) == 0
     import duckdb
 

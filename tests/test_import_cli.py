@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 import json
 
 import pytest
@@ -102,7 +103,7 @@ def test_a_warm_import_is_a_copy_of_the_cached_one(tmp_path, capsys, private_cac
     assert "from the import cache" not in capsys.readouterr().out and len(list(private_cache.iterdir())) == entries
 
 
-# -- the flows' import cache (importcache.load_import): audit, gate --humanevalplus, the leak audit --------
+# -- the flows' import (ingest.load_result): audit, gate --dataset/--humanevalplus, the leak audit ---------
 
 def _two_tasks(tmp_path, humanevalplus_path, name="two.jsonl"):
     with gzip.open(humanevalplus_path, "rt", encoding="utf-8") as f:
@@ -112,32 +113,41 @@ def _two_tasks(tmp_path, humanevalplus_path, name="two.jsonl"):
     return data
 
 
-def test_the_flows_import_once_then_read_the_result_from_the_cache(tmp_path, private_cache, humanevalplus_path,
-                                                                   local_backend):
-    from acceptgate import audit, importcache
-    from acceptgate.gates import run as gate_run
+@pytest.fixture
+def counted_loads(monkeypatch):
+    """How many times a data set is really imported (its importer called)."""
     from acceptgate.importers import humanevalplus
 
-    data = _two_tasks(tmp_path, humanevalplus_path)
     calls = []
+    real = humanevalplus.load
+    monkeypatch.setattr(humanevalplus, "load", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
 
-    def load():
-        calls.append(1)
-        return humanevalplus.load(data, local_backend)
 
-    cold, hit = importcache.load_import("humanevalplus", data, load)
-    assert not hit and len(calls) == 1
-    warm, hit = importcache.load_import("humanevalplus", data, load)
-    assert hit and len(calls) == 1
-    assert warm == cold  # tasks, references, wrong samples, suites, timings, issues
-    assert [s.spec_hash for t in warm.tasks for s in t.suites.values()] == \
-        [s.spec_hash for t in cold.tasks for s in t.suites.values()]
+def test_the_flows_import_once_then_read_the_suites_from_the_cache(tmp_path, private_cache, humanevalplus_path,
+                                                                   local_backend, counted_loads):
+    from acceptgate import audit, ingest
+    from acceptgate.gates import run as gate_run
+
+    data = _two_tasks(tmp_path, humanevalplus_path)
+    cold, hit = ingest.load_result("humanevalplus", data, local_backend, cache_dir=private_cache)
+    assert not hit and len(counted_loads) == 1
+    warm, hit = ingest.load_result("humanevalplus", data, local_backend, cache_dir=private_cache)
+    assert hit and len(counted_loads) == 1
+    assert warm == cold  # tasks, references, wrong samples, contracts, suites, timings, issues
+    assert all(t.wrong_samples and t.reference and t.reference_seconds for t in warm.tasks)
+    assert warm.tasks[0].contract == json.loads(data.read_text().splitlines()[0])["contract"]
+    # the cache entry is a suites directory (JSON), the same one 'acceptgate import' writes
+    (entry,) = [p for p in private_cache.iterdir() if p.is_dir()]
+    assert suitefiles.read_suites(entry / "suites").source_sha256 == cold.source_sha256
+    assert not list(private_cache.rglob("*.pickle"))
     # another limit, another file content: misses
-    assert not importcache.load_import("humanevalplus", data, load, limit=1)[1]
+    assert not ingest.load_result("humanevalplus", data, local_backend, limit=1, cache_dir=private_cache)[1]
     data.write_text(data.read_text() + "\n")
-    assert not importcache.load_import("humanevalplus", data, load)[1] and len(calls) == 3
+    assert not ingest.load_result("humanevalplus", data, local_backend, cache_dir=private_cache)[1]
+    assert len(counted_loads) == 3
 
-    # the audit's import stage and the gates' --humanevalplus go through it (a second run is a hit)
+    # the audit's import stage and the gates' data set go through it (a second run is a hit)
     other = _two_tasks(tmp_path, humanevalplus_path, "other.jsonl")
     other.write_text(other.read_text() + "\n\n")
     first = audit.load_tasks(local_backend, path=str(other), dataset="humanevalplus")
@@ -145,141 +155,120 @@ def test_the_flows_import_once_then_read_the_result_from_the_cache(tmp_path, pri
     assert audit.load_tasks(local_backend, path=str(other), dataset="humanevalplus") == first
     assert gate_run.load_task_set(backend=local_backend, humanevalplus=str(other)).tasks == \
         gate_run.gradeable(first.tasks)
-    assert {p.name for p in private_cache.iterdir()} == entries  # nothing new: both were hits
+    assert gate_run.load_task_set(backend=local_backend, dataset="humanevalplus", path=str(other)).tasks == \
+        gate_run.gradeable(first.tasks)
+    assert {p.name for p in private_cache.iterdir()} == entries  # nothing new: all were hits
 
 
-def test_a_cache_entry_that_names_other_code_is_refused_never_run(tmp_path, private_cache, humanevalplus_path,
-                                                                    local_backend):
-    import os
-    import pickle
+def _plant_call(spec):
+    spec["cases"][0]["expected"] = "__import__('os').mkdir('PLANTED')"
 
-    from acceptgate import importcache
-    from acceptgate.importers import humanevalplus
 
+def _plant_entry_point(spec):
+    spec["entry_point"] = "f(); import os; os.mkdir('PLANTED')#"
+
+
+def _plant_dialect(spec):
+    spec["dialect"] = "python-call/1\nimport os"
+
+
+def _plant_other_value(spec):  # a literal, but not what the import computed: the spec_hash says so
+    spec["cases"][0]["expected"] = "'PLANTED'"
+
+
+@pytest.mark.parametrize("plant", [_plant_call, _plant_entry_point, _plant_dialect, _plant_other_value],
+                         ids=lambda f: f.__name__[len("_plant_"):])
+def test_a_cache_entry_that_does_not_read_is_imported_again_never_run(
+        plant, tmp_path, private_cache, humanevalplus_path, local_backend, counted_loads, monkeypatch):
+    """An entry is read with the suites directory's one reader: a spec planted with code where the
+    renderer pastes text (a case, an entry point, a dialect name), or with another value, is refused
+    (the grammar, the registry, the manifest's hashes), and the data set is imported again."""
+    from acceptgate import ingest, render
+    from acceptgate.task import HIDDEN
+
+    monkeypatch.chdir(tmp_path)
     data = _two_tasks(tmp_path, humanevalplus_path)
-    marker = tmp_path / "ran"
-
-    class Planted:  # unpickling it would call os.mkdir(marker)
-        def __reduce__(self):
-            return os.mkdir, (str(marker),)
-
-    k = importcache.result_key("humanevalplus", data, limit=None)
-    entry = private_cache / importcache._entry_name(k)
-    entry.mkdir(parents=True)
-    (entry / importcache.KEY_FILE).write_text(json.dumps(k, sort_keys=True))
-    (entry / importcache.RESULT_FILE).write_bytes(pickle.dumps(Planted()))
-    result, hit = importcache.load_import("humanevalplus", data, lambda: humanevalplus.load(data, local_backend))
-    assert not hit and not marker.exists() and len(result.tasks) == 2
-    # the fresh import replaced the entry; a truncated one is a miss too
-    assert importcache.load_import("humanevalplus", data, lambda: pytest.fail("not a hit"))[1]
-    blob = (entry / importcache.RESULT_FILE).read_bytes()
-    (entry / importcache.RESULT_FILE).write_bytes(blob[: len(blob) // 2])
-    assert not importcache.load_import("humanevalplus", data, lambda: result)[1]
-
-
-def _planted(result, plant):
-    """A pickled copy of ``result`` with one planted change (made of the allowed classes only)."""
-    import copy
-    import pickle
-
-    bad = copy.deepcopy(result)
-    plant(bad)
-    return pickle.dumps(bad)
-
-
-def _replace_case(spec, **texts):
-    from dataclasses import replace
-
-    from acceptgate.suitespec import SuiteSpec
-
-    return SuiteSpec(spec.dialect, spec.entry_point, (replace(spec.cases[0], **texts), *spec.cases[1:]))
-
-
-def _plant_entry_point(r):
-    from acceptgate.suitespec import SuiteSpec
-    from acceptgate.task import HIDDEN
-
-    spec = r.tasks[0].suites[HIDDEN]
-    object.__setattr__(spec, "entry_point", "f(); import os; os.system('touch x')#")
-    r.tasks[0].suites[HIDDEN] = SuiteSpec(spec.dialect, spec.entry_point, spec.cases)
-
-
-def _plant_expected_text(r):
-    from acceptgate.task import HIDDEN
-
-    r.tasks[0].suites[HIDDEN] = _replace_case(r.tasks[0].suites[HIDDEN], expected_text="__import__('os').getpid()")
-
-
-def _plant_spec_hash(r):
-    from acceptgate.task import HIDDEN
-
-    spec = r.tasks[0].suites[HIDDEN]
-    spec.__dict__["spec_hash"] = "x\nimport os; os.system('touch x')"  # a cached_property's slot, pre-filled
-
-
-def _plant_value(r):
-    from acceptgate.task import HIDDEN
-
-    spec = r.tasks[0].suites[HIDDEN]
-    r.tasks[0].suites[HIDDEN] = _replace_case(spec, expected=frozenset({1}))  # no literal: canonical refuses it
-
-
-def _plant_dialect(r):
-    from dataclasses import replace
-
-    from acceptgate.task import HIDDEN
-
-    spec = r.tasks[0].suites[HIDDEN]
-    r.tasks[0].suites[HIDDEN] = replace(spec, dialect="python-call/1\nimport os")
-
-
-@pytest.mark.parametrize("plant", [_plant_entry_point, _plant_expected_text, _plant_spec_hash, _plant_value,
-                                   _plant_dialect], ids=lambda f: f.__name__[len("_plant_"):])
-def test_a_cache_entry_carrying_code_in_a_spec_field_is_refused_and_the_import_reruns(
-        plant, tmp_path, private_cache, humanevalplus_path, local_backend):
-    """Built only from the classes the unpickler allows, a planted entry puts code where the renderer
-    pastes text (an entry point, a case text, a pre-filled spec_hash, a dialect name) or a value that is
-    no literal: it is refused (a miss) and the import runs again; the fresh result renders cleanly."""
-    from acceptgate import importcache, render
-    from acceptgate.importers import humanevalplus
-    from acceptgate.task import HIDDEN
-
-    data = _two_tasks(tmp_path, humanevalplus_path)
-    good, hit = importcache.load_import("humanevalplus", data, lambda: humanevalplus.load(data, local_backend))
+    good, hit = ingest.load_result("humanevalplus", data, local_backend, cache_dir=private_cache)
     assert not hit
-    entry = private_cache / importcache._entry_name(importcache.result_key("humanevalplus", data, limit=None))
-    (entry / importcache.RESULT_FILE).write_bytes(_planted(good, plant))
-    calls = []
-
-    def load():
-        calls.append(1)
-        return humanevalplus.load(data, local_backend)
-
-    result, hit = importcache.load_import("humanevalplus", data, load)
-    assert not hit and calls == [1]
+    (spec_file,) = private_cache.glob("*/suites/HumanEval_0/hidden.json")
+    spec = json.loads(spec_file.read_text())
+    plant(spec)
+    spec_file.write_text(json.dumps(spec))
+    result, hit = ingest.load_result("humanevalplus", data, local_backend, cache_dir=private_cache)
+    assert not hit and len(counted_loads) == 2 and not (tmp_path / "PLANTED").exists()
 
     def hashes(r):
         return [(t.task_id, k, s.spec_hash) for t in r.tasks for k, s in sorted(t.suites.items())]
 
-    assert hashes(result) == hashes(good)  # the same suites (timings are measured again)
+    assert hashes(result) == hashes(good)
     harness = render.render(result.tasks[0].suites[HIDDEN])
-    assert "import os" not in harness and "getpid" not in harness
-    # the entry written again is a clean hit
-    again, hit = importcache.load_import("humanevalplus", data, lambda: pytest.fail("not a hit"))
-    assert hit and again == result
+    assert "import os" not in harness and "PLANTED" not in harness
+    again, hit = ingest.load_result("humanevalplus", data, local_backend, cache_dir=private_cache)
+    assert hit and hashes(again) == hashes(good)  # the entry written again is a clean hit
 
 
 def test_the_flows_import_without_a_usable_cache(tmp_path, monkeypatch, humanevalplus_path, local_backend):
-    from acceptgate import importcache
-    from acceptgate.importers import humanevalplus
+    from acceptgate import importcache, ingest
 
     data = _two_tasks(tmp_path, humanevalplus_path)
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
-    load = lambda: humanevalplus.load(data, local_backend)  # noqa: E731
-    assert len(importcache.load_import("humanevalplus", data, load, cache_dir=blocked)[0].tasks) == 2
-    monkeypatch.setenv(importcache.ENV_SWITCH, "off")
+    assert len(ingest.load_result("humanevalplus", data, local_backend, cache_dir=blocked)[0].tasks) == 2
+    assert len(ingest.load_result("humanevalplus", data, local_backend, cache_dir=None)[0].tasks) == 2
+    monkeypatch.setenv(settings.env_name("import_cache"), "off")
     settings.reload()
-    cache = tmp_path / "cache"
-    assert not importcache.load_import("humanevalplus", data, load, cache_dir=cache)[1]
-    assert not importcache.load_import("humanevalplus", data, load, cache_dir=cache)[1] and not cache.exists()
+    assert importcache.flow_cache_dir() is None
+
+
+def test_the_data_set_registry_names_the_valid_ones():
+    from acceptgate import datasets
+    from acceptgate.errors import InvalidInput
+
+    assert datasets.NAMES == ("humaneval", "humanevalplus", "mbppplus")
+    with pytest.raises(InvalidInput, match=re.escape("unknown data set 'humaneval+'; valid: humaneval, humanevalplus")):
+        datasets.get("humaneval+")
+    with pytest.raises(InvalidInput, match="mbppplus needs --path FILE"):
+        datasets.get("mbppplus").source(None)
+    assert datasets.get("humaneval").source(None).name == "HumanEval.jsonl.gz"
+
+
+def test_gate_takes_a_data_set_or_a_suites_directory(tmp_path, capsys, humanevalplus_path):
+    """One entrance: --dataset NAME [--path FILE] or --suites DIR (--humanevalplus FILE is
+    --dataset humanevalplus --path FILE); a wrong combination is exit 2 before anything runs."""
+    from acceptgate.errors import InvalidInput
+    from acceptgate.gates import run as gate_run
+
+    assert gate_run.tasks_input(humanevalplus="F") == ("humanevalplus", "F", None)
+    assert gate_run.tasks_input(dataset="mbppplus", path="F") == ("mbppplus", "F", None)
+    assert gate_run.tasks_input(suites_dir="D") == (None, None, "D")
+    for bad, said in (({"humanevalplus": "F", "dataset": "humanevalplus"}, "give one of them"),
+                      ({"suites_dir": "D", "path": "F"}, "--path names the file of a --dataset"),
+                      ({"dataset": "humaneval", "suites_dir": "D"}, "exactly one of"), ({}, "exactly one of")):
+        with pytest.raises(InvalidInput, match=re.escape(said)):
+            gate_run.tasks_input(**bad)
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(json.dumps({"task_id": "HumanEval/0", "solution": "x"}) + "\n")
+    base = ["gate", "--arm", "off", "--source", f"evalplus:{samples}", "--warehouse", str(tmp_path / "w.duckdb")]
+    assert main(base + ["--dataset", "mbppplus"]) == 2
+    assert "mbppplus needs --path FILE" in capsys.readouterr().err
+    assert main(base + ["--suites", str(tmp_path), "--path", str(samples)]) == 2
+    assert "--path names the file of a --dataset" in capsys.readouterr().err
+    assert main(base + ["--dataset", "humanevalplus", "--path", str(tmp_path / "nope.jsonl")]) == 2
+    assert "not found" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse: one of --dataset, --suites, --humanevalplus
+        main(base + ["--dataset", "humanevalplus", "--humanevalplus", str(humanevalplus_path)])
+    assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_without_a_cache_the_flows_leave_no_directory_behind(tmp_path, monkeypatch, humanevalplus_path,
+                                                             local_backend):
+    import tempfile
+
+    from acceptgate import ingest
+
+    data = _two_tasks(tmp_path, humanevalplus_path)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    assert len(ingest.load_result("humanevalplus", data, local_backend, cache_dir=None)[0].tasks) == 2
+    assert not list(scratch.iterdir())

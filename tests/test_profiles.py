@@ -17,6 +17,7 @@ def test_limits_follow_evalplus():
     spec = suitespec.build("python-call/1", "f", [((1,), {}, 1), ((2,), {}, 2)])
     how = profiles.scoring("evalplus", spec, Limits(), [0.01, 0.5])
     assert how.limits.case_seconds == (1.0, 2.0) and how.limits.wall_seconds == 5.0
+    assert how.limits.memory_bytes == profiles.evalplus_memory_bytes() > Limits().memory_bytes  # EvalPlus's 4 GiB
     # module-level code too has a limit: EvalPlus's bound on a whole run, min(60 s, the limits' sum) + 1 s
     assert how.limits.load_seconds == 4.0
     assert profiles.scoring("default", spec, Limits()).limits == Limits()
@@ -49,3 +50,19 @@ def test_per_input_limits_in_the_sandbox(tmp_path, local_backend):
     assert rows["default"].verdict == "pass" and rows["default"].profile == "default"
     assert rows["evalplus"].verdict == "timeout" and rows["evalplus"].profile == "evalplus"
     assert "1 s per case" in rows["evalplus"].detail
+
+
+def test_evalplus_memory_lets_a_reference_build_what_it_returns(tmp_path, local_backend):
+    """A 300 MB result (MBPP+ /255's reference builds a 1 GB list): out of the default 128 MiB, within
+    EvalPlus's 4 GiB; the digest case judges it without shipping it."""
+    big = ["a" * 20] * 40_000_000
+    spec = suitespec.build(dialects.DIGEST, "big", [((0,), {}, ("sha256", *dialects.equality_digest(big)))])
+    del big
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(json.dumps({"task_id": "T/0", "solution": "def big(x):\n    return ['a' * 20] * 40_000_000\n"}) + "\n")
+    verdicts = {}
+    for profile in profiles.PROFILES:
+        report = score_samples(read_samples(str(samples)), {"T/0": spec}, {}, local_backend, suite="hidden",
+                               profile=profile, reference_seconds={"T/0": [5.0]})
+        verdicts[profile] = report.rows[0].verdict
+    assert verdicts == {"default": "memory", "evalplus": "pass"}

@@ -91,3 +91,31 @@ def test_rendered_program_contains_no_code_from_the_spec():
                                 "cases": [{"args": "['\\nimport os\\n']", "expected": "'])\\nimport os#'"}]})
     text = render.render(spec)
     assert "\nimport os" not in text.split("CASES = [")[1]
+
+
+def _evaluated(spec):
+    """The harness as the whole rendered program defines it: its CASES evaluated by Python."""
+    namespace = {"__name__": "acceptgate_harness"}
+    exec(compile(render.render(spec), "<harness>", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_HASHES))
+def test_harness_holds_what_the_rendered_program_evaluates_to(name):
+    """harness_for takes CASES from the spec's values instead of evaluating the program's literals: the
+    two are the same values (literals' canonical spellings evaluate to exactly what the parser read)."""
+    from acceptgate import literals
+
+    spec = suitespec.load(GOLDEN / name)
+    harness, program = render.harness_for(spec), _evaluated(spec)
+    assert [literals.canonical(c) for c in harness.cases] == [literals.canonical(c) for c in program["CASES"]]
+    assert (harness.entry_point, harness.dialect) == (program["ENTRY_POINT"], program["DIALECT"])
+    assert harness.render_hash == render.render_hash(render.render(spec)) == GOLDEN_HASHES[name][1]
+    # the judging code is the program's own
+    assert harness.compare.__code__.co_code == program["compare"].__code__.co_code
+    # and the check can fail: a spec whose values were changed behind its texts is told apart
+    tampered = suitespec.SuiteSpec(spec.dialect, spec.entry_point, tuple(
+        suitespec.Case(c.args, c.kwargs, ("tampered", c.expected), c.args_text, c.kwargs_text, c.expected_text)
+        for c in spec.cases))
+    assert [literals.canonical(c) for c in render.harness_for(tampered).cases] != \
+        [literals.canonical(c) for c in _evaluated(tampered)["CASES"]]

@@ -216,3 +216,72 @@ def test_strict_refuses_a_json_bomb_with_exit_2_naming_file_and_line(bomb, suite
     assert f"{samples}, line 2" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1, f"more than the one error line (the input is checked first):\n{err}"
     assert not out.exists()
+
+
+# --- a suite that fails the gauge check excludes its task, not the batch ----------------------------------
+
+@pytest.fixture
+def two_task_suites(tmp_path):
+    """T/double (a right reference) and T/triple, whose reference is wrong: its hidden suite fails the gauge."""
+    from acceptgate import suitefiles
+    from acceptgate.task import HIDDEN, VISIBLE, ImportResult, Task
+
+    triple = suitespec.build("python-call/1", "triple", [((2,), {}, 6), ((1,), {}, 3)])
+    tasks = [Task("T/double", "test", "double", PROMPT, "def double(x):\n    return 2 * x\n",
+                  suites={VISIBLE: suitespec.build("python-call/1", "double", [((2,), {}, 4)]), HIDDEN: SUITE}),
+             Task("T/triple", "test", "triple", "def triple(x):\n    pass\n", "def triple(x):\n    return 3 + x\n",
+                  suites={VISIBLE: triple, HIDDEN: triple})]
+    return suitefiles.write_suites(ImportResult("test", "mem", "0" * 64, tasks, []), tmp_path / "suites")
+
+
+def test_an_unusable_suite_excludes_its_task_with_the_reason(two_task_suites, tmp_path, capsys, monkeypatch):
+    from acceptgate import suitefiles
+    from acceptgate.cli import main
+
+    monkeypatch.setenv("ACCEPTGATE_CACHE_DIR", str(tmp_path / "cache"))  # gauge records: this test's own
+    reads = []
+    real = suitefiles.read_suites
+    monkeypatch.setattr(suitefiles, "read_suites", lambda path: reads.append(path) or real(path))
+    samples = samples_file(tmp_path, [
+        {"task_id": "T/double", "completion": "    return 2 * x\n"},
+        {"task_id": "T/triple", "solution": "def triple(x):\n    return 3 * x\n"},
+        {"task_id": "T/triple", "solution": "def triple(x):\n    return 3 + x\n"},
+    ])
+    out = tmp_path / "scores.jsonl"
+    argv = ["score", "--suites", str(two_task_suites), "--samples", str(samples), "--suite", "hidden",
+            "--out", str(out), "--verbose"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert len(reads) == 1  # the suites directory is read once, for the gauge and the scoring alike
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["task_id"], r["verdict"]) for r in rows] == [("T/double", "pass"), ("T/triple", "unusable"),
+                                                           ("T/triple", "unusable")]
+    assert "its hidden suite failed the gauge check: reference does not pass the hidden suite" in rows[1]["detail"]
+    assert rows[1]["cases_total"] == 2 and rows[1]["render_hash"]
+    assert "records: 3 = 1 scored + 0 invalid + 2 unusable + 0 not scored; 1/3 pass over all records" in captured.out
+    assert "2 samples of 1 tasks unusable (their suite failed the gauge check; not scored): T/triple (its hidden " \
+           "suite failed the gauge check" in captured.out
+    assert "gauge: 1 suites usable" in captured.err and "1 unusable" in captured.err
+    assert "score: time: load" in captured.err and "execute" in captured.err  # --verbose
+    # --strict: any exclusion refuses the file, naming the task; nothing is written
+    out.unlink()
+    assert main(argv + ["--strict"]) == 2
+    assert "task T/triple: its hidden suite failed the gauge check" in capsys.readouterr().err
+    assert not out.exists()
+    # without the gauge, the suite is used as it is
+    assert main(argv + ["--no-gauge", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert [json.loads(line)["verdict"] for line in out.read_text().splitlines()] == ["pass", "pass", "fail"]
+    assert "samples" not in captured.err.replace("samples.jsonl", "")  # --quiet: no progress lines
+
+
+def test_strict_refuses_samples_of_a_task_the_import_excluded(suites_dir, tmp_path, capsys):
+    from acceptgate.cli import main
+
+    samples = samples_file(tmp_path, [{"task_id": "T/double", "completion": "    return 2 * x\n"},
+                                      {"task_id": "T/gone", "completion": "    pass\n"}])
+    argv = ["score", "--suites", str(suites_dir), "--samples", str(samples), "--suite", "hidden", "--no-gauge"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv + ["--strict"]) == 2
+    assert "T/gone has no hidden suite (property-check" in capsys.readouterr().err

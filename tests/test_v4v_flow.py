@@ -33,6 +33,9 @@ def test_certify_flow_writes_the_v4v_tables(prefect_harness, tmp_path, suites_2,
                       verifier_commands=[f"python3 {judge} {{file}} {{entry_point}}"])
     text = "\n".join(summary.lines())
     assert "always-reject" in text and "all-reject" in text and "BA_norm" in text
+    # where the time went (what --verbose prints)
+    assert summary.timing.startswith("certify: time: ") and all(
+        f"{phase} " in summary.timing for phase in ("load", "gauge", "execute", "write")), summary.timing
     assert f"cmd:python3 {judge}" in text
     with warehouse.connect(path, read_only=True) as con:
         status, k = con.execute("select status, k from v4v_runs").fetchone()

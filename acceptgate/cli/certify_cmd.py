@@ -80,6 +80,7 @@ def add_parser(sub) -> None:
                    help="sandbox wall clock per execution (default %(default)s)")
     checks.add_dask(p, "tasks", DEFAULT_TASKS_PER_SHARD)
     flowrun.add_quiet(p)
+    flowrun.add_verbose(p)
     p.set_defaults(func=run)
 
 
@@ -200,4 +201,6 @@ def run(args) -> int:
                                    limit=args.limit, task_ids=args.task, settings=settings,
                                    gauge=not args.no_gauge, dask=args.dask, shard_size=args.shard_size)
     print("\n".join(summary.lines()))
+    if args.verbose:
+        print(summary.timing, file=sys.stderr)
     return 0

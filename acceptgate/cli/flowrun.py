@@ -31,6 +31,11 @@ def add_quiet(p) -> None:
                    help="no progress lines on stderr (for scheduled use); errors and the summary still print")
 
 
+def add_verbose(p) -> None:
+    p.add_argument("--verbose", action="store_true",
+                   help="also print where the time went (load, gauge, execute, write) on stderr")
+
+
 def prepare(say: Say) -> None:
     """Call right before importing a flow module."""
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")

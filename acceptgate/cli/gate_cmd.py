@@ -1,5 +1,9 @@
 """acceptgate gate --arm conform|hmix|off [--arm ...] --source codet:PATH|evalplus:PATH|openai
-                   (--humanevalplus FILE | --suites DIR) [--warehouse PATH] [--limit N] ...
+                   (--dataset NAME [--path FILE] | --suites DIR) [--warehouse PATH] [--limit N] ...
+
+The tasks come in one way: a data set imported now (through the import pipeline and its cache,
+``acceptgate.ingest``), or a suites directory written by ``acceptgate import``. ``--humanevalplus FILE``
+is kept as another spelling of ``--dataset humanevalplus --path FILE`` (for existing commands).
 
 Runs the Prefect ``gate`` flow (imported only here, so the core never imports Prefect) and prints
 the per-arm table: tasks, delivered, refused, false deliveries, rate over all tasks, rate over
@@ -11,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from acceptgate import runids
+from acceptgate import datasets, runids
 
 from acceptgate.store import warehouse
 from acceptgate.cli import checks, flowrun
@@ -37,8 +41,12 @@ def add_parser(sub) -> None:
                         "(hmix-leaky-gt is deliberately broken: a demonstration for 'acceptgate leak-audit')")
     p.add_argument("--source", required=True, metavar="SOURCE", help=f"candidate source: {' | '.join(KINDS)}")
     tasks = p.add_mutually_exclusive_group(required=True)
-    tasks.add_argument("--humanevalplus", metavar="FILE", help="HumanEvalPlus jsonl(.gz): import its tasks now")
+    tasks.add_argument("--dataset", metavar="NAME", choices=datasets.NAMES,
+                       help=f"a data set to import now ({', '.join(datasets.NAMES)}; its file with --path)")
     tasks.add_argument("--suites", metavar="DIR", help="a suites directory written by 'acceptgate import'")
+    tasks.add_argument("--humanevalplus", metavar="FILE",
+                       help="the same as --dataset humanevalplus --path FILE (kept for existing commands)")
+    p.add_argument("--path", metavar="FILE", help="the --dataset's data file (humanevalplus and mbppplus need one)")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N tasks")
     p.add_argument("--per-task", type=int, default=5, metavar="N",
                    help="CONFORM draws / H-MIX calls per task (default 5)")
@@ -58,7 +66,7 @@ def add_parser(sub) -> None:
                    help="sandbox wall clock per execution (default %(default)s)")
     p.add_argument("--profile", choices=PROFILES, default=DEFAULT,
                    help="how delivered programs are scored on GT: 'default' (10 s / 128 MiB per execution) or "
-                        "'evalplus' (EvalPlus 0.3.1's per-input limits and float rule; needs the timing an "
+                        "'evalplus' (EvalPlus 0.3.1's per-input limits, float rule and memory; needs the timing an "
                         "import records). Stored in every deliveries row (gt_profile)")
     p.add_argument("--no-gauge", action="store_true",
                    help="use suites without the gauge check (by default every visible and hidden suite needs a "
@@ -67,6 +75,7 @@ def add_parser(sub) -> None:
                         "gate_runs.gauge")
     checks.add_dask(p, "tasks", DEFAULT_TASKS_PER_SHARD)
     flowrun.add_quiet(p)
+    flowrun.add_verbose(p)
     chat = p.add_argument_group("openai source")
     chat.add_argument("--base-url", help="OpenAI-compatible API base URL, e.g. https://api.openai.com/v1")
     chat.add_argument("--model", help="model name sent in each request")
@@ -107,9 +116,15 @@ def _check(args) -> None:
     if args.backend not in backends.names():
         raise InvalidInput(f"unknown backend {args.backend!r}; valid backends: {', '.join(backends.names())}",
                            field="--backend")
-    for path, flag in ((args.humanevalplus, "--humanevalplus"), (args.suites, "--suites")):
+    for path, flag in ((args.humanevalplus, "--humanevalplus"), (args.suites, "--suites"), (args.path, "--path")):
         if path is not None and not os.path.exists(path):
             raise InvalidInput("not found", source=path, field=flag)
+    from acceptgate.gates import run as core
+
+    dataset, path, _ = core.tasks_input(humanevalplus=args.humanevalplus, suites_dir=args.suites,
+                                        dataset=args.dataset, path=args.path)
+    if dataset is not None:
+        datasets.get(dataset).source(path)  # humanevalplus and mbppplus need --path
     if args.run_id is not None:
         runids.check_run_id(args.run_id)
 
@@ -152,6 +167,7 @@ def run(args) -> int:
 
     # A failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     summary = gate_flow.gate(arms=arms, source=args.source, humanevalplus=args.humanevalplus,
+                             dataset=args.dataset, dataset_path=args.path,
                              suites_dir=args.suites, warehouse=str(path), backend=args.backend,
                              run_id=args.run_id, per_task=args.per_task, limit=args.limit,
                              workers=args.workers, chat_config=chat_config,
@@ -162,4 +178,6 @@ def run(args) -> int:
     for record in summary.coverage.invalid if summary.coverage else ():
         print(f"acceptgate gate: invalid record: {record}", file=sys.stderr)
     print("\n".join(summary.lines()))
+    if args.verbose:
+        print(summary.timing, file=sys.stderr)
     return 0

@@ -1,19 +1,22 @@
-"""acceptgate import humaneval|humanevalplus [--path FILE] --out DIR [--limit N] [--backend local] [--gauge]"""
+"""acceptgate import humaneval|humanevalplus|mbppplus [--path FILE] --out DIR [--limit N] [--backend local] [--gauge]
+
+The import pipeline (``acceptgate.ingest``): the data set loaded, gauged with --gauge, written as a suites
+directory, through the content-keyed import cache.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
 from acceptgate import outputs
+from acceptgate.datasets import NAMES as DATASETS
 from acceptgate.errors import InvalidInput
-from acceptgate.importers import DATASETS
 from acceptgate.importers.common import ReferenceTimeout
-from acceptgate.importers.report import format_summary, summary
+from acceptgate.importers.report import format_summary
 
 
 def add_parser(sub) -> None:
@@ -33,7 +36,7 @@ def add_parser(sub) -> None:
                    "the verdicts in the manifest")
     p.add_argument("--cache-dir", metavar="DIR",
                    help="cache of finished imports, keyed by the source file's sha256, the options and the code "
-                        "(default: $ACCEPTGATE_CACHE_DIR, else the user cache dir ~/.cache/acceptgate/imports)")
+                        "(default: imports/ under the cache directory, $ACCEPTGATE_CACHE_DIR, else ~/.cache/acceptgate)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the import cache")
     p.set_defaults(func=run)
 
@@ -49,11 +52,10 @@ def _positive_int(text: str) -> int:
 
 
 def run(args) -> int:
-    from acceptgate import gauge, importcache, suitefiles
+    from acceptgate import datasets, importcache, ingest, suitefiles
     from acceptgate.sandbox import backend as backends
 
-    if args.dataset in ("humanevalplus", "mbppplus") and not args.path:
-        raise InvalidInput(f"{args.dataset} needs --path FILE (an EvalPlus jsonl or jsonl.gz)", field="--path")
+    datasets.get(args.dataset).source(args.path)  # humanevalplus and mbppplus need --path
     if args.path is not None and not os.path.isfile(args.path):
         raise InvalidInput("no such file" if not os.path.exists(args.path) else "not a regular file",
                            source=args.path, field="--path")
@@ -66,65 +68,22 @@ def run(args) -> int:
     except ValueError as exc:
         raise InvalidInput(str(exc), field="--backend") from None
     started = time.monotonic()
-    cache_key = cached = None
-    cache_dir = Path(args.cache_dir) if args.cache_dir else importcache.default_dir()
-    source = None if args.no_cache else (args.path or _default_source(args.dataset))
-    if source is not None and Path(source).is_file():  # (a bad path is the loader's error to report)
-        cache_key = importcache.key(args.dataset, source, limit=args.limit, gauge=args.gauge)
-        cached = importcache.lookup(cache_dir, cache_key)
-    if cached is not None:  # a warm import: the same source, options and code were imported before
-        out = suitefiles.copy_suites(cached, args.out)
-        manifest = json.loads((out / suitefiles.MANIFEST).read_text(encoding="utf-8"))
-        print(format_summary(manifest["counts"]))
-        _print_gauge(manifest)
-        print(f"wrote {out} ({len(manifest['tasks'])} tasks) from the import cache ({cached.parent}) in "
-              f"{time.monotonic() - started:.1f} s")
-        return 0
+    cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else importcache.default_dir())
     with backend:
         try:
-            result = _load(args, backend)
+            imported = ingest.import_dataset(args.dataset, args.path, backend, out=args.out, limit=args.limit,
+                                             gauge=args.gauge, cache_dir=cache_dir, progress=_progress("import"),
+                                             gauge_progress=_progress("gauge"))
         except ReferenceTimeout as exc:  # an input the reference cannot answer: no silent drop
             print(f"acceptgate import: import failed: {exc}", file=sys.stderr)
             return 1
-        gauged = None
-        if args.gauge:
-            gauged = gauge.check_many(result.tasks, backend, progress=_progress("gauge"))
-        out = suitefiles.write_suites(result, args.out, gauge=gauged)
-    print(format_summary(summary(result)))
-    if gauged is not None:
-        suites = [s for g in gauged for s in g.suites]
-        print(f"  gauge: {sum(s.passed for s in suites)}/{len(suites)} suites usable")
-    if cache_key is not None:
-        importcache.store(cache_dir, cache_key, out)
-    print(f"wrote {out} ({len(result.tasks)} tasks) in {time.monotonic() - started:.1f} s")
+    print(format_summary(imported.counts))
+    if imported.gauged:
+        print(f"  gauge: {sum(g['passed'] for g in imported.gauged)}/{len(imported.gauged)} suites usable")
+    where = f" from the import cache ({cache_dir})" if imported.from_cache else ""
+    print(f"wrote {imported.suites_dir} ({len(imported.manifest['tasks'])} tasks){where} in "
+          f"{time.monotonic() - started:.1f} s")
     return 0
-
-
-def _default_source(dataset: str):
-    from acceptgate.importers import humaneval
-
-    return humaneval.default_path()
-
-
-def _print_gauge(manifest: dict) -> None:
-    gauged = [m["gauge"] for t in manifest["tasks"] for m in t["suites"].values() if "gauge" in m]
-    if gauged:
-        print(f"  gauge: {sum(g['passed'] for g in gauged)}/{len(gauged)} suites usable")
-
-
-def _load(args, backend):
-    progress = _progress("import")
-    if args.dataset == "humaneval":
-        from acceptgate.importers import humaneval
-
-        return humaneval.load(backend, limit=args.limit, path=args.path, progress=progress)
-    if args.dataset == "mbppplus":
-        from acceptgate.importers import mbppplus
-
-        return mbppplus.load(args.path, backend, limit=args.limit, progress=progress)
-    from acceptgate.importers import humanevalplus
-
-    return humanevalplus.load(args.path, backend, limit=args.limit, progress=progress)
 
 
 def _progress(stage: str):

@@ -13,13 +13,13 @@ import os
 import sys
 from pathlib import Path
 
-from acceptgate import outputs
+from acceptgate import outputs, score
+from acceptgate._util.phases import Phases, ProgressLine
 from acceptgate.cli import checks
 from acceptgate.errors import InvalidInput
 from acceptgate.profiles import DEFAULT, EVALPLUS, PROFILES
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
-from acceptgate.score import check_records, load_suites, load_timing, score_samples
 from acceptgate.sources.replay import read_samples
 from acceptgate.task import SUITE_KINDS
 
@@ -47,18 +47,24 @@ def add_parser(sub) -> None:
                    help="also limit each case's time (CPU seconds, as --wall-seconds), like EvalPlus's per-input "
                         "limit (e.g. 1.0)")
     p.add_argument("--strict", action="store_true",
-                   help="refuse the whole samples file (exit 2, nothing written) if any record is invalid; by "
-                        "default each invalid record is reported and written with verdict 'invalid'")
+                   help="refuse the whole samples file (exit 2, nothing written) if any record is invalid or any "
+                        "sample's task is excluded (its suite unusable, or left out at import); by default each "
+                        "invalid record is written with verdict 'invalid', each sample of an unusable task with "
+                        "verdict 'unusable' and the reason, and both are counted in the summary")
     p.add_argument("--no-gauge", action="store_true",
                    help="score against suites without the gauge check (by default each suite used needs a passing "
                         "gauge record -- its reference passes, every known wrong sample is blocked -- computed and "
-                        "kept when missing; a failing one refuses the run, exit 2)")
+                        "kept when missing; a task whose suite fails it is excluded as 'unusable', with the reason)")
+    p.add_argument("--verbose", action="store_true",
+                   help="also print where the time went (load, gauge, execute, write) on stderr")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress lines on stderr; errors and the summary still print")
     checks.add_dask(p, "samples", 400)
     p.add_argument("--profile", choices=PROFILES, default=DEFAULT,
                    help="default: the seed's limits (10 s of CPU time, 128 MiB per sample; --wall-seconds and "
                         "--case-seconds apply). evalplus: EvalPlus 0.3.1's rules -- each input gets max(1 s, 4 x "
-                        "the reference's time measured at import), the sample min(120, their sum) + 2 s, and "
-                        "float outputs atol 1e-6. The profile is in every output row.")
+                        "the reference's time measured at import), the sample min(120, their sum) + 2 s, float "
+                        "outputs atol 1e-6, and 4 GiB of memory. The profile is in every output row.")
     p.set_defaults(func=run)
 
 
@@ -70,17 +76,34 @@ def _write_atomically(path: str, lines: list[str]) -> None:
         raise InvalidInput(f"cannot write: {exc.strerror}", source=path, field="--out") from None
 
 
-def _require_gauge(args, sandbox, task_ids: set[str]) -> None:
-    """The suite asked for, of every task a sample names, needs a passing gauge record (exit 2 otherwise)."""
+def _gauge(args, sandbox, sd, task_ids: set[str]) -> dict[str, str]:
+    """task_id -> why its suite is unusable (its gauge record failed), of the tasks a sample names;
+    ``--strict``: any such task is exit 2. Each suite used needs a gauge record (gauge.assess)."""
     if args.no_gauge:
+        return {}
+    from acceptgate import gauge
+
+    check = gauge.assess_dir(sd, sandbox, kinds=(args.suite,), task_ids=task_ids,
+                             progress=ProgressLine("score", "gauge checks", quiet=args.quiet))
+    if args.strict:
+        gauge.refuse_failed(check)
+    if not args.quiet:
+        print(f"score: {check.line()}", file=sys.stderr)
+    return check.unusable()
+
+
+def _refuse_excluded(args, sample_file, inputs: score.SuiteInputs) -> None:
+    """``--strict``: a sample of a task the import excluded is exit 2 (by default it is counted, not scored)."""
+    if not args.strict:
         return
-    from acceptgate import gauge, suitefiles
+    for s in sample_file.samples:
+        if s.task_id in inputs.excluded:
+            raise InvalidInput(f"task {s.task_id} has no {args.suite} suite ({inputs.excluded[s.task_id]}); "
+                               "--strict refuses a file with samples of an excluded task",
+                               source=sample_file.path, record=f"line {s.line}", field="task_id")
 
-    check = gauge.require_dir(suitefiles.read_suites(args.suites), sandbox, kinds=(args.suite,), task_ids=task_ids)
-    print(check.line(), file=sys.stderr)
 
-
-def run(args) -> int:
+def _check(args) -> None:
     if args.workers < 1:
         raise InvalidInput("must be at least 1", field="--workers")
     if args.wall_seconds <= 0:
@@ -89,40 +112,62 @@ def run(args) -> int:
         raise InvalidInput("not a directory", source=args.suites, field="--suites")
     if args.out:
         outputs.check_file(args.out, "--out")  # before any sample runs
+
+
+def _limits(args) -> Limits:
+    return Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1,
+                  case_seconds=args.case_seconds)
+
+
+def run(args) -> int:
+    _check(args)
     checks.dask_ready(args)
     if args.dask:
         return _run_dask(args)
-    sample_file = read_samples(args.samples)
-    suites, prompts, excluded = load_suites(args.suites, args.suite)
-    timing = load_timing(args.suites, args.suite) if args.profile == EVALPLUS else None
-    if timing is not None and (missing := sorted(set(suites) - set(timing))):
-        raise InvalidInput(f"the evalplus profile needs the reference's time per case, and {len(missing)} suites "
-                           f"have no timing sidecar (e.g. {missing[0]}); re-import them", source=args.suites,
-                           field="--profile")
+    from acceptgate import suitefiles
+
+    phases = Phases()
+    with phases("load"):  # the suites directory is read once, for the gauge and the scoring alike
+        sample_file = read_samples(args.samples)
+        sd = suitefiles.read_suites(args.suites)
+        inputs = score.inputs_of(sd, args.suite)
+        if args.profile == EVALPLUS:
+            score.require_timing(inputs, args.suites)
     try:
         sandbox = backends.create(args.backend)
     except ValueError as exc:
         raise InvalidInput(str(exc), field="--backend") from None
     # The records first: a file --strict refuses (or one with no valid sample) stops before any gauge work
-    check_records(sample_file, set(suites) | set(excluded), prompts, set(suites), strict=args.strict)
+    score.check_records(sample_file, set(inputs.suites) | set(inputs.excluded), inputs.prompts,
+                        set(inputs.suites), strict=args.strict)
+    _refuse_excluded(args, sample_file, inputs)
     with sandbox:
-        _require_gauge(args, sandbox, {s.task_id for s in sample_file.samples})
-        report = score_samples(sample_file, suites, prompts, sandbox, suite=args.suite, excluded=excluded,
-                               fail_fast=not args.all_cases, workers=args.workers, strict=args.strict,
-                               limits=Limits(wall_seconds=args.wall_seconds,
-                                             cpu_seconds=int(args.wall_seconds) + 1,
-                                             case_seconds=args.case_seconds),
-                               profile=args.profile, reference_seconds=timing)
+        with phases("gauge"):
+            unusable = _gauge(args, sandbox, sd, {s.task_id for s in sample_file.samples})
+        with phases("execute"):
+            report = score.score_samples(
+                sample_file, inputs.suites, inputs.prompts, sandbox, suite=args.suite, excluded=inputs.excluded,
+                fail_fast=not args.all_cases, workers=args.workers, strict=args.strict, limits=_limits(args),
+                profile=args.profile, reference_seconds=inputs.timing if args.profile == EVALPLUS else None,
+                unusable=unusable, progress=ProgressLine("score", "samples", quiet=args.quiet))
+    with phases("write"):
+        _report(args, report, report.summary())
+    if args.verbose:
+        print(phases.line("score"), file=sys.stderr)
+    return 0
+
+
+def _report(args, report: score.ScoreReport, summary: str) -> None:
+    """The invalid records on stderr, one JSON line per record (--out, else stdout), then the summary."""
     for problem in report.problems:
         print(f"acceptgate score: invalid record: {report.samples_path}: {problem}", file=sys.stderr)
     lines = report.output_rows()
     if args.out:
         _write_atomically(args.out, lines)
-        print(report.summary())
+        print(summary)
     else:
         sys.stdout.write("".join(line + "\n" for line in lines))
-        print(report.summary(), file=sys.stderr)
-    return 0
+        print(summary, file=sys.stderr)
 
 
 def _workers_temp_dir() -> str:
@@ -145,13 +190,18 @@ def _workers_temp_dir() -> str:
 def _run_dask(args) -> int:
     """The same scoring in shards on a Dask cluster (flows/score_sharded.py; Prefect imported only here)."""
     cluster = args.dask
-    if not args.no_gauge:
+    unusable: dict[str, str] = {}
+    if args.strict or not args.no_gauge:
+        from acceptgate import suitefiles
+
+        sample_file, sd = read_samples(args.samples), suitefiles.read_suites(args.suites)
+        _refuse_excluded(args, sample_file, score.inputs_of(sd, args.suite))
         try:
             sandbox = backends.create(args.backend)
         except ValueError as exc:
             raise InvalidInput(str(exc), field="--backend") from None
         with sandbox:
-            _require_gauge(args, sandbox, {s.task_id for s in read_samples(args.samples).samples})
+            unusable = _gauge(args, sandbox, sd, {s.task_id for s in sample_file.samples})
     from acceptgate.cli import flowrun
 
     if cluster.workers is not None:
@@ -162,19 +212,9 @@ def _run_dask(args) -> int:
 
     say(f"scoring in shards of {args.shard_size} samples on Dask ({cluster}); nothing is written until the end")
 
-    limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1,
-                    case_seconds=args.case_seconds)
     sharded = score_sharded.run(args.suites, args.samples, suite=args.suite, backend=args.backend,
                                 dask=cluster, shard_size=args.shard_size,
-                                fail_fast=not args.all_cases, limits=limits, strict=args.strict,
-                                profile=args.profile)
-    for problem in sharded.report.problems:
-        print(f"acceptgate score: invalid record: {sharded.report.samples_path}: {problem}", file=sys.stderr)
-    lines = sharded.report.output_rows()
-    if args.out:
-        _write_atomically(args.out, lines)
-        print(sharded.summary())
-    else:
-        sys.stdout.write("".join(line + "\n" for line in lines))
-        print(sharded.summary(), file=sys.stderr)
+                                fail_fast=not args.all_cases, limits=_limits(args), strict=args.strict,
+                                profile=args.profile, unusable=unusable)
+    _report(args, sharded.report, sharded.summary())
     return 0

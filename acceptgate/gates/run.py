@@ -74,11 +74,12 @@ def source_sha256(source_spec: str) -> str | None:
 
 
 def load_tasks(*, backend, humanevalplus: str | None = None, suites_dir: str | None = None,
-               limit: int | None = None, progress: Callable[[int, int], None] | None = None) -> tuple[list[Task], str]:
-    """The tasks to gate, with where they came from: a HumanEval+ file (imported now) or a suites
-    directory written by ``acceptgate import``. Only tasks with both suites are kept."""
+               limit: int | None = None, progress: Callable[[int, int], None] | None = None,
+               dataset: str | None = None, path: str | None = None) -> tuple[list[Task], str]:
+    """The tasks to gate, with where they came from: a data set (imported now, through the import
+    cache) or a suites directory written by ``acceptgate import``. Only tasks with both suites are kept."""
     loaded = load_task_set(backend=backend, humanevalplus=humanevalplus, suites_dir=suites_dir, limit=limit,
-                           progress=progress)
+                           progress=progress, dataset=dataset, path=path)
     return loaded.tasks, loaded.tasks_from
 
 
@@ -90,27 +91,42 @@ class TaskSet:
     recorded_gauge: dict[tuple[str, str], dict] = field(default_factory=dict)  # import --gauge verdicts
 
 
-def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str | None = None,
-                  limit: int | None = None, progress: Callable[[int, int], None] | None = None) -> TaskSet:
-    if (humanevalplus is None) == (suites_dir is None):
-        raise InvalidInput("give exactly one of --humanevalplus FILE or --suites DIR", field="--humanevalplus")
+def tasks_input(*, humanevalplus: str | None = None, suites_dir: str | None = None, dataset: str | None = None,
+                path: str | None = None) -> tuple[str | None, str | None, str | None]:
+    """The one entrance: (data set name, its file, suites directory), exactly one of a data set or a
+    suites directory. ``humanevalplus=FILE`` is ``dataset="humanevalplus", path=FILE``."""
     if humanevalplus is not None:
-        from acceptgate import importcache
-        from acceptgate.importers import humanevalplus as hep
+        if dataset is not None or path is not None:
+            raise InvalidInput("--humanevalplus FILE is --dataset humanevalplus --path FILE: give one of them",
+                               field="--humanevalplus")
+        dataset, path = "humanevalplus", humanevalplus
+    if path is not None and dataset is None:
+        raise InvalidInput("--path names the file of a --dataset", field="--path")
+    if (dataset is None) == (suites_dir is None):
+        raise InvalidInput("give exactly one of --dataset NAME [--path FILE] or --suites DIR", field="--dataset")
+    return dataset, path, suites_dir
 
-        result, _ = importcache.load_import(
-            "humanevalplus", humanevalplus, lambda: hep.load(humanevalplus, backend, limit=limit, progress=progress),
-            limit=limit, progress=progress)
-        known = {t.task_id for t in result.tasks} | {i.task_id for i in result.issues}
-        if limit is not None:  # the import stopped at the limit: every id of the file is still known
-            known |= _jsonl_task_ids(humanevalplus)
-        return TaskSet(gradeable(result.tasks), f"{humanevalplus} (sha256 {result.source_sha256})",
-                       frozenset(known))
+
+def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str | None = None,
+                  limit: int | None = None, progress: Callable[[int, int], None] | None = None,
+                  dataset: str | None = None, path: str | None = None) -> TaskSet:
+    dataset, path, suites_dir = tasks_input(humanevalplus=humanevalplus, suites_dir=suites_dir, dataset=dataset,
+                                            path=path)
     from acceptgate import suitefiles
 
+    if dataset is not None:
+        from acceptgate import importcache, ingest
+
+        result, _ = ingest.load_result(dataset, path, backend, limit=limit, cache_dir=importcache.flow_cache_dir(),
+                                       progress=progress)
+        known = {t.task_id for t in result.tasks} | {i.task_id for i in result.issues}
+        if limit is not None:  # the import stopped at the limit: every id of the file is still known
+            known |= _jsonl_task_ids(result.source)
+        return TaskSet(gradeable(result.tasks), f"{result.source} (sha256 {result.source_sha256})", frozenset(known))
     sd = suitefiles.read_suites(suites_dir)
     tasks = [Task(task_id=t.task_id, dataset=sd.dataset, entry_point=t.entry_point, prompt=t.prompt,
-                  reference=t.reference, suites=dict(t.suites), reference_seconds=dict(t.reference_seconds))
+                  reference=t.reference, suites=dict(t.suites), reference_seconds=dict(t.reference_seconds),
+                  contract=t.contract)
              for t in sd.tasks.values()]
     recorded = {k: v for t in sd.tasks.values() for k, v in t.recorded_gauge().items()}
     known = set(sd.tasks) | {i.task_id for i in sd.issues}
@@ -271,6 +287,7 @@ class GateSummary:
     warehouse: str = ""
     coverage: SourceCoverage | None = None
     snapshot: str = ""
+    timing: str = ""  # where the run's time went, by phase (printed with --verbose)
 
     def lines(self) -> list[str]:
         invalid = len(self.coverage.invalid) if self.coverage else 0

@@ -5,8 +5,8 @@
 - ``mbppplus.load(path, backend, *, limit=None, progress=None)``: an MbppPlus jsonl(.gz);
 - ``report.summary(result)``: counts of what was imported and left out, by reason.
 
-Both loaders return an ``acceptgate.task.ImportResult``. Nothing is imported here (the gauge module uses
+Each loader returns an ``acceptgate.task.ImportResult``; ``acceptgate.datasets`` is the registry that names
+them and loads any of them through one signature. Nothing is imported here (the gauge module uses
 the docstring reader, and the importers use the gauge's wrong samples).
 """
 
-DATASETS = ("humaneval", "humanevalplus", "mbppplus")

@@ -171,6 +171,8 @@ def _acceptgate_measured_call(*args, **kwargs):
         floats = type(out) is float or (type(out) in (list, tuple) and bool(out)
                                         and all(type(v) is float for v in out))
         digest, length = acceptgate_equality_digest(out)
+        # a candidate's result here is digested in the sandbox too, on its clock: the time counts
+        seconds = _time.perf_counter() - started
         return ("digest", seconds, (digest, length, floats))
     return (tag, seconds, out)
 

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
-from acceptgate import forksafe, interrupt, literals
+from acceptgate import dialects, forksafe, interrupt, literals
 from acceptgate.hashing import sha256_bytes, sha256_text
 from acceptgate.parallel import parallel_map
 from acceptgate.render import NONLITERAL, Harness
@@ -332,15 +332,16 @@ class _Channel:
     def send(self, kind: bytes, payload: bytes) -> None:
         self.proc.write(self.frame(kind, payload), self.deadline)
 
-    def answers(self, calls: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+    def answers(self, calls: list[bytes], digests: frozenset[int] = frozenset()) -> Iterator[tuple[bytes, bytes]]:
         """(kind, payload) of each call's answer, in order; the caller may stop early.
 
         One call at a time: call k+1 is written only after call k's answer has been read, so the
         runner's input never holds more than the call it is answering (a candidate that fails case k,
         or reads its input pipe ahead, learns nothing of the later cases). ``calls``: the marshalled
-        (args, kwargs) of each call.
+        (args, kwargs) of each call; ``digests``: the calls answered with the result's digest ("dcall").
         """
         marker = self.marker + b" call "
+        dmarker = self.marker + b" dcall "
         each = isinstance(self.case_seconds, (tuple, list))
         timed = self.case_seconds is not None
         proc, recv = self.proc, self.recv
@@ -352,7 +353,8 @@ class _Channel:
                 limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)] if each else self.case_seconds
                 self.begin_phase(limit, "case")
             written = time.monotonic()
-            proc.write(marker + str(len(call)).encode() + b"\n" + call, self.deadline)
+            proc.write((dmarker if answered in digests else marker) + str(len(call)).encode() + b"\n" + call,
+                       self.deadline)
             self.pause(time.monotonic() - written)  # a long call goes at the harness's pace
             if ok_limits is not None:
                 self.ok_limit = ok_limits[min(answered, len(ok_limits) - 1)]
@@ -884,6 +886,8 @@ def _drive(harness: Harness, source: str, proc: SandboxProcess, chan: _Channel, 
     proc.write(chan.marker + b"\n", chan.deadline)
     load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits(),
             "seccomp": getattr(proc, "runner_seccomp", b"")}  # a filter the runner loads itself
+    if harness.dialect == dialects.DIGEST:  # the runner digests those results itself, with the harness's code
+        load["digest"] = dialects.EQUALITY_DIGEST_SOURCE
     chan.send(b"load", marshal.dumps(load))
     kind, payload = chan.recv()
     if kind == b"loaderr":
@@ -903,7 +907,7 @@ def _drive(harness: Harness, source: str, proc: SandboxProcess, chan: _Channel, 
     chan.ok_limit = min(MAX_FRAME, harness.result_limit)
     chan.ok_limits = _ok_limits(harness)
     run.current = 0
-    calls = chan.answers(prepared.calls)
+    calls = chan.answers(prepared.calls, prepared.digests)
     try:
         for index, (kind, payload) in enumerate(calls):  # (the time spent on each answer is paused there)
             if stages.ON:
@@ -1071,6 +1075,9 @@ class _Prepared:
     expected_text: list[bytes | None]
     text_passes: list[bool]
     judged: dict[int, dict[str, CaseResult]] = field(default_factory=dict)
+    # cases whose expected value is a digest ("sha256", hexdigest, length): the runner answers with
+    # the result's digest (a "dcall"), never with the result (up to a GB) itself
+    digests: frozenset[int] = frozenset()
 
 
 _PREPARED_MAX = 512
@@ -1097,7 +1104,9 @@ def _prepare(harness: Harness) -> _Prepared:
             text, ok = None, False
         texts.append(text)
         passes.append(ok)
-    made = _Prepared(calls, texts, passes)
+    digests = frozenset(i for i, (_, _, want) in enumerate(harness.cases)
+                        if harness.dialect == dialects.DIGEST and _is_digest(want))
+    made = _Prepared(calls, texts, passes, digests=digests)
     with _prepared_lock:
         _prepared[key] = (harness, made)
         while len(_prepared) > _PREPARED_MAX:
@@ -1176,6 +1185,8 @@ def _assess(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
         except Exception as exc:  # any comparison is total: an exception on this answer is its failure
             return "fail", {"value": (got, text), "comparison": exc}
         return ("pass", {}) if same else ("fail", {"value": (got, text)})
+    if kind == b"digest":
+        return _assess_digest(index, payload, want)
     if kind == b"raise":
         info = _error_info(payload, chan.deadline)
         return _raised_status(info["type"]), {"error_type": info["type"], "message": info["message"]}
@@ -1189,6 +1200,24 @@ def _assess(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
             return ("pass", {}) if same else ("fail", {"got": info["message"]})
         return "protocol", {"error_type": "NonLiteralResult", "message": info["message"]}
     raise ProtocolViolation(f"case {index}: unexpected frame {kind[:20]!r}")
+
+
+def _is_digest(want: Any) -> bool:
+    return type(want) is tuple and len(want) == 3 and want[0] == "sha256"
+
+
+def _assess_digest(index: int, payload: bytes | None, want: Any) -> tuple[str, dict[str, Any]]:
+    """A "digest" answer ("<sha256 hex> <length>" of the result's equality form) against a digest case."""
+    try:
+        hexdigest, length = (payload or b"").decode("ascii").split(" ")
+        got = (hexdigest, int(length))
+    except (UnicodeDecodeError, ValueError):
+        raise ProtocolViolation(f"case {index}: a malformed digest answer") from None
+    if not _is_digest(want):
+        raise ProtocolViolation(f"case {index}: a digest answer to a case that holds its value")
+    if got == (want[1], want[2]):
+        return "pass", {}
+    return "fail", {"got": f"<a result whose equality form is {got[1]} bytes, sha256 {got[0][:16]}...>"}
 
 
 def _shown(got: Any, text: str) -> str:

@@ -9,6 +9,11 @@
 # A result whose type is exactly collections.Counter is answered as a "counter" frame holding the repr
 # of a plain dict copy (taken with dict's own methods: the class's may be the candidate's): the harness
 # rebuilds a Counter, so that == has Counter semantics only where Python's would.
+#
+# A "dcall" (a case whose expected value the harness holds only as a digest: outputs of up to a GB) is
+# answered with a "digest" frame, "<sha256 hex> <length>" of the result's equality form, computed here
+# by the harness's own digest code (sent with the load, defined before the candidate exists): the
+# result is never spelled out or shipped. The candidate never sees the expected digest.
 import collections
 import errno
 import marshal
@@ -139,6 +144,7 @@ def _main():
     if kind != b"load":
         return
     load = _loads(payload)
+    digest = _digester(load.get("digest"))
     _apply_filter(load.get("seccomp"))
     _apply_limits(load["limits"])
     namespace = {"__name__": "candidate", "__builtins__": __builtins__}
@@ -153,7 +159,7 @@ def _main():
     send(b"ready", b"")
     while True:
         kind, payload = recv()
-        if kind != b"call":
+        if kind != b"call" and not (kind == b"dcall" and digest):
             return
         args, kwargs = _loads(payload)
         try:
@@ -172,6 +178,13 @@ def _main():
         if bad:
             send(b"nonliteral", _repr({"type": "nonliteral", "message": bad}).encode())
             continue
+        if kind == b"dcall":
+            try:
+                hexdigest, length = digest(result)
+                send(b"digest", (hexdigest + " " + _str(length)).encode("ascii"))
+            except Exception as exc:
+                send(b"nonliteral", describe(exc))
+            continue
         try:
             try:
                 text = _repr(result)
@@ -183,6 +196,19 @@ def _main():
             payload = None
         except Exception as exc:
             send(b"nonliteral", describe(exc))
+
+
+def _digester(source):
+    # The harness's equality digest (its own code, not the candidate's), defined with a copy of the
+    # builtins taken before the candidate loads; None when the suite has no digested case.
+    if not source:
+        return None
+    import builtins
+    import hashlib  # imported now: the digest's own import then finds the module loaded
+
+    namespace = {"__builtins__": dict(builtins.__dict__), "__name__": "acceptgate_digest"}
+    exec(compile(source, "<acceptgate digest>", "exec"), namespace)
+    return namespace["acceptgate_equality_digest"]
 
 
 def _hex_speller(_type, _repr, _hex, _len):
