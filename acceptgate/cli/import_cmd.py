@@ -1,4 +1,5 @@
-"""acceptgate import humaneval|humanevalplus [--path FILE] --out DIR [--limit N] [--backend local] [--gauge]"""
+"""acceptgate import humaneval|humanevalplus [--path FILE] --out DIR [--limit N] [--backend local] [--gauge]
+                  [--wrong-samples FILE]"""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ def add_parser(sub) -> None:
     p.add_argument("--gauge", action="store_true",
                    help="also gauge every suite (reference passes, generic wrong samples blocked) and record "
                    "the verdicts in the manifest")
+    p.add_argument("--wrong-samples", metavar="FILE",
+                   help="jsonl of the tasks' own known-wrong programs (task_id, label, program: a complete "
+                        "program), e.g. the data set's known wrong programs or model samples that fail GT; "
+                        "written to DIR/<task>/wrong/ and blocked by the gauge besides the generic ones "
+                        "(the import cache is not used with it)")
     p.add_argument("--cache-dir", metavar="DIR",
                    help="cache of finished imports, keyed by the source file's sha256, the options and the code "
                         "(default: $ACCEPTGATE_CACHE_DIR, else the user cache dir ~/.cache/acceptgate/imports)")
@@ -68,7 +74,9 @@ def run(args) -> int:
     started = time.monotonic()
     cache_key = cached = None
     cache_dir = Path(args.cache_dir) if args.cache_dir else importcache.default_dir()
-    source = None if args.no_cache else (args.path or _default_source(args.dataset))
+    if args.wrong_samples is not None and not os.path.isfile(args.wrong_samples):
+        raise InvalidInput("no such file", source=args.wrong_samples, field="--wrong-samples")
+    source = None if args.no_cache or args.wrong_samples else (args.path or _default_source(args.dataset))
     if source is not None and Path(source).is_file():  # (a bad path is the loader's error to report)
         cache_key = importcache.key(args.dataset, source, limit=args.limit, gauge=args.gauge)
         cached = importcache.lookup(cache_dir, cache_key)
@@ -86,6 +94,8 @@ def run(args) -> int:
         except ReferenceTimeout as exc:  # an input the reference cannot answer: no silent drop
             print(f"acceptgate import: import failed: {exc}", file=sys.stderr)
             return 1
+        if args.wrong_samples:
+            result = suitefiles.add_wrong_samples(result, args.wrong_samples)
         gauged = None
         if args.gauge:
             gauged = gauge.check_many(result.tasks, backend, progress=_progress("gauge"))

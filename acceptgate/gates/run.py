@@ -110,7 +110,8 @@ def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str 
 
     sd = suitefiles.read_suites(suites_dir)
     tasks = [Task(task_id=t.task_id, dataset=sd.dataset, entry_point=t.entry_point, prompt=t.prompt,
-                  reference=t.reference, suites=dict(t.suites), reference_seconds=dict(t.reference_seconds))
+                  reference=t.reference, suites=dict(t.suites), reference_seconds=dict(t.reference_seconds),
+                  wrong_samples=list(t.wrong_samples))
              for t in sd.tasks.values()]
     recorded = {k: v for t in sd.tasks.values() for k, v in t.recorded_gauge().items()}
     known = set(sd.tasks) | {i.task_id for i in sd.issues}
