@@ -6,12 +6,13 @@ wrong samples are the task's own (a suites directory's ``wrong/`` programs, an A
 generic ones written from the task's signature: ``return None``, ``raise``, constant returns (0, '',
 [], False, True) and "echo the first argument".
 
-What makes a sample *wrong* is the reference on the hidden inputs, never the suite being gauged: a
-wrong sample that passes a suite while failing the hidden suite (the reference's answers on every
-hidden input) makes that suite's gauge fail, naming the sample. Only a sample that passes the hidden
-suite too is "not wrong" for the task, and is left out with its reason (a generic constant that is
-every hidden expected value, ``gauge_plan``; any other sample, when its hidden run passes). Without a
-hidden suite a sample's verdict on the suite itself is all there is, and a pass fails it.
+What makes a generic sample *wrong* is the reference on the hidden inputs, never the suite being
+gauged: one that passes a suite while failing the hidden suite (the reference's answers on every
+hidden input) makes that suite's gauge fail, naming the sample. Only a generic sample that passes the
+hidden suite too is "not wrong" for the task, and is left out with its reason (a constant that is
+every hidden expected value, ``gauge_plan``; any other, noted when its hidden run passes). A task's
+own wrong sample is wrong by its provenance (a known wrong program): any suite it passes, the hidden
+one included, fails. Without a hidden suite a pass fails the suite too.
 
 ``check_records`` gives one record per suite, with its reasons, and raises nothing: a caller excludes
 the tasks it names (``GaugeCheck.failed_tasks``). ``require`` makes the check a precondition of a whole
@@ -207,7 +208,9 @@ def _judge(task: Task, kind: str, spec: SuiteSpec, harness: render.Harness, ref:
     for i, (sample, result) in enumerate(wrong):
         if result.verdict != "pass":
             continue
-        if hidden is None:
+        if hidden is None or sample.label not in GENERIC_LABELS:
+            # no hidden suite to judge by, or a known-wrong program of the task's own (wrong by its
+            # provenance): passing is the suite's failure
             reasons.append(f"wrong sample {sample.label} passes the {kind} suite")
         elif hidden[i].verdict == "pass":
             notes.append(f"{sample.label} passes the hidden suite too: right on every hidden input, not wrong")

@@ -82,14 +82,19 @@ def test_a_constant_matching_only_the_visible_suite_is_kept_and_fails_its_gauge(
     assert list(check.failed_tasks()) == ["demo/is_even"] and "constant-false" in check.failed_tasks()["demo/is_even"]
 
 
-def test_a_sample_right_on_every_hidden_input_is_not_wrong(local_backend):
-    """A task-specific 'wrong' sample that passes the hidden suite is right there: noted, not a failure."""
-    right = WrongSample("alt", "def is_even(n):\n    return not n % 2\n")
+def test_a_generic_sample_right_on_every_hidden_input_is_noted_a_known_wrong_one_fails(local_backend):
+    """A generic sample that passes the hidden suite is right there: noted, not a failure. A task's own
+    known-wrong program is wrong by its provenance: passing any suite, the hidden one too, fails it."""
+    right = WrongSample("constant-true", "def is_even(n):\n    return not n % 2\n")  # a generic label
     task = is_even_task(visible=[((2,), {}, True)], hidden=[((4,), {}, True), ((7,), {}, False)], wrong=[right])
     [result] = gauge.check_many([task], local_backend)
     assert all(s.passed for s in result.suites)
-    assert all(s.notes == ["alt passes the hidden suite too: right on every hidden input, not wrong"]
+    assert all(s.notes == ["constant-true passes the hidden suite too: right on every hidden input, not wrong"]
                for s in result.suites)
+    known = dataclasses.replace(task, wrong_samples=[WrongSample("alt", right.source)])
+    [result] = gauge.check_many([known], local_backend)
+    assert [s.reasons for s in result.suites] == [["wrong sample alt passes the visible suite"],
+                                                  ["wrong sample alt passes the hidden suite"]]
 
 
 def test_humaneval_4_return_true_fails_the_visible_gauge(tmp_path, humanevalplus_path, local_backend):
@@ -187,7 +192,7 @@ def test_require_refuses_a_failing_suite_or_one_it_cannot_check_naming_the_task(
     lax = is_even_task(visible=[((2,), {}, True)], hidden=[((2,), {}, True), ((3,), {}, False)],
                        wrong=[WrongSample("positive", "def is_even(n):\n    return n > 0\n")])
     with pytest.raises(InvalidInput, match=r"task demo/is_even: its visible suite failed the gauge check: "
-                                           r"wrong sample positive passes the visible suite but fails the reference"):
+                                           r"wrong sample positive passes the visible suite"):
         gauge.require([lax], local_backend, store=tmp_path)
     # a failure is not stored (it could be a timeout under load), only the hidden suite's pass: the
     # visible suite is checked, and refused, again
