@@ -46,7 +46,7 @@ def run(suites: str, dataset: str, backend, settings: C.Settings, *, samples: st
                                                **settings.key()})
     res.inputs = [C.inputs_sha256(materials), C.pool_sha256(cert.kept)]
     res.rows = rows_from(cert)
-    res.notes.append(f"{len(materials)} tasks; pools: {C.pool_counts(cert.kept, cert.checks)}")
+    res.notes.append(f"{len(materials)} tasks; pools: {C.pool_counts(cert.kept, cert.findings)}")
     res.notes.append("the seed's share pools the agent-written verifiers of its archive; here the first row pools "
                      "every verifier above, baselines included, the second only V, GT and external ones")
     return res
