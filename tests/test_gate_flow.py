@@ -40,7 +40,7 @@ def test_gate_flow_conform_and_off_on_codet(prefect_harness, tmp_path, suites_14
 
     path = tmp_path / "w.duckdb"
     source = f"codet:{codet_samples_path}"
-    summary = gate(arms=["conform", "off"], source=source, suites_dir=str(suites_14), warehouse=str(path))
+    summary = gate(certify=False, arms=["conform", "off"], source=source, suites_dir=str(suites_14), warehouse=str(path))
     conform, off = summary.arms["conform"], summary.arms["off"]
     assert (conform.tasks, conform.delivered, conform.refused, conform.false_deliveries) == (14, 10, 4, 2)
     assert (off.tasks, off.delivered, off.refused, off.false_deliveries) == (14, 14, 0, 10)
@@ -71,7 +71,7 @@ def test_gate_flow_conform_and_off_on_codet(prefect_harness, tmp_path, suites_14
     counts = warehouse.row_counts(path, TABLES)
 
     # The same run again through the command line: same run id, same rows, printed table.
-    code = main(["gate", "--arm", "conform,off", "--source", source, "--suites", str(suites_14),
+    code = main(["gate", "--no-certify", "--arm", "conform,off", "--source", source, "--suites", str(suites_14),
                  "--warehouse", str(path)])
     out = capsys.readouterr().out
     assert code == 0
@@ -92,7 +92,7 @@ def test_gate_cli_scores_gt_under_the_evalplus_profile(prefect_harness, tmp_path
 
     path = tmp_path / "w.duckdb"
     source = f"codet:{codet_samples_path}"
-    assert main(["gate", "--arm", "conform", "--source", source, "--suites", str(suites_14), "--limit", "5",
+    assert main(["gate", "--no-certify", "--arm", "conform", "--source", source, "--suites", str(suites_14), "--limit", "5",
                  "--profile", "evalplus", "--warehouse", str(path)]) == 0
     with warehouse.connect(path, read_only=True) as con:
         rows = {tid: (v, p) for tid, v, p in con.execute(
@@ -107,7 +107,7 @@ def test_gate_cli_scores_gt_under_the_evalplus_profile(prefect_harness, tmp_path
     untimed = suitefiles.write_suites(result, tmp_path / "untimed")
     other = tmp_path / "other.duckdb"
     capsys.readouterr()
-    assert main(["gate", "--arm", "conform", "--source", source, "--suites", str(untimed), "--profile", "evalplus",
+    assert main(["gate", "--no-certify", "--arm", "conform", "--source", source, "--suites", str(untimed), "--profile", "evalplus",
                  "--warehouse", str(other)]) == 2
     assert "reference's time per hidden case" in capsys.readouterr().err
     assert not other.exists()
@@ -121,13 +121,14 @@ def test_gate_cli_scores_gt_under_the_evalplus_profile(prefect_harness, tmp_path
     (["--arm", "conform", "--source", "bogus"], "unknown source"),
     (["--arm", "hmix", "--source", "openai"], "needs --base-url and --model"),
     (["--arm", "conform", "--humanevalplus", "/nonexistent.jsonl"], "not found"),
+    (["--arm", "conform", "--max-fpr-attack", "101"], "--max-fpr-attack"),
 ])
 def test_gate_cli_bad_input_exits_2(argv, fragment, codet_samples_path, humanevalplus_path, tmp_path, capsys):
     defaults = {"--source": f"codet:{codet_samples_path}", "--humanevalplus": str(humanevalplus_path)}
     for flag, value in defaults.items():
         if flag not in argv:
             argv = argv + [flag, value]
-    assert main(["gate", *argv, "--warehouse", str(tmp_path / "w.duckdb")]) == 2
+    assert main(["gate", "--no-certify", *argv, "--warehouse", str(tmp_path / "w.duckdb")]) == 2
     assert fragment in capsys.readouterr().err
 
 
@@ -150,7 +151,7 @@ def test_gate_flow_hmix_through_a_local_endpoint(prefect_harness, tmp_path, suit
     with ChatServer(reply) as server:
         config = ChatConfig(base_url=server.base_url, model="scripted-1", api_key_env="TEST_CHAT_KEY",
                             backoff_seconds=0.01)
-        summary = gate(arms=["hmix"], source="openai", suites_dir=str(suites_14), limit=2,
+        summary = gate(certify=False, arms=["hmix"], source="openai", suites_dir=str(suites_14), limit=2,
                        warehouse=str(tmp_path / "w.duckdb"), chat_config=config, workers=1)
     assert summary.arms["hmix"].delivered == 1 and summary.arms["hmix"].refused == 1
     with warehouse.connect(tmp_path / "w.duckdb", read_only=True) as con:
@@ -230,7 +231,7 @@ def test_gate_cli_every_arm_with_a_live_model(prefect_harness, tmp_path, suites_
     path = tmp_path / "w.duckdb"
     monkeypatch.setenv("TEST_CHAT_KEY", "sk-test")
     with ChatServer(reply) as server:
-        code = main(["gate", "--arm", "conform", "--arm", "hmix", "--arm", "off", "--source", "openai",
+        code = main(["gate", "--no-certify", "--arm", "conform", "--arm", "hmix", "--arm", "off", "--source", "openai",
                      "--base-url", server.base_url, "--model", "scripted-1", "--api-key-env", "TEST_CHAT_KEY",
                      "--suites", str(suites_14), "--limit", "1", "--workers", "1", "--warehouse", str(path)])
     out = capsys.readouterr().out

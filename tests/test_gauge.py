@@ -227,6 +227,8 @@ def _broken_suites(humanevalplus_path: Path, out: Path) -> Path:
 @pytest.mark.prefect
 def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_harness, humanevalplus_path, tmp_path,
                                                                      capsys):
+    """score refuses the batch; gate excludes the task (here the only one: nothing left, exit 2); certify
+    records the task as not certified, naming the gauge."""
     from acceptgate.cli import main
 
     suites = _broken_suites(humanevalplus_path, tmp_path / "suites")
@@ -235,12 +237,10 @@ def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_har
                                    "    return False\n"}) + "\n")
     warehouse = tmp_path / "w.duckdb"
     runs = {
-        "gate": ["gate", "--arm", "off", "--source", f"evalplus:{samples}", "--suites", str(suites),
+        "gate": ["gate", "--no-certify", "--arm", "off", "--source", f"evalplus:{samples}", "--suites", str(suites),
                  "--warehouse", str(warehouse)],
         "score": ["score", "--suites", str(suites), "--samples", str(samples), "--suite", "hidden",
                   "--out", str(tmp_path / "scores.jsonl")],
-        "certify": ["certify", "--suites", str(suites), "--dataset", str(humanevalplus_path), "--k", "1",
-                    "--warehouse", str(warehouse)],
     }
     for name, argv in runs.items():
         capsys.readouterr()
@@ -255,7 +255,13 @@ def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_har
     import duckdb
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        assert con.execute("select gauge from gate_runs").fetchall() == [("skipped",)]
+        assert con.execute("select gauge, certify from gate_runs").fetchall() == [("skipped", "skipped")]
+    certified = tmp_path / "c.duckdb"
+    assert main(["certify", "--suites", str(suites), "--dataset", str(humanevalplus_path), "--k", "3",
+                 "--warehouse", str(certified), "--quiet"]) == 0
+    with duckdb.connect(str(certified), read_only=True) as con:
+        ok, failed, reason = con.execute("select certified, failed_gates, reason from v4v_task_certificates").fetchone()
+    assert not ok and "gauge" in failed and "the hidden suite fails the gauge: reference does not pass" in reason
 
 
 def test_a_reference_out_of_time_is_run_again_with_the_slow_reference_limits(local_backend):
