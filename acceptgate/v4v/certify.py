@@ -183,16 +183,17 @@ def check_construction(materials: list[TaskMaterial], proposed: list[ProposedPoo
                                                                                   list[Finding]]:
     """Every task's pool without the candidates whose construction was shown wrong, and every finding
     (``taskcert``): GT's disagreements with the construction labels, each settled by a differential
-    test against the reference. Nothing is relabelled."""
+    test against the reference (in parallel on ``settings.workers``). Nothing is relabelled."""
     by_task = {m.task_id: m for m in materials}
-    kept, findings = {}, []
+    jobs = []
     for pool in proposed:
         m = by_task[pool.task_id]
         decided = source_decisions(m, pool.candidates, all_runs)
-        gt_runs = {c.candidate_id: all_runs.get((m.task_id, c.sha256, HIDDEN, 0)) for c in pool.candidates}
-        kept[pool.task_id], task_findings = taskcert.check_construction(
-            m, pool.candidates, decided, gt_runs, backend, n=settings.differential_inputs, limits=settings.limits)
-        findings += task_findings
+        for c in taskcert.disagreements(pool.candidates, decided):
+            jobs.append((m, c, decided[c.candidate_id], all_runs.get((m.task_id, c.sha256, HIDDEN, 0))))
+    findings = parallel_map(lambda job: taskcert.settle(*job, backend, n=settings.differential_inputs,
+                                                        limits=settings.limits), jobs, workers=settings.workers)
+    kept = {pool.task_id: taskcert.kept_after(pool.candidates, findings) for pool in proposed}
     return kept, findings
 
 

@@ -90,23 +90,31 @@ def settle(m: TaskMaterial, c: PoolCandidate, d: Decision, run, backend: Backend
                     evidence)
 
 
+def disagreements(pool: list[PoolCandidate], gt: dict[str, Decision]) -> list[PoolCandidate]:
+    """The candidates labelled by construction whose label GT's decision contradicts (or leaves undecided)."""
+    out = []
+    for c in pool:
+        d = gt.get(c.candidate_id)
+        agrees = d is not None and ((c.label == LEGAL and d.outcome == PASS) or (c.label != LEGAL and d.outcome == FAIL))
+        if c.labelled and not agrees:
+            out.append(c)
+    return out
+
+
 def check_construction(m: TaskMaterial, pool: list[PoolCandidate], gt: dict[str, Decision], gt_runs: dict,
                        backend: Backend, *, n: int = differential.RANDOM_INPUTS,
                        limits: Limits = Limits()) -> tuple[list[PoolCandidate], list[Finding]]:
     """The pool without the candidates whose construction was shown wrong, and every finding.
     ``gt``: candidate id -> GT's decision (round 0); ``gt_runs``: candidate id -> its run on GT."""
-    kept, findings = [], []
-    for c in pool:
-        d = gt.get(c.candidate_id)
-        agrees = d is not None and ((c.label == LEGAL and d.outcome == PASS) or (c.label != LEGAL and d.outcome == FAIL))
-        if not c.labelled or agrees:
-            kept.append(c)
-            continue
-        f = settle(m, c, d, gt_runs.get(c.candidate_id), backend, n=n, limits=limits)
-        findings.append(f)
-        if f.action != "excluded":
-            kept.append(c)
-    return kept, findings
+    findings = [settle(m, c, gt[c.candidate_id], gt_runs.get(c.candidate_id), backend, n=n, limits=limits)
+                for c in disagreements(pool, gt)]
+    return kept_after(pool, findings), findings
+
+
+def kept_after(pool: list[PoolCandidate], findings: list[Finding]) -> list[PoolCandidate]:
+    """The pool without the candidates a finding excluded (nothing else changes)."""
+    excluded = {f.candidate_id for f in findings if f.action == "excluded"}
+    return [c for c in pool if c.candidate_id not in excluded]
 
 
 @dataclass(frozen=True)
