@@ -173,7 +173,7 @@ def test_experiment_seed002_prints_the_table_with_the_all_reject_share(tmp_path,
     assert main(["experiment", "seed002", "--suites", str(suites), "--dataset", str(humanevalplus_path),
                  "--warehouse", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "always-reject (baseline, measured)" in out and "TPR 0, TNR 100, BA_norm 0 (all-reject)" in out
+    assert "always-reject (baseline)" in out and "GT (suite, the source: certifies the tasks)" in out and "TPR 0, TNR 100, BA_norm 0 (all-reject)" in out
     assert "TPR 0.0, TNR 100.0, BA_norm 0.0" in out and "87.9% – 96.0%" in out
     assert "tasks certified by GT" in out and "2 of 2" in out
     with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:

@@ -29,7 +29,8 @@ def rows_from(cert: C.Certification) -> list[Row]:
         text = (f"TPR {_f(s.tpr)}, TNR {_f(s.tnr)}, BA_norm {_f(s.ba_norm)}, FPR_attack {_f(s.fpr_attack)}; "
                 f"gates {rep.gates_passed}/{rep.gates_applicable}; diagnosis {s.diagnosis}")
         text += f"; held-out BA_norm {_f(s.heldout_ba_norm)}"
-        out.append(Row(f"verifier/{rep.name}", f"{rep.name} ({rep.family}, {rep.role})", seed,
+        role = ", the source: certifies the tasks" if rep.role == C.SOURCE_ROLE else ""
+        out.append(Row(f"verifier/{rep.name}", f"{rep.name} ({rep.family}{role})", seed,
                        None if s.ba_norm is None else s.ba_norm / 100, text, "pp", None, s.tasks,
                        {"tpr": s.tpr, "tnr": s.tnr, "ba_norm": s.ba_norm, "fpr_attack": s.fpr_attack,
                         "heldout_ba_norm": s.heldout_ba_norm, "diagnosis": s.diagnosis,
