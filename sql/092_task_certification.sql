@@ -21,7 +21,7 @@ create table v4v_findings (
     part                varchar not null,      -- published | held-out
     label               varchar not null,      -- the construction label, unchanged: legal | illegal
     gt_decision         varchar not null,      -- PASS | FAIL | ERROR:<kind>
-    finding             varchar not null,      -- construction-wrong | gt-weak | gt-wrong | gt-undecided | undetermined
+    finding             varchar not null,      -- construction-wrong | gt-weak | gt-wrong | gt-undecided | undecidable | undetermined
     action              varchar not null,      -- excluded (from the pool) | task-fails (the task is not certified)
     reason              varchar not null,
     witness             varchar not null,      -- JSON: input, origin (GT or random input), reference, candidate; null when none
@@ -44,7 +44,7 @@ create table v4v_task_certificates (
     candidates          integer not null,      -- labelled candidates after exclusions
     held_out            integer not null,      -- of them, held out
     findings            integer not null,
-    excluded            integer not null,      -- candidates excluded by a construction-wrong finding
+    excluded            integer not null,      -- candidates excluded by a finding (construction-wrong, undecidable)
     v_tpr               double,                -- V measured on this task (round 0); null: V not measured here
     v_tnr               double,
     v_ba_norm           double,

@@ -291,6 +291,14 @@ def _gates(m: TaskMaterial, pool: list[PoolCandidate], v: Verifier, records: lis
                            why_not=gates.EXTERNAL_NOT_MUTATED if v.family == "external" else None)]
 
 
+def rerun_history(history: dict[str, list[Decision]], pool: list[PoolCandidate], role: str
+                  ) -> dict[str, list[Decision]]:
+    """The re-run candidates' decisions the repeatability check reads. The source certifies with
+    constructed candidates only: a model sample's re-runs are measured, never a gate of the task."""
+    counted = {c.candidate_id for c in pool if c.labelled or role != SOURCE_ROLE}
+    return {cid: ds for cid, ds in history.items() if len(ds) > 1 and cid in counted}
+
+
 def judge_task(m: TaskMaterial, pool: list[PoolCandidate], v: Verifier, records: list[gates.DecisionRecord],
                baselines: dict[str, dict[str, Decision]], all_runs: dict[RunKey, SuiteRun], settings: Settings,
                scope: str) -> TaskVerdict:
@@ -300,8 +308,8 @@ def judge_task(m: TaskMaterial, pool: list[PoolCandidate], v: Verifier, records:
         rounds[rec.round][rec.candidate_id] = rec.decision
         history[rec.candidate_id].append(rec.decision)
     original = rounds[0]
-    rerun = {cid: ds for cid, ds in history.items() if len(ds) > 1}
     role = SOURCE_ROLE if v.name == SOURCE else MEASURED_ROLE
+    rerun = rerun_history(history, pool, role)
     suite_v = isinstance(v, SuiteVerifier) and v.suite in m.suites
     labelled = [c for c in pool if c.labelled]  # mutants are told apart by constructed candidates only
     mutants = mutant_outcomes(m, labelled, v, original, all_runs, settings.max_mutant_cases) if suite_v else None

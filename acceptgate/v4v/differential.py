@@ -5,7 +5,8 @@ Inputs: the GT inputs on which the candidate failed (when there are any), then `
 made by mutating the GT inputs (numbers moved, strings and lists edited, shuffled, shortened or
 emptied), drawn from ``random.Random`` seeded by the task and candidate (the same witnesses on every
 run). The reference runs on them in the sandbox; an input it rejects -- by raising, which includes the
-data set's input contract (``TaskMaterial.domain_gold``) -- is outside the task's domain and skipped.
+data set's input contract (``TaskMaterial.domain_gold``, run first) -- is outside the task's domain and
+skipped. A digest suite's expected values are compared in its ``("value", v)`` form.
 The candidate then runs on the same inputs; the first input where the suite's own judgement does not
 accept its answer for the reference's is the witness. A candidate that times out or crashes gives no
 evidence from there on (its earlier answers still count).
@@ -18,7 +19,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from acceptgate import literals
+from acceptgate import dialects, literals
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import run_calls
 from acceptgate.v4v import mutation
@@ -124,6 +125,8 @@ def random_inputs(m: TaskMaterial, n: int, *parts: str) -> list[tuple[tuple, dic
 
 
 def _show(value: Any) -> str:
+    if type(value) is tuple and len(value) == 2 and value[0] == "value":  # a digest suite's expected form
+        value = value[1]
     text = literals.canonical(value)
     return text if len(text) <= SHOWN else text[:SHOWN] + f"...<{len(text)} chars>"
 
@@ -137,12 +140,14 @@ def compare(m: TaskMaterial, candidate: PoolCandidate, gt_inputs: list[tuple[tup
             n: int = RANDOM_INPUTS, limits: Limits = Limits()) -> Evidence:
     """The candidate against the reference on ``gt_inputs`` and ``n`` random inputs (see the module)."""
     calls = list(gt_inputs) + random_inputs(m, n, candidate.candidate_id)
+    if m.domain_gold and calls:  # the contract first: the reference never runs on an input outside the task
+        domain = _answers(m, m.domain_gold, calls, backend, limits)
+        calls = [c for c, d in zip(calls, domain) if d.status == "ok"]
     if not calls:
         return Evidence(0, None)
     h = m.harnesses["hidden"]
     reference = _answers(m, m.gold, calls, backend, limits)
-    domain = _answers(m, m.domain_gold, calls, backend, limits) if m.domain_gold else reference
-    inside = [i for i, (r, d) in enumerate(zip(reference, domain)) if r.status == "ok" and d.status == "ok"]
+    inside = [i for i, r in enumerate(reference) if r.status == "ok"]
     if not inside:
         return Evidence(0, None)
     got = _answers(m, candidate.source, [calls[i] for i in inside], backend, limits)
@@ -152,7 +157,7 @@ def compare(m: TaskMaterial, candidate: PoolCandidate, gt_inputs: list[tuple[tup
             break  # no answer from here on: no evidence either way
         tried += 1
         args, kwargs = calls[i]
-        want = reference[i].value
+        want = ("value", reference[i].value) if h.dialect == dialects.DIGEST else reference[i].value
         same = outcome.status == "ok" and _judged(h, outcome.value, want, args, kwargs)
         if not same:
             shown = _show(outcome.value) if outcome.status == "ok" else f"{outcome.status}: {outcome.error_type}"

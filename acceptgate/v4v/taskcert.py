@@ -11,7 +11,8 @@ against the reference (``differential``) and the disagreement is stored as a fin
 | PASS on an illegal candidate | equal on every input tried | construction-wrong: an equivalent program | excluded from the pool |
 | FAIL on a legal candidate | differs | construction-wrong: the transformation changed behaviour | excluded |
 | FAIL on a legal candidate | equal (the gold always is) | gt-wrong: GT rejects what the reference does | the task fails |
-| no decision (timeout, crash) | - | gt-undecided | the task fails |
+| no decision on a legal candidate (timeout, crash) | - | gt-undecided: GT cannot decide a right program | the task fails |
+| no decision on an illegal candidate | - | undecidable: it runs past the limits (a starved run was retried with more wall time) | excluded |
 | either | no input inside the domain to try | undetermined | the task fails |
 
 No candidate is relabelled: an excluded one leaves the pool with its finding, and a task that fails
@@ -29,7 +30,7 @@ from acceptgate.v4v import differential
 from acceptgate.v4v.candidates import LEGAL, PoolCandidate, TaskMaterial
 from acceptgate.v4v.verifiers import FAIL, PASS, Decision
 
-FINDINGS = ("construction-wrong", "gt-weak", "gt-wrong", "gt-undecided", "undetermined")
+FINDINGS = ("construction-wrong", "gt-weak", "gt-wrong", "gt-undecided", "undecidable", "undetermined")
 ACTIONS = ("excluded", "task-fails")
 GT_INPUTS = 20  # failing GT inputs replayed first in a differential test
 
@@ -66,9 +67,14 @@ def _finding(c: PoolCandidate, d: Decision, finding: str, action: str, reason: s
 def settle(m: TaskMaterial, c: PoolCandidate, d: Decision, run, backend: Backend, *, n: int,
            limits: Limits) -> Finding:
     """The finding for one candidate whose construction label GT's decision ``d`` contradicts."""
-    if not d.valid:
-        return _finding(c, d, "gt-undecided", "task-fails", f"GT reached no decision: {d.reason}", None)
     legal = c.label == LEGAL
+    if not d.valid and not legal:
+        return _finding(c, d, "undecidable", "excluded",
+                        f"a wrong program that runs past the execution's limits on GT ({d.reason}): no valid "
+                        "decision can be made on it, so it certifies nothing", None)
+    if not d.valid:
+        return _finding(c, d, "gt-undecided", "task-fails", f"GT reached no decision on a right program: {d.reason}",
+                        None)
     evidence = differential.compare(m, c, _failing_gt_inputs(m, run) if legal else [], backend, n=n, limits=limits)
     if evidence.inputs_tried == 0 and not evidence.differs:
         return _finding(c, d, "undetermined", "task-fails",
