@@ -182,6 +182,7 @@ def _stage(path: str | Path, run: Run, name: str, *, report: bool = True) -> Ite
     if report:
         _reporter.stage(name)
     with ledger_run(path, run).guard(name):
+        warehouse.pause_point(f"{name}:started")  # a stop test's point inside the stage's attempt
         yield
 
 
@@ -399,7 +400,8 @@ def run_executions(tasks: list[Task], gauges: list, backend: Backend, *,
     """The reference and every wrong sample on every suite, all cases (no fail-fast).
 
     The gauge check already executed each of them; its results are reused when complete (the
-    references; wrong samples stopped at their first failing case are run again in full). Returns
+    references; wrong samples stopped at the end of the block of their first failing case are run
+    again in full). Returns
     the records in (task, suite, candidate) order and how many executions ran here.
     """
     earlier: dict[tuple[str, str, str], ExecutionResult] = {}
@@ -425,7 +427,7 @@ def run_executions(tasks: list[Task], gauges: list, backend: Backend, *,
                 jobs.append((harness, source))
                 slots.append((len(records), task.task_id, kind, role, label))
                 records.append(None)
-    results = execute_many(jobs, backend, progress=progress) if jobs else []
+    results = execute_many(jobs, backend, all_cases=True, progress=progress) if jobs else []
     for (at, task_id, kind, role, label), result in zip(slots, results):
         records[at] = ExecutionRecord(task_id, kind, role, label, result, "execute")
     return records, len(jobs)  # type: ignore[return-value]

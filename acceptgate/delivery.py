@@ -67,7 +67,8 @@ def score_deliveries(outcomes: Iterable[GateOutcome], hidden: Mapping[str, Suite
             harnesses[o.task_id] = (harness_for(how.spec), how.limits)
         keys[key] = len(jobs)
         jobs.append((*harnesses[o.task_id], cand.program))
-    results = run_jobs([(h, src, lim) for h, lim, src in jobs], backend, fail_fast=True, workers=workers,
+    # The hidden suite: in blocks fixed before the run (no fail-fast oracle; executor.execute)
+    results = run_jobs([(h, src, lim) for h, lim, src in jobs], backend, workers=workers,
                        progress=progress)
     rows = []
     for o in outcomes:

@@ -155,8 +155,10 @@ def check_many(tasks: list[Task], backend: Backend, *, progress: Callable[[int, 
     the reference on each suite, then each wrong sample on each -- and on the hidden suite, which
     decides whether a sample that passes a suite is wrong at all.
 
-    References run every case (the reasons name each failure); wrong samples stop at their first
-    failing case. Both batches go through ``execute_many``, so all cores are used.
+    References and wrong samples run as on every hidden suite: in blocks fixed before the run, up to
+    the first block boundary after a failing case (no sample learns from being called again whether
+    its previous answer passed; a passing reference runs every case). Both batches go through
+    ``execute_many``, so all cores are used.
     """
     slots: list[tuple[Task, str, SuiteSpec, render.Harness]] = []
     runs: list[tuple[Task, str, render.Harness]] = []  # every suite a wrong sample runs on
@@ -175,7 +177,7 @@ def check_many(tasks: list[Task], backend: Backend, *, progress: Callable[[int, 
         return None if progress is None else (lambda done, _n: progress(offset + done, total))
 
     ref_results = execute_many(ref_jobs, backend, limits=limits, progress=shifted(0))
-    wrong_results = execute_many(wrong_jobs, backend, limits=limits, fail_fast=True,
+    wrong_results = execute_many(wrong_jobs, backend, limits=limits,
                                  progress=shifted(len(ref_jobs)))
     wrong_on: dict[tuple[str, str], list[ExecutionResult]] = {}
     cursor = 0
@@ -226,7 +228,7 @@ def _failure_text(result: ExecutionResult) -> str:
     if bad is None:
         return ""
     failing = sum(1 for c in result.cases if c.status != "pass")
-    parts = [f"; {failing} failing case(s), first: case {bad.index} {bad.status}"]
+    parts = [f"; {failing} failing case(s) of {len(result.cases)} run, first: case {bad.index} {bad.status}"]
     if bad.args is not None:
         parts.append(f" args={bad.args}")
     if bad.got is not None:

@@ -7,8 +7,8 @@ file's sha256, ``--limit``, ``--gauge``, and the sha256 of the code that compute
 dialects, renderer, literal grammar, suite files, gauge, sandbox runner). Any change to one of them
 is a miss. Entries are written to a temporary directory and renamed into place (never half-written).
 
-Default location: ``$ACCEPTGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/acceptgate/imports``, else
-``~/.cache/acceptgate/imports`` (``import --cache-dir DIR`` overrides, ``--no-cache`` turns it off).
+Default location: ``imports/`` under the cache directory (``$ACCEPTGATE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/acceptgate``, else ``~/.cache/acceptgate``: acceptgate._util.settings) (``import --cache-dir DIR`` overrides, ``--no-cache`` turns it off).
 
 The flows import too (``audit --dataset humanevalplus|mbppplus``, ``gate --humanevalplus``, the leak
 audit, the nightly chain): ``load_import`` keeps their ``ImportResult`` -- references, wrong samples and
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from acceptgate import boundedjson, literals, suitespec
+from acceptgate._util.settings import env_name, settings
 from acceptgate.hashing import sha256_file, sha256_text
 from acceptgate.suitespec import Case, SuiteSpec
 from acceptgate.task import SUITE_KINDS, ImportIssue, ImportResult, Task, WrongSample
@@ -50,11 +51,7 @@ _CODE = ("dialects.py", "harness_prelude.py", "render.py", "suitespec.py", "lite
 
 
 def default_dir() -> Path:
-    explicit = os.environ.get("ACCEPTGATE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "acceptgate" / "imports"
+    return settings().imports_dir
 
 
 @functools.cache
@@ -137,7 +134,7 @@ def store(cache_dir: Path, k: dict, suites: Path) -> Path | None:
 # -- import results (the flows' imports) -------------------------------------------------------------
 
 RESULT_FILE = "import-result.pickle"
-ENV_SWITCH = "ACCEPTGATE_IMPORT_CACHE"
+ENV_SWITCH = env_name("import_cache")
 _RESULT_CLASSES = {("acceptgate.task", "ImportResult"), ("acceptgate.task", "Task"),
                    ("acceptgate.task", "ImportIssue"), ("acceptgate.task", "WrongSample"),
                    ("acceptgate.suitespec", "SuiteSpec"), ("acceptgate.suitespec", "Case"),
@@ -165,7 +162,7 @@ def load_import(dataset: str, source: str | Path, load: Callable[[], ImportResul
     before. Returns (result, whether it came from the cache). A cache that cannot be read or written
     costs a fresh import, never a failure. ``progress`` (the one ``load`` reports to) hears of a hit
     as every task done."""
-    if os.environ.get(ENV_SWITCH, "").lower() in ("off", "0", "false", "no") or not Path(source).is_file():
+    if not settings().import_cache or not Path(source).is_file():
         return load(), False
     cache_dir = cache_dir or default_dir()
     k = result_key(dataset, source, limit=limit)

@@ -1,8 +1,12 @@
 """Batch scoring of an EvalPlus-format samples file against one suite per task (visible or hidden).
 
 The EvalPlus ``evaluate`` workflow on our sandbox: one sandbox process per sample, cases streamed,
-stopping at the first failing case (``fail_fast``, as EvalPlus's own ``fast_check``) unless all
-cases are asked for.
+stopping at the first failing case (``fail_fast``, as EvalPlus's own ``fast_check``) on a visible
+suite unless all cases are asked for. On a hidden suite the cases are called in blocks fixed before
+the run from their number alone (``executor.block_plan``): within a block every case is called
+whatever the earlier answers were, and the execution stops at the first block boundary after a
+failing case, so all an execution can learn is, once per block, that every answer so far passed. All
+cases asked for (``fail_fast=False``): every case, on either suite.
 
 Invalid records (the project's one rule for a batch): with ``strict`` the first one is an error
 (``InvalidInput`` naming file, line and field) and nothing is scored. Otherwise each one -- a line
@@ -25,6 +29,7 @@ from acceptgate import profiles
 from acceptgate.sandbox.executor import run_jobs
 from acceptgate.sources.replay import LineProblem, SampleFile
 from acceptgate.suitespec import SuiteSpec
+from acceptgate.task import VISIBLE
 
 
 # -- inputs: the suites directory ----------------------------------------------------------------------
@@ -60,7 +65,7 @@ class ScoredSample:
     sample_index: int  # 0-based among the task's samples, in file order
     line: int
     verdict: str
-    cases_failed: int  # of the cases run; with fail_fast 0 or 1; 0 if the program failed before any case (see detail)
+    cases_failed: int  # of the cases run; with fail_fast (visible suites) 0 or 1; 0 if the program failed before any case
     cases_run: int
     cases_total: int
     candidate_sha256: str
@@ -204,7 +209,13 @@ def score_samples(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], prom
             plans[s.task_id] = (harness_for(how.spec), how.limits)
         harness, task_limits = plans[s.task_id]
         jobs.append((harness, s.program(prompts.get(s.task_id, "")), task_limits))
-    results = run_jobs(jobs, backend, fail_fast=fail_fast, workers=workers, progress=progress)
+    # Fail-fast only where nothing is hidden: on a hidden suite, being called again would tell a
+    # candidate that its previous answer passed (a one-bit store it keeps anywhere then carries that to
+    # its next execution); there the cases are called in blocks fixed before the run (execute).
+    all_cases = not fail_fast
+    fail_fast = fail_fast and suite == VISIBLE
+    results = run_jobs(jobs, backend, fail_fast=fail_fast, all_cases=all_cases, workers=workers,
+                       progress=progress)
     rows = []
     for s, res in zip(scored, results):
         rows.append(ScoredSample(

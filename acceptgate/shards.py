@@ -164,14 +164,6 @@ def merge(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], excluded: Ma
 DEFAULT_TASKS_PER_SHARD = 4  # gate and certify: a shard is minutes of sandbox work on a few tasks
 
 
-def parse_dask(value: str) -> tuple[int | None, str | None]:
-    """``--dask N|ADDRESS``: (N worker processes of a LocalCluster, None) or (None, scheduler address)."""
-    workers, address = (int(value), None) if value.isdigit() else (None, value)
-    if (workers is not None and workers < 1) or not value:
-        raise InvalidInput("must be at least 1 worker or a scheduler address", field="--dask")
-    return workers, address
-
-
 def split(items: list, size: int) -> list[list]:
     """Consecutive batches of at most ``size`` items, in order."""
     if size < 1:
@@ -481,6 +473,34 @@ def leak_shard(shard: LeakShard) -> LeakShardResult:
 def merge_leak(results: list[LeakShardResult]) -> list:
     """The scans in the order of the runs given to ``leak_shards``."""
     return [scan for r in sorted(results, key=lambda r: r.index) for scan in r.scans]
+
+
+class ShardResultMismatch(RuntimeError):
+    """A worker's result does not answer the shard it was sent: the run fails, nothing is merged."""
+
+
+def check_results(batches: list, results: list) -> None:
+    """What the workers returned answers what was sent, before anything is merged: one result per
+    shard, of the shard's kind and index; a score shard's rows are its samples, in order, and a gate
+    shard's outcomes its tasks, per arm. A worker is trusted to run the sandbox (the cluster
+    authenticates it), but a result that answers another question is never written."""
+    kinds = {Shard: ShardResult, GateShard: GateShardResult, CertifyShard: CertifyShardResult,
+             AuditShard: AuditShardResult, LeakShard: LeakShardResult}
+    if len(results) != len(batches):
+        raise ShardResultMismatch(f"{len(batches)} shards sent, {len(results)} results returned")
+    for batch, result in zip(batches, results):
+        want = kinds.get(type(batch))
+        if want is not None and (type(result) is not want or result.index != batch.index):
+            raise ShardResultMismatch(f"shard {batch.index}: the worker returned {type(result).__name__} "
+                                      f"{getattr(result, 'index', '?')}, not its {want.__name__}")
+        if isinstance(batch, Shard):
+            got = [(r.task_id, r.sample_index) for r in result.rows]
+            if got != [(s.task_id, s.index) for s in batch.samples]:
+                raise ShardResultMismatch(f"shard {batch.index}: its rows are not its {len(batch.samples)} samples")
+        if isinstance(batch, GateShard):
+            tasks = [t.task_id for t in batch.tasks]
+            if any([o.task_id for o in outcomes] != tasks for outcomes in result.outcomes.values()):
+                raise ShardResultMismatch(f"gate shard {batch.index}: its outcomes are not its tasks")
 
 
 def workers_of(results: list) -> dict[str, int]:

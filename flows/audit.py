@@ -2,12 +2,10 @@
 
 The flow only sequences the stage tasks; each stage validates its rows (Great Expectations) and
 writes them in one short transaction, so a failed expectation stops the flow at that stage with
-nothing of it written. Run it with ``acceptgate audit`` or ``python -m acceptgate.flows.audit``.
+nothing of it written. Run it with ``acceptgate audit``.
 """
 
 from __future__ import annotations
-
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import time
 
@@ -17,6 +15,7 @@ from prefect.utilities.annotations import quote
 from acceptgate import audit as core
 from acceptgate import shards
 from acceptgate.tasks.publish import summary_artifact
+from acceptgate.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
 from acceptgate.tasks.audit import (audit_shard, execute_stage, gauge_stage, import_stage, prepare_warehouse, publish,
                          suites_stage, write_execute)
@@ -25,7 +24,7 @@ from acceptgate.tasks.audit import (audit_shard, execute_stage, gauge_stage, imp
 @flow(name="audit", persist_result=False, log_prints=False)
 def audit(limit: int | None = None, warehouse: str | None = None, backend: str = "local",
           run_id: str | None = None, dataset: str = "humaneval", data_path: str | None = None,
-          dask: str | None = None, shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> core.Summary:
+          dask: DaskCluster | str | None = None, shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> core.Summary:
     """``dask``: N (a LocalCluster) or a scheduler address: the execution stage (references and wrong
     samples on every suite) runs in shards of ``shard_size`` tasks there; its rows are written here.
     The run id is the single-process one."""
@@ -50,16 +49,10 @@ def audit(limit: int | None = None, warehouse: str | None = None, backend: str =
 
 def run(*, limit: int | None = None, warehouse: str | None = None, backend: str = "local",
         run_id: str | None = None, reporter: core.Reporter | None = None, dataset: str = "humaneval",
-        data_path: str | None = None, dask: str | None = None,
+        data_path: str | None = None, dask: DaskCluster | str | None = None,
         shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> core.Summary:
     """Run the flow with a progress reporter (the CLI's entry point)."""
     reporter = reporter or core.Reporter()
     with core.reporting(reporter):
         return audit(limit=limit, warehouse=warehouse, backend=backend, run_id=run_id, dataset=dataset,
                      data_path=data_path, dask=dask, shard_size=shard_size)
-
-
-if __name__ == "__main__":
-    import sys
-
-    print("\n".join(run(limit=int(sys.argv[1]) if len(sys.argv) > 1 else None).lines()))

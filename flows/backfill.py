@@ -9,8 +9,6 @@ deployment (its parameters are this function's).
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 from prefect import flow
 from prefect.utilities.annotations import quote
 
@@ -18,6 +16,7 @@ from acceptgate import shards
 from acceptgate.leak import audit as core
 from acceptgate.leak.matcher import DEFAULT
 from acceptgate.pipelines import leak as leak_io
+from acceptgate.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import leak_tasks as t
 
@@ -27,7 +26,7 @@ def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, wa
              since: str | None = None, until: str | None = None, run_ids: list[str] | None = None,
              arms: list[str] | None = None, history: list[str] | None = None, include_warehouse: bool = True,
              matcher: str = DEFAULT, rescan: bool = False, batch_records: int = core.BATCH_RECORDS,
-             backend: str = "local", progress=None, spooled=None, dask: str | None = None,
+             backend: str = "local", progress=None, spooled=None, dask: DaskCluster | str | None = None,
              shard_size: int = shards.DEFAULT_RECORDS_PER_SHARD) -> core.AuditResult:
     """``dask``: N (a LocalCluster) or a scheduler address: each batch's runs are scanned in record
     shards of about ``shard_size`` records (whole runs) there; every write stays here."""

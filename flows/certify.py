@@ -7,8 +7,6 @@ writes them, so a failed expectation stops the flow with nothing of that stage w
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 import contextlib
 import dataclasses
 import json
@@ -20,6 +18,7 @@ from prefect.utilities.annotations import quote
 from acceptgate import shards
 from acceptgate.v4v import certify as core
 from acceptgate.v4v import heldout, store
+from acceptgate.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import certify_tasks as t
 
@@ -67,7 +66,7 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
             backend: str = "local", run_id: str | None = None, limit: int | None = None,
             task_ids: list[str] | None = None, settings: core.Settings = core.Settings(),
             verifier_commands: list[str] | None = None, verifier_mounts: list[str] | None = None,
-            evalplus_venv: str | None = None, gauge: bool = True, dask: str | None = None,
+            evalplus_venv: str | None = None, gauge: bool = True, dask: DaskCluster | str | None = None,
             shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> CertifySummary:
     """``verifier_commands``, ``verifier_mounts`` and ``evalplus_venv``: external verifiers to certify
     besides ``settings.verifiers`` (plain parameters, for deployments; the CLI puts them in settings).

@@ -1,8 +1,12 @@
 """Imported by every LocalCluster worker as it starts (``flows.dask_runner.PRELOAD``): what the first
 shard would otherwise import while the client waits for it -- Prefect's task engine and the sharded
-stages' task modules with the core they call."""
+stages' task modules with the core they call. An entry point: it applies acceptgate's offline Prefect
+settings before Prefect is imported."""
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
+from acceptgate.tasks import _prefect_env
+
+_prefect_env.apply()
+
 
 import prefect.task_engine  # noqa: F401,E402
 

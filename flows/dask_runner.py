@@ -1,11 +1,15 @@
 """Shards on Dask: one Prefect task run per shard, on Prefect's ``DaskTaskRunner`` (``prefect-dask``),
 for every sharded stage (``acceptgate.shards``). Used from inside a flow run, so a flow takes a plain
-``dask`` parameter (``N`` or ``tcp://host:port``; the CLI's ``--dask``, a deployment's parameter):
+``dask`` parameter (``N``, a ``tls://host:port`` cluster with its credentials: an
+``acceptgate.daskcluster.DaskCluster``; the CLI's ``--dask`` and ``--dask-tls-*``):
 
     results = dask_runner.map_shards(gate_tasks.gate_shard, batches, dask, arms=arms, ...)
 
 Everything else of the flow -- loading inputs, the run ledger, every warehouse write -- stays in the
 flow's own process: the cluster computes rows, the client writes them (one writer).
+
+Every cluster authenticates with mutual TLS (``acceptgate.daskcluster``): a LocalCluster on loopback
+under a CA made for it in memory, an existing one with the client certificate the operator gives.
 
 The Dask workers must reach the Prefect API (``PREFECT_API_URL`` in their environment): every shard is
 a task run. A LocalCluster's workers inherit this process's environment.
@@ -13,30 +17,50 @@ a task run. A LocalCluster's workers inherit this process's environment.
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 import contextlib
 import threading
 from typing import Callable, Iterator
 
-from acceptgate import shards
+from acceptgate import daskcluster, shards
+from acceptgate.daskcluster import DaskCluster
+
+LOOPBACK = "127.0.0.1"
 
 
-def task_runner(dask_workers: int | None = None, dask_address: str | None = None):
+def security(cluster: DaskCluster):
+    """distributed's Security for ``cluster``: encryption required, and a certificate on both sides."""
+    from distributed.security import Security
+
+    if cluster.tls is None:  # a LocalCluster: a CA and certificate of its own, in memory, for this run only
+        return Security.temporary()
+    return Security(require_encryption=True, tls_ca_file=cluster.tls.ca_file, tls_client_cert=cluster.tls.cert,
+                    tls_client_key=cluster.tls.key)
+
+
+# Every Dask node serves HTTP pages (worker lists, task pages, logs, call stacks, metrics) with no
+# authentication, dashboard or not: ours serve the health check only.
+HTTP_HEALTH_ONLY = {"distributed.scheduler.http.routes": ["distributed.http.health"],
+                    "distributed.worker.http.routes": ["distributed.http.health"]}
+
+
+def task_runner(cluster: DaskCluster):
     """A DaskTaskRunner: on an existing scheduler, or a LocalCluster of single-threaded worker processes
-    (the parallelism inside a shard is the sandbox's own processes)."""
+    (the parallelism inside a shard is the sandbox's own processes) on loopback, both over mutual TLS."""
     import dask
     from prefect_dask import DaskTaskRunner
 
-    if dask_address:
-        return DaskTaskRunner(address=dask_address)
+    secure = security(cluster)
+    if cluster.address:
+        return DaskTaskRunner(address=cluster.address, client_kwargs={"security": secure})
     # A Nanny starts its worker with MALLOC_TRIM_THRESHOLD_=65536 (distributed's default): glibc then gives
     # memory back on almost every free, and a certify shard ran 1.5x slower on a quiet machine (2.5-3x
     # under load) than in this process; bench/bench_dask_overhead.py shows it. Unset for our workers.
-    dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None})
-    return DaskTaskRunner(cluster_kwargs={"n_workers": dask_workers or 2, "threads_per_worker": 1,
+    dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None, **HTTP_HEALTH_ONLY})
+    return DaskTaskRunner(cluster_kwargs={"n_workers": cluster.workers, "threads_per_worker": 1,
                                           "processes": True, "dashboard_address": None,
-                                          "worker_class": _nanny_class(), "preload": [PRELOAD]})
+                                          "host": LOOPBACK, "protocol": "tls://", "security": secure,
+                                          "worker_class": _nanny_class(), "preload": [PRELOAD]},
+                          client_kwargs={"security": secure})
 
 
 # Imported by each LocalCluster worker as it starts (distributed's ``preload``), before any shard
@@ -68,7 +92,7 @@ def _nanny_class():
     return _NANNY
 
 
-def map_shards(task, batches: list, dask: str, *, progress: Callable[[int, int], None] | None = None,
+def map_shards(task, batches: list, dask: DaskCluster | str, *, progress: Callable[[int, int], None] | None = None,
                **parameters) -> list:
     """Run ``task(shard=batch, **parameters)`` for every batch on the cluster ``dask`` names; the results
     in batch order. A shard that fails raises here, after the cluster is released (nothing merged)."""
@@ -77,14 +101,14 @@ def map_shards(task, batches: list, dask: str, *, progress: Callable[[int, int],
 
 
 @contextlib.contextmanager
-def cluster(dask: str) -> Iterator[Callable[..., list]]:
+def cluster(dask: DaskCluster | str) -> Iterator[Callable[..., list]]:
     """The cluster held open for several maps (a stage that sends shards batch after batch):
     ``with cluster(dask) as run: run(task, batches, **parameters)``.
 
     The cluster starts in the background as the block is entered (a LocalCluster's workers spawn and
     import while the flow loads its inputs and records its run); the first ``run`` waits for it."""
-    workers, address = shards.parse_dask(dask)
-    runner = task_runner(workers, address)
+    spec = daskcluster.parse(dask)
+    runner = task_runner(spec)
     started: list[BaseException] = []
     entered: list[bool] = []
 
@@ -92,8 +116,8 @@ def cluster(dask: str) -> Iterator[Callable[..., list]]:
         try:
             runner.__enter__()
             entered.append(True)
-            if workers:  # a LocalCluster's workers register one by one: the first must not take every shard
-                runner.client.wait_for_workers(workers)
+            if spec.workers:  # a LocalCluster's workers register one by one: the first must not take every shard
+                runner.client.wait_for_workers(spec.workers)
             else:
                 runner.client  # noqa: B018  (connects to the scheduler)
         except BaseException as exc:  # raised where the cluster is used
@@ -115,6 +139,7 @@ def cluster(dask: str) -> Iterator[Callable[..., list]]:
             results.append(future.result())
             if progress:
                 progress(done, len(futures))
+        shards.check_results(batches, results)  # a result that does not answer its shard is never merged
         return results
 
     try:

@@ -8,8 +8,6 @@ writes them, so a failed expectation stops the flow with nothing of that stage w
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 import time
 
 from prefect import flow
@@ -18,6 +16,7 @@ from prefect.utilities.annotations import quote
 from acceptgate import shards
 from acceptgate.gates import run as core
 from acceptgate.sandbox.backend import Limits
+from acceptgate.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import gate_tasks as t
 
@@ -27,7 +26,7 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
          warehouse: str | None = None, backend: str = "local", run_id: str | None = None, per_task: int = 5,
          limit: int | None = None, workers: int = 2, chat_config=None,
          limits: Limits = Limits(), strict: bool = False, profile: str = "default",
-         gauge: bool = True, progress=None, dask: str | None = None,
+         gauge: bool = True, progress=None, dask: DaskCluster | str | None = None,
          shard_size: int = shards.DEFAULT_TASKS_PER_SHARD, certify: bool = True,
          max_fpr_attack: float | None = core.DEFAULT_MAX_FPR_ATTACK) -> core.GateSummary:
     """``certify``: gate only tasks with a certification record for their exact suites and pool in

@@ -8,8 +8,6 @@ stage of ``acceptgate.schedule.BACKFILL_STAGES`` over them (today: the leak audi
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 import datetime as dt
 
 from prefect import flow, get_run_logger, task

@@ -4,8 +4,6 @@ Expectations) before they are written, and a failed expectation writes nothing."
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 from prefect import flow
 
 from acceptgate.judge.run import Inputs, JudgeRun

@@ -7,8 +7,6 @@ Run it with ``acceptgate leak-audit``.
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 from prefect import flow
 from prefect.utilities.annotations import quote
 

@@ -1,25 +1,26 @@
 """The ``score-sharded`` flow: score a samples file in coarse shards, one Prefect task per shard, on a
 Dask cluster through Prefect's ``DaskTaskRunner`` (``prefect-dask``).
 
-    a LocalCluster on this machine:  run(..., dask_workers=2)          (acceptgate score --dask 2)
-    an existing cluster:             run(..., dask_address="tcp://scheduler:8786")
-                                                                       (acceptgate score --dask tcp://...)
+    a LocalCluster on this machine:  run(..., dask="2")                 (acceptgate score --dask 2)
+    an existing cluster:             run(..., dask=DaskCluster(address="tls://scheduler:8786", tls=...))
+                                     (acceptgate score --dask tls://... --dask-tls-ca-file ... ...)
+
+Both over mutual TLS (``acceptgate.daskcluster``).
 
 Every Dask worker runs its shards in its own sandbox backend, so each worker host needs the sandbox
-prerequisites (README "Scale-out on Dask"). Shards carry their samples and suites; nothing is read
+prerequisites (docs/orchestration.md). Shards carry their samples and suites; nothing is read
 from a path on the worker.
 """
 
 from __future__ import annotations
-
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
 
 import time
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import score, shards
+from acceptgate import daskcluster, score, shards
+from acceptgate.daskcluster import DaskCluster
 from acceptgate.sandbox.backend import Limits
 
 
@@ -37,30 +38,30 @@ def score_sharded(suites_dir: str, samples: str, suite: str = "hidden", backend:
                   limits: Limits = Limits(), strict: bool = False, profile: str = "default") -> shards.ShardedScore:
     started = time.monotonic()
     inputs = shards.load_inputs(suites_dir, samples, suite, limit=limit, per_task=per_task, profile=profile)
-    # the same invalid-record rule as the single-process score (README, "Invalid records in a batch input")
+    # the same invalid-record rule as the single-process score (docs/gates.md: invalid records are counted, never drawn)
     sample_file, invalid_ids = score.check_records(inputs.sample_file, set(inputs.suites) | set(inputs.excluded),
                                                    inputs.prompts, set(inputs.suites), strict=strict)
     batches = shards.make_shards(sample_file, inputs.suites, inputs.prompts, shard_size, inputs.timing)
     futures = [score_shard.submit(b, backend, suite, fail_fast, workers_per_shard, limits, profile)
                for b in batches]
     results = [f.result() for f in futures]
+    shards.check_results(batches, results)  # the rows of each shard are its samples, before any merge
     merged = shards.merge(sample_file, inputs.suites, inputs.excluded, results, suite=suite,
                           fail_fast=fail_fast, wall_seconds=time.monotonic() - started)
     merged.report.invalid_task_ids = invalid_ids
     return merged
 
 
-def task_runner(dask_workers: int | None = None, dask_address: str | None = None):
+def task_runner(dask: DaskCluster | str):
     """The sharded stages' DaskTaskRunner (flows/dask_runner.py; the parallelism inside a shard is the
     sandbox's own processes, ``workers_per_shard``)."""
     from acceptgate.flows import dask_runner
 
-    return dask_runner.task_runner(dask_workers, dask_address)
+    return dask_runner.task_runner(daskcluster.parse(dask))
 
 
-def run(suites_dir: str, samples: str, *, dask_workers: int | None = None, dask_address: str | None = None,
-        **kwargs) -> shards.ShardedScore:
-    """The flow on a DaskTaskRunner: a LocalCluster of ``dask_workers`` processes, or ``dask_address``."""
+def run(suites_dir: str, samples: str, *, dask: DaskCluster | str, **kwargs) -> shards.ShardedScore:
+    """The flow on a DaskTaskRunner: a LocalCluster (``dask`` = N) or an existing TLS cluster."""
     import contextlib
     import os
 
@@ -73,7 +74,7 @@ def run(suites_dir: str, samples: str, *, dask_workers: int | None = None, dask_
             # inherit is one server for all (stopped on exit).
             os.environ["PREFECT_API_URL"] = stack.enter_context(serve.local_server(_free_port()))
             stack.callback(os.environ.pop, "PREFECT_API_URL", None)
-        runner = task_runner(dask_workers, dask_address)
+        runner = task_runner(dask)
         return score_sharded.with_options(task_runner=runner)(suites_dir, samples, **kwargs)
 
 

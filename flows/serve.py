@@ -1,19 +1,26 @@
-"""The scheduled service in one process: Prefect's ``serve()`` of every deployment (no work pool, no
+"""The scheduled service in one process: Prefect's runner serving every deployment (no work pool, no
 worker, no pull step), against a Prefect server this module starts on loopback or the
 ``PREFECT_API_URL`` it is given. ``acceptgate serve`` is its command line.
 
 Deployments:
     nightly/nightly            the chain of acceptgate.schedule.NIGHTLY_STAGES, on a cron (UTC)
     history-backfill/backfill  on demand, with parameters run_ids / since / until / arms
+
+The served flows carry the operator's configuration themselves (``flows/served.py``): a run created
+through the API sets only its per-run parameters. The server this module starts listens on 127.0.0.1
+and requires HTTP basic authentication (Prefect's ``PREFECT_SERVER_API_AUTH_STRING``) with a secret
+kept owner-only under PREFECT_HOME (``api_auth``); this process, its flow runs and a LocalCluster's
+workers authenticate with it through ``PREFECT_API_AUTH_STRING``.
 """
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # offline settings before prefect is imported
+from acceptgate.tasks import _prefect_env
 
 import asyncio
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -29,6 +36,8 @@ from acceptgate import schedule
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 4200
 STARTUP_TIMEOUT = 120.0  # a cold server start takes 10-20 s, longer on a busy 2-core machine
+AUTH_FILE = "acceptgate-api-auth"  # under PREFECT_HOME: the served API's user:password, owner-only
+AUTH_USER = "acceptgate"
 
 
 class ServeError(RuntimeError):
@@ -45,11 +54,35 @@ def port_free(port: int, host: str = LOOPBACK) -> bool:
     return True
 
 
+def api_auth(home: Path) -> str:
+    """The served API's basic-auth string (``acceptgate:<secret>``): made once per PREFECT_HOME in a file
+    only its owner can read, then reused (the operator's UI login survives a restart)."""
+    path = Path(home) / AUTH_FILE
+    if path.is_file():
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+        text = path.read_text().strip()
+        if text.startswith(f"{AUTH_USER}:") and len(text) > len(AUTH_USER) + 16:
+            return text
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{AUTH_FILE}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    text = f"{AUTH_USER}:{secrets.token_urlsafe(32)}"
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+    tmp.replace(path)
+    return text
+
+
 @contextlib.contextmanager
-def local_server(port: int = DEFAULT_PORT, *, log_path: Path | None = None,
+def local_server(port: int = DEFAULT_PORT, *, auth: str | None = None, log_path: Path | None = None,
                  timeout: float = STARTUP_TIMEOUT) -> Iterator[str]:
-    """``prefect server start`` on loopback (its database under PREFECT_HOME); yields the API URL and
-    stops the server (its whole process group) on exit."""
+    """``prefect server start`` on loopback (its database under PREFECT_HOME) that answers only requests
+    with the basic-auth string ``auth`` (a random one for this server when None) -- its health check
+    aside; yields the API URL and stops the server (its whole process group) on exit. While it runs,
+    ``PREFECT_API_AUTH_STRING`` in this process's environment is ``auth``: the clients here and in the
+    processes started from here (flow runs, a LocalCluster's workers) present it."""
+    auth = auth or f"{AUTH_USER}:{secrets.token_urlsafe(32)}"
     if not port_free(port):
         raise ServeError(f"port {port} on {LOOPBACK} is in use: pick another with --port, or point "
                          f"PREFECT_API_URL at the server already running there")
@@ -57,12 +90,15 @@ def local_server(port: int = DEFAULT_PORT, *, log_path: Path | None = None,
     home.mkdir(parents=True, exist_ok=True)
     log_path = log_path or home / "server.log"
     api_url = f"http://{LOOPBACK}:{port}/api"
-    env = {**os.environ, "PREFECT_SERVER_API_HOST": LOOPBACK, "PREFECT_SERVER_API_PORT": str(port)}
+    env = {**os.environ, "PREFECT_SERVER_API_HOST": LOOPBACK, "PREFECT_SERVER_API_PORT": str(port),
+           "PREFECT_SERVER_API_AUTH_STRING": auth, "PREFECT_API_AUTH_STRING": auth}
     env.pop("PREFECT_API_URL", None)  # the server itself must not talk to another API
     with open(log_path, "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", LOOPBACK,
                                  "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
+    previous = os.environ.get("PREFECT_API_AUTH_STRING")
+    os.environ["PREFECT_API_AUTH_STRING"] = auth
     try:
         deadline = time.monotonic() + timeout
         while not _prefect_env.api_healthy(api_url):
@@ -74,6 +110,10 @@ def local_server(port: int = DEFAULT_PORT, *, log_path: Path | None = None,
         yield api_url
     finally:
         stop_process_group(proc)
+        if previous is None:
+            os.environ.pop("PREFECT_API_AUTH_STRING", None)
+        else:
+            os.environ["PREFECT_API_AUTH_STRING"] = previous
 
 
 def stop_process_group(proc: subprocess.Popen, grace: float = 15.0) -> None:
@@ -89,29 +129,33 @@ def stop_process_group(proc: subprocess.Popen, grace: float = 15.0) -> None:
         proc.wait()
 
 
-def deployments(nightly_parameters: dict[str, Any], backfill_parameters: dict[str, Any],
-                cron: str = schedule.NIGHTLY_CRON) -> list:
+def served(nightly_fixed: dict[str, Any], nightly_per_run: dict[str, Any], backfill_fixed: dict[str, Any],
+           cron: str = schedule.NIGHTLY_CRON) -> list[tuple[Any, dict[str, Any]]]:
+    """(flow, deployment settings) of each served deployment: the flows carry the fixed configuration
+    (``flows/served.py``); a deployment's stored parameters are only the per-run defaults."""
     from prefect.schedules import Cron
 
-    from acceptgate.flows.history_backfill import history_backfill
-    from acceptgate.flows.nightly import nightly
+    from acceptgate.flows.served import served_backfill, served_nightly
 
+    nightly = served_nightly(nightly_fixed, nightly_per_run)
     stages = ", ".join(s.name for s in schedule.NIGHTLY_STAGES)
     return [
-        nightly.to_deployment(name="nightly", schedules=[Cron(cron, timezone="UTC")],
-                              parameters=nightly_parameters,
-                              description=f"Nightly chain ({stages}; stages not installed are skipped), "
-                                          "then the analysts' snapshot."),
-        history_backfill.to_deployment(name="backfill", parameters=backfill_parameters,
-                                       description="Backfill past runs: parameters run_ids, since, until, arms."),
+        (nightly, {"name": "nightly", "schedules": [Cron(cron, timezone="UTC")],
+                   "parameters": {k: v for k, v in nightly_per_run.items() if v is not None},
+                   "description": f"Nightly chain ({stages}; stages not installed are skipped), then the analysts' "
+                                  "snapshot. Fixed configuration; a run may set " + ", ".join(nightly_per_run)}),
+        (served_backfill(backfill_fixed), {"name": "backfill",
+                                           "description": "Backfill past runs: parameters run_ids, since, until, "
+                                                          "arms; everything else is the service's configuration."}),
     ]
 
 
-def serve(nightly_parameters: dict[str, Any], backfill_parameters: dict[str, Any], *,
+def serve(nightly_fixed: dict[str, Any], nightly_per_run: dict[str, Any], backfill_fixed: dict[str, Any], *,
           cron: str = schedule.NIGHTLY_CRON, api_url: str | None = None, port: int = DEFAULT_PORT,
           limit: int = 1) -> int | None:
     """Serve every deployment until SIGINT or SIGTERM, and return that signal's number. With no
-    ``api_url`` (and no PREFECT_API_URL), start a local server first and stop it afterwards."""
+    ``api_url`` (and no PREFECT_API_URL), start a local server first (loopback, authenticated with the
+    secret in PREFECT_HOME's ``AUTH_FILE``) and stop it afterwards."""
     api_url = api_url or os.environ.get("PREFECT_API_URL")
     with contextlib.ExitStack() as stack:
         if api_url:
@@ -119,16 +163,20 @@ def serve(nightly_parameters: dict[str, Any], backfill_parameters: dict[str, Any
                 raise ServeError(f"no Prefect API answers at {api_url} (PREFECT_API_URL)")
             print(f"acceptgate serve: using the Prefect API at {api_url}", file=sys.stderr, flush=True)
         else:
+            home = Path(os.environ["PREFECT_HOME"])
             print(f"acceptgate serve: starting a local Prefect server on {LOOPBACK}:{port} "
-                  f"(PREFECT_HOME={os.environ['PREFECT_HOME']})", file=sys.stderr, flush=True)
-            api_url = stack.enter_context(local_server(port))
-            print(f"acceptgate serve: Prefect API and UI at {api_url.removesuffix('/api')}", file=sys.stderr,
-                  flush=True)
+                  f"(PREFECT_HOME={home})", file=sys.stderr, flush=True)
+            api_url = stack.enter_context(local_server(port, auth=api_auth(home)))
+            print(f"acceptgate serve: Prefect API and UI at {api_url.removesuffix('/api')}, for whoever has the "
+                  f"user:password in {home / AUTH_FILE}", file=sys.stderr, flush=True)
         os.environ["PREFECT_API_URL"] = api_url  # this process and the flow-run subprocesses it starts
-        from prefect.settings import PREFECT_API_URL, temporary_settings
+        from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
-        with temporary_settings({PREFECT_API_URL: api_url}):
-            return asyncio.run(_serve_until_signalled(deployments(nightly_parameters, backfill_parameters, cron),
+        updates = {PREFECT_API_URL: api_url}
+        if os.environ.get("PREFECT_API_AUTH_STRING"):
+            updates[PREFECT_API_AUTH_STRING] = os.environ["PREFECT_API_AUTH_STRING"]
+        with temporary_settings(updates):
+            return asyncio.run(_serve_until_signalled(served(nightly_fixed, nightly_per_run, backfill_fixed, cron),
                                                       limit))
 
 
@@ -142,7 +190,7 @@ async def _announce_when_started(runner, names: str) -> None:
     print(f"acceptgate serve: serving {names}; Ctrl-C stops", file=sys.stderr, flush=True)
 
 
-async def _serve_until_signalled(served: list, limit: int) -> int | None:
+async def _serve_until_signalled(flows: list, limit: int) -> int | None:
     """Prefect's runner (what ``prefect.serve`` runs) until a signal, which is taken by the event loop
     (``add_signal_handler``), never raised as an exception into whatever code the main thread runs: a
     KeyboardInterrupt raised there was once lost (where exactly was not pinned down: a task's exception
@@ -178,9 +226,11 @@ async def _serve_until_signalled(served: list, limit: int) -> int | None:
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
     try:
-        for deployment in served:
-            await runner.add_deployment(deployment)
-        names = ", ".join(f"{d.flow_name}/{d.name}" for d in served)
+        for served_flow, settings in flows:
+            # add_flow, not add_deployment: the runner then runs this flow object (with its fixed
+            # configuration) in each flow run's process, never code the stored deployment names
+            await runner.aadd_flow(served_flow, **settings)
+        names = ", ".join(f"{f.name}/{settings['name']}" for f, settings in flows)
         announced = loop.create_task(_announce_when_started(runner, names))
         try:
             await runner.start()

@@ -1,7 +1,8 @@
-"""Offline Prefect settings. Imported before ``prefect`` by every module here and in flows/.
+"""Offline Prefect settings, applied by each entry point (the CLI before it imports a flow, the Dask
+workers' preload, the test harness) before ``prefect`` is imported -- never as a side effect of an import.
 
-No telemetry (Prefect's and Great Expectations'), a project-local PREFECT_HOME (gitignored
-``.prefect/``), and Prefect's own logging at WARNING so the CLI's summary stays readable. A user's
+No telemetry (Prefect's and Great Expectations'), a PREFECT_HOME of acceptgate's own (settings:
+``prefect_home``, by default under acceptgate's cache directory), and Prefect's own logging at WARNING so the CLI's summary stays readable. A user's
 explicit PREFECT_HOME / PREFECT_LOGGING_LEVEL / startup timeout win.
 
 With no PREFECT_API_URL, the CLI calls ``start_temporary_server()`` before it imports a flow: the same
@@ -25,14 +26,14 @@ import urllib.request
 from pathlib import Path
 from typing import Callable
 
-REPO = Path(__file__).resolve().parents[1]
-
+from acceptgate._util.settings import settings
 
 def apply() -> None:
+    """Set the environment Prefect reads its settings from (idempotent; a user's explicit values win)."""
     os.environ["DO_NOT_TRACK"] = "1"
     os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
     os.environ["GX_ANALYTICS_ENABLED"] = "false"
-    os.environ.setdefault("PREFECT_HOME", str(REPO / ".prefect"))
+    os.environ.setdefault("PREFECT_HOME", str(settings().prefect_home_path))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     # The temporary server can take longer than the 20 s default on a busy 2-core machine.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
@@ -148,6 +149,3 @@ def bridge_signals() -> None:
 
     if getattr(engine, "_prefect_sigterm_handler", None) is not None:
         engine._prefect_sigterm_handler = handler  # noqa: SLF001  (looked up at each flow start)
-
-
-apply()

@@ -8,8 +8,6 @@ processes and cannot travel between tasks.
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 from pathlib import Path
 
 from prefect import task

@@ -6,8 +6,6 @@ persisted results: the warehouse is the record. Sandbox backends are opened insi
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 import time
 from pathlib import Path
 

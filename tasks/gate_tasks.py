@@ -7,8 +7,6 @@ backends are opened inside each task by name, since they hold processes and conn
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 import time
 from pathlib import Path
 

@@ -7,8 +7,6 @@ summary is a markdown artifact on the flow run, built from that snapshot by ``ac
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 from pathlib import Path
 
 from prefect import task

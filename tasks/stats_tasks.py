@@ -3,8 +3,6 @@ metrics for judge runs). No caching, no persisted results: the warehouse is the 
 
 from __future__ import annotations
 
-from acceptgate.tasks import _prefect_env  # noqa: F401  (offline settings before prefect is imported)
-
 from pathlib import Path
 
 from prefect import task

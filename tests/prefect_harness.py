@@ -160,7 +160,9 @@ def _drain_workers() -> None:
 
 @pytest.fixture(scope="session")
 def prefect_harness():
-    import acceptgate.tasks._prefect_env  # noqa: F401  (offline settings before prefect is imported)
+    from acceptgate.tasks import _prefect_env
+
+    _prefect_env.apply()  # offline settings before prefect is imported
 
     directory = os.environ.get(SHARED_ENV)
     if os.environ.get("PYTEST_XDIST_WORKER") and directory:

@@ -82,8 +82,9 @@ def test_isolation_names_the_backend_and_what_it_enforced(sandbox_backend):
     assert isinstance(iso["not_enforced"], list)
     joined = " ".join(iso["enforced"]).lower()
     assert "128 mib" in joined
-    # the time limit, on CPU time with its wall-clock backstop where the backend counts it (all do here)
-    assert "s of cpu time" in joined and "wall-clock backstop" in joined, joined
+    # the time limit, on CPU time and on wall time less the wait for a CPU, with its wall-clock backstop where
+    # the backend counts them (all do here)
+    assert "of cpu time" in joined and "waiting for a cpu" in joined and "wall-clock backstop" in joined, joined
 
 
 BLANK = r'''
@@ -128,3 +129,55 @@ def test_runners_from_a_fork_server_find_the_preloaded_modules(sandbox_backend):
     outcomes, detail = run_calls("f", [((list(PRELOAD),), {})], PRELOADED, sandbox_backend)
     assert detail == "" and outcomes[0].status == "ok", (outcomes, detail)
     assert outcomes[0].value == sorted(PRELOAD)
+
+
+SET_ORDER = ("def first(x):\n"
+             "    return [next(iter({'(', ')', '[', ']', '{', '}'})), hash('acceptgate')]\n")
+
+
+def test_a_program_that_depends_on_the_hash_seed_gets_one_verdict(sandbox_backend):
+    """Iterating a set of strings depends on the interpreter's hash seed: every sandboxed interpreter runs
+    with backend.HASH_SEED (recorded in each result), so the same program gets the same answer, hence
+    verdict, in every execution, on every backend and in any process: what a fresh interpreter with that
+    seed computes here. (A fork server's runners share their seed: a fresh backend per run starts new
+    ones.)"""
+    import os
+    import subprocess
+    import sys
+
+    from acceptgate.sandbox import backend as backends
+    from acceptgate.sandbox.backend import HASH_SEED
+
+    code = SET_ORDER + "print(repr(first(0)))\n"
+    want = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONHASHSEED": str(HASH_SEED)}).stdout.strip()
+    harness = render.harness_for(suitespec.build("python-call/1", "first", [((0,), {}, eval(want))]))
+    results = [execute(harness, SET_ORDER, sandbox_backend) for _ in range(3)]
+    with backends.create(sandbox_backend.name) as fresh:  # new slots, containers or interpreters
+        results += [execute(harness, SET_ORDER, fresh) for _ in range(3)]
+    assert [r.verdict for r in results] == ["pass"] * 6, [r.first_failure for r in results]
+    assert {r.hash_seed for r in results} == {HASH_SEED} and results[0].as_dict()["hash_seed"] == HASH_SEED
+
+
+def test_humaneval_1_codet_sample_46_gets_one_answer_in_every_run(codet_samples_path):
+    """The data set's own case: CodeT's sample 46 of HumanEval/1 pairs brackets by zipping two sets, so
+    what it returns depends on the hash seed. Eight fresh interpreters (local-rlimits) and three fresh
+    fork-server backends: one answer, hence one verdict."""
+    import gzip
+    import json
+
+    from acceptgate.sandbox import backend as backends
+
+    task = next(t for t in map(json.loads, gzip.open(codet_samples_path, "rt"))
+                if "def separate_paren_groups" in t["prompt"])
+    source = task["prompt"] + task["samples"][46]
+    harness = render.harness_for(suitespec.build("python-call/1", "separate_paren_groups",
+                                                 [(("( ) (( )) (( )( ))",), {}, ["()", "(())", "(()())"])]))
+    answers = []
+    with backends.create("local-rlimits") as fresh:
+        answers += [execute(harness, source, fresh) for _ in range(8)]
+    for _ in range(3):
+        with backends.create("local") as fresh:
+            answers.append(execute(harness, source, fresh))
+    seen = {(r.verdict, r.first_failure.got if r.first_failure else None) for r in answers}
+    assert len(seen) == 1, seen

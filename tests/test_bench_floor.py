@@ -1,4 +1,4 @@
-"""The floor behind `bench/bench_floor.py` (issue 25): what it counts for a sample, so that the README's
+"""The floor behind `bench/bench_floor.py` (issue 25): what it counts for a sample, so that the benchmarks page's
 "no evaluator can be faster than this" stays a lower bound. Its worker runs in the sandbox's interpreter."""
 
 import marshal

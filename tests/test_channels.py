@@ -20,8 +20,7 @@ import pytest
 
 from acceptgate import render, suitespec
 from acceptgate.sandbox.backend import Limits
-from acceptgate.sandbox.backend import Limits
-from acceptgate.sandbox.executor import execute, run_calls
+from acceptgate.sandbox.executor import FIRST_BLOCK, block_plan, execute, run_calls
 
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "attacks" / "channels"
@@ -31,8 +30,9 @@ NAMES = ("local", "local-bwrap", "local-rlimits", "docker")
 
 
 def program(name: str) -> str:
-    if name == "stdlib":
-        return "import os\ndef f(x):\n    return os.path.dirname(os.__file__)\n"
+    if name == "shared":  # the file page_loads.py probes, as a path the host can open (within docker's layers)
+        return ("import os\ndef f(x):\n    p = os.path.join(os.path.dirname(os.__file__), 'pydoc_data', 'topics.py')\n"
+                "    return p if os.path.exists(p) else os.readlink('/proc/self/exe')\n")
     return (PROGRAMS / f"{name}.py").read_text()
 
 
@@ -69,6 +69,113 @@ def test_no_call_sees_another_calls_input(backend):
     harness, _ = _call_suite([[]] * 6)
     result = execute(harness, program("peek_input"), backend)
     assert result.verdict == "pass", [c.as_dict() for c in result.cases if c.status != "pass"]
+
+
+# --- outcomes: nothing inside an execution depends on which answers passed -------------------------
+
+CLOCK = "import time\ndef f(x):\n    return time.monotonic()\n"
+
+
+def test_every_answer_is_judged_only_after_the_last_one(backend):
+    """Without fail-fast (every hidden suite), within a block the harness judges no answer while the
+    candidate runs: it answers each call of a one-block suite with its clock (CLOCK_MONOTONIC, the
+    host's), and every judgement of an answer comes after the last of those times. So neither being
+    called again nor the time the harness takes between two calls (a pass is judged faster than a fail)
+    tells it whether an answer passed."""
+    import dataclasses
+    import time
+
+    harness, _ = _call_suite(["never"] * 5)
+    judged = []
+
+    def judge(got, want, args, kwargs):
+        if isinstance(got, float):  # a candidate's answer (the expected values are strings)
+            judged.append(time.monotonic())
+        return got == want
+
+    result = execute(dataclasses.replace(harness, judge=judge), CLOCK, backend)
+    assert result.verdict == "fail" and len(result.cases) == 5 and len(judged) == 5, result.as_dict()
+    answered = [float(c.got) for c in result.cases]
+    assert min(judged) > max(answered), (judged, answered)
+
+
+# --- blocks: a hidden suite's one bit per block -------------------------------------------------------
+
+def test_a_candidate_failing_case_0_of_a_long_hidden_suite_is_called_for_the_first_block_only(backend):
+    """300 cases in blocks of 64, 128 and 108 (fixed by the count): a program that fails case 0 is called
+    for cases 0-63, each whatever the answers before it, and for no case after the first block."""
+    harness, _ = _call_suite(["never"] * 300)
+    result = execute(harness, "def f(x):\n    return x\n", backend)
+    assert result.blocks == (FIRST_BLOCK, 2 * FIRST_BLOCK, 300 - 3 * FIRST_BLOCK) == block_plan(300)
+    assert result.verdict == "fail" and len(result.cases) == FIRST_BLOCK, (result.verdict, len(result.cases))
+    assert all(c.status == "fail" for c in result.cases) and result.as_dict()["blocks"] == [64, 128, 108]
+
+
+# Answers case i with its clock (a float: never the expected value's text) or with i (the expected
+# value's very text, which a shortcut could pass without parsing or comparing it).
+CLOCK_OR_ECHO = "import time\ndef f(i, clock):\n    return time.monotonic() if clock else i\n"
+CLOCKED = {0, 1, 5, 62, 63, 64, 65, 191, 192, 199}  # the cases answered with the clock
+
+
+def _recorded_run(backend, monkeypatch, fails: set):
+    """A 200-case suite (blocks 64, 128, 8) whose judge fails the cases ``fails`` and records each of its
+    calls as (when, case, answer); and when the runner was ended (the harness's first kill of it)."""
+    import dataclasses
+    import time
+
+    spec = suitespec.build("python-call/1", "f", [((i, i in CLOCKED), {}, i) for i in range(200)])
+    calls, killed = [], []
+
+    def judge(got, want, args, kwargs):
+        calls.append((time.monotonic(), args[0], got))
+        return args[0] not in fails and (got == want or isinstance(got, float))
+
+    spawn = backend.spawn
+
+    def spawned(limits):
+        proc = spawn(limits)
+        kill = proc.kill
+
+        def recorded_kill():
+            killed.append(time.monotonic())
+            kill()
+        proc.kill = recorded_kill
+        return proc
+
+    monkeypatch.setattr(backend, "spawn", spawned)
+    try:
+        result = execute(dataclasses.replace(render.harness_for(spec), judge=judge), CLOCK_OR_ECHO, backend)
+    finally:
+        monkeypatch.undo()
+    return result, calls, killed[0]
+
+
+@pytest.mark.parametrize("fails", [set(), {1}, {5}, {62}, {2, 40}], ids=lambda f: f"fails={sorted(f)}")
+def test_a_block_is_judged_at_its_end_the_same_way_whichever_answers_passed(backend, monkeypatch, fails):
+    """While the runner lives, the harness judges nothing but whole blocks, each at its end: after case
+    63's answer and before case 64 is called (or the runner is ended), every answer of cases 0-63 in case
+    order -- the same calls whichever of them passed: no early exit at a failing one, no shortcut for an
+    answer spelled as its expected value -- and nothing else. The clocked answers (the candidate's
+    CLOCK_MONOTONIC, the host's) bound when. What a failing case shows is made once the runner is gone
+    (its answer is judged again then), and the last block is judged only then."""
+    result, calls, killed = _recorded_run(backend, monkeypatch, fails)
+    answered = {i: got for _, i, got in calls if isinstance(got, float)}
+    assert result.blocks == (64, 128, 8) and set(answered) >= CLOCKED & set(range(len(result.cases)))
+    live = [(t, i) for t, i, _ in calls if answered[0] < t < killed]  # after _prepare's own calls
+    after = [i for t, i, _ in calls if t >= killed]
+    if not fails:
+        assert result.verdict == "pass" and len(result.cases) == 200, result.as_dict()
+        assert [i for _, i in live] == list(range(192)), live
+        assert all(answered[63] < t < answered[64] for t, i in live if i < 64)
+        assert all(answered[191] < t < answered[192] for t, i in live if i >= 64)
+        assert after == [192, 199]  # the last block, clocked answers (the echoed ones pass as spelled)
+    else:
+        assert result.verdict == "fail" and len(result.cases) == 64, result.as_dict()
+        assert [c.index for c in result.cases if c.status != "pass"] == sorted(fails)
+        assert [i for _, i in live] == list(range(64)), live
+        assert all(t > answered[63] for t, _ in live)
+        assert after == sorted(fails)
+        assert result.first_failure.want == str(min(fails))
 
 
 # --- sockets ----------------------------------------------------------------------------------------
@@ -142,6 +249,77 @@ def test_no_execution_changes_the_priority_or_limits_a_later_one_starts_with(bac
 
 def test_the_page_cache_can_be_neither_controlled_nor_probed(backend):
     assert answer(backend, "page_cache", 1) == []
+
+
+# --- names looked up: the dentry cache -----------------------------------------------------------------
+
+def test_no_name_one_execution_looks_up_is_cached_for_a_later_one(backend):
+    """An execution stats absent names (one per set bit of a token) in every directory it can look into;
+    a later one asks the kernel whether it holds them (openat2 RESOLVE_CACHED: no I/O) and times a first
+    stat of each. Every name an execution can look up resolves in a root of its own (a tmpfs made for it,
+    dropped with it): nothing comes back. local-rlimits looks up the host's own directories: it says so."""
+    key, token = secrets.randbelow(10**9), 1 + secrets.randbelow((1 << 16) - 2)
+    done = answer(backend, "notes", "record", key, token)
+    found = answer(backend, "notes", "find", key, 0)
+    if backend.name == "local-rlimits":
+        assert any("dentry cache" in m for m in backend.isolation(Limits()).not_enforced)
+        _remove_notes(key)
+        return
+    assert found["cached"] == 0 and found["timed"] != token and not found["files"], (done, found)
+
+
+def _remove_notes(key: int) -> None:
+    """The files notes.py left where an execution without a root of its own writes (local-rlimits)."""
+    import glob
+    import os
+
+    for place in ("/tmp", "/dev/shm", "/var/tmp"):
+        for path in glob.glob(f"{place}/agnote-{key}*"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+# --- a learner keeping notes: no outcome reaches it ------------------------------------------------------
+
+LEARNED = [True, False, True, True, False, True]  # the hidden answers (neither all True nor all False)
+RUNS = 50
+
+
+def _learner_suite(key: int):
+    """A first block of cases the learner answers right (it echoes them), then its six hidden answers: it
+    is called for them once the first block passed (a boundary's one bit, which it knew)."""
+    lead = [(("echo", key, True), {}, True)] * FIRST_BLOCK
+    cases = [(("learn", key, i), {}, want) for i, want in enumerate(LEARNED)]
+    return suitespec.build("python-call/1", "f", lead + cases)
+
+
+def test_a_learner_keeping_notes_never_passes_a_hidden_suite(backend, tmp_path):
+    """A program that knows nothing of its task learns it from the fail-fast oracle (being called for case
+    i+1 means its answer to case i passed) and keeps what it learnt in every kernel state it can reach
+    (negative dentries, read back by RESOLVE_CACHED; files): with that oracle it passes within a dozen
+    executions. Run 50 times against one hidden suite -- one execution at a time, and as 50 samples of one
+    task in one samples file (score, hidden) -- it never passes: every case of a block is called whatever
+    its answers were, and the only news is at a block's end, that every answer so far passed."""
+    from acceptgate.score import score_samples
+    from acceptgate.sources.replay import read_samples
+
+    key = secrets.randbelow(10**9)
+    spec = _learner_suite(key)
+    harness = render.harness_for(spec)
+    verdicts = [execute(harness, program("notes"), backend).verdict for _ in range(RUNS)]
+    assert "pass" not in verdicts, verdicts
+    key = secrets.randbelow(10**9)  # fresh notes: the batch learns from nothing but itself
+    spec = _learner_suite(key)
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": "T/learn", "solution": program("notes")}) + "\n"
+                               for _ in range(RUNS)))
+    report = score_samples(read_samples(samples), {"T/learn": spec}, {"T/learn": ""}, backend, suite="hidden",
+                           workers=2)
+    assert len(report.rows) == RUNS and report.passed == 0, [r.verdict for r in report.rows]
+    assert all(r.cases_run == FIRST_BLOCK + len(LEARNED) for r in report.rows), [r.cases_run for r in report.rows]
+    _remove_notes(key)
 
 
 # --- the recorder ------------------------------------------------------------------------------------
@@ -222,7 +400,6 @@ with backends.create(sys.argv[1]) as b:
     print(json.dumps({"token": token, "before": before, "loaded": loaded, "after": look(),
                       "not_enforced": b.isolation(Limits()).not_enforced}))
 """
-SHARED_FILE = ("pydoc_data", "topics.py")  # what page_loads.py uses, relative to the stdlib
 
 
 PROBED_PAGES = range(0, 16 * 8, 8)  # page_loads.py: one page per bit, 8 apart
@@ -236,11 +413,11 @@ def _evict(backend_name: str, open_backend) -> bool:
 
     from acceptgate.sandbox import residency
 
-    stdlib = answer(open_backend(backend_name), "stdlib", 0)  # the sandbox's interpreter's, not ours
+    shared = answer(open_backend(backend_name), "shared", 0)  # the sandbox's interpreter's, not ours
     if backend_name == "docker":
-        paths = [os.path.join(d, stdlib.lstrip("/"), *SHARED_FILE) for d in open_backend("docker").layers]
+        paths = [os.path.join(d, shared.lstrip("/")) for d in open_backend("docker").layers]
     else:
-        paths = [os.path.join(stdlib, *SHARED_FILE)]
+        paths = [shared]
     paths = [p for p in paths if os.path.exists(p)]
     for _ in range(5):
         cold = True
@@ -305,3 +482,37 @@ def test_a_pinned_view_stays_resident_whatever_the_host_evicts(name, open_backen
     for _ in range(3):  # OR'ed, as in LOADS
         seen |= answer(backend, "page_loads", "look", 0)
     assert seen == (1 << 16) - 1, f"token {token}, resident {seen}"
+
+
+@pytest.mark.parametrize("name", ["local"])  # docker: a fresh container per command (the batch tests cover reuse)
+def test_no_note_survives_between_exec_commands_even_with_fail_fast(name, open_backend, tmp_path):
+    """`acceptgate exec --fail-fast` (an oracle by design: for visible suites) run as separate processes:
+    the learner's notes (dentries, files) do not reach the next command, so it never gets past guessing
+    (6 runs: with its notes kept, 5 are enough for these 6 cases). Without --fail-fast no oracle exists."""
+    open_backend(name)  # skips docker without an engine (fails under CI)
+    key = secrets.randbelow(10**9)
+    spec = tmp_path / "spec.json"
+    spec.write_text(_learner_suite(key).to_json())
+    candidate = tmp_path / "learner.py"
+    candidate.write_text(program("notes"))
+    verdicts = []
+    for _ in range(6):
+        proc = subprocess.run([sys.executable, "-m", "acceptgate", "exec", "--spec", str(spec), "--candidate", str(candidate),
+                               "--backend", name, "--fail-fast"], capture_output=True, text=True, timeout=300,
+                              cwd=str(REPO))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        verdicts.append(json.loads(proc.stdout)["verdict"])
+    assert "pass" not in verdicts, verdicts
+
+
+def test_no_page_a_fork_server_shares_can_be_swapped_out_between_executions(open_backend):
+    """The threat model's residual (5): a fork server's memory is shared copy-on-write with its runners,
+    so a page swapped out and faulted back in by one execution would be resident for the next. It holds
+    only where no such page can be swapped out: the host has no active swap, or the slot's memory cap
+    counts swap (memsw) and equals the memory cap, so reclaim inside a slot cannot swap."""
+    from pathlib import Path
+
+    backend = open_backend("local")
+    swaps = Path("/proc/swaps").read_text().splitlines()[1:]
+    memsw = bool(backend.caps.cgroups and backend.caps.cgroups.memsw)
+    assert not swaps or memsw, f"active swap {swaps} and no memsw in the slots' memory cap"

@@ -1,5 +1,6 @@
 """Readers and one writer in separate processes: analysts query while runs write, never wait, never see
-a half-written run; then every example of sql/README.md runs, as written, on the warehouse they made.
+a half-written run; then every example of the warehouse page (docs/warehouse.md) runs, as written, on the
+warehouse they made.
 
 The writer (this test process, ``cli.main``) runs the audit flow (``acceptgate audit --limit 1``) and then
 the gate flow (CONFORM and OFF on 2 HumanEval+ tasks with CodeT's samples) into ``data/warehouse.duckdb``
@@ -21,6 +22,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from acceptgate._util import settings
 from acceptgate.store.warehouse import ENV_LOCK_TIMEOUT
 from acceptgate.cli import main
 from writer_process import REPO, cli_env, kill_group
@@ -121,6 +123,7 @@ def concurrent_runs(prefect_harness, tmp_path_factory, humanevalplus_path, codet
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     lock_timeout = os.environ.get(ENV_LOCK_TIMEOUT)
     os.environ[ENV_LOCK_TIMEOUT] = "30"  # a writer kept waiting would fail loudly
+    settings.reload()
     try:
         codes = [_write(["audit", "--limit", "1", "--warehouse", str(path)], home / "audit.log"),
                  _write(["gate", "--no-certify", "--arm", "conform", "--arm", "off", "--source", f"codet:{codet_samples_path}",
@@ -152,24 +155,22 @@ def test_readers_never_wait_never_fail_and_only_see_complete_runs(concurrent_run
     assert max(o["round"] for o in observed) >= 3  # the reader really queried throughout
 
 
-def _readme_blocks(lang: str, readme: str = "sql/README.md", section: str = "") -> list[str]:
-    text = (REPO / readme).read_text()
-    if section:  # from the heading to the next heading of any level
-        text = text[text.index(section):]
-        text = text[:text.find("\n#", len(section))]
+def _page_blocks(lang: str, page: str = "docs/warehouse.md") -> list[str]:
+    """The fenced blocks of one language on a documentation page."""
+    text = (REPO / page).read_text()
     return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
 
 
-def test_every_sql_readme_example_runs_as_written(concurrent_runs):
+def test_every_warehouse_page_example_runs_as_written(concurrent_runs):
     home = concurrent_runs[0]
     snapshot = home / "data" / "warehouse.snapshot.duckdb"
-    statements = [s.strip() for block in _readme_blocks("sql") for s in block.split(";\n") if s.strip()]
+    statements = [s.strip() for block in _page_blocks("sql") for s in block.split(";\n") if s.strip()]
     statements = [s for s in statements if not all(line.startswith("--") for line in s.splitlines())]
     assert len(statements) >= 8
     with duckdb.connect(str(snapshot), read_only=True) as con:
         for statement in statements:
             con.execute(statement.rstrip(";")).fetchall()
-    blocks = _readme_blocks("sh") + _readme_blocks("sh", "README.md", "### Analysts' queries")
+    blocks = _page_blocks("sh")
     commands = [line for block in blocks for line in block.splitlines()
                 if line.strip() and not line.startswith(("#", "pip install"))]
     assert any(c.startswith("acceptgate sql") for c in commands) and any(c.startswith("duckdb ") for c in commands)

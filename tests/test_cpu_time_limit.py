@@ -84,13 +84,51 @@ def test_the_execution_limit_is_on_cpu_time_too(backend):
     assert [c.status for c in over.cases] == ["pass", "timeout"]
 
 
+def test_a_sleeper_meets_the_limit_on_the_wall_clock(backend):
+    """A program that sleeps uses no CPU: the limit holds on its wall time less the time it waited for a
+    CPU too, so a 30 s sleep ends at the 1 s limit (the execution's, and a case's), not at the
+    backstop; recorded apart (timeout_clock "wall")."""
+    for limits in (Limits(wall_seconds=1.0), Limits(wall_seconds=5.0, case_seconds=1.0)):
+        result = execute(one_case(30.0), SLEEPER, backend, limits=limits)
+        assert result.verdict == "timeout" and result.timeout_clock == "wall", result.as_dict()
+        assert result.detail.startswith("time limit") and "waiting for a CPU" in result.detail, result.as_dict()
+        assert result.cpu_seconds < 0.5 and result.wall_seconds < 0.5 * limits.backstop(1.0), result.as_dict()
+        assert result.as_dict()["timeout_clock"] in TIMEOUT_CLOCKS
+        assert result.cases[0].status == "timeout"
+
+
 def test_a_sleeper_meets_the_wall_clock_backstop_recorded_apart(backend):
-    limits = Limits(wall_seconds=1.0, case_seconds=0.5, backstop_seconds=2.0)
+    limits = Limits(wall_seconds=5.0, case_seconds=3.0, backstop_seconds=1.0)
     result = execute(one_case(30.0), SLEEPER, backend, limits=limits)
     assert result.verdict == "timeout" and result.timeout_clock == "wall", result.as_dict()
     assert result.detail.startswith("wall-clock backstop") and result.cpu_seconds < 0.5, result.as_dict()
-    assert result.as_dict()["timeout_clock"] in TIMEOUT_CLOCKS
     assert result.cases[0].status == "timeout"
+
+
+MIXED = "import time\n" + BURNER.replace("def f(x):", "def f(x):\n    time.sleep(x)", 1)
+
+
+def test_a_program_starved_of_cpu_is_not_penalised_on_the_wall_clock(backend):
+    """0.3 s of sleep and 0.3 s of CPU per case under a 1 s limit per case: alone and beside two busy loops
+    (which at least double its wall time) the same pass, since the time it waits for a CPU is not its."""
+    harness = render.harness_for(suitespec.build("python-call/1", "f", [((0.3,), {}, 0.3)] * 3))
+    limits = Limits(wall_seconds=5.0, case_seconds=0.8)
+    alone = execute(harness, MIXED, backend, limits=limits)
+    with BusyLoops() as loops:
+        loaded = execute(harness, MIXED, backend, limits=limits)
+        assert loops.alive()
+    assert (alone.verdict, loaded.verdict) == ("pass", "pass"), (alone.as_dict(), loaded.as_dict())
+
+
+def test_module_level_code_counts_against_the_load_limit(backend):
+    """Every phase has a limit: a candidate whose top level computes for 3 s of CPU (or sleeps 30 s) is
+    stopped at a 1 s load limit (the evalplus profile sets one), before its first case."""
+    limits = Limits(wall_seconds=20.0, case_seconds=1.0, load_seconds=1.0)
+    for top in ("import time\nt = time.process_time()\nwhile time.process_time() - t < 3: pass\n",
+                "import time\ntime.sleep(30)\n"):
+        result = execute(one_case(0.1), top + BURNER, backend, limits=limits)
+        assert result.verdict == "timeout" and "of its load" in result.detail, result.as_dict()
+        assert result.cases == [] and result.wall_seconds < 10, result.as_dict()
 
 
 def test_run_calls_measures_the_programs_cpu_time_not_the_wall_clock(backend):
@@ -101,7 +139,7 @@ def test_run_calls_measures_the_programs_cpu_time_not_the_wall_clock(backend):
     assert outcomes[0].value == 0.25 and outcomes[1].message.startswith("CPU time limit")
     slept, _ = run_calls("f", [((30.0,), {})], SLEEPER, backend,
                          limits=Limits(wall_seconds=1.0, backstop_seconds=2.0))
-    assert slept[0].status == "timeout" and slept[0].message.startswith("wall-clock backstop"), slept
+    assert slept[0].status == "timeout" and slept[0].message.startswith("time limit"), slept
 
 
 def test_run_calls_reads_answers_on_the_harness_cpu_budget(local_backend, monkeypatch):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from acceptgate import score, shards
+from acceptgate.daskcluster import DaskCluster
 from shard_rows import suites_and_samples
 
 pytestmark = pytest.mark.prefect
@@ -36,7 +37,7 @@ def test_local_cluster_same_verdicts_as_single_process(prefect_harness, inputs, 
     # the Dask workers are new processes: they find the test server through the environment
     monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())
     suites_dir, samples = inputs
-    sharded = score_sharded.run(suites_dir, samples, suite="hidden", dask_workers=2, shard_size=5)
+    sharded = score_sharded.run(suites_dir, samples, suite="hidden", dask="2", shard_size=5)
 
     loaded = shards.load_inputs(suites_dir, samples, "hidden")
     single = score.score_samples(loaded.sample_file, loaded.suites, loaded.prompts, local_backend, suite="hidden",
@@ -110,6 +111,6 @@ def test_local_cluster_workers_do_not_trim_malloc_on_every_free(prefect_harness,
     monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     probe = task(lambda shard: _worker_malloc_trim(), name="malloc-trim-probe")
-    with dask_runner.task_runner(dask_workers=1) as runner:
+    with dask_runner.task_runner(DaskCluster(workers=1)) as runner:
         future = runner.submit(probe, parameters={"shard": 0})
         assert future.result() is None

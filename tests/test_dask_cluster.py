@@ -1,7 +1,7 @@
 """Scale-out on a real cluster: a ``dask scheduler`` and two ``dask worker`` processes started with the
 dask CLI on 127.0.0.1 (free ports, their own working directories and TMPDIRs, one thread each, the
-test's Prefect server in their environment). score, gate and certify against ``tcp://127.0.0.1:PORT``
-give the single-process rows; a worker killed in the middle of its shard; every process stopped.
+test's Prefect server in their environment), over mutual TLS with the files of ``acceptgate dask
+credentials``. score, gate and certify against ``tls://127.0.0.1:PORT`` give the single-process rows; a worker killed in the middle of its shard; every process stopped.
 
 One cluster per module (each test process of pytest-xdist starts its own); 2 tasks, a few samples.
 """
@@ -37,6 +37,16 @@ class Cluster:
                     "PYTHONPATH": os.pathsep.join(p for p in [str(Path(__file__).resolve().parents[1]),
                                                               os.environ.get("PYTHONPATH", "")] if p)}
         self.address = ""
+        from acceptgate import clustertls
+
+        self.creds = clustertls.write_credentials(root / "creds")
+        self.dask = None  # the DaskCluster acceptgate is given: the address and the client's credentials
+
+    def tls(self, role: str) -> list[str]:
+        from acceptgate import clustertls
+
+        files = clustertls.role_files(self.creds, role)
+        return ["--tls-ca-file", str(files.ca_file), "--tls-cert", str(files.cert), "--tls-key", str(files.key)]
 
     def start(self, name: str, *args: str) -> subprocess.Popen:
         home = self.root / name
@@ -60,8 +70,8 @@ class Cluster:
 
     def up(self) -> None:
         info = self.root / "scheduler.json"
-        self.start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                   "--scheduler-file", str(info))
+        self.start("scheduler", "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0",
+                   "--no-dashboard", "--scheduler-file", str(info), *self.tls("scheduler"))
         deadline = time.monotonic() + START_SECONDS
         while not info.exists() or not info.read_text().strip():
             assert self.procs["scheduler"].poll() is None, self.log("scheduler")
@@ -69,14 +79,20 @@ class Cluster:
             time.sleep(0.2)
         time.sleep(0.2)  # the file is written whole, but give the writer its close
         self.address = json.loads(info.read_text())["address"]
-        assert self.address.startswith("tcp://127.0.0.1:"), self.address
+        assert self.address.startswith("tls://127.0.0.1:"), self.address
         for n in (1, 2):
             self.start(f"worker{n}", "worker", self.address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
                        "--host", "127.0.0.1", "--name", f"worker{n}",
-                       "--local-directory", str(self.root / f"worker{n}" / "dask"))
+                       "--local-directory", str(self.root / f"worker{n}" / "dask"), *self.tls("worker"))
         from distributed import Client
 
-        with Client(self.address, timeout=START_SECONDS) as client:
+        from acceptgate import clustertls, daskcluster
+        from acceptgate.flows import dask_runner
+
+        client_files = clustertls.role_files(self.creds, "client")
+        self.dask = daskcluster.parse(self.address, tls_ca_file=str(client_files.ca_file),
+                                      tls_cert=str(client_files.cert), tls_key=str(client_files.key))
+        with Client(self.address, timeout=START_SECONDS, security=dask_runner.security(self.dask)) as client:
             client.wait_for_workers(2, timeout=START_SECONDS)
             names = {addr: info["name"] for addr, info in client.scheduler_info()["workers"].items()}
             self.worker_pids = {names[addr]: pid for addr, pid in client.run(os.getpid).items()}
@@ -147,7 +163,7 @@ def test_score_on_the_cluster_gives_the_single_process_verdicts(cluster, inputs,
     from acceptgate.flows import score_sharded
 
     suites_dir, samples = inputs
-    sharded = score_sharded.run(suites_dir, samples, suite="hidden", dask_address=cluster.address, shard_size=2)
+    sharded = score_sharded.run(suites_dir, samples, suite="hidden", dask=cluster.dask, shard_size=2)
     loaded = shards.load_inputs(suites_dir, samples, "hidden")
     single = score.score_samples(loaded.sample_file, loaded.suites, loaded.prompts, local_backend, suite="hidden",
                                  excluded=loaded.excluded)
@@ -169,7 +185,7 @@ def _gate(warehouse: Path, suites_dir: str, codet: str, **kw):
 def test_gate_on_the_cluster_gives_the_single_process_rows(cluster, inputs, api_env, tmp_path, codet_samples_path):
     suites_dir, _ = inputs
     single = _gate(tmp_path / "single.duckdb", suites_dir, str(codet_samples_path))
-    sharded = _gate(tmp_path / "dask.duckdb", suites_dir, str(codet_samples_path), dask=cluster.address,
+    sharded = _gate(tmp_path / "dask.duckdb", suites_dir, str(codet_samples_path), dask=cluster.dask,
                     shard_size=1)
     assert sharded.run.run_id == single.run.run_id  # derived from the inputs; where it ran is not one
     want = table_rows(tmp_path / "single.duckdb", "gate")
@@ -196,7 +212,7 @@ def test_certify_on_the_cluster_gives_the_single_process_rows(cluster, inputs, a
     suites_dir, _ = inputs
     args = (suites_dir, str(humanevalplus_path), str(codet_samples_path))
     single = _certify(tmp_path / "single.duckdb", *args)
-    sharded = _certify(tmp_path / "dask.duckdb", *args, dask=cluster.address, shard_size=1)
+    sharded = _certify(tmp_path / "dask.duckdb", *args, dask=cluster.dask, shard_size=1)
     assert sharded.run.run_id == single.run.run_id
     want = table_rows(tmp_path / "single.duckdb", "certify")
     assert len(want["v4v_executions"]) > 0 and len(want["v4v_gates"]) > 0
@@ -209,7 +225,7 @@ def test_audit_execution_stage_on_the_cluster_gives_the_single_process_rows(clus
 
     kw = {"limit": TASKS, "dataset": "humanevalplus", "data_path": str(humanevalplus_path)}
     single = audit(warehouse=str(tmp_path / "single.duckdb"), **kw)
-    sharded = audit(warehouse=str(tmp_path / "dask.duckdb"), dask=cluster.address, shard_size=1, **kw)
+    sharded = audit(warehouse=str(tmp_path / "dask.duckdb"), dask=cluster.dask, shard_size=1, **kw)
     assert sharded.run_id == single.run_id
     want = table_rows(tmp_path / "single.duckdb", "audit")
     assert len(want["executions"]) > TASKS and len(want["case_results"]) > 0
@@ -233,7 +249,7 @@ def test_backfill_on_the_cluster_gives_the_single_process_rows(cluster, inputs, 
     for name in ("single", "dask"):
         shutil.copy(tmp_path / "g.duckdb", tmp_path / f"{name}.duckdb")
     single = backfill(suites_dir=suites_dir, warehouse=str(tmp_path / "single.duckdb"))
-    sharded = backfill(suites_dir=suites_dir, warehouse=str(tmp_path / "dask.duckdb"), dask=cluster.address,
+    sharded = backfill(suites_dir=suites_dir, warehouse=str(tmp_path / "dask.duckdb"), dask=cluster.dask,
                        shard_size=1)
     assert sharded.run_id == single.run_id and sharded.scanned == single.scanned == 2 * TASKS
     want = table_rows(tmp_path / "single.duckdb", "leak")
@@ -300,7 +316,7 @@ def test_a_worker_killed_in_its_shard(cluster, inputs, api_env, tmp_path):
 
     path = tmp_path / "dask.duckdb"
     summary = gate(certify=False, arms=["conform"], source=source, suites_dir=suites_dir, warehouse=str(path), per_task=1,
-                   gauge=False, dask=cluster.address, shard_size=1)
+                   gauge=False, dask=cluster.dask, shard_size=1)
     watcher.join(timeout=60)
     assert killed, "no worker was seen running a shard"
     assert cluster.procs[killed["name"]].wait(timeout=30) == -signal.SIGKILL

@@ -62,6 +62,34 @@ def test_fail_fast_stops_at_first_failure(local_backend):
     assert result.verdict == "fail" and len(result.cases) == 1
 
 
+def test_blocks_are_fixed_by_the_case_count_alone(local_backend):
+    """A hidden suite's blocks: min(n, 64) cases, then doubling, the last one what is left -- the same plan
+    whatever the answers; the execution stops at the end of the block holding the first failing case."""
+    from acceptgate.sandbox.executor import block_plan
+
+    assert [block_plan(n) for n in (0, 1, 64, 65, 300)] == [(), (1,), (64,), (64, 1), (64, 128, 108)]
+    for n in range(0, 3000, 97):
+        plan = block_plan(n)
+        assert sum(plan) == n and all(b == 2 * a for a, b in zip(plan, plan[1:-1])), plan
+        assert not plan or plan[0] == min(n, 64) and 0 < plan[-1] <= (64 << (len(plan) - 1))
+    suite = harness([((i,), {}, i) for i in range(300)])
+    sources = {
+        "def f(x): return x": ("pass", 300),
+        "def f(x): return -1": ("fail", 64),
+        "def f(x): return x if x != 100 else 0": ("fail", 192),
+        "def f(x): return x if x != 299 else 0": ("fail", 300),
+        "def f(x):\n    if x == 70: raise ValueError(x)\n    return 0 if x == 90 else x": ("error", 192),
+        "def f(x):\n    if x == 63: raise SystemExit\n    return x": ("protocol", 64),
+    }
+    for source, (verdict, run) in sources.items():
+        result = execute(suite, source, local_backend)
+        assert (result.verdict, len(result.cases), result.blocks) == (verdict, run, (64, 128, 108)), source
+    every = execute(suite, "def f(x): return -1", local_backend, all_cases=True)
+    assert (every.verdict, len(every.cases), every.blocks) == ("fail", 300, (300,))
+    fast = execute(suite, "def f(x): return -1", local_backend, fail_fast=True)
+    assert (fast.verdict, len(fast.cases), fast.blocks) == ("fail", 1, ())
+
+
 def test_forged_frames_on_any_descriptor_are_protocol_not_pass(local_backend):
     forge = (
         "import os\n"

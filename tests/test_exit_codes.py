@@ -1,4 +1,5 @@
-"""The exit-code table in README.md, walked cell by cell with the real CLI in a subprocess.
+"""The exit-code table of the commands page (docs/commands/index.md), walked cell by cell with the real CLI
+in a subprocess.
 
 Each row of the table is one command: its invocation with placeholders ({spec}, {samples}, {out},
 {warehouse}, {backend}, ...) and, per failure class, the exit code and what is left on disk. This test
@@ -33,7 +34,7 @@ import pytest
 from acceptgate.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
-README = REPO / "README.md"
+TABLE_PAGE = REPO / "docs" / "commands" / "index.md"
 TABLE_MARK = "<!-- exit-code-table"
 CLASSES = ("missing file", "bad record", "unwritable output", "backend unavailable", "lock held")
 INPUTS = ("spec", "candidate", "humaneval", "suites", "samples", "published", "trajectories", "cards", "memory")
@@ -60,7 +61,7 @@ class Row:
 
 def _outcome(text: str) -> Outcome:
     m = re.fullmatch(r"\s*(\d+)\s*,\s*(.+?)\s*", text)
-    assert m, f"README exit-code cell {text!r}: expected '<code>, <what is left on disk>'"
+    assert m, f"exit-code cell {text!r}: expected '<code>, <what is left on disk>'"
     return Outcome(int(m.group(1)), m.group(2))
 
 
@@ -72,8 +73,8 @@ def _cell(text: str):
     return _outcome(default), (_outcome(strict) if strict else None)
 
 
-def read_table(readme: Path = README) -> list[Row]:
-    lines = readme.read_text(encoding="utf-8").splitlines()
+def read_table(page: Path = TABLE_PAGE) -> list[Row]:
+    lines = page.read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(TABLE_MARK))
     header = [c.strip() for c in lines[start + 1].strip().strip("|").split("|")]
     assert header == ["command", "invocation", *CLASSES], header
@@ -104,9 +105,10 @@ def registered_commands() -> list[str]:
 def test_every_command_has_a_row():
     rows = {r.command for r in read_table()}
     missing = [c for c in registered_commands() if c not in rows]
-    assert not missing, f"README's exit-code table has no row for: {', '.join(missing)}"
+    table = f"the exit-code table ({TABLE_PAGE.relative_to(REPO)})"
+    assert not missing, f"{table} has no row for: {', '.join(missing)}"
     stale = sorted(rows - set(registered_commands()))
-    assert not stale, f"README's exit-code table has rows for commands that do not exist: {', '.join(stale)}"
+    assert not stale, f"{table} has rows for commands that do not exist: {', '.join(stale)}"
 
 
 def test_table_parser_reads_cells():
@@ -248,7 +250,7 @@ def placeholders(invocation: str) -> list[str]:
 def first(names: list[str], kinds, cls: str, row: Row) -> str:
     found = [n for n in names if n in kinds]
     if not found:
-        pytest.fail(f"README row {row.command!r} gives a {cls!r} outcome but its invocation has no placeholder "
+        pytest.fail(f"exit-code table row {row.command!r} gives a {cls!r} outcome but its invocation has no placeholder "
                     f"of the kinds {sorted(kinds)}")
     return found[0]
 
@@ -388,7 +390,7 @@ def test_exit_code_table(row: Row, cls: str, expected: Outcome, strict: bool, tm
         if "warehouse" in names:
             assert "invalid" in done.stdout, done.stdout
     else:
-        pytest.fail(f"README exit-code cell for {row.command} / {cls}: unknown disk outcome {disk!r}")
+        pytest.fail(f"exit-code cell for {row.command} / {cls}: unknown disk outcome {disk!r}")
 
 
 def test_a_second_process_holding_the_warehouse_is_exit_4_not_a_traceback(tmp_path):

@@ -427,7 +427,7 @@ def f(x):
         import time
         time.sleep(30)
         os._exit(0)
-    counts = open("/proc/net/sockstat").read().split()
+    counts = open("/proc/self/net/sockstat").read().split()
     return [os.readlink("/proc/self/ns/net"), int(counts[counts.index("used") + 1])]
 '''
 

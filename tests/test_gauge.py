@@ -149,7 +149,7 @@ def test_a_wrong_sample_that_passes_makes_the_suite_unusable(local_backend):
     by_kind = {s.suite: s for s in result.suites}
     assert not by_kind[VISIBLE].passed
     assert by_kind[VISIBLE].reasons == ["wrong sample constant-false passes the visible suite but fails the reference "
-                                        "on the hidden inputs (fail; 1 failing case(s), first: case 1 fail args=(2,) "
+                                        "on the hidden inputs (fail; 1 failing case(s) of 2 run, first: case 1 fail args=(2,) "
                                         "got=False want=True)"]
     assert by_kind[HIDDEN].passed and result.usable_suites == [HIDDEN]
 

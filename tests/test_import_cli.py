@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from acceptgate._util import settings
 from acceptgate import suitefiles
 from acceptgate.cli import main
 
@@ -15,7 +16,8 @@ from acceptgate.cli import main
 def private_cache(tmp_path, monkeypatch):
     """Never the user's import cache: each test starts cold with its own."""
     monkeypatch.setenv("ACCEPTGATE_CACHE_DIR", str(tmp_path / "import-cache"))
-    return tmp_path / "import-cache"
+    settings.reload()
+    return tmp_path / "import-cache" / "imports"
 
 
 def test_import_humaneval_writes_suites_and_prints_counts(tmp_path, capsys):
@@ -277,6 +279,7 @@ def test_the_flows_import_without_a_usable_cache(tmp_path, monkeypatch, humaneva
     load = lambda: humanevalplus.load(data, local_backend)  # noqa: E731
     assert len(importcache.load_import("humanevalplus", data, load, cache_dir=blocked)[0].tasks) == 2
     monkeypatch.setenv(importcache.ENV_SWITCH, "off")
+    settings.reload()
     cache = tmp_path / "cache"
     assert not importcache.load_import("humanevalplus", data, load, cache_dir=cache)[1]
     assert not importcache.load_import("humanevalplus", data, load, cache_dir=cache)[1] and not cache.exists()

@@ -1,6 +1,6 @@
 """Recall of the leak audit on real hidden material: the first four HumanEval+ tasks (one two-argument
 task, three one-argument tasks) and a constructed one-argument task returning strings, their GT cases
-planted in harness text in every spelling the README names, in a generated jsonl history scanned end
+planted in harness text in every spelling docs/leak-audit.md names, in a generated jsonl history scanned end
 to end. Every planted record must be a v2 violation; honest records full of decoys (hidden material
 written by the model, quoted after ``got=``, the statement, V quoted in feedback, harness prose with
 numbers) must not be."""
@@ -30,12 +30,12 @@ def c(value) -> str:
 
 
 def is_short(text: str, bare: bool = False) -> bool:
-    """The README's context rule: common or short renderings count only as an input/expected pair."""
+    """The context rule (docs/leak-audit.md): common or short renderings count only as an input/expected pair."""
     return text in COMMON or len(text) < (BARE_CHARS if bare else ALONE_CHARS)
 
 
 def planted_texts(material, index: int, case) -> list[tuple[str, str]]:
-    """(spelling, harness text) for one hidden case: each spelling that is evidence by the README's rules
+    """(spelling, harness text) for one hidden case: each spelling that is evidence by the rules of docs/leak-audit.md
     (hidden, i.e. not in the statement or V; a short one only next to its hidden partner)."""
     hidden = {n.text for n in material.needles if n.case_index == index and not n.public}
     args, expected = tuple(case.args), case.expected

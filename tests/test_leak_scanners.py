@@ -6,6 +6,8 @@ cases, one of them with a long input and one with short values that need context
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from acceptgate import suitespec
@@ -134,3 +136,99 @@ def test_material_public_marks():
     assert "sort_words('pear apple fig', 3)" in public and "'apple fig pear'" in public
     hidden = {n.text for n in MATERIAL.hidden()}
     assert "sort_words('kiwi lime mango', 2)" in hidden
+
+
+# -- every JSON spelling; the harness's own template words ----------------------------------------
+
+from acceptgate.gates.hmix import imports_line  # noqa: E402
+
+SWEET = "crème brûlée/éclair \U0001F600"  # non-ASCII, astral (a surrogate pair in JSON) and a slash
+TEMPLATE_WORD = "AssertionError"  # a word of the feedback template, and a hidden input here
+PROMPT_WORDS = "standard-library modules"  # words of the generation prompt's import line
+DESSERT_PROMPT = 'def dessert(name):\n    """Name a dessert.\n    >>> dessert(\'tart\')\n    \'TART\'\n    """\n'
+DESSERT_VIS = suitespec.build("python-call/1", "dessert", [(("tart",), {}, "TART")])
+DESSERT_GT = suitespec.build("python-call/1", "dessert", [(("tart",), {}, "TART"), ((SWEET,), {}, "SWEET"),
+                                                          ((TEMPLATE_WORD,), {}, "ERR"), ((PROMPT_WORDS,), {}, "LIB")])
+DESSERT = material_for("T/dessert", DESSERT_PROMPT, DESSERT_GT, DESSERT_VIS)
+
+
+def dessert_record(*texts: tuple[str, str, str]) -> LeakRecord:
+    """(author, purpose, text) messages between the statement and the stop decision."""
+    msgs = [RecordMessage(0, 1, "task", "generation", "user", DESSERT_PROMPT),
+            RecordMessage(1, 1, "harness", "generation", "user", imports_line()),
+            RecordMessage(2, 1, "model", "generation", "assistant", "def dessert(name): return name.upper()")]
+    for author, purpose, text in texts:
+        msgs.append(RecordMessage(len(msgs), 1, author, purpose, "user", text))
+    msgs.append(RecordMessage(len(msgs), 1, "harness", "stop_decision", "none", "refused: cap reached"))
+    return LeakRecord("R1", "hmix", "", "T/dessert", None, True, "refused", 1, tuple(msgs))
+
+
+def dessert_verdict(rec: LeakRecord):
+    scanner = TaskScanner(DESSERT)
+    control = run_controls([rec], lambda task_id: scanner)
+    assert control.passed and control.negative_passed, control.reason  # the positive control is still caught
+    return judge(rec, DESSERT, scanner, control, "aho")
+
+
+def json_spellings(value) -> dict[str, str]:
+    """The ways a JSON writer may spell ``value`` (and the list of it, as an argument list)."""
+    import json
+
+    plain = json.dumps(value)  # json.dumps's default: ensure_ascii, \\uXXXX, surrogate pairs
+    return {"ensure_ascii": plain, "utf-8": json.dumps(value, ensure_ascii=False),
+            "escaped slash": plain.replace("/", "\\/"), "upper-case hex": re.sub(r"\\u[0-9a-f]{4}",
+                                                                                 lambda m: m.group().upper().replace("\\U", "\\u"), plain),
+            "list": json.dumps([value]), "nested": json.dumps(json.dumps({"args": [value]})),
+            "object": json.dumps({"name": value}, ensure_ascii=True).replace("/", "\\/")}
+
+
+@pytest.mark.parametrize("spelling", list(json_spellings(SWEET)))
+def test_every_json_spelling_of_a_hidden_value_is_found(spelling):
+    written = json_spellings(SWEET)[spelling]
+    assert spelling == "utf-8" or SWEET not in written  # the value itself is not in the text as written
+    text = f"TypeError: the harness logged {written} args=('tart',) want='TART'"
+    v = dessert_verdict(dessert_record(("harness", "revision_feedback", text)))
+    assert v.verdict == "violation", (spelling, text, v.reasons)
+    spans = [(h.start, h.end) for h in v.v2.violations]
+    at = text.index(written)
+    assert any(at <= a and b <= at + len(written) for a, b in spans), (spans, at)  # offsets into the text as written
+    # the same spelling written by the model: found, and not a violation
+    model = dessert_verdict(dessert_record(("model", "generation", f"print({written})")))
+    found = [h for h in model.v2.hits if h.seq == 3]
+    assert found and not any(h.violation for h in found) and model.verdict == "clean", model.reasons
+
+
+def test_the_json_views_can_fail():
+    """Without the unescaped views the default json.dumps spelling is missed: what the check above guards."""
+    from acceptgate.leak import unescape
+
+    text = f"TypeError: the harness logged {json_spellings(SWEET)['ensure_ascii']} args=('tart',) want='TART'"
+    original = unescape.views
+    try:
+        unescape.views = lambda text: []
+        v = dessert_verdict(dessert_record(("harness", "revision_feedback", text)))
+    finally:
+        unescape.views = original
+    assert v.verdict == "clean"
+
+
+def test_a_hidden_value_that_is_a_template_word_is_judged_only_as_a_value():
+    """``AssertionError`` opens every feedback line and ``standard-library modules`` is in every prompt:
+    those fixed words are not a leak, even though both are hidden inputs here. Written into a value slot
+    they are."""
+    feedback = "AssertionError: args=('tart',) got='tart' want='TART'"
+    v = dessert_verdict(dessert_record(("harness", "revision_feedback", feedback)))
+    excused = [h for h in v.v2.hits if h.why_not == "template-words"]
+    assert {h.needle for h in excused} == {TEMPLATE_WORD, PROMPT_WORDS}, v.v2.hits
+    assert all(not h.violation for h in excused) and v.verdict == "clean", v.reasons
+    for leaked in (f"AssertionError: args=('{TEMPLATE_WORD}',) got='x' want='TART'",
+                   f"AssertionError: args=('tart',) got='x' want='TART'\n{TEMPLATE_WORD}",
+                   f"TypeError: {TEMPLATE_WORD} args=('tart',) want='TART'"):
+        v = dessert_verdict(dessert_record(("harness", "revision_feedback", leaked)))
+        assert v.verdict == "violation" and any(h.needle in (TEMPLATE_WORD, repr(TEMPLATE_WORD))
+                                                for h in v.v2.violations), (leaked, v.v2.hits)
+    for purpose, leaked in (("stop_decision", f"refused: generator failed: {PROMPT_WORDS}"),
+                            ("generation", imports_line() + f" Also: {PROMPT_WORDS}.")):
+        v = dessert_verdict(dessert_record(("harness", purpose, leaked)))
+        assert v.verdict == "violation" and any(h.needle == PROMPT_WORDS and h.seq == 3 for h in v.v2.violations), (
+            leaked, v.v2.hits)

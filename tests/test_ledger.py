@@ -14,6 +14,7 @@ import duckdb
 import numpy as np
 import pytest
 
+from acceptgate._util import settings
 from acceptgate.store import warehouse
 from acceptgate.errors import Interrupted
 from acceptgate.store.expectations import EXPECTATIONS_DIR, ExpectationFailed
@@ -69,6 +70,7 @@ def test_a_failing_expectation_quarantines_and_fails_the_run_writing_nothing(tmp
 
     result = _stats_result(seed=2)
     monkeypatch.setenv("ACCEPTGATE_EXPECTATIONS", _strict(tmp_path, "stats_effects", "measure", ["nothing"]))
+    settings.reload()
     with pytest.raises(ExpectationFailed) as err:
         stats_io.write(path, result, conditions="arm,off")
     assert err.value.stage == "stats"

@@ -17,6 +17,8 @@ def test_limits_follow_evalplus():
     spec = suitespec.build("python-call/1", "f", [((1,), {}, 1), ((2,), {}, 2)])
     how = profiles.scoring("evalplus", spec, Limits(), [0.01, 0.5])
     assert how.limits.case_seconds == (1.0, 2.0) and how.limits.wall_seconds == 5.0
+    # module-level code too has a limit: EvalPlus's bound on a whole run, min(60 s, the limits' sum) + 1 s
+    assert how.limits.load_seconds == 4.0
     assert profiles.scoring("default", spec, Limits()).limits == Limits()
     with pytest.raises(profiles.MissingTiming):
         profiles.scoring("evalplus", spec, Limits(), None)

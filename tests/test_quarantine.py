@@ -11,6 +11,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from acceptgate._util import settings
 from acceptgate import audit
 
 from acceptgate.store import expectations, warehouse
@@ -83,6 +84,7 @@ def _strict(tmp_path, table: str, column: str, allowed: list) -> str:
 def test_the_audit_command_fails_with_exit_1_naming_stage_and_expectation(prefect_harness, tmp_path, monkeypatch,
                                                                          capsys):
     monkeypatch.setenv("ACCEPTGATE_EXPECTATIONS", _strict(tmp_path, "suites", "dialect", ["no-such-dialect"]))
+    settings.reload()
     path = tmp_path / "w.duckdb"
     assert main(["audit", "--limit", "1", "--warehouse", str(path), "--run-id", "strict"]) == 1
     err = capsys.readouterr().err
@@ -105,6 +107,7 @@ def test_the_audit_command_fails_with_exit_1_naming_stage_and_expectation(prefec
 def test_the_gate_command_fails_the_same_way(prefect_harness, tmp_path, monkeypatch, capsys, humanevalplus_path,
                                              codet_samples_path):
     monkeypatch.setenv("ACCEPTGATE_EXPECTATIONS", _strict(tmp_path, "deliveries", "gt_verdict", ["no-such-verdict"]))
+    settings.reload()
     path = tmp_path / "w.duckdb"
     assert main(["gate", "--no-certify", "--arm", "off", "--source", f"codet:{codet_samples_path}", "--humanevalplus",
                  str(humanevalplus_path), "--limit", "2", "--warehouse", str(path), "--run-id", "strict-gate"]) == 1

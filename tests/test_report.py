@@ -80,8 +80,8 @@ def test_sections_rates_and_intervals(snapshot):
 def test_markdown_summary(snapshot):
     text = markdown.summary(report_data.collect(warehouse.snapshot_path(snapshot)), ["nightly: audit ok"])
     # beside every rate, the measured FPR_h of the V that gated it (this run was not certified)
-    assert "## False delivery by arm" in text and ("| conform | 14.3% [4.0%, 39.9%] | 20.0% [5.7%, 51.0%] | "
-                                                   "not measured (--no-certify) | gate | 14 | 10 | 4 | 2 | gate-r1 |") in text
+    assert "## False delivery by arm" in text and ("| `conform` | `14.3% [4.0%, 39.9%]` | `20.0% [5.7%, 51.0%]` | "
+                                                   "`not measured (--no-certify)` | `gate` | 14 | 10 | 4 | 2 | `gate-r1` |") in text
     assert "## V4V certification\n\n_not run yet_" in text
 
 
@@ -258,3 +258,69 @@ def test_each_rate_is_shown_beside_the_measured_fpr_h_of_the_v_that_gated_it(tmp
     assert frame.loc["off", "V FPR_h (measured)"] == "- (no V: ungated)"
     # H-MIX on replayed samples sent its feedback to no model: its rate is resampling, labelled so
     assert frame.loc[["conform", "hmix", "off"], "kind"].tolist() == ["gate", "resampling", "no gate"]
+
+
+# What a candidate (or any text stored in the warehouse) may try to make the summary's viewer do.
+HOSTILE = ["![pixel](http://attacker.invalid/pixel.png)", "[click](javascript:alert(1))",
+           "<img src=http://attacker.invalid/x onerror=alert(1)>", "<a href='http://attacker.invalid/a'>a</a>",
+           "`` ` ![tick](http://attacker.invalid/tick) ``", "```", "\\|![pipe](http://attacker.invalid/pipe)|",
+           "<http://attacker.invalid/auto>", " `![pad](http://attacker.invalid/pad)` "]
+
+
+def _rendered(md: str) -> str:
+    """The summary as a CommonMark renderer with GFM tables turns it into HTML (markdown-it-py)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table").render(md)
+
+
+def _elements(page: str) -> set[str]:
+    from html.parser import HTMLParser
+
+    found: set[str] = set()
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.add(tag)
+
+    Tags().feed(page)
+    return found
+
+
+def test_markdown_summary_shows_warehouse_and_header_text_as_literal_code(tmp_path):
+    """Hostile text in a run's source (a table cell) and in the flow's header lines renders as code: no
+    image, no link, no HTML element of its own, every table row keeps its cells, and the text reads back
+    literally."""
+    import html
+
+    path = tmp_path / "w.duckdb"
+    _gate_warehouse(path, {"off": (2, 2, 1)}, run_id="gate-0", more_run_ids=tuple(f"gate-{i}" for i in range(1, len(HOSTILE))))
+    with warehouse.transaction(path) as con:
+        for i, payload in enumerate(HOSTILE):
+            con.execute("update gate_runs set source = ? where run_id = ?", [payload, f"gate-{i}"])
+    warehouse.publish(path, [f"gate-{i}" for i in range(len(HOSTILE))])
+    data = report_data.collect(warehouse.snapshot_path(path))
+    md = markdown.summary(data, ["nightly: gates failed: " + p for p in HOSTILE] + ["```\n![fence](http://attacker.invalid/f)"])
+    page = _rendered(md)
+    assert _elements(page) <= {"h1", "h2", "p", "em", "strong", "code", "pre", "table", "thead", "tbody", "tr", "th",
+                                "td"}, _elements(page)
+    outside_code = re.sub(r"<code>.*?</code>", "", page, flags=re.S)
+    assert "attacker.invalid" not in outside_code and "javascript:" not in outside_code
+    codes = [html.unescape(c) for c in re.findall(r"<code>(.*?)</code>", page, flags=re.S)]
+    for payload in HOSTILE:
+        assert any(c.strip() == payload.strip() for c in codes) or any(payload in c for c in codes), payload
+    for table_html in re.findall(r"<table>.*?</table>", page, flags=re.S):
+        heads = len(re.findall(r"<th[ >]", table_html))
+        rows = re.findall(r"<tr>(.*?)</tr>", table_html.split("</thead>")[-1], flags=re.S)
+        assert rows and all(len(re.findall(r"<td[ >]", r)) == heads for r in rows), table_html
+
+
+def test_markdown_summary_escaping_fails_on_raw_text(tmp_path, monkeypatch):
+    """The check above can fail: with cells written raw, the image of a hostile source renders."""
+    path = _gate_warehouse(tmp_path / "w.duckdb", {"off": (2, 2, 1)})
+    with warehouse.transaction(path) as con:
+        con.execute("update gate_runs set source = ?", [HOSTILE[0]])
+    warehouse.publish(path, ["gate-x"])
+    monkeypatch.setattr(markdown, "_cell", lambda v: str(v))
+    page = _rendered(markdown.summary(report_data.collect(warehouse.snapshot_path(path))))
+    assert "img" in _elements(page) and '<img src="http://attacker.invalid/pixel.png"' in page

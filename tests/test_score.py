@@ -22,6 +22,18 @@ def samples_file(tmp_path, lines):
     return path
 
 
+def test_a_visible_suite_stops_at_the_first_failure_a_hidden_one_never(tmp_path, local_backend):
+    """Fail-fast only where nothing is hidden: the same failing samples on both kinds of suite."""
+    path = samples_file(tmp_path, [{"task_id": "T/double", "solution": "def double(x):\n    return x + 2\n"},
+                                   {"task_id": "T/double", "completion": "    return x / 0\n"}])
+    runs = {}
+    for kind in ("visible", "hidden"):
+        report = score_samples(read_samples(path), {"T/double": SUITE}, {"T/double": PROMPT}, local_backend,
+                               suite=kind)
+        runs[kind] = [(r.verdict, r.cases_run) for r in report.rows]
+    assert runs == {"visible": [("fail", 2), ("error", 1)], "hidden": [("fail", 3), ("error", 3)]}, runs
+
+
 def test_scores_each_valid_sample_and_reports_invalid_lines(tmp_path, local_backend):
     path = samples_file(tmp_path, [
         {"task_id": "T/double", "completion": "    return 2 * x\n"},
@@ -34,7 +46,8 @@ def test_scores_each_valid_sample_and_reports_invalid_lines(tmp_path, local_back
     report = score_samples(read_samples(path), {"T/double": SUITE}, {"T/double": PROMPT}, local_backend,
                            suite="hidden", limits=Limits(wall_seconds=1.0, cpu_seconds=2))
     got = [(r.sample_index, r.line, r.verdict, r.cases_failed, r.cases_run) for r in report.rows]
-    assert got == [(0, 1, "pass", 0, 3), (1, 2, "fail", 1, 2), (2, 4, "error", 1, 1), (3, 6, "timeout", 1, 1)]
+    # A hidden suite: every case is called whatever the earlier answers were (no fail-fast oracle)
+    assert got == [(0, 1, "pass", 0, 3), (1, 2, "fail", 2, 3), (2, 4, "error", 3, 3), (3, 6, "timeout", 1, 1)]
     assert [(p.line, p.field) for p in report.problems] == [(3, None), (5, "solution")]
     assert report.passed == 1 and report.pass_rate == 0.25
     summary = report.summary()

@@ -1,7 +1,7 @@
 """The scheduled service, for real: ``acceptgate serve`` starts its own Prefect server on loopback and
 serves the nightly and backfill deployments; runs of each are triggered with parameters and complete
 and publish the snapshot. Then, against that same server, the work-pool path exactly as
-deployments/README.md writes it: work pool, ``prefect deploy``, ``prefect deployment run``, a worker.
+docs/orchestration.md writes it: work pool, ``prefect deploy``, ``prefect deployment run``, a worker.
 Finally SIGTERM stops the service and the server it started.
 
 One server for the module (10-40 s cold on a busy machine); each flow run costs 15-60 s.
@@ -42,14 +42,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _env(home: Path, api_url: str | None = None) -> dict[str, str]:
+# The operator's model key, in the service's environment: no run created through the API may send it.
+OPERATOR_KEY = "sk-operator-secret-0123456789"
+
+
+def _env(home: Path, api_url: str | None = None, auth: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     # the served runner looks for triggered runs every second (Prefect's default: 10 s)
     env.update(PYTHONPATH=str(REPO), PREFECT_HOME=str(home), DO_NOT_TRACK="1", PREFECT_RUNNER_POLL_FREQUENCY="1",
-               PREFECT_SERVER_ANALYTICS_ENABLED="false", GX_ANALYTICS_ENABLED="false")
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", GX_ANALYTICS_ENABLED="false", OPENAI_API_KEY=OPERATOR_KEY)
     if api_url:
         env["PREFECT_API_URL"] = api_url
+    if auth:
+        env["PREFECT_API_AUTH_STRING"] = auth
     return env
+
+
+def _auth(home: Path) -> httpx.BasicAuth:
+    """The served API's credentials, from the owner-only file ``acceptgate serve`` keeps in PREFECT_HOME."""
+    from acceptgate.flows.serve import AUTH_FILE
+
+    user, _, password = (home / AUTH_FILE).read_text().strip().partition(":")
+    return httpx.BasicAuth(user, password)
 
 
 def _deployment_id(api: str, name: str) -> str | None:
@@ -90,7 +104,8 @@ def _artifact(api: str, flow_run_id: str) -> str:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backend):
     """``acceptgate serve`` as a real subprocess (no PREFECT_API_URL: it starts the server itself), on a
-    suites directory of five HumanEval+ tasks as the README writes it (--gate-suites)."""
+    suites directory of five HumanEval+ tasks as docs/orchestration.md writes it (--gate-suites, and
+    --certify-dataset: the certify stage runs before the gates)."""
     from acceptgate import suitefiles
     from acceptgate.importers import humanevalplus
 
@@ -102,16 +117,18 @@ def served(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backe
     log = open(root / "serve.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "acceptgate", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
-         "--gate-source", f"codet:{codet_samples_path}", "--gate-suites", str(suites), "--limit", "5"],
+         "--gate-source", f"codet:{codet_samples_path}", "--gate-suites", str(suites), "--limit", "5",
+         "--certify-dataset", str(humanevalplus_path)],  # the gates decide only on tasks certified first
         env=_env(root / "prefect"), cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + STARTUP
         while True:
             assert proc.poll() is None, f"acceptgate serve exited {proc.returncode}: {(root / 'serve.log').read_text()}"
             try:
+                HTTP.auth = _auth(root / "prefect")  # written before the server starts
                 if _deployment_id(api, "nightly/nightly") and _deployment_id(api, "history-backfill/backfill"):
                     break
-            except httpx.HTTPError:
+            except (httpx.HTTPError, OSError):
                 pass
             assert time.monotonic() < deadline, f"not serving after {STARTUP} s: {(root / 'serve.log').read_text()}"
             time.sleep(1)
@@ -168,16 +185,16 @@ def _run(cmd: list[str], env, timeout=240, cwd=REPO) -> subprocess.CompletedProc
 
 
 def test_work_pool_path_as_documented(served, tmp_path):
-    """deployments/README.md's commands, against the running server (the README says: prefect server
+    """docs/orchestration.md's commands, against the running server (the page says: prefect server
     start, then PREFECT_API_URL): the pool, the deploy, a run, one worker pass executes it."""
     api, root, _, _ = served
-    readme = (REPO / "deployments" / "README.md").read_text()
+    page = (REPO / "docs" / "orchestration.md").read_text()
     commands = ["prefect work-pool create acceptgate-local --type process",
                 "prefect --no-prompt deploy --prefect-file deployments/prefect.yaml --all",
                 "prefect worker start --pool acceptgate-local"]
     for command in commands:
-        assert command in readme, command
-    env = _env(root / "prefect-client", api)
+        assert command in page, command
+    env = _env(root / "prefect-client", api, auth=(root / "prefect" / "acceptgate-api-auth").read_text().strip())
     prefect = [sys.executable, "-m", "prefect"]
     _run(prefect + commands[0].split()[1:], env)
     _run(prefect + commands[1].split()[1:], env)
@@ -196,6 +213,81 @@ def test_work_pool_path_as_documented(served, tmp_path):
         assert con.execute("select task_limit, status from runs").fetchone() == (1, "ok")
 
 
+class Listener:
+    """A foreign endpoint on loopback that records every connection and request made to it."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.requests: list[str] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _any(self):
+                size = int(self.headers.get("Content-Length") or 0)
+                outer.requests.append(f"{self.command} {self.path}\n{self.headers}\n"
+                                      f"{self.rfile.read(size).decode(errors='replace')}")
+                self.send_response(500)
+                self.end_headers()
+
+            do_GET = do_POST = do_PUT = _any
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _logs(api: str, flow_run_id: str) -> str:
+    r = HTTP.post(f"{api}/logs/filter", json={"logs": {"flow_run_id": {"any_": [flow_run_id]}}})
+    return "\n".join(entry["message"] for entry in r.json())
+
+
+def test_runs_created_through_the_api_cannot_steer_the_service(served):
+    """A client without the service's credentials is refused by the API; with them, a run that names a
+    model endpoint of its own (the attack: gate_source openai, gate_base_url of a listener it runs) fails
+    at once, as does one whose deployment's stored parameters were edited to do the same, or that names
+    a Dask cluster or warehouse: the listener sees no connection and the operator's key goes nowhere."""
+    api, root, _, _ = served
+    with httpx.Client(timeout=10) as anonymous:  # no credentials
+        assert anonymous.get(f"{api}/deployments/name/nightly/nightly").status_code == 401
+        dep = _deployment_id(api, "nightly/nightly")
+        assert anonymous.post(f"{api}/deployments/{dep}/create_flow_run", json={"parameters": {}}).status_code == 401
+    original = HTTP.get(f"{api}/deployments/{dep}").json()["parameters"]
+    listener = Listener()
+    steer = {"gate_source": "openai", "gate_base_url": listener.url, "gate_model": "attacker-model",
+             "gate_api_key_env": "OPENAI_API_KEY"}
+    try:
+        runs = [_trigger(api, "nightly/nightly", {**steer, "limit": 1}),
+                _trigger(api, "nightly/nightly", {"dask": "tcp://127.0.0.1:9", "warehouse": str(root / "x.duckdb")}),
+                _trigger(api, "history-backfill/backfill", {"since": str(dt.date.today()), "backend": "local-rlimits"})]
+        # the deployment's stored parameters edited to the same effect, with its schema check off
+        r = HTTP.patch(f"{api}/deployments/{dep}", json={"parameters": {**steer, "limit": 1},
+                                                         "enforce_parameter_schema": False})
+        assert r.status_code == 204, r.text
+        runs.append(_trigger(api, "nightly/nightly", {}))
+        for run_id, named in zip(runs, ("gate_base_url", "dask", "backend", "gate_base_url")):
+            run = _wait_terminal(api, run_id)
+            assert run["state_type"] == "FAILED", run["state"]
+            message = run["state"]["message"] + _logs(api, run_id)
+            assert "fixed when 'acceptgate serve' starts" in message and named in message, message
+            assert OPERATOR_KEY not in message
+        time.sleep(3)  # anything still on its way to the listener
+        assert listener.requests == [], listener.requests
+        assert not (root / "x.duckdb").exists()
+    finally:
+        listener.close()
+        HTTP.patch(f"{api}/deployments/{dep}", json={"parameters": original, "enforce_parameter_schema": True})
+
+
 def test_sigterm_stops_service_and_its_server(served):
     api, root, proc, port = served
     proc.send_signal(signal.SIGTERM)
@@ -208,3 +300,16 @@ def test_sigterm_stops_service_and_its_server(served):
     while not port_free(port):
         assert time.monotonic() < deadline, "the Prefect server serve started is still listening"
         time.sleep(0.5)
+
+
+def test_a_served_run_cannot_turn_certification_off():
+    """Whether gates decide on uncertified tasks, and how weak a V may be, are the operator's policy: a
+    run of the served nightly that sets no_certify or max_fpr_attack fails before any stage, naming it."""
+    from acceptgate.errors import InvalidInput
+    from acceptgate.flows import served
+
+    flow = served.served_nightly({}, {})
+    for name, value in (("no_certify", True), ("max_fpr_attack", 100.0)):
+        with pytest.raises(InvalidInput, match=f"{name} is fixed when 'acceptgate serve' starts"):
+            flow.fn(**{name: value})
+    assert "no_certify" not in served.NIGHTLY_PER_RUN and "max_fpr_attack" not in served.NIGHTLY_PER_RUN

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -426,6 +428,35 @@ def test_a_json_bomb_body_is_400_naming_the_bound(service, body, said):
     assert r.status_code == 400 and said in r.json()["detail"]
 
 
+def _keyless_codes(svc, forwarded_for: list[str]) -> list[int]:
+    return [call(svc, None, "GET", "/v1/tasks", headers={"X-Forwarded-For": ip}).status_code for ip in forwarded_for]
+
+
+def test_a_keyless_caller_cannot_pick_its_address_unless_its_proxy_is_configured(tmp_path):
+    """uvicorn believes X-Forwarded-For from loopback by default: a caller then chose a new address per
+    call and never met the keyless limit. Only proxies given with --forwarded-allow-ips are believed."""
+    spoofed = [f"203.0.113.{i}" for i in range(1, 7)]
+    svc = LiveService(tmp_path / "none", extra=("--rate-per-minute", "1", "--burst", "3")).start()
+    try:
+        assert _keyless_codes(svc, spoofed) == [401] * 3 + [429] * 3  # one bucket: the connection's address
+    finally:
+        assert svc.stop() in GRACEFUL
+    # this test is the proxy, on loopback: each forwarded client has its own bucket, and one of them
+    # still meets its limit
+    proxied = LiveService(tmp_path / "proxy", extra=("--rate-per-minute", "1", "--burst", "3",
+                                                     "--forwarded-allow-ips", "127.0.0.1")).start()
+    try:
+        assert _keyless_codes(proxied, spoofed) == [401] * 6
+        assert _keyless_codes(proxied, ["198.51.100.7"] * 4) == [401] * 3 + [429]
+    finally:
+        assert proxied.stop() in GRACEFUL
+    bad = subprocess.run([sys.executable, "-m", "acceptgate", "serve-api", "--keys", str(tmp_path / "none" / "keys.json"),
+                          "--forwarded-allow-ips", "proxy.example", "--journal", str(tmp_path / "j.sqlite"),
+                          "--no-warehouse"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--forwarded-allow-ips" in bad.stderr, bad.stderr
+    assert not (tmp_path / "j.sqlite").exists()
+
+
 def test_calls_without_a_key_are_rate_limited_per_address_and_not_journalled(tmp_path):
     import sqlite3
 
@@ -445,3 +476,43 @@ def test_calls_without_a_key_are_rate_limited_per_address_and_not_journalled(tmp
         assert rows == [("alice", "/v1/tasks")], rows  # 7 anonymous calls, no row
     finally:
         assert svc.stop() in GRACEFUL
+
+
+def test_a_learner_keeping_notes_is_never_scored_as_passing_the_hidden_suite(tmp_path):
+    """serve-api scores every delivered program on the task's hidden suite: a program that learns its task
+    from the fail-fast oracle and keeps notes in every kernel state it can reach (tests/attacks/channels/
+    notes.py), submitted 50 times, is delivered each time (its visible case passes) and never scored as
+    passing the hidden one: each scoring calls every case and judges once the runner is gone. The task has
+    no reference (what the attack learns is the whole task), so the service runs with --no-certify."""
+    import secrets
+    from pathlib import Path
+
+    from test_channels import LEARNED, RUNS
+
+    key = secrets.randbelow(10**9)
+    learner = (Path(__file__).parent / "attacks" / "channels" / "notes.py").read_text()
+    task = {"task_id": f"learn-{key}", "statement": "def f(mode, key, case):\n    ...\n", "entry_point": "f",
+            "visible": {"dialect": "python-call/1", "entry_point": "f",
+                        "cases": [{"args": json.dumps(["learn", key, 100]), "expected": "False"}]},
+            "hidden": {"dialect": "python-call/1", "entry_point": "f",
+                       "cases": [{"args": json.dumps(["learn", key, i]), "expected": repr(want)}
+                                 for i, want in enumerate(LEARNED)]},
+            "gauge": False}
+    service = LiveService(tmp_path, extra=("--no-certify", "--rate-per-minute", "100000", "--burst", "10000")).start()
+    try:
+        assert call(service, "alice", "POST", "/v1/tasks", json=task).status_code == 201
+        decisions = []
+        for n in range(RUNS):  # each submission a program of its own (a comment), so that none is a repeat
+            d = call(service, "alice", "POST", f"/v1/tasks/learn-{key}/submissions",
+                     json={"program": learner + f"\n# submission {n}\n"}).json()
+            assert d["decision"] == "deliver", d
+            decisions.append(d["decision_id"])
+        for decision in decisions:
+            wait_published(service, "alice", decision)
+        runs = [f"api-alice-{d}" for d in decisions]
+        verdicts = snapshot(service, f"select gt_verdict from deliveries where run_id in ({', '.join('?' * len(runs))})",
+                            runs)
+        assert len(verdicts) == RUNS and ("pass",) not in verdicts, verdicts
+
+    finally:
+        assert service.stop() in GRACEFUL

@@ -34,13 +34,8 @@ def _travel(obj):
     return pickle.loads(pickle.dumps(obj))
 
 
-def test_split_and_dask_argument():
+def test_split():
     assert shards.split(list(range(5)), 2) == [[0, 1], [2, 3], [4]]
-    assert shards.parse_dask("3") == (3, None)
-    assert shards.parse_dask("tcp://127.0.0.1:8786") == (None, "tcp://127.0.0.1:8786")
-    for bad in ("0", ""):
-        with pytest.raises(InvalidInput, match="at least 1 worker"):
-            shards.parse_dask(bad)
     with pytest.raises(InvalidInput, match="at least 1"):
         shards.split([1], 0)
 
@@ -102,9 +97,12 @@ def test_nightly_hands_dask_to_the_sharded_stages():
     from acceptgate import schedule
     from acceptgate.flows import stage_flows
 
-    params = {"warehouse": "w.duckdb", "backend": "local", "dask": "tcp://127.0.0.1:8786"}
+    from acceptgate.daskcluster import DaskCluster
+
+    cluster = DaskCluster(workers=2)
+    params = {"warehouse": "w.duckdb", "backend": "local", "dask": cluster}
     audit = next(s for s in schedule.NIGHTLY_STAGES if s.name == "audit")
-    assert audit.call_arguments(stage_flows.load(audit), params)["dask"] == "tcp://127.0.0.1:8786"
+    assert audit.call_arguments(stage_flows.load(audit), params)["dask"] == cluster
     for name in ("certify", "gates"):  # their flows take it too (the chain passes what a flow names)
         import inspect
 
@@ -181,3 +179,40 @@ def test_a_task_material_compiles_its_harnesses_where_they_are_first_read(suites
                                                                     material.samples)
     with pytest.raises(AttributeError):
         copy.no_such_attribute  # noqa: B018
+
+
+def test_results_that_do_not_answer_their_shard_are_never_merged(suites_dir, tmp_path):
+    """A worker's result is checked against what was sent: a score shard's rows must be its samples in
+    order (rows for other samples -- say, one wrong program's 'pass' copied over another's -- are
+    refused), one result per shard, of its kind and index; a gate shard's outcomes are its tasks."""
+    import json
+    from types import SimpleNamespace
+
+    from acceptgate import suitefiles
+
+    task_ids = sorted(suitefiles.read_suites(suites_dir).tasks)[:2]
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": t, "completion": f"    return {i}\n"}) + "\n"
+                               for t in task_ids for i in range(2)))
+    loaded = shards.load_inputs(suites_dir, str(samples), "hidden")
+    batches = shards.make_shards(loaded.sample_file, loaded.suites, loaded.prompts, shard_size=2)
+    results = [_travel(shards.score_shard(_travel(b), "local", suite="hidden")) for b in batches]
+    shards.check_results(batches, results)  # the honest results pass
+    first, second = results
+    forged = [
+        [first, dataclasses.replace(second, rows=first.rows)],  # another shard's rows
+        [first, dataclasses.replace(second, rows=second.rows[:1])],  # a row missing
+        [first, dataclasses.replace(second, rows=list(reversed(second.rows)))],  # rows of other samples, in order
+        [first, dataclasses.replace(second, index=first.index)],  # answers the wrong shard
+        [first],  # a shard unanswered
+        [first, SimpleNamespace(index=1, rows=second.rows)],  # not a shard result
+    ]
+    for bad in forged:
+        with pytest.raises(shards.ShardResultMismatch):
+            shards.check_results(batches, bad)
+    gate = shards.GateShard(0, [SimpleNamespace(task_id="T/1"), SimpleNamespace(task_id="T/2")], None)
+    honest = shards.GateShardResult(0, {"off": [SimpleNamespace(task_id="T/1"), SimpleNamespace(task_id="T/2")]},
+                                    [], {}, "w")
+    shards.check_results([gate], [honest])
+    with pytest.raises(shards.ShardResultMismatch, match="outcomes are not its tasks"):
+        shards.check_results([gate], [shards.GateShardResult(0, {"off": [SimpleNamespace(task_id="T/2")]}, [], {}, "w")])

@@ -215,9 +215,10 @@ def test_audit_sigterm_mid_flow_stops_its_own_prefect_server(tmp_path):
 
 def test_audit_ctrl_c_to_the_process_group_during_execute(tmp_path, api):
     path = tmp_path / "w.duckdb"
-    cli = Cli(["audit", "--limit", "3", "--warehouse", str(path)], tmp_path, api)
-    cli.wait_for(r"execute: \d+/")
-    cli.send(signal.SIGINT, group=True)
+    cli = Cli(["audit", "--limit", "3", "--warehouse", str(path)], tmp_path, api,
+              env={"ACCEPTGATE_TEST_PAUSE_AT": "execute:started"})
+    cli.wait_paused()  # inside the stage (3 tasks' executions are done too fast to catch by time)
+    cli.send(signal.SIGINT, group=True, resume=True)
     cli.stopped(signal.SIGINT)
     assert _attempts(path)[-1] == ("audit", "interrupted", "execute")
     assert not (tmp_path / "w.snapshot.duckdb").exists()  # nothing published

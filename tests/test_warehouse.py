@@ -14,6 +14,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from acceptgate._util import settings
 from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 
@@ -237,9 +238,11 @@ def test_paths_that_cannot_hold_a_warehouse_are_invalid_input(tmp_path, monkeypa
     assert warehouse.check_path(fresh) == fresh and fresh.parent.is_dir() and not fresh.exists()
 
     monkeypatch.setenv(warehouse.ENV_PATH, str(tmp_path / "env.duckdb"))
+    settings.reload()
     assert warehouse.resolve_path(None) == tmp_path / "env.duckdb"
     assert warehouse.resolve_path("x.duckdb") == Path("x.duckdb")
     monkeypatch.delenv(warehouse.ENV_PATH)
+    settings.reload()
     assert warehouse.resolve_path(None) == Path("data/warehouse.duckdb")
     assert warehouse.snapshot_path("data/warehouse.duckdb") == Path("data/warehouse.snapshot.duckdb")
 
@@ -374,18 +377,77 @@ def test_acceptgate_sql_prints_table_csv_json_from_the_snapshot_only(tmp_path, c
     assert _snapshot_cases(path) == {"r1": 2}
 
 
+def _published(tmp_path: Path) -> Path:
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    with warehouse.transaction(path) as con:
+        warehouse.replace_run_rows(con, "r1", {"cases": _cases("r1", 2)})
+    warehouse.publish(path, "r1")
+    return path
+
+
+def test_acceptgate_sql_reaches_no_file_no_database_and_no_extension(tmp_path, capsys):
+    """The analyst command reads the snapshot and nothing else: every statement that would write a file,
+    read one, list a directory, attach another database, install or load an extension, or unlock the
+    session exits 2 with what it is refused, and nothing is written or shown."""
+    from acceptgate.cli import main
+
+    path = _published(tmp_path)
+    secret = tmp_path / "secret.csv"
+    secret.write_text("name,token\nroot,s3cr3t-t0ken\n")
+    other = tmp_path / "other.duckdb"
+    with duckdb.connect(str(other)) as con:
+        con.execute("create table keys as select 's3cr3t-t0ken' as token")
+        con.execute(f"copy keys to '{tmp_path / 'keys.parquet'}' (format parquet)")
+    out = tmp_path / "out"
+    refused = {
+        f"copy cases to '{out}.csv'": "outside the snapshot",
+        f"copy (select * from cases) to '{out}.parquet' (format parquet)": "outside the snapshot",
+        f"export database '{out}'": "outside the snapshot",
+        f"attach '{other}' as o": "outside the snapshot",
+        f"attach '{other}' as o; select * from o.keys": "outside the snapshot",
+        "install httpfs": "outside the snapshot",
+        "load httpfs": "outside the snapshot",
+        f"select * from read_text('{secret}')": "outside the snapshot",
+        f"select * from read_blob('{secret}')": "outside the snapshot",
+        f"select * from read_csv('{secret}')": "outside the snapshot",
+        f"select * from read_json('{secret}')": "outside the snapshot",
+        f"select * from read_parquet('{tmp_path / 'keys.parquet'}')": "outside the snapshot",
+        f"select * from '{secret}'": "outside the snapshot",
+        f"select * from glob('{tmp_path}/*')": "outside the snapshot",
+        "set enable_external_access = true": "settings are locked",
+        f"set enable_external_access = true; select * from read_text('{secret}')": "settings are locked",
+        "reset lock_configuration": "settings are locked",
+        "set access_mode = 'read_write'": "settings are locked",
+    }
+    for query, why in refused.items():
+        assert main(["sql", "--warehouse", str(path), "--format", "csv", query]) == 2, query
+        captured = capsys.readouterr()
+        assert "acceptgate sql: invalid input: field 'query': " in captured.err and why in captured.err, (query, captured.err)
+        assert "s3cr3t" not in captured.out + captured.err, query
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keys.parquet", "other.duckdb", "secret.csv", "w.duckdb",
+                                                         warehouse.snapshot_path(path).name]
+    # ordinary analyst queries and views still answer
+    assert main(["sql", "--warehouse", str(path), "--format", "csv",
+                 "select flow, run_id from latest_runs union all select 'n', count(*)::varchar from cases"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["n,2"]
+
+
 def test_a_writer_caps_duckdbs_memory_and_a_bad_cap_names_its_variable(tmp_path, monkeypatch):
     from acceptgate.errors import InvalidInput
 
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)
     monkeypatch.delenv(warehouse.ENV_WRITER_MEMORY, raising=False)
+    settings.reload()
     with warehouse.connect(path) as con:
         assert con.execute("select current_setting('memory_limit')").fetchone()[0] == "244.1 MiB"  # 256 MB
     monkeypatch.setenv(warehouse.ENV_WRITER_MEMORY, "1GB")
+    settings.reload()
     with warehouse.connect(path) as con:
         assert con.execute("select current_setting('memory_limit')").fetchone()[0] == "953.6 MiB"
     monkeypatch.setenv(warehouse.ENV_WRITER_MEMORY, "lots")
+    settings.reload()
     with pytest.raises(InvalidInput, match=warehouse.ENV_WRITER_MEMORY):
         with warehouse.connect(path):
             pass

@@ -1,5 +1,5 @@
 """acceptgate command line. Each command parses, calls one library function, and maps the library's
-exceptions to a message and an exit code (the contract, README "Exit codes"):
+exceptions to a message and an exit code (the contract, docs/commands/index.md, "Exit codes"):
 
 0 done (whatever the verdicts were); 1 a pipeline check (an expectation) failed, nothing of that stage
 written; 2 invalid input (a file, record, field or output path, named), nothing written; 3 a sandbox
@@ -44,6 +44,7 @@ COMMAND_MODULES = [
     "acceptgate.cli.serve_cmd",
     "acceptgate.cli.report_cmd",
     "acceptgate.cli.experiment_cmd",
+    "acceptgate.cli.dask_cmd",
 ]
 
 

@@ -51,22 +51,33 @@ def run_ids(path: Path, table: str) -> list[str]:
         return [r[0] for r in con.execute(f"select run_id from {table}").fetchall()]
 
 
-def add_dask(p, unit: str, default: int) -> None:
-    """``--dask N|ADDRESS`` and ``--shard-size`` (of ``unit``), as ``acceptgate score`` has them."""
-    p.add_argument("--dask", metavar="N|ADDRESS",
-                   help="run in shards on Dask (Prefect's DaskTaskRunner): N = a LocalCluster of N worker processes, "
-                        "or a scheduler address such as tcp://host:8786; the rows are the single-process ones, "
-                        "written by this process (README: Scale-out on Dask)")
-    p.add_argument("--shard-size", type=int, default=default, metavar="N",
-                   help=f"{unit} per Dask shard (default {default})")
+DASK_HELP = ("run in shards on Dask (Prefect's DaskTaskRunner): N = a LocalCluster of N worker processes on "
+             "loopback (mutual TLS under a CA made for the run), or the address of a TLS scheduler, "
+             "tls://host:8786, with --dask-tls-ca-file, --dask-tls-cert and --dask-tls-key (plain tcp:// is "
+             "refused: it authenticates no one); the rows are the single-process ones, written by this process "
+             "(docs/orchestration.md, 'Scale-out on Dask')")
+
+
+def add_dask(p, unit: str, default: int, *, shard_size: bool = True) -> None:
+    """``--dask N|ADDRESS``, the client credentials of a TLS scheduler, and ``--shard-size`` (of ``unit``),
+    as ``acceptgate score`` has them."""
+    p.add_argument("--dask", metavar="N|ADDRESS", help=DASK_HELP)
+    tls = p.add_argument_group("the credentials for --dask tls://ADDRESS (acceptgate dask credentials --out DIR "
+                               "writes them)")
+    tls.add_argument("--dask-tls-ca-file", metavar="FILE", help="the cluster's CA certificate (DIR/ca.pem)")
+    tls.add_argument("--dask-tls-cert", metavar="FILE", help="this client's certificate (DIR/client.pem)")
+    tls.add_argument("--dask-tls-key", metavar="FILE", help="this client's private key (DIR/client-key.pem)")
+    if shard_size:
+        p.add_argument("--shard-size", type=int, default=default, metavar="N",
+                       help=f"{unit} per Dask shard (default {default})")
 
 
 def dask_ready(args) -> None:
-    """--dask and --shard-size refused before any work (exit 2)."""
-    if args.dask is None:
-        return
-    from acceptgate.shards import parse_dask
+    """--dask, its credentials and --shard-size refused before any work (exit 2); ``args.dask`` becomes
+    the checked ``DaskCluster`` (or None)."""
+    from acceptgate import daskcluster
 
-    parse_dask(args.dask)
-    if args.shard_size < 1:
+    args.dask = daskcluster.parse(args.dask, tls_ca_file=args.dask_tls_ca_file, tls_cert=args.dask_tls_cert,
+                                  tls_key=args.dask_tls_key)
+    if args.dask is not None and getattr(args, "shard_size", 1) < 1:
         raise InvalidInput("must be at least 1", field="--shard-size")

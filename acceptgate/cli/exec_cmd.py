@@ -15,7 +15,12 @@ def add_parser(sub) -> None:
     p.add_argument("--spec", required=True, metavar="SPEC.json")
     p.add_argument("--candidate", required=True, metavar="FILE", help="Python program defining the entry point")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
-    p.add_argument("--fail-fast", action="store_true", help="stop at the first failing case")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="stop at the first failing case (for a visible suite only: being called again tells the "
+                        "candidate that its previous answer passed; by default the cases are called in blocks fixed "
+                        "before the run from their number, every case of a block whatever the answers before it, and "
+                        "the execution stops at the first block boundary after a failing case)")
+    p.add_argument("--all-cases", action="store_true", help="call every case (no fail-fast, no blocks)")
     p.set_defaults(func=run)
 
 
@@ -42,6 +47,6 @@ def run(args) -> int:
     source = read_candidate(args.candidate)
     harness = render.harness_for(spec)
     with make_backend(args.backend) as backend:
-        result = execute(harness, source, backend, fail_fast=args.fail_fast)
+        result = execute(harness, source, backend, fail_fast=args.fail_fast, all_cases=args.all_cases)
     print(result.to_json())
     return 0

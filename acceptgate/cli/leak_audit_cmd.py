@@ -29,7 +29,7 @@ def add_common(p) -> None:
     p.add_argument("--run-id", action="append", metavar="ID", dest="run_ids", help="only this run (repeatable)")
     p.add_argument("--arm", action="append", metavar="ARM", dest="arms", help="only this arm (repeatable)")
     p.add_argument("--history", action="append", metavar="FILE", default=[],
-                   help="also scan the records of this jsonl(.gz) history file (format: sql/README.md; repeatable)")
+                   help="also scan the records of this jsonl(.gz) history file (format: docs/warehouse.md, 'History file format'; repeatable)")
     p.add_argument("--matcher", default=matchers.DEFAULT, choices=list(matchers.MATCHERS),
                    help="exact matcher (default aho; 'disabled' finds nothing, to watch the control fail)")
     p.add_argument("--rescan", action="store_true", help="scan records again even when their inputs are unchanged")

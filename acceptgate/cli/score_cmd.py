@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from acceptgate import outputs
+from acceptgate.cli import checks
 from acceptgate.errors import InvalidInput
 from acceptgate.profiles import DEFAULT, EVALPLUS, PROFILES
 from acceptgate.sandbox import backend as backends
@@ -52,10 +53,7 @@ def add_parser(sub) -> None:
                    help="score against suites without the gauge check (by default each suite used needs a passing "
                         "gauge record -- its reference passes, every known wrong sample is blocked -- computed and "
                         "kept when missing; a failing one refuses the run, exit 2)")
-    p.add_argument("--dask", metavar="N|ADDRESS",
-                   help="score in shards on Dask (Prefect's DaskTaskRunner): N = a LocalCluster of N worker "
-                        "processes, or a scheduler address such as tcp://host:8786 (README: Scale-out on Dask)")
-    p.add_argument("--shard-size", type=int, default=400, metavar="N", help="samples per Dask shard (default 400)")
+    checks.add_dask(p, "samples", 400)
     p.add_argument("--profile", choices=PROFILES, default=DEFAULT,
                    help="default: the seed's limits (10 s of CPU time, 128 MiB per sample; --wall-seconds and "
                         "--case-seconds apply). evalplus: EvalPlus 0.3.1's rules -- each input gets max(1 s, 4 x "
@@ -91,6 +89,7 @@ def run(args) -> int:
         raise InvalidInput("not a directory", source=args.suites, field="--suites")
     if args.out:
         outputs.check_file(args.out, "--out")  # before any sample runs
+    checks.dask_ready(args)
     if args.dask:
         return _run_dask(args)
     sample_file = read_samples(args.samples)
@@ -143,11 +142,7 @@ def _workers_temp_dir() -> str:
 
 def _run_dask(args) -> int:
     """The same scoring in shards on a Dask cluster (flows/score_sharded.py; Prefect imported only here)."""
-    if args.shard_size < 1:
-        raise InvalidInput("must be at least 1", field="--shard-size")
-    from acceptgate.shards import parse_dask
-
-    workers, address = parse_dask(args.dask)
+    cluster = args.dask
     if not args.no_gauge:
         try:
             sandbox = backends.create(args.backend)
@@ -157,19 +152,18 @@ def _run_dask(args) -> int:
             _require_gauge(args, sandbox, {s.task_id for s in read_samples(args.samples).samples})
     from acceptgate.cli import flowrun
 
-    if workers is not None:
+    if cluster.workers is not None:
         _workers_temp_dir()
     say = flowrun.Say("score")
     flowrun.prepare(say)
     from acceptgate.flows import score_sharded
 
-    say(f"scoring in shards of {args.shard_size} samples on Dask "
-        f"({f'a local cluster of {workers} workers' if workers else address}); nothing is written until the end")
+    say(f"scoring in shards of {args.shard_size} samples on Dask ({cluster}); nothing is written until the end")
 
     limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1,
                     case_seconds=args.case_seconds)
     sharded = score_sharded.run(args.suites, args.samples, suite=args.suite, backend=args.backend,
-                                dask_workers=workers, dask_address=address, shard_size=args.shard_size,
+                                dask=cluster, shard_size=args.shard_size,
                                 fail_fast=not args.all_cases, limits=limits, strict=args.strict,
                                 profile=args.profile)
     for problem in sharded.report.problems:

@@ -45,6 +45,11 @@ def add_parser(sub) -> None:
                    help="register tasks without certifying them (by default a task's pool, built from its reference, "
                         "must pass the six V4V gates with its hidden suite at registration -- else 422 naming the task "
                         "-- and no decision is made on an uncertified task); stored with every decision")
+    p.add_argument("--forwarded-allow-ips", metavar="ADDRS", default="",
+                   help="comma-separated addresses or networks of the reverse proxies whose X-Forwarded-For and "
+                        "X-Forwarded-Proto headers are believed (e.g. 127.0.0.1 for a proxy on this machine); "
+                        "default none: every caller is the address it connects from, so no caller picks its "
+                        "own address (the keyless calls' rate limit is per address)")
     p.set_defaults(func=run)
     cmds = p.add_subparsers(dest="serve_api_command", metavar="SUBCOMMAND")
     nk = cmds.add_parser("new-key", help="make an API key for a client and record its hash in the keys file")
@@ -82,6 +87,21 @@ def config_from_args(args):
                          model_name=args.model, model_key_env=args.model_key_env)
 
 
+def forwarded_allow_ips(value: str) -> list[str]:
+    """The proxies the operator trusts with forwarding headers: IP addresses or networks, none by default."""
+    import ipaddress
+
+    out = []
+    for item in (v.strip() for v in value.split(",")):
+        if not item:
+            continue
+        try:
+            out.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise InvalidInput(f"{item!r} is not an IP address or network", field="--forwarded-allow-ips") from None
+    return out
+
+
 def _check_writable(path: Path, field: str) -> None:
     outputs.check_file(path, field)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,13 +114,17 @@ def run(args) -> int:
     from acceptgate.service.app import create_app
 
     config = config_from_args(args)
+    proxies = forwarded_allow_ips(args.forwarded_allow_ips)
     sandbox = backends.create(config.backend)  # a backend that cannot run here: exit 3 before listening
     try:
         app = create_app(config, backend=sandbox)
         print(f"acceptgate serve-api: http://{args.host}:{args.port} (OpenAPI at /openapi.json), "
               f"{len(config.clients)} clients, journal {config.journal}, "
               f"warehouse {config.warehouse or 'none'}", file=sys.stderr)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        # uvicorn believes X-Forwarded-For from loopback unless told otherwise (and reads FORWARDED_ALLOW_IPS):
+        # only the proxies given here are believed, none by default.
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", proxy_headers=bool(proxies),
+                    forwarded_allow_ips=proxies or [])
     finally:
         sandbox.close()
     return 0

@@ -1,10 +1,13 @@
 """acceptgate serve [--port N] [--warehouse PATH] [--backend NAME] [--limit N] [--gate-source SRC
                  (--gate-suites DIR | --gate-humanevalplus FILE)] [--gate-base-url URL --gate-model NAME]
                  [--arm ARM ...] [--judge-records FILE --judge-cards FILE --judge-memory FILE ...] [--cron EXPR]
+                 [--dask N|ADDRESS [--dask-tls-ca-file F --dask-tls-cert F --dask-tls-key F]]
 
-Starts the scheduled service on this machine: Prefect's ``serve()`` of the nightly and backfill
-deployments in this one process, against a local Prefect server it starts on loopback (or the
-PREFECT_API_URL it is given). Runs until interrupted. Prefect is imported only in ``flows.serve``.
+Starts the scheduled service on this machine: Prefect's runner serving the nightly and backfill
+deployments in this one process, against a local Prefect server it starts on loopback with
+authentication (or the PREFECT_API_URL it is given). The options are the service's fixed
+configuration (``flows/served.py``): a run created through the API cannot change them. Runs until
+interrupted. Prefect is imported only in ``flows.serve``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sys
 from pathlib import Path
 
 from acceptgate import schedule
+from acceptgate.cli import checks
 
 from acceptgate.store import warehouse
 from acceptgate.errors import Interrupted, InvalidInput
@@ -30,9 +34,13 @@ def add_parser(sub) -> None:
                     f"{', '.join(s.name for s in schedule.NIGHTLY_STAGES)}; stages whose flow is not installed "
                     "are skipped and logged) and history-backfill/backfill (on demand, parameters run_ids, "
                     "since, until, arms). Without PREFECT_API_URL a Prefect server is started on 127.0.0.1 "
-                    "(database under PREFECT_HOME, default .prefect/) and stopped on exit. The options below "
-                    "are the deployments' default parameters; a run triggered from the UI or "
-                    "`prefect deployment run` can override each.")
+                    "(database under PREFECT_HOME, default ~/.cache/acceptgate/prefect), answering only requests "
+                    "with the user:password kept in PREFECT_HOME/acceptgate-api-auth (owner-only), and stopped on "
+                    "exit. The options below are fixed when the service starts: a run triggered from the UI or "
+                    "`prefect deployment run` may set only limit, arms, profile and judge_embedder (nightly; "
+                    "--limit, --arm and --judge-embedder are their defaults) and run_ids, since, until and arms "
+                    "(backfill). A run given any other parameter (a model endpoint, the Dask cluster, the "
+                    "backend, the warehouse, a file) fails at once and runs nothing.")
     p.add_argument("--port", type=int, default=4200, help="port of the local Prefect server (default 4200)")
     p.add_argument("--warehouse", metavar="PATH",
                    help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH})")
@@ -65,6 +73,7 @@ def add_parser(sub) -> None:
     judge.add_argument("--judge-embedder", choices=("minilm", "hashing"), default="minilm",
                        help="retrieval encoder (default %(default)s)")
     p.add_argument("--cron", default=schedule.NIGHTLY_CRON, help="nightly schedule, UTC (default %(default)r)")
+    checks.add_dask(p, "tasks", 0, shard_size=False)
     p.set_defaults(func=run)
 
 
@@ -80,7 +89,9 @@ def _source(value: str | None) -> str | None:
     return f"{kind}:{_abs(rest)}" if kind in ("codet", "evalplus") else value
 
 
-def parameters(args) -> tuple[dict, dict]:
+def parameters(args) -> tuple[dict, dict, dict]:
+    """(the nightly's fixed configuration, the nightly's per-run defaults, the backfill's fixed
+    configuration): what ``flows/served.py`` binds the served flows to."""
     if not 1 <= args.port <= 65535:
         raise InvalidInput("must be a port number", field="--port")
     if args.limit is not None and args.limit < 1:
@@ -105,18 +116,20 @@ def parameters(args) -> tuple[dict, dict]:
                         (args.judge_human_labels, "--judge-human-labels")):
         if value and not Path(value).exists():
             raise InvalidInput("not found", source=value, field=name)
+    checks.dask_ready(args)
     path = warehouse.check_path(warehouse.resolve_path(args.warehouse)).resolve()
     common = {"warehouse": str(path), "backend": args.backend}
-    nightly = {**common, "limit": args.limit, "gate_source": _source(args.gate_source),
+    nightly = {**common, "gate_source": _source(args.gate_source),
                "gate_suites": _abs(args.gate_suites), "gate_humanevalplus": _abs(args.gate_humanevalplus),
-               "arms": arms or None, "certify_dataset": _abs(args.certify_dataset),
+               "certify_dataset": _abs(args.certify_dataset),
                "certify_samples": _abs(args.certify_samples), "gate_base_url": args.gate_base_url,
                "gate_model": args.gate_model, "gate_api_key_env": args.gate_api_key_env,
                "judge_records": _abs(args.judge_records), "judge_cards": _abs(args.judge_cards),
                "judge_memory": _abs(args.judge_memory), "judge_replay": _abs(args.judge_replay),
-               "judge_human_labels": _abs(args.judge_human_labels), "judge_embedder": args.judge_embedder}
+               "judge_human_labels": _abs(args.judge_human_labels), "dask": args.dask}
+    per_run = {"limit": args.limit, "arms": arms or None, "judge_embedder": args.judge_embedder}
     backfill = {**common, "gate_suites": _abs(args.gate_suites), "gate_humanevalplus": _abs(args.gate_humanevalplus)}
-    return ({k: v for k, v in nightly.items() if v is not None},
+    return ({k: v for k, v in nightly.items() if v is not None}, per_run,
             {k: v for k, v in backfill.items() if v is not None})
 
 
@@ -131,7 +144,10 @@ def _terminate(signum, frame):  # before and after serving: SIGTERM ends the com
 
 
 def run(args) -> int:
-    nightly, backfill = parameters(args)
+    nightly, per_run, backfill = parameters(args)
+    from acceptgate.tasks import _prefect_env
+
+    _prefect_env.apply()  # offline Prefect settings, before Prefect is imported
     from acceptgate.flows import serve  # Prefect is imported here, and only here
 
     # While serving, flows.serve takes both signals in its event loop (it stops the runner and returns the
@@ -140,7 +156,7 @@ def run(args) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _terminate)
     try:
-        received = serve.serve(nightly, backfill, cron=args.cron, port=args.port)
+        received = serve.serve(nightly, per_run, backfill, cron=args.cron, port=args.port)
     except serve.ServeError as exc:
         print(f"acceptgate serve: Prefect unavailable: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE

@@ -2,7 +2,8 @@
 
 A read-only analyst query on the published snapshot (``<warehouse>.snapshot.duckdb``), never the live
 file: it works while a run writes, and only ever sees runs that completed. A query DuckDB refuses (a
-syntax error, an unknown table, a write) is invalid input (exit 2).
+syntax error, an unknown table, a write, any file or extension access, a setting) is invalid input
+(exit 2): the session reaches the snapshot and nothing else (``warehouse.open_snapshot``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "sql", help="query the warehouse's published snapshot, read-only (works while a run writes)",
         description="Run one SQL query on the read-only snapshot that every successful run publishes next to "
-                    "the warehouse (it holds complete runs only) and print the result. Tables and views: "
-                    "sql/README.md.")
+                    "the warehouse (it holds complete runs only) and print the result. The session reaches the snapshot "
+                    "and nothing else: files (COPY, EXPORT, ATTACH, read_csv, glob, ...), extensions and settings "
+                    "are refused (exit 2). Tables and views: docs/warehouse.md.")
     p.add_argument("query", help='SQL, e.g. "select * from run_summary"')
     p.add_argument("--format", choices=FORMATS, default="table",
                    help="table (default; every row), csv (with a header) or json (a list of objects)")
@@ -56,7 +58,7 @@ def _query(args) -> int:
                 return 0
             columns, rows = relation.columns, relation.fetchall()
         except duckdb.Error as exc:
-            raise InvalidInput(f"the query failed: {str(exc).splitlines()[0]}", field="query") from None
+            raise InvalidInput(_failure(exc), field="query") from None
     if args.format == "csv":
         out = csv.writer(sys.stdout, lineterminator="\n")
         out.writerow(columns)
@@ -65,6 +67,22 @@ def _query(args) -> int:
         json.dump([dict(zip(columns, row)) for row in rows], sys.stdout, default=_json_value, indent=1)
         sys.stdout.write("\n")
     return 0
+
+
+# What the analyst session refuses by construction (``warehouse.ANALYST_SESSION``), said as such.
+OUT_OF_REACH = ("the query reaches outside the snapshot, which 'acceptgate sql' never does: no file is read or "
+                "written (COPY, EXPORT, ATTACH, read_text, read_csv, glob, ...) and no extension is installed or "
+                "loaded")
+LOCKED = "the session's settings are locked (read-only, no external access)"
+
+
+def _failure(exc: duckdb.Error) -> str:
+    first = str(exc).splitlines()[0]
+    if isinstance(exc, duckdb.PermissionException):
+        return f"{OUT_OF_REACH}; the query failed: {first}"
+    if "the configuration has been locked" in first:
+        return f"{LOCKED}; the query failed: {first}"
+    return f"the query failed: {first}"
 
 
 def _csv_value(value):

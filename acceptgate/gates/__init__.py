@@ -22,7 +22,8 @@ from acceptgate.task import Task
 ARMS = ("conform", "hmix", "off", LEAKY_ARM)  # LEAKY_ARM: deliberately broken, a leak-audit demonstration
 GATED_ARMS = ("conform", "hmix", LEAKY_ARM)  # the arms that decide with V (OFF delivers ungated)
 # The policy's default: the gated arms refuse a task whose V, measured on its certified pool, accepts
-# more than this share (%) of the attacks (FPR_h). See the README's V4V section for why this value.
+# more than this share (%) of the attacks (FPR_h). Why this value: docs/v4v.md, "Gates decide only on
+# certified tasks".
 DEFAULT_MAX_FPR_ATTACK = 50.0
 
 

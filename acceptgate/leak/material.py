@@ -1,6 +1,6 @@
 """Hidden material of a task: its GT cases rendered every way they could appear in text.
 
-The spellings of each hidden case (README "Leak audit"):
+The spellings of each hidden case (docs/leak-audit.md):
 - the call expression ``f(a, b)``;
 - the argument list as the feedback line spells it (``(a, b)``, ``(a,)`` for one argument) and as spec
   files do (``[a, b]``), plus its JSON spelling (``["a", 2]``) when that differs;

@@ -7,7 +7,11 @@ statement already shows, or one the model wrote itself, from a leak: that is why
 **v2 authorship**: looks only for material that is hidden (not in the statement or V, see
 ``material``), and a hit is a *violation* only in text the harness wrote. Hits in task-author or model
 text are stored with their rule and are not violations; so is a hit inside the ``got=`` value of a
-revision-feedback line (that value is the candidate program's own output, quoted). Short or common
+revision-feedback line (that value is the candidate program's own output, quoted), and a match wholly
+in the fixed words of the harness's own template (``AssertionError`` of the feedback line: a hidden
+value that happens to be a template word, ``templates``); in a value slot of a harness text it is judged
+as anywhere else. Every text is also read in its JSON-unescaped views (``unescape``), so every JSON
+spelling of a value (``\\u00e9``, surrogate pairs, ``\\/``, nested) is found. Short or common
 renderings count only in context: the argument list and the expected rendering of the same hidden case
 within ``CONTEXT_CHARS`` of each other in one text (rule ``pair``); lone short matches are counted as
 comparison items but are not hits.
@@ -28,10 +32,11 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from acceptgate.leak import matcher as matchers
+from acceptgate.leak import templates, unescape
 from acceptgate.leak.material import COMMON, Needle, TaskMaterial
 from acceptgate.leak.records import RecordMessage
 
-SCANNER_VERSION = "leak-scan/1"
+SCANNER_VERSION = "leak-scan/2"  # /2: JSON-unescaped views; a harness template's fixed words excused
 SCANNERS = ("v1", "v2")
 V1_MIN_CHARS = 4
 CONTEXT_CHARS = 200
@@ -54,6 +59,7 @@ class Hit:
     rule: str  # v1: keyword; v2: call-expression | hidden-literal | piece | pair
     violation: bool
     why_not: str = ""  # v2 hit that is no violation: task-written | model-written | author-unknown | model-output
+    #                    | template-words
 
 
 FIRST_OFFSETS = 5  # places kept per record and rule
@@ -137,11 +143,27 @@ class TaskScanner:
     def forget(self) -> None:
         self._seen.clear()
 
+    def _matches(self, text: str) -> list[matchers.Match]:
+        """Every match in the text as written and in its JSON-unescaped views (``unescape``), with the
+        text's own offsets: a value JSON wrote as ``"\\u00e9clair"`` is found like ``"éclair"``."""
+        found = self._matcher.find(text)
+        views = unescape.views(text)
+        if not views:
+            return found
+        places = {(m.start, m.end, m.needle) for m in found}
+        for view in views:
+            for m in self._matcher.find(view.text):
+                start, end = view.span(m.start, m.end)
+                if (start, end, m.needle) not in places:
+                    places.add((start, end, m.needle))
+                    found.append(matchers.Match(start, end, m.needle))
+        return found
+
     def _find(self, text: str) -> tuple[_TextMatches, list[matchers.Match]]:
         found = self._seen.get(text)
         if found is None:
             v1, v2 = [], []
-            for m in self._matcher.find(text):
+            for m in self._matches(text):
                 if self._v1_cases[m.needle] is not None:
                     v1.append((m.start, m.end, m.needle))
                 v2 += [matchers.Match(m.start, m.end, j) for j in self._v2_ids[m.needle]]
@@ -188,19 +210,20 @@ class TaskScanner:
 
     def _judge(self, m: RecordMessage, found: list[matchers.Match]) -> list[Hit]:
         quoted = _quoted_output(m)
+        words = templates.template_words(m.purpose, m.text) if m.author == "harness" and m.text else []
         hits: list[Hit] = []
         context: dict[int, list[tuple[matchers.Match, Needle]]] = {}
         for match in found:
             n = self.v2_needles[match.needle]
             if n.alone:
                 rule = "call-expression" if n.kind == "call" else "piece" if n.kind == "piece" else "hidden-literal"
-                hits.append(_hit(m, match, n, rule, quoted))
+                hits.append(_hit(m, match, n, rule, quoted, words))
             else:
                 context.setdefault(n.case_index, []).append((match, n))
         for case_index, matches in context.items():
             pair = _closest_pair(matches)
             if pair is not None:
-                hits += [_hit(m, match, n, "pair", quoted) for match, n in pair]
+                hits += [_hit(m, match, n, "pair", quoted, words) for match, n in pair]
         return hits
 
 
@@ -225,11 +248,14 @@ def _quoted_output(m: RecordMessage) -> list[tuple[int, int]]:
     return [match.span(1) for match in _GOT.finditer(m.text)]
 
 
-def _hit(m: RecordMessage, match: matchers.Match, n: Needle, rule: str, quoted: list[tuple[int, int]]) -> Hit:
+def _hit(m: RecordMessage, match: matchers.Match, n: Needle, rule: str, quoted: list[tuple[int, int]],
+         words: list[tuple[int, int]] = ()) -> Hit:
     if m.author != "harness":
         why = f"{m.author}-written" if m.author else "author-unknown"
     elif any(a <= match.start and match.end <= b for a, b in quoted):
         why = "model-output"
+    elif templates.in_template_words(words, match.start, match.end):
+        why = "template-words"  # the harness's fixed words (``AssertionError``), not a value it wrote
     else:
         why = ""
     return Hit("v2", m.seq, m.author, m.purpose, match.start, match.end, n.text, n.kind, n.case_index, rule,

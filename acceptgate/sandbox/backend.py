@@ -42,6 +42,19 @@ PRELOAD = ("errno", "marshal", "resource", "fcntl", "typing", "re", "collections
            "heapq", "bisect", "string", "operator", "copy")
 
 
+# Every sandboxed interpreter's string-hash seed: one fixed seed for every execution on every backend, so
+# that a program whose behaviour depends on it (iterating a set of strings) gets the same verdict in every
+# run, on every machine with the same Python. Not one per execution: a fork server's runners inherit the
+# hash secret of the interpreter they are forked from, fixed at its start (and changing it later would
+# break every string already hashed). 0 turns the randomisation off (a string's hash is a function of the
+# string alone); the harness's own interpreter keeps its random seed (it parses the answers).
+HASH_SEED = 0
+# How a sandboxed interpreter is started: -I less -E (so that PYTHONHASHSEED, the one variable of its
+# otherwise empty environment, is read), no site, no bytecode written.
+PYTHON_FLAGS = ("-s", "-P", "-S", "-B")
+SANDBOX_ENV = {"PYTHONHASHSEED": str(HASH_SEED)}
+
+
 def wall_backstop(limit: float) -> float:
     """The wall clock allowed for a CPU-time limit: generous, so that a loaded machine (which slows a
     program's wall time, not its CPU time) never decides a verdict; it stops what uses no CPU (a sleep,
@@ -66,6 +79,10 @@ class Limits:
     case_seconds: float | tuple[float, ...] | None = None
     # The wall-clock backstop of the execution (and of each case); None: wall_backstop(limit).
     backstop_seconds: float | None = None
+    # Optional limit on loading the candidate (its module-level code), on the same clocks as a case's;
+    # None: only the execution's limit holds until its first call (as EvalPlus, whose per-input limits
+    # start at the first call and whose whole run is bounded).
+    load_seconds: float | None = None
 
     def backstop(self, limit: float) -> float:
         """Wall seconds allowed for a CPU-time ``limit`` (the execution's or a case's)."""
@@ -93,7 +110,9 @@ def time_limit_text(limits: Limits, counter: str) -> str:
         per_case = " and a limit per case"
     if not counter:
         return f"wall clock {limits.wall_seconds:g} s{per_case} (no CPU-time counter here)"
-    return (f"time limit {limits.wall_seconds:g} s of CPU time{per_case} ({counter}), wall-clock backstop "
+    load = f", {limits.load_seconds:g} s for loading the candidate" if limits.load_seconds else ""
+    return (f"time limit {limits.wall_seconds:g} s{per_case}{load}, of CPU time ({counter}) and of wall time "
+            "less the time spent waiting for a CPU (the kernel's run-queue delay), wall-clock backstop "
             f"{limits.backstop(limits.wall_seconds):g} s")
 
 
@@ -158,6 +177,12 @@ class SandboxProcess(abc.ABC):
         """CPU seconds used so far by the sandbox's processes, read where the candidate cannot change
         it (a cgroup's counter, from the host); None where this backend cannot count them (the time
         limit is then on the wall clock)."""
+        return None
+
+    def run_delay(self) -> Any:
+        """The time the execution's processes wait for a CPU from now on: an object with ``seconds()`` and
+        ``runnable()`` (cgroup.RunDelay, read on the host); None where this backend cannot list them (a
+        remote engine)."""
         return None
 
 

@@ -328,6 +328,50 @@ def counter_for_pid(pid: int, must_contain: str = "") -> CpuCounter | None:
     return None
 
 
+class RunDelay:
+    """The time an execution's processes spent runnable but waiting for a CPU since this was made: the
+    kernel's run-queue delay per task (/proc/PID/schedstat, its second field), summed over the processes
+    ``pids()`` lists now, each from the value it had when first seen here (0 for a process born since).
+    What a loaded machine takes from an execution's wall clock; a sleep is not in it. A process that ends
+    takes its last increment with it (at most one look's worth); the threads of a process beyond its
+    first are not counted."""
+
+    def __init__(self, pids: "Callable[[], list[int]]") -> None:
+        self._pids = pids
+        self._seen = self._read()
+        self.total = 0.0
+
+    def _read(self) -> dict[int, int]:
+        out = {}
+        for pid in self._pids():
+            try:
+                with open(f"/proc/{pid}/schedstat", "rb") as f:
+                    out[pid] = int(f.read().split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+        return out
+
+    def runnable(self) -> bool:
+        """Whether one of the processes is running or waiting for a CPU now (state R): a wait the kernel
+        adds to its run-queue delay only once it gets one."""
+        for pid in self._pids():
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    if f.read().rpartition(b")")[2].split()[0] == b"R":
+                        return True
+            except (OSError, IndexError):
+                pass
+        return False
+
+    def seconds(self) -> float:
+        for pid, ns in self._read().items():
+            before = self._seen.get(pid, 0)
+            if ns > before:
+                self.total += (ns - before) / 1e9
+            self._seen[pid] = ns
+        return self.total
+
+
 class ProcessTreeCpu:
     """Where no cgroup counts: the CPU time of a process (utime + stime, and cutime + cstime of the
     children it has reaped) and of its live descendants where the kernel lists them
@@ -339,12 +383,8 @@ class ProcessTreeCpu:
         self._tick = os.sysconf("SC_CLK_TCK")
 
     def seconds(self) -> float | None:
-        total, seen, todo = 0, set(), [self.pid]
-        while todo:
-            pid = todo.pop()
-            if pid in seen:
-                continue
-            seen.add(pid)
+        total = 0
+        for pid in self.pids():
             try:
                 with open(f"/proc/{pid}/stat", "rb") as f:
                     fields = f.read().rpartition(b")")[2].split()
@@ -352,14 +392,23 @@ class ProcessTreeCpu:
             except (OSError, ValueError, IndexError):
                 if pid == self.pid:
                     return None
+        return total / self._tick
+
+    def pids(self) -> list[int]:
+        """The process and its live descendants (as the kernel lists each task's children)."""
+        seen, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            if pid in seen:
                 continue
+            seen.append(pid)
             try:
                 for task in os.listdir(f"/proc/{pid}/task"):
                     with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
                         todo += [int(x) for x in f.read().split()]
             except (OSError, ValueError):
                 pass
-        return total / self._tick
+        return seen
 
     def close(self) -> None:
         pass

@@ -107,7 +107,7 @@ def run_command(backend: LocalBackend, argv: list[str], stdin: bytes, limits: Li
             filter_fd = seccomp.memfd()
             binds = tuple((m, m) for m in mounts) + ((host_dir, INPUT_DIR),)
             full = ["/bin/sh", "-c", script + GATE_SCRIPT] + bwrap.command(
-                backend.caps.bwrap, inner, seccomp_fd=filter_fd, extra_ro_binds=binds)
+                backend.caps.bwrap, inner, seccomp_fd=filter_fd, extra_ro_binds=binds, env={})
         else:
             workdir = make_workdir(uid)
             full = ["/bin/sh", "-c", script + GATE_SCRIPT] + inner

@@ -4,10 +4,15 @@ The container: no network, memory limit with swap equal, process limit, read-onl
 capabilities dropped, no-new-privileges, acceptgate's seccomp deny list (``seccomp.py``) as its
 profile, a non-root uid (as root a host uid of its own per container), a private IPC namespace, and two small tmpfs
 mounts (/sandbox, the working directory, and /tmp). Its PID 1 is the keeper (``docker/keeper.py``),
-which starts a fresh ``python3 -I -S -B -c <runner>`` per execution and, afterwards, kills every
-other process and empties the tmpfs mounts; a container the keeper cannot prove clean (or one that
-hit its memory or process limit) is replaced, never reused. So nothing survives from one execution
-to the next, while an execution costs a fork + exec instead of a container start.
+which runs the local backend's fork server (``zygote.py``) in namespaces of its own: every execution
+is a fresh process in fresh namespaces and a root of its own (a tmpfs), from which no directory of
+the image is reachable by name (so neither the image's nor the container's filesystem caches carry
+anything between executions), and all its processes end with its init. Afterwards the keeper checks
+the container's tmpfs mounts and IPC; a container the keeper cannot prove clean (or one that hit its
+memory or process limit) is replaced, never reused. So nothing survives from one execution to the
+next, while an execution costs a fork instead of a container start. The container's masked /proc
+paths are off (each execution's new /proc needs it) and its seccomp profile leaves the mount and
+namespace calls to the fork server; every runner denies them to the candidate.
 
 Needs a reachable engine (``bash scripts/dockerd.sh start``) and the sandbox image, which is built
 from this host's Python on first use when no image is named (see ``docker/image.py``).
@@ -22,18 +27,19 @@ import signal
 import time
 
 from acceptgate import affinity
-from acceptgate.sandbox import residency, seccomp
+from acceptgate._util.settings import env_name, settings
+from acceptgate.sandbox import cgroup, residency, seccomp
 from acceptgate.sandbox.backend import (
     Backend, BackendUnavailable, ExitStatus, Isolation, Limits, RunnerPipes, SandboxProcess, register,
     time_limit_text,
 )
 from acceptgate.sandbox.docker import engine, image as images
-from acceptgate.sandbox.docker.pool import KEEPER_PROCESSES, ContainerConfig, Pool, WarmContainer
+from acceptgate.sandbox.docker.pool import KEEPER_PROCESSES, RUNTIME_PIDS, ContainerConfig, Pool, WarmContainer
 from acceptgate.sandbox.docker.stream import StreamClosed, StreamError
 
 log = logging.getLogger(__name__)
 
-IMAGE_ENV = "ACCEPTGATE_SANDBOX_IMAGE"
+IMAGE_ENV = env_name("sandbox_image")
 MAX_USES = 500  # executions per container before it retires anyway
 KILL_GRACE = 3.0  # seconds for the keeper to confirm a kill before the container itself goes
 
@@ -119,6 +125,12 @@ class ContainerProcess(SandboxProcess):
         cpu = self.wc.cpu
         return cpu.seconds() if cpu is not None else None
 
+    def run_delay(self):
+        # The container's processes as the host sees them (an engine on this machine): the keeper and
+        # its fork server wait while an execution runs.
+        cpu = self.wc.cpu
+        return cgroup.RunDelay(cpu.pids) if cpu is not None else None
+
     def kill(self) -> None:
         if self.report is not None or self.lost or self._kill_sent:
             return
@@ -201,18 +213,21 @@ class DockerBackend(Backend):
 
     def __init__(self, image: str | None = None, *, pool_size: int | None = None, reuse: bool = True,
                  max_uses: int = MAX_USES, fork_server: bool = True, python: str | None = None,
-                 channel: str = "auto", client=None) -> None:
+                 channel: str = "auto", client=None, runtime: str | None = None) -> None:
         self.client = client or engine.connect()
-        self.image = image or os.environ.get(IMAGE_ENV) or self._local_image(python)
+        self.image = image or settings().sandbox_image or self._local_image(python)
         if not images.image_exists(self.client, self.image):
             raise BackendUnavailable(f"sandbox image {self.image} not found; build it with `acceptgate "
                                      "sandbox image build` (or `--from-rootfs` without a registry)")
         self.reuse = reuse
         self.fork_server = fork_server
+        self.runtime = runtime  # the engine's OCI runtime for its containers (None: the default, runc)
         self.pool = Pool(self.client, size=pool_size or os.cpu_count() or 1, max_uses=max_uses, reuse=reuse,
                          channel=channel)
+        self.pool.stdlib_image = self._host_stdlib_image(python)
         self._engine = engine.describe(self.client)
         self._cpu_counted: bool | None = None
+        self._server_problem = ""
         self.layers = self._layer_dirs()
         # Before the first container: pinned in memory until the process exits (one pin for every backend
         # of the process, residency.hold), or else read in and re-checked.
@@ -241,6 +256,18 @@ class DockerBackend(Backend):
         if self.layers and self.pinned is None:
             residency.ensure(self.layers)
 
+    def _host_stdlib_image(self, python: str | None) -> bytes | None:
+        """The fork server's standard-library image built here, when the sandbox image is this host's own
+        Python (the rootfs image of exactly these files): the keeper then need not compile it."""
+        from acceptgate.sandbox import stdlib_image
+
+        try:
+            if images.current_rootfs_image(self.client, python) != self.image:
+                return None
+            return stdlib_image.image(os.path.realpath(python or images.default_python()))
+        except (images.ImageError, stdlib_image.ImageUnavailable, OSError):
+            return None
+
     def _local_image(self, python: str | None) -> str:
         try:
             tag = images.current_rootfs_image(self.client, python)
@@ -255,7 +282,7 @@ class DockerBackend(Backend):
 
     def spawn(self, limits: Limits) -> SandboxProcess:
         self._resident()
-        config = ContainerConfig.for_limits(self.image, limits, self.fork_server)
+        config = ContainerConfig.for_limits(self.image, limits, self.fork_server, self.runtime)
         try:
             proc = self._process(self._on_callers_cpu(self.pool.acquire(config)))
         except StaleContainer:  # once: the next container is a new one if the engine restarted
@@ -280,14 +307,15 @@ class DockerBackend(Backend):
 
     def warm(self, limits: Limits = Limits(), count: int | None = None) -> None:
         """Start idle containers ahead of a batch (default: one per pool slot)."""
-        self.pool.warm(ContainerConfig.for_limits(self.image, limits, self.fork_server),
+        self.pool.warm(ContainerConfig.for_limits(self.image, limits, self.fork_server, self.runtime),
                        count or self.pool.size)
 
     def isolation(self, limits: Limits) -> Isolation:
         mib = 1024 * 1024
         iso = Isolation(backend=self.name)
         iso.enforced += [
-            f"docker container (engine {self._engine.get('server_version')}, image {self.image})",
+            f"docker container (engine {self._engine.get('server_version')}, image {self.image}"
+            + (f", runtime {self.runtime})" if self.runtime else ")"),
             "network none (loopback only, no route out)",
             f"memory {limits.memory_bytes // mib} MiB per container, swap equal (OOM kill -> memory)",
             f"pids limit {limits.processes} for the candidate ({limits.processes + KEEPER_PROCESSES} per "
@@ -300,11 +328,17 @@ class DockerBackend(Backend):
             "private IPC namespace, no /dev/shm",
             f"tmpfs /sandbox (cwd) and /tmp, {limits.file_bytes // mib} MiB each, emptied and checked "
             "after every execution",
-            ("fresh runner process per execution (forked from a pristine fork server that never sees "
-             "execution data" if self.fork_server else "fresh runner process per execution (fork + exec")
-            + " by a non-dumpable PID 1 keeper); every other process killed afterwards",
+            ("fork server (the local backend's, zygote.py) started by a non-dumpable PID 1 keeper in user, mount, "
+             "pid, network, ipc and uts namespaces of its own before any execution: every execution a fresh "
+             "process in fresh user, pid, mount, ipc and uts namespaces and a root of its own (a tmpfs: /proc of "
+             "its pid namespace, pids only; /sandbox, /tmp, /dev/shm; five device nodes), no directory of the "
+             "image reachable by name, the standard library from memory; pid 1 of the execution ends with the "
+             "runner and takes every process left with it"
+             if self.fork_server and not self.fork_server_problem() else
+             "fresh runner process per execution (fork + exec by a non-dumpable PID 1 keeper); every other "
+             "process killed afterwards"),
             "empty environment",
-            f"rlimit address space {limits.memory_bytes // mib} MiB, cpu {limits.cpu_seconds} s, "
+            f"rlimit address space {limits.memory_bytes // mib} MiB beyond the runner's own, cpu {limits.cpu_seconds} s, "
             f"file size {limits.file_bytes // mib} MiB, open files {limits.open_files}, no core",
             time_limit_text(limits, "the container's cgroup, read by the harness on the host"
                             if self.cpu_counted() else ""),
@@ -333,6 +367,14 @@ class DockerBackend(Backend):
                              "to); each runner holds pipes the harness made, passed with the start frame")
         else:
             iso.notes.append("keeper channel: the container's stdin/stdout through the engine's attach")
+        if self.runtime in RUNTIME_PIDS:
+            iso.not_enforced.append(f"process cap per execution (runtime {self.runtime}: the container's pids limit "
+                                    "counts the runtime's own threads, not the sandboxed processes)")
+        if not self.fork_server or self.fork_server_problem():
+            why = self.fork_server_problem() or "not requested"
+            iso.not_enforced.append(f"a root of its own per execution (no fork server: {why}): executions of a "
+                                    "container share its filesystem, and all of them the image's layers and "
+                                    "their kernel caches (dentries, page cache)")
         if self.reuse:
             iso.notes.append(f"warm containers reused up to {self.pool.max_uses} executions when the "
                              "keeper proves them clean; a container that hit a limit is replaced")
@@ -344,11 +386,23 @@ class DockerBackend(Backend):
 
     def cpu_counted(self) -> bool:
         """Can the harness read a container's CPU counter here (an engine on this machine)?"""
-        if self._cpu_counted is None:  # one container looked at (then kept warm in the pool)
-            wc = self.pool.acquire(ContainerConfig.for_limits(self.image, Limits(), self.fork_server))
-            self._cpu_counted = wc.cpu is not None
-            self.pool.release(wc, reusable=True)
+        self._look()
         return self._cpu_counted
+
+    def fork_server_problem(self) -> str:
+        """Why a container's keeper runs no fork server ("" when it does, or none was asked for)."""
+        if not self.fork_server:
+            return ""
+        self._look()
+        return self._server_problem
+
+    def _look(self) -> None:
+        if self._cpu_counted is None:  # one container looked at (then kept warm in the pool)
+            wc = self.pool.acquire(ContainerConfig.for_limits(self.image, Limits(), self.fork_server, self.runtime))
+            self._cpu_counted = wc.cpu is not None
+            self._server_problem = "" if wc.hello.get("fork_server") else (
+                wc.hello.get("fork_server_problem") or "the keeper started none")
+            self.pool.release(wc, reusable=True)
 
     @staticmethod
     def pool_uids() -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import json
 import marshal
 import os
@@ -27,7 +28,7 @@ from acceptgate.hashing import sha256_bytes, sha256_text
 from acceptgate.parallel import parallel_map
 from acceptgate.render import NONLITERAL, Harness
 from acceptgate.sandbox import answers, stages, workerprocs
-from acceptgate.sandbox.backend import Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
+from acceptgate.sandbox.backend import HASH_SEED, Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
 
 VERDICTS = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
 CASE_STATUSES = ("pass", "fail", "error", "timeout", "memory", "crash", "protocol")
@@ -45,6 +46,24 @@ TOO_COSTLY = "too costly to judge"
 # hash costs a fraction of its parse and comparison (the digest cases' compare row of --breakdown).
 LONG_ANSWER = 64 * 1024
 JUDGED_PER_CASE = 8
+# A hidden suite's blocks (block_plan): the first one's size. Wrong samples mostly fail within their
+# suite's first few cases, so a small first block spares them most calls; each block's bit ("every
+# answer so far passed") needs the whole block right (see the threat model), so it must not be small.
+FIRST_BLOCK = 64
+
+
+def block_plan(cases: int, first: int = FIRST_BLOCK) -> tuple[int, ...]:
+    """The sizes of a hidden suite's blocks, in case order, from its number of cases alone (never from
+    an answer): a first block of ``min(cases, first)`` cases, then blocks each twice the size of the one
+    before, the last one what is left. So a passing program's suite has about log2(cases / first)
+    boundaries, and a wrong one that fails within the first block is called for that block only."""
+    sizes: list[int] = []
+    size, left = first, cases
+    while left > 0:
+        sizes.append(min(size, left))
+        left -= sizes[-1]
+        size *= 2
+    return tuple(sizes)
 
 
 class ProtocolViolation(Exception):
@@ -77,8 +96,12 @@ class ExecutionResult:
     exit: str = ""
     wall_seconds: float = 0.0
     cases_total: int = 0
-    timeout_clock: str = ""  # for a timeout: "cpu" (the CPU-time limit) or "wall" (the wall-clock backstop)
+    timeout_clock: str = ""  # for a timeout: "cpu" (a CPU-time limit) or "wall" (wall time less the wait for a CPU, or the backstop)
     cpu_seconds: float | None = None  # CPU time of the sandbox's processes, where the backend counts it
+    hash_seed: int = HASH_SEED  # the sandboxed interpreter's PYTHONHASHSEED (backend.HASH_SEED)
+    # The blocks the cases were called in (sizes, fixed from their number before the run: block_plan);
+    # () with fail-fast, where each answer is judged as it comes
+    blocks: tuple[int, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -107,6 +130,8 @@ class ExecutionResult:
             "wall_seconds": round(self.wall_seconds, 4),
             "cpu_seconds": None if self.cpu_seconds is None else round(self.cpu_seconds, 4),
             "timeout_clock": self.timeout_clock,
+            "hash_seed": self.hash_seed,
+            "blocks": list(self.blocks),
         }
 
     def to_json(self) -> str:
@@ -117,21 +142,32 @@ def _short(text: str) -> str:
     return _clip(text, SHOW_CHARS)
 
 
-# Why a timeout: the CPU-time limit (the execution's or a case's) or the wall-clock backstop. Recorded
-# apart (ExecutionResult.timeout_clock, and the start of its detail): only the first is a function of
-# the program; the second stops what uses no CPU (a sleep) or a host too loaded to run it at all.
+# Why a timeout: the CPU-time limit (the execution's, its load's or a case's), or the wall clock: the
+# time limit on wall time less the time the execution waited for a CPU (a sleep meets it; a machine's
+# load does not), or the wall-clock backstop for a host too loaded to run it at all. Recorded apart
+# (ExecutionResult.timeout_clock, and the start of its detail).
 TIMEOUT_CLOCKS = ("cpu", "wall")
 POLL_SECONDS = 0.005  # the shortest wait between two looks at the CPU counter
 
 
+def time_grace(limit: float) -> float:
+    """How far the wall time less the run-queue delay may pass a limit: the kernel accounts a task's
+    wait for a CPU when it gets one, and its CPU time at ticks, so a program that only computes reaches
+    both clocks at once; it is its CPU time that decides."""
+    return 0.05 + 0.02 * limit
+
+
 class _Channel:
-    """Framed messages over a SandboxProcess, under a CPU-time limit and a wall-clock backstop.
+    """Framed messages over a SandboxProcess, under time limits and a wall-clock backstop.
 
     Where the backend counts the sandbox's CPU time (``proc.cpu_seconds()``), the execution's limit
-    (``limits.wall_seconds``) and each case's (``limits.case_seconds``) are on it, and the wall clock
-    is only the backstop ``limits.backstop(...)``: a busy machine slows a program down but does not
-    change its verdict. The counter is read when a case starts and whenever the CPU could have used up
-    what is left of a limit (the wait is cut to ``left / CPUs``). Without a counter both limits are on
+    (``limits.wall_seconds``), its load's (``limits.load_seconds``) and each case's
+    (``limits.case_seconds``) hold on two clocks: its CPU time, and its wall time less the time its
+    processes waited, runnable, for a CPU (``proc.run_delay()``: the kernel's per-task run-queue delay).
+    A sleep counts on the second, a busy machine on neither, so the load does not change a verdict. The
+    wall clock proper is only the backstop ``limits.backstop(...)``. The counter is read when a phase
+    starts and whenever the CPU could have used up what is left of a limit (the wait is cut to ``left /
+    CPUs``); the run-queue delay when the wall time reaches a limit. Without a counter every limit is on
     the wall clock, as the limits name them.
     """
 
@@ -147,11 +183,20 @@ class _Channel:
         self.deadline = self.wall_deadline  # the one in force: the execution's, or a sooner per-case one
         self.cpu_start = self.case_cpu_start = self.cpu_seen = cpu or 0.0
         self.seen_at = time.monotonic()
+        # The wall-time clocks: started, the harness's pauses and the run-queue delay taken away
+        self.started, self.paused = started, 0.0
+        self.delay = proc.run_delay() if self.measured else None
+        self.soft = started + self.limit if self.measured else float("inf")
+        self.case_soft = float("inf")
+        self.case_started, self.case_delay0, self.case_paused0 = started, 0.0, 0.0
+        self.phase = "load"
+        self.waited = 0.0  # run-queue delay seen at the last look
+        self.receiving_since: float | None = None  # when the frame being read began to arrive
         # One limit for every case, or one per case (a sequence, e.g. EvalPlus's per-input limits)
         self.case_seconds = limits.case_seconds
         self.case_limit = self.case_seconds if not isinstance(self.case_seconds, (tuple, list)) else None
         self.in_case = False
-        self.expired = ""  # what ran out: "cpu", "case-cpu", "wall", "case-wall"
+        self.expired = ""  # what ran out: "cpu", "case-cpu", "time", "case-time", "wall", "case-wall"
         self.buf = bytearray()
         self.ok_limit = MAX_FRAME  # results beyond this are dropped unread (see recv)
         self.ok_limits: tuple[int, ...] | None = None  # or one such bound per case
@@ -166,6 +211,28 @@ class _Channel:
         clock needs no pause: the harness's work is not counted on it."""
         self.deadline += seconds
         self.wall_deadline += seconds
+        self.paused += seconds
+        self.soft += seconds
+        self.case_soft += seconds
+
+    def begin_phase(self, limit: float | None, phase: str) -> None:
+        """A case (or the load) starts: its clocks, under ``limit`` (None: only the execution's)."""
+        self.phase = phase
+        self.in_case = limit is not None
+        if limit is None:
+            return
+        self.case_limit = limit
+        now = time.monotonic()
+        backstop = self.limits.backstop(limit) if self.measured else limit
+        self.deadline = min(self.wall_deadline, now + backstop)
+        if self.measured:
+            cpu = self.proc.cpu_seconds()
+            if cpu is not None:
+                self.cpu_seen, self.seen_at = cpu, now
+            self.case_cpu_start = self.cpu_seen
+            self.case_started, self.case_paused0 = now, self.paused
+            self.case_delay0 = self.delay.seconds() if self.delay is not None else 0.0
+            self.case_soft = now + limit
 
     def cpu_used(self) -> float:
         """CPU seconds of the execution so far (the last reading when the counter is gone)."""
@@ -186,14 +253,41 @@ class _Channel:
             return self.deadline
         # Between the last reading and now the sandbox used at most (elapsed x CPUs) seconds of CPU.
         poll = self.seen_at + max(0.0, self._cpu_left()) / self.cpus
-        return min(self.deadline, max(poll, time.monotonic() + POLL_SECONDS))
+        soft = min(self.soft, self.case_soft if self.in_case else self.soft)
+        return min(self.deadline, soft, max(poll, time.monotonic() + POLL_SECONDS))
+
+    def _time_ran_out(self, now: float) -> bool:
+        """The wall time less the run-queue delay and the harness's pauses, against the execution's and
+        the phase's limit; moves the soft deadlines to when they could next be reached. Never while a
+        process of the execution is runnable: its current wait for a CPU is not counted yet (and
+        while it computes, its CPU clock decides)."""
+        if self.receiving_since is not None or (self.delay is not None and self.delay.runnable()):
+            later = now + 10 * POLL_SECONDS  # look again then (the CPU clock meanwhile, as its wait says)
+            self.soft = later if self.soft <= now else self.soft
+            self.case_soft = later if self.case_soft <= now else self.case_soft
+            return False
+        delay = self.delay.seconds() if self.delay is not None else 0.0
+        self.waited = delay
+        used = now - self.started - delay - self.paused
+        if used >= self.limit + time_grace(self.limit):
+            self.expired = "time"
+            return True
+        self.soft = now + max(POLL_SECONDS, self.limit + time_grace(self.limit) - used)
+        if self.in_case and self.case_limit is not None:
+            case = now - self.case_started - (delay - self.case_delay0) - (self.paused - self.case_paused0)
+            if case >= self.case_limit + time_grace(self.case_limit):
+                self.expired = "case-time"
+                return True
+            self.case_soft = now + max(POLL_SECONDS, self.case_limit + time_grace(self.case_limit) - case)
+        return False
 
     def _clocks_ran_out(self) -> bool:
         """After a wait ended with no answer: has a limit been reached? (sets ``self.expired``)"""
-        if time.monotonic() >= self.deadline:
+        now = time.monotonic()
+        if now >= self.deadline:
             self.expired = "wall" if self.deadline >= self.wall_deadline else "case-wall"
             return True
-        if self.measured:
+        if self.measured:  # the CPU clock first: where both ran out, the program's own work decided
             used = self.cpu_used()
             if used >= self.limit:
                 self.expired = "cpu"
@@ -201,6 +295,8 @@ class _Channel:
             if self.in_case and self.case_limit is not None and self.cpu_seen - self.case_cpu_start >= self.case_limit:
                 self.expired = "case-cpu"
                 return True
+        if self.measured and (now >= self.soft or (self.in_case and now >= self.case_soft)):
+            return self._time_ran_out(now)
         return False
 
     def timeout_clock(self) -> str:
@@ -208,6 +304,14 @@ class _Channel:
 
     def timeout_detail(self, limits: Limits) -> str:
         used = f" ({self.cpu_used():.2f} s of CPU time used)" if self.measured else ""
+        which = "of its load" if self.phase == "load" else "per case"
+        waited = f"wall time less {self.waited:.2f} s waiting for a CPU{used}"
+        if self.expired == "case-time":
+            return f"time limit: more than the {self.case_limit:g} s {which} ({waited})"
+        if self.expired == "time":
+            return f"time limit: more than the {self.limit:g} s of the execution ({waited})"
+        if self.expired == "case-cpu" and self.phase == "load":
+            return f"CPU time limit: more than the {self.case_limit:g} s of its load"
         if self.expired == "case-cpu":
             return f"CPU time limit: more than the {self.case_limit:g} s per case"
         if self.expired == "cpu":
@@ -239,30 +343,29 @@ class _Channel:
         marker = self.marker + b" call "
         each = isinstance(self.case_seconds, (tuple, list))
         timed = self.case_seconds is not None
-        measured, proc, monotonic, recv = self.measured, self.proc, time.monotonic, self.recv
+        proc, recv = self.proc, self.recv
         ok_limits = self.ok_limits
-        backstop = 0.0
-        if timed and not each:
-            backstop = self.limits.backstop(self.case_limit) if measured else self.case_limit
+        self.begin_phase(None, "case")  # the load's clocks end with its answer
+        self.deadline = self.wall_deadline
         for answered, call in enumerate(calls):
             if timed:  # this case's clocks start with the previous answer
-                if each:
-                    self.case_limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)]
-                    backstop = self.limits.backstop(self.case_limit) if measured else self.case_limit
-                now = monotonic()
-                self.deadline = min(self.wall_deadline, now + backstop)
-                if measured:
-                    cpu = proc.cpu_seconds()
-                    if cpu is not None:
-                        self.cpu_seen, self.seen_at = cpu, now
-                    self.case_cpu_start = self.cpu_seen
-                self.in_case = True
+                limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)] if each else self.case_seconds
+                self.begin_phase(limit, "case")
+            written = time.monotonic()
             proc.write(marker + str(len(call)).encode() + b"\n" + call, self.deadline)
+            self.pause(time.monotonic() - written)  # a long call goes at the harness's pace
             if ok_limits is not None:
                 self.ok_limit = ok_limits[min(answered, len(ok_limits) - 1)]
             answer = recv()
             self.in_case = False
-            yield answer
+            handed = time.monotonic()
+            try:
+                yield answer
+            finally:
+                # What the caller did with the answer (judged it, held it, judged a block) is the
+                # harness's time, not the program's: its wall-time clocks stop meanwhile (its CPU clock
+                # does not count it anyway), also when the caller stops there (closes the generator).
+                self.pause(time.monotonic() - handed)
 
     def _read(self) -> bytes:
         """One read of what the runner wrote (waiting for it under the clocks); b"" at its end."""
@@ -283,7 +386,20 @@ class _Channel:
         """The next frame's (kind, payload). Sizes are checked on the header, before any payload is
         buffered: an ``ok`` frame beyond ``self.ok_limit`` (but within MAX_FRAME) is read and dropped as it
         arrives, and its payload returned as None (``self.skipped`` holds its size); any other frame
-        beyond MAX_REPORT, or an ``ok`` frame beyond MAX_FRAME, is a protocol violation."""
+        beyond MAX_REPORT, or an ``ok`` frame beyond MAX_FRAME, is a protocol violation.
+
+        Once a frame has begun to arrive, its transfer goes at the harness's pace (a runner blocked on a
+        full pipe sleeps): the wall-time clocks stop until it is in (the CPU clock and the backstop go
+        on)."""
+        self.receiving_since = time.monotonic() if self.buf else None
+        try:
+            return self._frame()
+        finally:
+            if self.receiving_since is not None:
+                self.pause(time.monotonic() - self.receiving_since)
+                self.receiving_since = None
+
+    def _frame(self) -> tuple[bytes, bytes | None]:
         if not self.buf:
             # The usual case (one call at a time): the whole answer arrives in one read. It is parsed
             # from that chunk, with the same checks as below and no copy through the buffer.
@@ -299,6 +415,7 @@ class _Channel:
                         return kind, None
                     return kind, chunk[nl + 1:]
             self.buf += chunk
+            self.receiving_since = time.monotonic()
         while b"\n" not in self.buf:
             if len(self.buf) > 256:
                 raise ProtocolViolation("frame header too long")
@@ -443,6 +560,7 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
     # The clocks start once the sandbox exists: waiting for a pooled slot is not the program's time.
     started = time.monotonic()
     chan = _Channel(proc, marker, limits, started)
+    chan.begin_phase(limits.load_seconds, "load")
     detail = ""
     try:
         proc.write(marker + b"\n", chan.deadline)
@@ -456,8 +574,7 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
         if kind != b"ready":
             raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
         payloads = [marshal.dumps((tuple(args), dict(kwargs))) for args, kwargs in calls]
-        for kind, payload in chan.answers(payloads):
-            judging = time.monotonic()
+        for kind, payload in chan.answers(payloads):  # (the time spent on each answer is paused there)
             if kind in VALUE_FRAMES:
                 # As execute's: read on the harness's own CPU budget (its judging thread's CPU time,
                 # which the machine's load does not use up), with the candidate's clocks stopped.
@@ -478,7 +595,6 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
                 outcomes.append(CallOutcome(status, error_type=info["type"], message=info["message"]))
             else:
                 raise ProtocolViolation(f"unexpected frame {kind[:20]!r}")
-            chan.pause(time.monotonic() - judging)
         chan.send(b"end", b"")
     except TimeoutError:
         verdict, detail, _ = _clock_ran_out(proc, chan, limits)
@@ -503,11 +619,11 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
 
 
 def execute_many(jobs: list[tuple[Harness, str]], backend: Backend, *, limits: Limits = Limits(),
-                 fail_fast: bool = False, workers: int | None = None,
+                 fail_fast: bool = False, all_cases: bool = False, workers: int | None = None,
                  progress: Callable[[int, int], None] | None = None) -> list[ExecutionResult]:
     """Execute (harness, source) jobs in parallel, one sandboxed process each; results in job order."""
-    return run_jobs([(h, src, limits) for h, src in jobs], backend, fail_fast=fail_fast, workers=workers,
-                    progress=progress)
+    return run_jobs([(h, src, limits) for h, src in jobs], backend, fail_fast=fail_fast, all_cases=all_cases,
+                    workers=workers, progress=progress)
 
 
 WORKER_PROCESSES = True  # False: a batch's workers are always threads (bench_worker_processes compares)
@@ -515,7 +631,7 @@ MIN_PROCESS_JOBS = 64  # fewer jobs than this do not pay for a backend per worke
 
 
 def run_jobs(jobs: list[tuple[Harness, str, Limits]], backend: Backend, *, fail_fast: bool = False,
-             workers: int | None = None,
+             all_cases: bool = False, workers: int | None = None,
              progress: Callable[[int, int], None] | None = None) -> list[ExecutionResult]:
     """Execute (harness, source, limits) jobs on ``workers`` workers (default: the CPUs), one sandboxed
     process each, taken from a JobQueue; results in job order.
@@ -528,7 +644,7 @@ def run_jobs(jobs: list[tuple[Harness, str, Limits]], backend: Backend, *, fail_
     if (WORKER_PROCESSES and workers > 1 and len(jobs) >= MIN_PROCESS_JOBS and not stages.ON
             and workerprocs.available()):
         factory = backend.reopener()
-    run = functools.partial(_run_job, fail_fast=fail_fast)
+    run = functools.partial(_run_job, fail_fast=fail_fast, all_cases=all_cases)
     if factory is None:
         return _map_on_threads(lambda job: run(job, backend), jobs, workers=workers, progress=progress)
     seen: dict[int, Harness] = {}
@@ -540,8 +656,9 @@ def run_jobs(jobs: list[tuple[Harness, str, Limits]], backend: Backend, *, fail_
         return workerprocs.map_jobs(run, jobs, JobQueue(jobs), factory, workers, progress)
 
 
-def _run_job(job: tuple[Harness, str, Limits], backend: Backend, *, fail_fast: bool) -> ExecutionResult:
-    return execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast)
+def _run_job(job: tuple[Harness, str, Limits], backend: Backend, *, fail_fast: bool,
+             all_cases: bool) -> ExecutionResult:
+    return execute(job[0], job[1], backend, limits=job[2], fail_fast=fail_fast, all_cases=all_cases)
 
 
 INTERLEAVE_HARNESSES = 256  # harnesses taken in turn at once (fewer than the _prepare cache holds)
@@ -655,88 +772,45 @@ def execute(
     *,
     limits: Limits = Limits(),
     fail_fast: bool = False,
+    all_cases: bool = False,
 ) -> ExecutionResult:
-    """Run one candidate program against one loaded harness in one sandboxed process."""
+    """Run one candidate program against one loaded harness in one sandboxed process.
+
+    ``fail_fast``: judge each answer as it comes and stop at the first failing case -- only where
+    nothing is hidden from the candidate (a visible suite): being called again tells it that its
+    previous answer passed. Otherwise (the default) the cases are called in blocks fixed before the run
+    from their number alone (``block_plan``; ``all_cases``: one block of them all): within a block every
+    case is called whatever the earlier answers were and the answers are held unjudged; at the end of a
+    block every answer of it is judged the same way, whichever passed (``_block_passed``), and the
+    execution stops there if one failed; the last block's answers are judged once the runner is gone."""
     interrupt.check()  # after SIGINT / SIGTERM no new sandbox starts (queued executions end here)
     started = time.monotonic()
     if stages.ON:
         stages.start()
-    result = ExecutionResult(
-        verdict="pass",
-        cases=[],
-        spec_hash=harness.spec_hash,
-        render_hash=harness.render_hash,
-        candidate_sha256=sha256_text(source),
-        isolation=backend.isolation(limits).as_dict(),
-        cases_total=len(harness.cases),
-    )
+    count = len(harness.cases)
+    blocks = () if fail_fast else block_plan(count, count if all_cases else FIRST_BLOCK)
+    result = _new_result(harness, source, backend.isolation(limits).as_dict(), blocks)
     marker = secrets.token_hex(16).encode()
     proc = backend.spawn(limits)
     if stages.ON:
         stages.mark("spawn")
     # The clocks start once the sandbox exists: waiting for a pooled slot is not the program's time.
     chan = _Channel(proc, marker, limits, time.monotonic())
-    current: int | None = None  # the case being waited for (cases are answered in order)
-    answered: ExitStatus | None = None  # the runner's end after it answered every case it was sent
+    chan.begin_phase(limits.load_seconds, "load")
+    held = None if fail_fast else _Held()
+    run = _Run(result, held)
     try:
-        proc.write(marker + b"\n", chan.deadline)
-        load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits(),
-                "seccomp": getattr(proc, "runner_seccomp", b"")}  # a filter the runner loads itself
-        chan.send(b"load", marshal.dumps(load))
-        kind, payload = chan.recv()
-        if kind == b"loaderr":
-            info = _error_info(payload, chan.deadline)
-            result.verdict = _raised_status(info["type"])
-            result.detail = _clip(f"candidate did not load: {info['type']}: {info['message']}", DETAIL_CHARS)
-            # The runner ends by itself after a load error: its own exit is what happened.
-            result.exit = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic()))).describe()
-            if result.exit.startswith("exit code None"):
-                result.exit = "still running after reporting the load error (killed)"
-            return result
-        if kind != b"ready":
-            raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
-        if stages.ON:
-            stages.mark("load")
-        cases = harness.cases
-        prepared = _prepare(harness)
-        chan.ok_limit = min(MAX_FRAME, harness.result_limit)
-        chan.ok_limits = _ok_limits(harness)
-        current = 0
-        for index, (kind, payload) in enumerate(chan.answers(prepared.calls)):
-            judging = time.monotonic()
-            if stages.ON:
-                stages.mark("round trip")
-            if kind == b"ok" and payload == prepared.expected_text[index] and prepared.text_passes[index]:
-                case = CaseResult(index=index, status="pass")  # the text's verdict, computed once
-            elif kind == b"ok" and payload is not None and len(payload) >= LONG_ANSWER:
-                case = _judge_once(harness, prepared, index, payload, chan)
-            else:
-                args, kwargs, want = cases[index]
-                case = _judge_case(harness, index, args, kwargs, want, kind, payload, chan)
-            if stages.ON:
-                want = cases[index][2]  # a digest case's expected value is ("sha256", hexdigest, length)
-                stages.mark("compare (digest)" if type(want) is tuple and want[:1] == ("sha256",) else "compare")
-            chan.pause(time.monotonic() - judging)
-            result.cases.append(case)
-            current = index + 1
-            if case.status != "pass" and fail_fast:
-                break
-        current = None
-        if chan.measured:  # read before the runner ends (a fork server then builds its next environment)
-            result.cpu_seconds = chan.cpu_used()
-        chan.send(b"end", b"")
-        answered = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic())))
-        result.exit = answered.describe()
+        _drive(harness, source, proc, chan, limits, run, fail_fast)
     except TimeoutError:
         result.verdict, result.detail, status = _clock_ran_out(proc, chan, limits)
         if result.verdict == "timeout":
             result.timeout_clock = chan.timeout_clock()
         result.exit = status.describe()
-        _mark_current(result, current, result.verdict)
+        run.ended(result.verdict)
     except ProtocolViolation as exc:
         result.verdict = "protocol"
         result.detail = str(exc)
-        _mark_current(result, current, "protocol")
+        run.ended("protocol")
     except (EOFError, BrokenPipeError, ConnectionError):
         status = proc.wait(timeout=max(0.5, chan.wall_deadline - time.monotonic()))
         if status.returncode is None:
@@ -747,27 +821,222 @@ def execute(
         if result.verdict == "timeout":
             result.timeout_clock = "cpu"  # SIGXCPU with the limit used
         result.exit = status.describe()
-        _mark_current(result, current, result.verdict)
+        run.ended(result.verdict)
     except BackendUnavailable:
+        if held is not None:
+            held.close()
         raise
     except Exception as exc:  # the trusted side's own failure on this answer: never the batch's
         result.verdict = "protocol"
         result.detail = _harness_failure(exc)
-        _mark_current(result, current, "protocol")
+        run.ended("protocol")
     finally:
         proc.kill()
         if not result.exit or result.exit.startswith("exit code None"):
             final = proc.wait(timeout=2.0)
             result.exit = final.describe()
-            if answered is not None:
-                answered = final
+            if run.answered is not None:
+                run.answered = final
         if chan.measured and result.cpu_seconds is None:
             result.cpu_seconds = chan.cpu_used()
         proc.close()
         result.wall_seconds = time.monotonic() - started
         if stages.ON:
             stages.mark("teardown")
-    if answered is not None and answered.oom_killed:
+    if held is not None:  # the runner is gone: only now is anything judged
+        _judge_held(harness, held, chan, run)
+    return _verdict(result, run, limits)
+
+
+def _new_result(harness: Harness, source: str, isolation: dict[str, Any], blocks: tuple[int, ...]) -> ExecutionResult:
+    return ExecutionResult(verdict="pass", cases=[], spec_hash=harness.spec_hash, render_hash=harness.render_hash,
+                           candidate_sha256=sha256_text(source), isolation=isolation,
+                           cases_total=len(harness.cases), blocks=blocks)
+
+
+class _Run:
+    """What an execution has found so far: its result, the answers held for later (blind mode), the
+    case being waited for and how the runner ended after answering every case it was sent."""
+
+    def __init__(self, result: ExecutionResult, held: "_Held | None") -> None:
+        self.result, self.held = result, held
+        self.current: int | None = None  # the case being waited for (cases are answered in order)
+        self.answered: ExitStatus | None = None
+        self.ended_as: str | None = None  # the status of the case the execution ended on, if any
+        ends = list(itertools.accumulate(result.blocks))
+        self.boundaries = frozenset(ends[:-1])  # the cases after which a block ends and another follows
+        self.statuses: list[str] = []  # of the answers judged at a boundary, in case order (_block_passed)
+
+    def ended(self, status: str) -> None:
+        """The execution ended (a limit, a protocol error, an exit) while case ``current`` was awaited."""
+        if self.current is None:
+            return
+        if self.held is not None:
+            self.ended_as = status
+        elif len(self.result.cases) == self.current:
+            self.result.cases.append(CaseResult(index=self.current, status=status))
+
+
+def _drive(harness: Harness, source: str, proc: SandboxProcess, chan: _Channel, limits: Limits, run: _Run,
+           fail_fast: bool) -> None:
+    """Load the candidate and make the calls; in blind mode (``run.held``) hold the answers unjudged."""
+    result = run.result
+    proc.write(chan.marker + b"\n", chan.deadline)
+    load = {"source": source, "entry_point": harness.entry_point, "limits": limits.rlimits(),
+            "seccomp": getattr(proc, "runner_seccomp", b"")}  # a filter the runner loads itself
+    chan.send(b"load", marshal.dumps(load))
+    kind, payload = chan.recv()
+    if kind == b"loaderr":
+        info = _error_info(payload, chan.deadline)
+        result.verdict = _raised_status(info["type"])
+        result.detail = _clip(f"candidate did not load: {info['type']}: {info['message']}", DETAIL_CHARS)
+        # The runner ends by itself after a load error: its own exit is what happened.
+        result.exit = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic()))).describe()
+        if result.exit.startswith("exit code None"):
+            result.exit = "still running after reporting the load error (killed)"
+        return
+    if kind != b"ready":
+        raise ProtocolViolation(f"unexpected frame {kind[:20]!r} before ready")
+    if stages.ON:
+        stages.mark("load")
+    prepared = _prepare(harness)
+    chan.ok_limit = min(MAX_FRAME, harness.result_limit)
+    chan.ok_limits = _ok_limits(harness)
+    run.current = 0
+    calls = chan.answers(prepared.calls)
+    try:
+        for index, (kind, payload) in enumerate(calls):  # (the time spent on each answer is paused there)
+            if stages.ON:
+                stages.mark("round trip")
+            if run.held is not None:
+                run.held.add(kind, payload, chan.skipped if payload is None else 0)
+                run.current = index + 1
+                if run.current in run.boundaries and not _block_passed(harness, run, chan):
+                    break  # the first block boundary after a failing case: nothing more is called
+                continue
+            case = _judge(harness, prepared, index, kind, payload, chan)
+            result.cases.append(case)
+            run.current = index + 1
+            if case.status != "pass" and fail_fast:
+                break
+    finally:
+        calls.close()
+    run.current = None
+    if chan.measured:  # read before the runner ends (a fork server then builds its next environment)
+        result.cpu_seconds = chan.cpu_used()
+    chan.send(b"end", b"")
+    run.answered = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic())))
+    result.exit = run.answered.describe()
+
+
+def _judge(harness: Harness, prepared: "_Prepared", index: int, kind: bytes, payload: bytes | None,
+           chan: _Channel) -> CaseResult:
+    """One answer's CaseResult."""
+    if kind == b"ok" and payload == prepared.expected_text[index] and prepared.text_passes[index]:
+        case = CaseResult(index=index, status="pass")  # the text's verdict, computed once
+    elif kind == b"ok" and payload is not None and len(payload) >= LONG_ANSWER:
+        case = _judge_once(harness, prepared, index, payload, chan)
+    else:
+        args, kwargs, want = harness.cases[index]
+        case = _judge_case(harness, index, args, kwargs, want, kind, payload, chan)
+    if stages.ON:
+        want = harness.cases[index][2]  # a digest case's expected value is ("sha256", hexdigest, length)
+        stages.mark("compare (digest)" if type(want) is tuple and want[:1] == ("sha256",) else "compare")
+    return case
+
+
+HELD_IN_MEMORY = 64 * 1024 * 1024  # held answers beyond this go to an unlinked temporary file
+
+
+class _Held:
+    """The answers of a blind execution, in case order, unjudged until the runner is gone: in memory up
+    to HELD_IN_MEMORY bytes, then in an unlinked temporary file (each answer is bounded by its case's
+    size limit, so the file by the suite's)."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._file = tempfile.SpooledTemporaryFile(max_size=HELD_IN_MEMORY)
+        self._index: list[tuple[bytes, int, int, int]] = []  # (kind, offset, length or -1, skipped size)
+        self._end = 0
+
+    def add(self, kind: bytes, payload: bytes | None, skipped: int) -> None:
+        if payload is None:
+            self._index.append((kind, 0, -1, skipped))
+            return
+        self._file.seek(self._end)
+        self._file.write(payload)
+        self._index.append((kind, self._end, len(payload), 0))
+        self._end += len(payload)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def get(self, index: int) -> tuple[bytes, bytes | None, int]:
+        kind, offset, length, skipped = self._index[index]
+        if length < 0:
+            return kind, None, skipped
+        self._file.seek(offset)
+        return kind, self._file.read(length), 0
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _judge_held(harness: Harness, held: _Held, chan: _Channel, run: _Run) -> None:
+    """Blind mode, once the runner is gone: every held answer's CaseResult in case order (one found to
+    pass at a block boundary is not judged again), then the case the execution ended on (if it ended
+    before answering them all)."""
+    prepared = _prepare(harness)
+    try:
+        for index in range(len(held)):
+            if index < len(run.statuses) and run.statuses[index] == "pass":
+                run.result.cases.append(CaseResult(index=index, status="pass"))
+                continue
+            kind, payload, skipped = held.get(index)
+            chan.skipped = skipped
+            try:
+                case = _judge(harness, prepared, index, kind, payload, chan)
+            except ProtocolViolation as exc:
+                case = CaseResult(index=index, status="protocol", message=_short(str(exc)))
+            except Exception as exc:  # the trusted side's own failure on this answer: this case's
+                case = CaseResult(index=index, status="protocol", message=_harness_failure(exc))
+            run.result.cases.append(case)
+    finally:
+        held.close()
+    if run.ended_as is not None and len(run.result.cases) < run.result.cases_total:
+        run.result.cases.append(CaseResult(index=len(run.result.cases), status=run.ended_as))
+
+
+def _block_passed(harness: Harness, run: _Run, chan: _Channel) -> bool:
+    """At a block boundary, the runner waiting for its next call: whether every answer so far passed.
+
+    What the candidate can time here -- until its next call, or until it is told to end -- must not
+    depend on which answers passed. So every answer of the block is judged, whatever the ones before it
+    were (no early exit), and each the same way: parsed and compared in full (no shortcut for an answer
+    spelled as its expected value, nor for one judged before: _judge's), and nothing shown for a failing
+    one yet (its texts are made once the runner is gone). What is left to vary is the parse, which
+    follows the answer's own text, and the comparison, bounded by the case's size limit."""
+    held, statuses = run.held, run.statuses
+    for index in range(len(statuses), len(held)):
+        kind, payload, skipped = held.get(index)
+        chan.skipped = skipped
+        args, kwargs, want = harness.cases[index]
+        try:
+            status = _assess(harness, index, args, kwargs, want, kind, payload, chan)[0]
+        except Exception:  # ProtocolViolation, or the harness's own failure: this case's protocol
+            status = "protocol"
+        statuses.append(status)
+    if stages.ON:
+        stages.mark("block boundary")
+    return all(status == "pass" for status in statuses)
+
+
+def _verdict(result: ExecutionResult, run: _Run, limits: Limits) -> ExecutionResult:
+    """The execution's verdict from its cases: the first non-passing case's status, in case order (what
+    a fail-fast run would have stopped at), unless the memory limit was hit while the runner answered."""
+    bad = result.first_failure
+    if run.answered is not None and run.answered.oom_killed:
         # The memory limit was hit while the candidate answered: which of its processes the kernel killed
         # (a child, so the runner answered, or the runner itself) depends on timing, i.e. on the load.
         # Hitting the limit decides, so the verdict does not depend on how busy the machine is.
@@ -775,11 +1044,14 @@ def execute(
         result.detail = (f"the {limits.memory_bytes >> 20} MiB memory limit was hit during the execution "
                          "(an OOM kill), though the runner answered")
         return result
-    if result.verdict == "pass":
-        bad = result.first_failure
-        if bad is not None:
-            result.verdict = bad.status
-            result.detail = f"case {bad.index}: {bad.status}"
+    if bad is not None and (result.verdict == "pass" or run.held is not None):
+        if run.held is not None and bad.status == result.verdict and result.detail:
+            return result  # the execution ended on this very case: its own detail says more
+        if bad.status != "timeout":
+            result.timeout_clock = ""
+        result.verdict = bad.status
+        result.detail = f"case {bad.index}: {bad.status}" + (f" ({bad.message})" if bad.message and
+                                                              bad.status == "protocol" else "")
     return result
 
 
@@ -864,22 +1136,31 @@ def _harness_failure(exc: Exception) -> str:
     return _clip(f"the harness could not judge this answer: {type(exc).__name__}: {exc}", DETAIL_CHARS)
 
 
-def _mark_current(result: ExecutionResult, current: int | None, status: str) -> None:
-    if current is not None and len(result.cases) == current:
-        result.cases.append(CaseResult(index=current, status=status))
-
-
 def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
                 kind: bytes, payload: bytes | None, chan: _Channel) -> CaseResult:
-    def failing(status: str, **extra: Any) -> CaseResult:
-        call = literals.canonical(args) if not kwargs else (
-            literals.canonical(args) + ", **" + literals.canonical(kwargs))
-        return CaseResult(index=index, status=status, args=_short(call),
-                          want=_short(literals.canonical(want)), **extra)
+    """One answer's CaseResult, judged in full (a failing one with its call, answer and expected value)."""
+    status, shown = _assess(harness, index, args, kwargs, want, kind, payload, chan)
+    if status == "pass":
+        return CaseResult(index=index, status="pass")
+    if "value" in shown:
+        shown["got"] = _shown(*shown.pop("value"))
+    if "comparison" in shown:
+        exc = shown.pop("comparison")
+        shown.update(error_type="ComparisonError", message=_short(f"{type(exc).__name__}: {exc}"))
+    call = literals.canonical(args) if not kwargs else (
+        literals.canonical(args) + ", **" + literals.canonical(kwargs))
+    return CaseResult(index=index, status=status, args=_short(call), want=_short(literals.canonical(want)), **shown)
 
+
+def _assess(harness: Harness, index: int, args: tuple, kwargs: dict, want: Any,
+            kind: bytes, payload: bytes | None, chan: _Channel) -> tuple[str, dict[str, Any]]:
+    """An answer's status, and what a non-passing one's CaseResult shows besides its call and expected
+    value -- its texts, or ``value`` (the parsed answer and its text) and ``comparison`` (the exception a
+    comparison raised) -- with nothing formatted yet (at a block boundary only the status is wanted:
+    _block_passed)."""
     if kind in VALUE_FRAMES:
         if payload is None:
-            return failing("fail", got=f"<a result of {chan.skipped} bytes: larger than the expected value allows>")
+            return "fail", {"got": f"<a result of {chan.skipped} bytes: larger than the expected value allows>"}
         try:
             text = payload.decode("utf-8", "surrogatepass")
             # Parsing is the harness's time, not the candidate's (EvalPlus times only the call): the
@@ -889,18 +1170,15 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
         except (literals.LiteralError, UnicodeDecodeError) as exc:
             raise ProtocolViolation(_clip(f"case {index}: result is not a literal ({exc})", DETAIL_CHARS)) from None
         except TimeoutError:
-            return failing("fail", got=f"<a result of {len(payload)} bytes: {_over_budget()}")
+            return "fail", {"got": f"<a result of {len(payload)} bytes: {_over_budget()}"}
         try:
             same = bool(harness.judge(got, want, args, kwargs))
         except Exception as exc:  # any comparison is total: an exception on this answer is its failure
-            return failing("fail", got=_shown(got, text), error_type="ComparisonError",
-                           message=_short(f"{type(exc).__name__}: {exc}"))
-        if same:
-            return CaseResult(index=index, status="pass")
-        return failing("fail", got=_shown(got, text))
+            return "fail", {"value": (got, text), "comparison": exc}
+        return ("pass", {}) if same else ("fail", {"value": (got, text)})
     if kind == b"raise":
         info = _error_info(payload, chan.deadline)
-        return failing(_raised_status(info["type"]), error_type=info["type"], message=info["message"])
+        return _raised_status(info["type"]), {"error_type": info["type"], "message": info["message"]}
     if kind == b"nonliteral":
         info = _error_info(payload, chan.deadline)
         if harness.nonliteral_judged:  # the not-None rule: an opaque object is a non-None value
@@ -908,10 +1186,8 @@ def _judge_case(harness: Harness, index: int, args: tuple, kwargs: dict, want: A
                 same = bool(harness.judge(NONLITERAL, want, args, kwargs))
             except Exception:  # total, as above
                 same = False
-            if same:
-                return CaseResult(index=index, status="pass")
-            return failing("fail", got=info["message"])
-        return failing("protocol", error_type="NonLiteralResult", message=info["message"])
+            return ("pass", {}) if same else ("fail", {"got": info["message"]})
+        return "protocol", {"error_type": "NonLiteralResult", "message": info["message"]}
     raise ProtocolViolation(f"case {index}: unexpected frame {kind[:20]!r}")
 
 

@@ -43,8 +43,8 @@ from queue import SimpleQueue
 from typing import Callable
 
 from acceptgate import affinity, forksafe
-from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp
-from acceptgate.sandbox.backend import (PRELOAD, BackendUnavailable, ExitStatus, Limits, RunnerPipes,
+from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp, stdlib_image
+from acceptgate.sandbox.backend import (PYTHON_FLAGS, BackendUnavailable, ExitStatus, Limits, RunnerPipes,
                                         SandboxProcess, runner_source)
 
 ZYGOTE_SOURCE_NAME = "zygote.py"
@@ -170,22 +170,26 @@ class Slot:
         caps = self.config.caps
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctl = ours
+        stdlib = None
         try:
             self.cgroup = cgroup.ExecutionCgroup.create(
                 caps.cgroups, processes=self.limits.processes + RESIDENT_PROCESSES,
                 memory_bytes=self.limits.memory_bytes, slot=True)
             self.cpu = cgroup.CpuCgroup.create(slot=True)
-            inner = [caps.bwrap.python, "-I", "-S", "-B", "-c", zygote_source(), str(theirs.fileno()),
+            stdlib = stdlib_image.memfd(caps.bwrap.python)
+            inner = [caps.bwrap.python, *PYTHON_FLAGS, "-c", zygote_source(), str(theirs.fileno()),
                      str(self.config.scratch_bytes), runner_source().decode("utf-8"), seccomp.bpf().hex(),
-                     ",".join(PRELOAD)]
+                     ",".join(stdlib_image.preload(caps.bwrap.python)), str(stdlib)]
             argv = ["/bin/sh", "-c", bwrap.GATE_SCRIPT] + bwrap.command(
                 caps.bwrap, inner, scratch_bytes=self.config.scratch_bytes, zygote=True)
-            self.popen = _spawner.call(lambda: self._popen(argv, theirs.fileno()))
-        except (OSError, cgroup.CgroupError, seccomp.SeccompUnavailable) as exc:
+            self.popen = _spawner.call(lambda: self._popen(argv, (theirs.fileno(), stdlib)))
+        except (OSError, cgroup.CgroupError, seccomp.SeccompUnavailable, stdlib_image.ImageUnavailable) as exc:
             self.discard()
             raise BackendUnavailable(f"cannot start a fork-server sandbox: {exc}") from exc
         finally:
             theirs.close()
+            if stdlib is not None:
+                os.close(stdlib)
         try:
             reply, _ = _recv(self.ctl, self.config.start_seconds, 0)
         except (TimeoutError, OSError) as exc:
@@ -194,11 +198,11 @@ class Slot:
             self.discard()
             raise SlotBroken(f"fork server did not start: {reply.decode('utf-8', 'replace')[:200]}")
 
-    def _popen(self, argv: list[str], fd: int) -> subprocess.Popen:
+    def _popen(self, argv: list[str], fds: tuple[int, ...]) -> subprocess.Popen:
         uid = self.uid
         ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, cwd="/", env={}, close_fds=True, pass_fds=(fd,),
+                                 stderr=subprocess.DEVNULL, cwd="/", env={}, close_fds=True, pass_fds=fds,
                                  start_new_session=True, **ids)
         try:
             self.cgroup.attach(popen.pid)  # before the gate opens: nothing escapes the caps
@@ -315,6 +319,10 @@ class ForkServerProcess(RunnerPipes, SandboxProcess):
         # (the next environment is built after it has ended), so this is the execution's CPU time.
         cpu = self.slot.cpu
         return cpu.seconds() if cpu is not None else None
+
+    def run_delay(self) -> cgroup.RunDelay | None:
+        # The slot's processes: the fork server and bubblewrap's wait while an execution runs.
+        return cgroup.RunDelay(self.slot.host_pids) if self.slot.cgroup is not None else None
 
     def kill(self) -> None:
         """SIGKILL the execution's init: the kernel then kills every process in its namespace."""

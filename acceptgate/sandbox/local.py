@@ -3,10 +3,12 @@
 Layers, each probed once (``hostprobe``) and named in ``isolation``:
 
 - always: own session (the wall-clock kill takes its process group), empty environment, a fresh
-  working dir, ``python -I -S -B``, and rlimits the runner applies to itself before the candidate
-  loads (address space, cpu, file size, open files, no core);
-- namespaces: the runner under bubblewrap (``bwrap.py``): read-only view of the interpreter only,
-  private tmpfs cwd and /tmp, new user/pid/net/ipc/uts/cgroup/mount namespaces, no capabilities;
+  working dir, the interpreter with a fixed hash seed and no site (``backend.PYTHON_FLAGS``), and
+  rlimits the runner applies to itself before the candidate loads (address space, cpu, file size, open
+  files, no core);
+- namespaces: the runner under bubblewrap (``bwrap.py``), in a root of its own (a fresh tmpfs, built by
+  the fork server's one-shot mode: no host directory), new user/pid/net/ipc/uts/cgroup/mount
+  namespaces, no capabilities;
 - a process cap: a per-execution cgroup (``cgroup.py``: pids.max plus a memory cap whose OOM kills
   are reported as ``memory``), else a per-slot uid with RLIMIT_NPROC;
 - as root, an unprivileged uid: bwrap itself is started as that uid, so the sandbox holds no
@@ -36,10 +38,11 @@ import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
-from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, seccomp
+from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, seccomp, stdlib_image
 from acceptgate.sandbox.uidslots import UidSlots, slot_pool
 from acceptgate.sandbox.backend import (
-    Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, RunnerPipes, SandboxProcess, register, runner_source,
+    HASH_SEED, PYTHON_FLAGS, SANDBOX_ENV, Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, RunnerPipes,
+    SandboxProcess, register, runner_source,
     time_limit_text,
 )
 
@@ -118,6 +121,15 @@ class LocalProcess(PipeProcess):
     def cpu_seconds(self) -> float | None:
         return self.cpu.seconds() if self.cpu is not None else None
 
+    def run_delay(self) -> cgroup.RunDelay | None:
+        if self.cgroup is not None:
+            return cgroup.RunDelay(self.cgroup.tasks)
+        if isinstance(self.cpu, cgroup.ProcessTreeCpu):
+            return cgroup.RunDelay(self.cpu.pids)
+        if isinstance(self.cpu, cgroup.CpuCgroup):
+            return cgroup.RunDelay(lambda: cgroup._tasks(self.cpu.path))
+        return None
+
     def wait(self, timeout: float) -> ExitStatus:
         status = super().wait(timeout)
         if self.under_bwrap and status.signal is None and status.returncode and status.returncode > 128:
@@ -164,8 +176,10 @@ class LocalBackend(Backend):
             drop_privileges = os.geteuid() == 0
         self.uid = NOBODY if drop_privileges else None
         self.plan = _resolve(caps, namespaces, process_cap, self.uid is not None)
-        # The read-only view locked in memory from the first backend until the process exits, else read in and re-checked.
-        self._pin = residency.hold(caps.bwrap.ro_binds, caps.bwrap.hidden) if self.plan.namespaces else None
+        # What a runner still maps once in its own root (the interpreter, its libraries, the preloaded extension
+        # modules), locked in memory from the first backend until the process exits, else read in and re-checked.
+        self._mapped = stdlib_image.mapped_files(caps.bwrap.python) if self.plan.namespaces else ()
+        self._pin = residency.hold(self._mapped) if self.plan.namespaces else None
         self._resident()  # before any sandbox starts, the trial slot included
         self.forkserver_problem = ""
         try:
@@ -217,9 +231,14 @@ class LocalBackend(Backend):
         pin, self._pin = self._pin, None
         residency.release(pin)
 
-    def command(self, limits: Limits, seccomp_fd: int | None = None) -> list[str]:
-        # The runner travels on the command line: no file of ours needs to be readable inside.
-        inner = [self.python, "-I", "-S", "-B", "-c", self._runner]
+    def command(self, limits: Limits, seccomp_fd: int | None = None, stdlib_fd: int | None = None) -> list[str]:
+        # The runner travels on the command line: no file of ours needs to be readable inside. Under
+        # bubblewrap the fork server's one-shot mode starts it, in a root of its own (zygote.py once).
+        inner = [self.python, *PYTHON_FLAGS, "-c", self._runner]
+        if self.plan.namespaces:
+            inner = [self.python, *PYTHON_FLAGS, "-c", forkserver.zygote_source(), "once",
+                     str(bwrap.SCRATCH_BYTES), self._runner, seccomp.bpf().hex(),
+                     ",".join(stdlib_image.preload(self.python)), str(stdlib_fd)]
         script = ""
         if self.plan.process_cap == "uid":
             # RLIMIT_NPROC set by the child for itself: setting another process's limits needs
@@ -227,16 +246,15 @@ class LocalBackend(Backend):
             n = limits.processes
             script += f"ulimit -u {n} 2>/dev/null || ulimit -p {n} || exit 125; "
         if self.plan.namespaces:
-            return ["/bin/sh", "-c", script + GATE_SCRIPT] + bwrap.command(self.caps.bwrap, inner,
-                                                                            seccomp_fd=seccomp_fd)
+            return ["/bin/sh", "-c", script + GATE_SCRIPT] + bwrap.command(self.caps.bwrap, inner, once=True)
         if script:
             return ["/bin/sh", "-c", script + 'exec "$0" "$@"'] + inner
         return inner
 
     def _resident(self) -> None:
-        """The read-only view's pages all resident (residency.py); a no-op when checked recently."""
+        """The mapped files' pages all resident (residency.py); a no-op when checked recently."""
         if self.plan.namespaces and self._pin is None:
-            residency.ensure(self.caps.bwrap.ro_binds, self.caps.bwrap.hidden)
+            residency.ensure(self._mapped)
 
     def spawn(self, limits: Limits) -> SandboxProcess:
         self._resident()
@@ -249,10 +267,11 @@ class LocalBackend(Backend):
         workdir = None
         filter_fd = None
         try:
-            # The syscall filter: bubblewrap loads it from a descriptor; without bubblewrap the runner
-            # loads it itself before the candidate's code exists (see runner._apply_filter).
+            # The syscall filter: under bubblewrap the one-shot fork server loads it once it has built the
+            # execution's root; without bubblewrap the runner loads it itself before the candidate's code
+            # exists (see runner._apply_filter). The standard library's image comes as a sealed memfd.
             if self.plan.namespaces:
-                filter_fd = seccomp.memfd()
+                filter_fd = stdlib_image.memfd(self.python)
             if self.plan.process_cap == "cgroup":
                 cg = cgroup.ExecutionCgroup.create(self.caps.cgroups, processes=limits.processes,
                                                    memory_bytes=limits.memory_bytes)
@@ -260,8 +279,8 @@ class LocalBackend(Backend):
             workdir = None if self.plan.namespaces else make_workdir(uid)
             ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
             popen = subprocess.Popen(
-                self.command(limits, filter_fd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, cwd=workdir or "/", env={}, close_fds=True,
+                self.command(limits, stdlib_fd=filter_fd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, cwd=workdir or "/", env=dict(SANDBOX_ENV), close_fds=True,
                 pass_fds=(filter_fd,) if filter_fd is not None else (), start_new_session=True, **ids,
             )
             # The cap goes on before anything can fork: the runner waits for its first frame, and
@@ -272,7 +291,7 @@ class LocalBackend(Backend):
                 cpu.attach(popen.pid)
             if self.plan.namespaces:
                 os.write(popen.stdin.fileno(), b"\n")
-        except OSError as exc:
+        except (OSError, stdlib_image.ImageUnavailable) as exc:
             if popen is not None:
                 popen.kill()
                 popen.wait()
@@ -330,14 +349,21 @@ TREE_COUNTER = "the runner's process tree in /proc, read by the harness"
 TREE_GAP = ("CPU time of every process (no cpuacct cgroup here: a child that ends outside the runner's tree "
             "is not counted; the wall-clock backstop bounds it)")
 
+ROOT_TEXT = ("filesystem: a root of its own per execution (a fresh tmpfs: /proc of its pid namespace, pids only; "
+             "/sandbox, /tmp, /dev/shm; the five device nodes, one file each), moved into before the candidate's code "
+             "exists: no host directory can be named, so no filesystem cache (dentries, pages) of one execution is "
+             "another's; the standard library served from memory, its extension modules preloaded")
+
+
 def page_cache(backend: "LocalBackend") -> str:
-    """What keeps the read-only view's page cache from carrying anything between executions."""
+    """What keeps the page cache of the host files a runner still maps from carrying anything."""
     if backend.pinned is not None:
-        return (f"page cache of the read-only view: all {backend.pinned.bytes // MiB} MiB of its files mapped and locked in "
-                "memory by the harness before any candidate runs, until the harness exits, so no "
-                "execution can load a page another one could see, nor anyone (the host included) evict one")
-    return ("page cache of the read-only view: every file read in by the harness before any candidate "
-            f"runs and re-checked every {residency.REFRESH_SECONDS:g} s, so no page is left for an execution "
+        return (f"page cache of the host files a runner still maps (the interpreter, its libraries, the preloaded "
+                f"extension modules): all {backend.pinned.bytes // MiB} MiB mapped and locked in memory by the harness "
+                "before any candidate runs, until the harness exits, so no execution can load a page another one could "
+                "see, nor anyone (the host included) evict one")
+    return ("page cache of the host files a runner still maps: every one read in by the harness before any "
+            f"candidate runs and re-checked every {residency.REFRESH_SECONDS:g} s, so no page is left for an execution "
             "to load, and none it can evict (the evicting and probing calls are denied; pages the host "
             "evicts between two checks can be loaded again)")
 
@@ -360,7 +386,7 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
         iso.enforced += ["empty environment", "fresh temp dir as cwd",
                          seccomp.describe() + " (loaded by the runner before the candidate's code exists)"]
     iso.enforced += [
-        f"rlimit address space {limits.memory_bytes // MiB} MiB",
+        f"rlimit address space {limits.memory_bytes // MiB} MiB beyond what the runner maps before the candidate loads",
         f"rlimit cpu {limits.cpu_seconds} s",
         f"rlimit file size {limits.file_bytes // MiB} MiB",
         f"rlimit open files {limits.open_files}",
@@ -400,6 +426,9 @@ def describe(backend: LocalBackend, limits: Limits) -> Isolation:
             "page cache residency of host files (every host file is readable: a read by one execution can "
             "load pages whose read time a later one measures; the syscall filter denies every call that "
             "evicts or probes them)",
+            "dentry cache of host directories (every host directory can be looked into: a name one execution "
+            "looks up, present or absent, stays cached for a later one to find, by openat2 RESOLVE_CACHED or "
+            "a stat's time; no outcome of a hidden suite reaches an execution to be noted there)",
         ]
     return iso
 
@@ -426,13 +455,13 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
         "network: none (the slot's empty network namespace, loopback only: nothing to connect to; its "
         "executions use it one at a time, and before it builds each execution's environment the fork "
         "server checks that it holds no socket, or the slot is discarded)",
-        "filesystem: read-only view of the interpreter only (" + ", ".join(caps.bwrap.ro_binds) + ")",
+        ROOT_TEXT,
         f"writable: private tmpfs cwd {bwrap.WORKDIR}, /tmp and /dev/shm, {scratch} MiB each, new for every "
         "execution",
-        "processes: private /proc of the execution's own pid namespace (harness, fork server and other "
-        "executions invisible; its init non-dumpable and immune to its signals)",
+        "processes: private /proc (pids only) of the execution's own pid namespace (harness, fork server and "
+        "other executions invisible; its init non-dumpable and immune to its signals)",
         "environment: cleared; new session; dies with the harness",
-        f"rlimit address space {limits.memory_bytes // MiB} MiB",
+        f"rlimit address space {limits.memory_bytes // MiB} MiB beyond what the runner maps before the candidate loads",
         f"rlimit cpu {limits.cpu_seconds} s",
         f"rlimit file size {limits.file_bytes // MiB} MiB",
         f"rlimit open files {limits.open_files}",
@@ -452,7 +481,8 @@ def describe_fork_server(backend: LocalBackend, limits: Limits) -> Isolation:
                                 "concurrent executions share its per-user kernel quotas)")
     iso.notes += list(caps.bwrap.notes)
     iso.notes.append("shared by the executions of one slot, fixed when the slot starts: the interpreter's "
-                     "string-hash seed and memory layout (ASLR), the standard modules it pre-imported")
+                     "memory layout (ASLR), the standard modules it pre-imported; the string-hash seed is "
+                     f"{HASH_SEED} on every backend (PYTHONHASHSEED)")
     return iso
 
 

@@ -20,6 +20,9 @@ MAX_TYPE_NAME = 200
 
 
 def _main():
+    # The interpreter read its hash seed at its start (the harness's one variable): the candidate's
+    # environment is empty, as before.
+    os.environ.pop("PYTHONHASHSEED", None)
     # Take the protocol pipes away from the candidate before it exists.
     _read, _write, _dup2, _open = os.read, os.write, os.dup2, os.open
     inp, out = os.dup(0), os.dup(1)
@@ -236,10 +239,22 @@ def _apply_limits(limits):
         # CPU: the soft limit a second below the hard one, so that reaching it is a SIGXCPU (at
         # soft == hard the kernel sends SIGKILL, indistinguishable from any other kill).
         hard = value + 1 if name == "RLIMIT_CPU" else value
+        if name == "RLIMIT_AS":  # the candidate's own address space: on top of what the runner maps already
+            value = hard = value + _mapped_bytes(resource)
         try:
             resource.setrlimit(which, (value, hard))
         except (ValueError, OSError):
             pass  # reported by the harness side, which states what it asked for
+
+
+def _mapped_bytes(resource):
+    # The runner's address space before the candidate exists (the interpreter, the preloaded modules):
+    # it differs between backends (a fork server maps more), the candidate's share must not.
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 if __name__ == "__main__":

@@ -34,8 +34,9 @@ exported as BPF once per process. Where it goes:
   setns and sendmsg, so its own sandbox has no filter; ``zygote.py``);
 - ``local-rlimits``: the runner loads it itself, before the candidate's code exists (``runner.py``);
 - ``docker``: ``security_opt=["seccomp=<json>"]`` with the same rules as Docker's JSON profile, but for
-  SENDMSG and KEEPER_CONNECT, which the runner adds itself (``runner_bpf()``) before the candidate's
-  code exists.
+  SENDMSG, KEEPER_CONNECT, the mount and namespace calls (FORK_SERVER_CALLS, clone with namespace
+  flags): the container's fork server loads bpf() into each runner it forks, and a runner started by
+  fork + exec adds them itself (``runner_bpf()``) before the candidate's code exists.
 """
 
 from __future__ import annotations
@@ -84,6 +85,10 @@ SENDMSG = ("sendmsg", "sendmmsg")
 # Denied to every candidate (DENIED), but not by the docker container's profile either: the keeper
 # connects to the host's socket once, at its start (pool.SocketChannel); runner_bpf() has them.
 KEEPER_CONNECT = ("socket", "connect")
+# Denied to every candidate (DENIED, and clone with NAMESPACE_FLAGS), but not by the docker container's
+# profile: the container's fork server (zygote.py, as in a local slot) makes each execution's namespaces
+# and root with them; every runner it forks loads bpf(), and runner_bpf() has them too.
+FORK_SERVER_CALLS = ("mount", "umount2", "unshare", "setns", "pivot_root")
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW (and their 32-bit *64 numbers), F_OFD_GETLK, F_OFD_SETLK,
 # F_OFD_SETLKW, F_SETLEASE, F_GETLEASE, F_NOTIFY
 FCNTL_DENIED = (5, 6, 7, 12, 13, 14, 36, 37, 38, 1024, 1025, 1026)
@@ -134,12 +139,12 @@ def bpf() -> bytes:
 
 @functools.cache
 def runner_bpf() -> bytes:
-    """What the docker runner adds to its container's profile before the candidate exists: SENDMSG and
-    KEEPER_CONNECT."""
-    return _export(SENDMSG + KEEPER_CONNECT, full=False)
+    """What the docker runner adds to its container's profile before the candidate exists: SENDMSG,
+    KEEPER_CONNECT, FORK_SERVER_CALLS and clone with namespace flags."""
+    return _export(SENDMSG + KEEPER_CONNECT + FORK_SERVER_CALLS, full=False, namespaces=True)
 
 
-def _export(denied: tuple[str, ...], *, full: bool) -> bytes:
+def _export(denied: tuple[str, ...], *, full: bool, namespaces: bool = False) -> bytes:
     sc = _library()
     flt = sc.SyscallFilter(sc.ALLOW)
     try:  # a binary tree of syscall numbers rather than a linear list: fewer instructions per call
@@ -149,12 +154,13 @@ def _export(denied: tuple[str, ...], *, full: bool) -> bytes:
     for name in denied:
         if _resolvable(sc, name):
             flt.add_rule(sc.ERRNO(EPERM), name)
+    if full or namespaces:
+        for flag in NAMESPACE_FLAGS.values():
+            flt.add_rule(sc.ERRNO(EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     if not full:
         return _bytes(flt)
     if _resolvable(sc, "clone3"):
         flt.add_rule(sc.ERRNO(ENOSYS), "clone3")
-    for flag in NAMESPACE_FLAGS.values():
-        flt.add_rule(sc.ERRNO(EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     for name, comparisons in ARG_RULES:
         if _resolvable(sc, name):
             flt.add_rule(sc.ERRNO(EPERM), name, *(sc.Arg(i, getattr(sc, op), v) for i, op, v in comparisons))
@@ -169,16 +175,14 @@ def _bytes(flt) -> bytes:
 
 
 def docker_profile() -> str:
-    """The same rules as a Docker seccomp profile (JSON), for ``security_opt``, except SENDMSG and
-    KEEPER_CONNECT (the keeper's; the runner loads runner_bpf() for them)."""
+    """The same rules as a Docker seccomp profile (JSON), for ``security_opt``, except SENDMSG,
+    KEEPER_CONNECT (the keeper's), FORK_SERVER_CALLS and clone with namespace flags (the fork server's):
+    every runner loads them itself (bpf() or runner_bpf())."""
+    kept = KEEPER_CONNECT + FORK_SERVER_CALLS
     syscalls = [
-        {"names": [name for name in DENIED if name not in KEEPER_CONNECT], "action": "SCMP_ACT_ERRNO",
-         "errnoRet": EPERM},
+        {"names": [name for name in DENIED if name not in kept], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM},
         {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": ENOSYS},
     ]
-    for flag in NAMESPACE_FLAGS.values():
-        syscalls.append({"names": ["clone"], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM,
-                         "args": [{"index": 0, "value": flag, "valueTwo": flag, "op": "SCMP_CMP_MASKED_EQ"}]})
     for name, comparisons in ARG_RULES:
         syscalls.append({"names": [name], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM,
                          "args": [{"index": i, "value": v, "op": "SCMP_CMP_" + op} for i, op, v in comparisons]})

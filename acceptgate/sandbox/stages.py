@@ -3,7 +3,7 @@
 Off by default (one attribute test per mark). When on, each thread's CPU time (``time.thread_time``:
 what the load does not inflate) and wall time between two marks are added to the stage the second
 mark names: ``spawn``, ``load``, ``round trip`` (a call written, its answer read), ``compare``,
-``compare (digest)``, ``teardown``.
+``compare (digest)``, ``block boundary`` (a hidden suite's block judged at its end), ``teardown``.
 """
 
 from __future__ import annotations

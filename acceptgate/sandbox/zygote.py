@@ -1,7 +1,24 @@
 # acceptgate fork server ("zygote"): trusted code that runs inside one slot's bubblewrap sandbox,
 # before any candidate. Standard library only; started as
 #     python3 -I -S -B -c <this file> <control fd> <tmpfs bytes> <runner source> <filter hex> <preload>
-# (<preload>: the modules to import before any execution, comma-separated: backend.PRELOAD)
+#         <stdlib fd>
+# (<preload>: the modules to import before any execution, comma-separated: backend.PRELOAD and the
+# standard library's extension modules; <stdlib fd>: a descriptor holding the standard library's
+# compiled modules, index_main's output, read once and closed before any execution), or, for one
+# execution in a bubblewrap sandbox of its own (local-bwrap), with "once" in place of <control fd>: it
+# then builds the execution's root in that sandbox's namespaces and becomes the runner on fds 0 and 1.
+# "index <stdlib dir>" (run by the harness, outside any sandbox) writes that image to stdout.
+#
+# Nothing a candidate can name resolves on a filesystem another execution can name: R's root is a
+# tmpfs made for this execution alone (its own superblock, so its own dentries and pages, dropped with
+# its mount namespace), holding /proc (a new procfs of its pid namespace, pids only: subset=pid),
+# /sandbox, /tmp and /dev/shm (tmpfs each) and the five device nodes, each a bind of a single file.
+# The slot's view of the host (the interpreter's files) is unmounted from R's namespace before the
+# runner starts: what the candidate imports comes from memory (MemoryFinder: the compiled standard
+# library, read by Z before any execution; its extension modules imported by Z), and the only host
+# files it can still reach are those mapped into its process (the interpreter, its libraries, the
+# preloaded extension modules: /proc/self/exe, never a directory), whose pages the harness keeps
+# locked in memory (residency.py).
 #
 # Per execution it builds a fresh environment, then starts the candidate runner in it:
 #
@@ -50,6 +67,11 @@ import signal
 import _signal  # signal's own functions without the enum wrapping (fewer objects touched)
 import socket
 import _socket  # socket objects without socket.py's Python-level wrappers
+import _frozen_importlib as _bootstrap  # ModuleSpec, without importing importlib's Python modules
+import _frozen_importlib_external as _bootstrap_external
+import marshal
+import mmap
+import zlib
 import struct
 import sys
 import time
@@ -67,6 +89,8 @@ JOINED = (("user", CLONE_NEWUSER), ("mnt", CLONE_NEWNS), ("ipc", CLONE_NEWIPC), 
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine, 155)
 
 SIGCHLD = 17
 PR_SET_DUMPABLE = 4
@@ -81,8 +105,16 @@ CAP_SYS_ADMIN = 21
 
 UID = 65534
 WORKDIR = "/sandbox"
-# Made read-only in each execution's /proc, as bubblewrap's --proc does
-PROC_COVERS = tuple(b"/proc/" + name for name in (b"sys", b"sysrq-trigger", b"irq", b"bus"))
+# Where R mounts its execution's root before it moves into it (a directory of the slot's view)
+NEW_ROOT = b"/sandbox"
+DEV_NODES = (b"null", b"zero", b"full", b"random", b"urandom")
+DEV_LINKS = ((b"/proc/self/fd", b"fd"), (b"/proc/self/fd/0", b"stdin"), (b"/proc/self/fd/1", b"stdout"),
+             (b"/proc/self/fd/2", b"stderr"))
+ROOT_BYTES = 1024 * 1024  # the execution's root: directories and mount points only (read-only once built)
+# Directories of the standard library no candidate imports from (tests, GUI, tooling), and none that
+# is not a package (site-packages is never in the view; lib-dynload's modules are imported by Z)
+SKIPPED_DIRS = frozenset(("test", "tests", "idle_test", "idlelib", "tkinter", "turtledemo", "lib2to3", "ensurepip",
+                          "venv", "site-packages", "dist-packages", "__pycache__", "lib-dynload"))
 SPARE_TRIES = 3
 INIT_STACK = 16 * 1024  # the init's own stack: pause() needs a few hundred bytes of it
 
@@ -205,34 +237,166 @@ def close_all(fds):
 
 # --- the runner (R): joins the execution's namespaces, builds its view, waits for the go -----------
 
-def build_environment():
-    """In R, with every capability of the execution's user namespace: the execution's private view."""
+def build_environment(once=False):
+    """In R, with every capability of the execution's user namespace: the execution's own root. (once:
+    in a bubblewrap sandbox of its own, with CAP_SYS_ADMIN and CAP_SYS_RESOURCE in its user namespace.)"""
     mount, check = libc.mount, _check
-    for args, what in MOUNTS[:2]:
-        check(mount(*args), what)
+    check(mount(*MOUNTS[0][0]), MOUNTS[0][1])  # the tree private: nothing here propagates anywhere
+    if once:  # a /proc of our own over bubblewrap's, whose /proc/sys is read-only
+        check(mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount '/proc'")
     # No user namespaces below this one: the candidate gets no capabilities anywhere.
     write_file(b"/proc/sys/user/max_user_namespaces", b"0")
-    for args, what in MOUNTS[2:]:
+    for args, what in MOUNTS[1:]:
         check(mount(*args), what)
+        if args[1] == NEW_ROOT:  # the root's skeleton: mount points for what follows
+            make_skeleton()
+    enter_root()
     drop_capabilities(NO_CAPABILITIES)
 
 
+def make_skeleton():
+    """The directories, device-node mount points and links of the execution's root (a fresh tmpfs)."""
+    for name, mode in ((b"proc", 0o555), (b"dev", 0o755), (b"tmp", 0o1777), (b"sandbox", 0o700)):
+        os.mkdir(NEW_ROOT + b"/" + name, mode)
+    os.mkdir(NEW_ROOT + b"/dev/shm", 0o1777)
+    for node in DEV_NODES:
+        os.close(os.open(NEW_ROOT + b"/dev/" + node, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    for target, link in DEV_LINKS:
+        os.symlink(target, NEW_ROOT + b"/dev/" + link)
+
+
+def enter_root():
+    """R moves into its execution's root and drops the slot's view: no host directory is left in its
+    mount namespace (pivot_root, then the old root detached), so no name it looks up is looked up there."""
+    os.chdir(NEW_ROOT)
+    check = _check
+    check(libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    check(libc.umount2(b".", MNT_DETACH), "umount the old root")
+    os.chdir(b"/")
+    check(libc.mount(None, b"/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None),
+          "mount '/' read-only")
+
+
 def mount_plan(scratch_bytes):
-    """libc.mount's arguments (and what an error names) for an execution's view, in order: the tree
-    private, a new /proc (the first two; build_environment writes to it between), then the read-only
-    covers of /proc that exist in this kernel (our own new /proc shows the same) and the fresh tmpfs
-    places. Made once: a runner builds no argument (each new object is a page it copies)."""
+    """libc.mount's arguments (and what an error names) for an execution's root, in order: the tree
+    private, the root's tmpfs (make_skeleton fills it), then inside it a new procfs (its pid namespace's
+    processes only: no global file, no /proc/sys), the fresh tmpfs places and the device nodes, each a
+    bind of one file. Made once: a runner builds no argument (each new object is a page it copies)."""
     plan = [(None, b"/", None, MS_REC | MS_PRIVATE, None),
-            (b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)]
-    for path in PROC_COVERS:
-        if os.path.exists(path):
-            plan.append((path, path, None, MS_BIND | MS_REC, None))
-            plan.append((None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                         None))
-    for path, mode in ((WORKDIR, "0700"), ("/tmp", "1777"), ("/dev/shm", "1777")):
-        plan.append((b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+            (b"tmpfs", NEW_ROOT, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=%d,mode=0755" % ROOT_BYTES),
+            (b"proc", NEW_ROOT + b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"subset=pid")]
+    for path, mode in ((b"/sandbox", "0700"), (b"/tmp", "1777"), (b"/dev/shm", "1777")):
+        plan.append((b"tmpfs", NEW_ROOT + path, b"tmpfs", MS_NOSUID | MS_NODEV,
                      ("size=%d,mode=%s" % (scratch_bytes, mode)).encode()))
+    for node in DEV_NODES:
+        plan.append((b"/dev/" + node, NEW_ROOT + b"/dev/" + node, None, MS_BIND, None))
     return tuple((args, "mount %r" % (args[1],)) for args in plan)
+
+
+# --- the standard library, from memory -------------------------------------------------------------
+
+class MemoryFinder:
+    """The standard library's pure-Python modules, served from memory: INDEX (name -> (is package, path,
+    offset, length)) of IMAGE, the harness's sealed image mapped privately by Z before any execution
+    (its pages shared read-only by every execution; none can write them): importing one opens no file.
+    Its extension modules are imported by Z itself (PRELOAD)."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        entry = INDEX.get(name)
+        if entry is None:
+            return None
+        spec = _bootstrap.ModuleSpec(name, cls, origin=entry[1], is_package=entry[0])
+        if entry[0]:
+            spec.submodule_search_locations = [entry[1].rpartition("/")[0]]
+        spec.has_location = True
+        return spec
+
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @classmethod
+    def exec_module(cls, module):
+        exec(cls.get_code(module.__spec__.name), module.__dict__)
+
+    @staticmethod
+    def get_code(name):
+        _, _, offset, length = INDEX[name]
+        return marshal.loads(zlib.decompress(IMAGE[offset:offset + length]))
+
+    @staticmethod
+    def get_source(name):
+        return None
+
+    @staticmethod
+    def is_package(name):
+        return INDEX[name][0]
+
+
+def read_index(fd):
+    """The standard library's image (index_main's output) mapped from the harness's sealed descriptor
+    (then closed): (its index, the mapping). Only the index is read now; each module when imported."""
+    global IMAGE
+    image = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    os.close(fd)
+    size = int.from_bytes(image[:8], "little")
+    index = marshal.loads(image[8:8 + size])
+    if type(index) is not dict:
+        raise SystemExit("the standard library's image has no index")
+    base = 8 + size
+    IMAGE = image
+    return {name: (is_pkg, path, base + offset, length) for name, (is_pkg, path, offset, length) in index.items()}
+
+
+def compiled(path):
+    """The module's code: from its cached bytecode when that matches the source, else compiled."""
+    import importlib.util
+
+    st = os.stat(path)
+    try:
+        with open(importlib.util.cache_from_source(path), "rb") as f:
+            data = f.read()
+        if (data[:4] == importlib.util.MAGIC_NUMBER and data[4:8] == b"\0\0\0\0"
+                and int.from_bytes(data[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+                and int.from_bytes(data[12:16], "little") == st.st_size & 0xFFFFFFFF):
+            return marshal.loads(data[16:])
+    except (OSError, ValueError, EOFError):
+        pass
+    with open(path, "rb") as f:
+        return compile(f.read(), path, "exec", dont_inherit=True)
+
+
+def index_main(stdlib):
+    """The standard library's image on stdout: the index's length (8 bytes), the index (marshal of
+    {module name: (is package, path, offset, length)}), then each module's code, marshalled and
+    compressed (a third of the size: every byte of it is in each runner's address space)."""
+    index, blobs, offset = {}, [], 0
+    for top, dirs, files in os.walk(stdlib):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and d.isidentifier())
+        rel = os.path.relpath(top, stdlib)
+        package = "" if rel == "." else rel.replace(os.sep, ".")
+        if package and "__init__.py" not in files:
+            dirs[:] = []  # not a package: nothing under it is importable as one
+            continue
+        for name in sorted(files):
+            stem = name[:-3]
+            if not name.endswith(".py") or not stem.isidentifier():
+                continue
+            path = os.path.join(top, name)
+            full = package if stem == "__init__" else (package + "." + stem if package else stem)
+            try:
+                blob = zlib.compress(marshal.dumps(compiled(path)), 6)
+            except (SyntaxError, ValueError, OSError):
+                continue  # e.g. a Python 2 file left in a data directory
+            index[full] = (stem == "__init__", path, offset, len(blob))
+            blobs.append(blob)
+            offset += len(blob)
+    head = marshal.dumps(index)
+    out = len(head).to_bytes(8, "little") + head + b"".join(blobs)
+    view = memoryview(out)
+    while view:
+        view = view[os.write(1, view):]
 
 
 def runner_main(namespaces, go):
@@ -570,8 +734,12 @@ def serve_runs(ctl, spare):
 
 
 def main():
-    global RUNNER, MAX_FD, MOUNTS, LAST_CAP, FILTER_PROGRAM, NO_CAPABILITIES, OWN_PID_NS, SOCKSTAT_FDS, PRELOAD
-    ctl_fd, scratch_bytes, runner_source = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    global RUNNER, MAX_FD, MOUNTS, LAST_CAP, FILTER_PROGRAM, NO_CAPABILITIES, OWN_PID_NS, SOCKSTAT_FDS, PRELOAD, INDEX
+    if sys.argv[1] == "index":
+        index_main(sys.argv[2])
+        return
+    once = sys.argv[1] == "once"
+    ctl_fd, scratch_bytes, runner_source = (-1 if once else int(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
     # Imported once here, before any candidate, so that no execution pays for them; each execution gets
     # a copy-on-write copy (the list and why: backend.PRELOAD).
     PRELOAD = tuple(name for name in sys.argv[5].split(",") if name)
@@ -579,6 +747,11 @@ def main():
     if not filter_bytes:
         raise SystemExit("no syscall filter given")
     FILTER_PROGRAM = filter_program(filter_bytes)
+    INDEX = read_index(int(sys.argv[6]))
+    sys.meta_path.insert(sys.meta_path.index(_bootstrap_external.PathFinder), MemoryFinder)
+    if once:
+        once_main(scratch_bytes, runner_source)
+        return
     # A /proc of our own on top of bubblewrap's (whose read-only covers would make the kernel refuse
     # each execution's new /proc).
     _check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount '/proc'")
@@ -602,13 +775,7 @@ def main():
     SOCKSTAT_FDS = tuple(os.open("/proc/net/" + name, os.O_RDONLY | os.O_CLOEXEC)
                          for name in ("sockstat", "sockstat6") if os.path.exists("/proc/net/" + name))
     MAX_FD = os.sysconf("SC_OPEN_MAX")
-    for name in PRELOAD:
-        try:
-            __import__(name)
-        except ImportError:
-            pass
-    RUNNER = {"__name__": "acceptgate_runner", "__builtins__": __builtins__}
-    exec(compile(runner_source, "runner.py", "exec"), RUNNER)
+    preload(runner_source)
     # What exists now (the interpreter, the preloaded modules, the runner) goes to the collector's
     # permanent generation: a runner's full collections would walk it all and copy every page it sits
     # on (the fork shares them), and ours would dirty them again for the next runner.
@@ -624,7 +791,40 @@ def main():
         pass
 
 
+def preload(runner_source):
+    """The modules every execution may use, imported before any exists, and the runner's code."""
+    global RUNNER
+    for name in PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    RUNNER = {"__name__": "acceptgate_runner", "__builtins__": __builtins__}
+    exec(compile(runner_source, "runner.py", "exec"), RUNNER)
+
+
+def once_main(scratch_bytes, runner_source):
+    """One execution in this bubblewrap sandbox (local-bwrap): its root built here, in the sandbox's own
+    namespaces, then the runner on fds 0 and 1."""
+    global MOUNTS, NO_CAPABILITIES, LAST_CAP, MAX_FD
+    MOUNTS = mount_plan(scratch_bytes)
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            LAST_CAP = int(f.read())
+    except (OSError, ValueError):
+        LAST_CAP = 63
+    NO_CAPABILITIES = capability_sets()
+    MAX_FD = os.sysconf("SC_OPEN_MAX")
+    preload(runner_source)
+    stdin_fd, stdout_fd = os.dup(0), os.dup(1)
+    build_environment(once=True)
+    load_filter(FILTER_PROGRAM)
+    become_runner(stdin_fd, stdout_fd)
+
+
 PRELOAD = ()  # main() sets it
+INDEX = {}  # the standard library's modules (MemoryFinder); main() reads them
+IMAGE = b""  # their code (read_index's mapping)
 MOUNTS = ()  # libc.mount's arguments for each execution's view (mount_plan); main() sets them
 ID_MAP = b"%d %d 1" % (UID, UID)
 SOCKSTAT_FDS = ()  # /proc/net/sockstat and sockstat6 (no IPv6 in this kernel: the one)

@@ -30,10 +30,11 @@ from typing import Any, Callable, Mapping
 
 from acceptgate import boundedjson
 from acceptgate._util.resources import data_dir
+from acceptgate._util.settings import env_name, settings
 from acceptgate.errors import InvalidInput
 
 EXPECTATIONS_DIR = data_dir("acceptgate.expectations")
-ENV_DIR = "ACCEPTGATE_EXPECTATIONS"
+ENV_DIR = env_name("expectations")
 PARAMETERS_FILE = "_parameters.json"  # allowed values, declared once; suites refer to them as {"$PARAMETER": name}
 SHOW_UNEXPECTED = 5
 
@@ -93,7 +94,7 @@ class Suite:
 
 
 def directory(path: str | os.PathLike | None = None) -> Path:
-    return Path(path or os.environ.get(ENV_DIR) or EXPECTATIONS_DIR)
+    return Path(path or settings().expectations or EXPECTATIONS_DIR)
 
 
 def load_suite(table: str, where: str | os.PathLike | None = None) -> Suite:

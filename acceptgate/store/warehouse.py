@@ -54,27 +54,25 @@ from typing import Iterator, Mapping, Sequence
 import duckdb
 
 from acceptgate._util.resources import data_dir
+from acceptgate._util.settings import Settings, env_name, settings
 from acceptgate.hashing import sha256_text
 from acceptgate.errors import InvalidInput
 from acceptgate.interrupt import pid_alive
 
 SQL_DIR = data_dir("acceptgate.sql")
-DEFAULT_PATH = Path("data") / "warehouse.duckdb"
-ENV_PATH = "ACCEPTGATE_WAREHOUSE"
-ENV_LOCK_TIMEOUT = "ACCEPTGATE_WAREHOUSE_LOCK_TIMEOUT"
-DEFAULT_LOCK_TIMEOUT = 120.0
+DEFAULT_PATH = Settings.model_fields["warehouse"].default
+ENV_PATH = env_name("warehouse")
+ENV_LOCK_TIMEOUT = env_name("warehouse_lock_timeout")
 # DuckDB's buffer pool grows towards 80 % of RAM by default, so a writer's memory grew with the number of
 # rows it had written or published (a 100,000-record backfill's publish alone added ~400 MiB). A writer
 # caps it; what does not fit spills to the database's temp directory.
-ENV_WRITER_MEMORY = "ACCEPTGATE_WAREHOUSE_MEMORY"
-DEFAULT_WRITER_MEMORY = "256MB"
+ENV_WRITER_MEMORY = env_name("warehouse_memory")
 SNAPSHOT_SUFFIX = ".snapshot.duckdb"
 MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
 # The snapshot's storage format: the newest the DuckDB CLI on PyPI (duckdb-cli 1.5.6) reads; the
 # Python package (2.x) writes a newer one by default.
 SNAPSHOT_STORAGE_VERSION = "v1.5.0"
-ENV_PAUSE_AT = "ACCEPTGATE_TEST_PAUSE_AT"
 ATTEMPTS_TABLE = "run_attempts"
 NEVER_PUBLISHED = ("quarantine",)  # batches that failed their expectations stay in the live file
 COPIED_WHOLE = (ATTEMPTS_TABLE, "schema_migrations")  # logs, not a run's results
@@ -96,7 +94,7 @@ class MigrationError(WarehouseError):
 
 def resolve_path(path: str | os.PathLike | None = None) -> Path:
     """--warehouse, else $ACCEPTGATE_WAREHOUSE, else data/warehouse.duckdb (relative to the cwd)."""
-    chosen = path or os.environ.get(ENV_PATH) or DEFAULT_PATH
+    chosen = path or settings().warehouse
     return Path(chosen).expanduser()
 
 
@@ -132,15 +130,7 @@ def check_path(path: str | os.PathLike) -> Path:
 
 
 def lock_timeout(value: float | None = None) -> float:
-    if value is not None:
-        return value
-    raw = os.environ.get(ENV_LOCK_TIMEOUT)
-    if raw is None:
-        return DEFAULT_LOCK_TIMEOUT
-    try:
-        return float(raw)
-    except ValueError:
-        raise InvalidInput(f"not a number of seconds: {raw!r}", source=ENV_LOCK_TIMEOUT) from None
+    return settings().warehouse_lock_timeout if value is None else value
 
 
 # -- connections ---------------------------------------------------------------------------------
@@ -376,8 +366,7 @@ def pause_point(name: str) -> None:
     A crash test waits for the stopped state and SIGKILLs the process there: a kill at a named point
     of a stage, not at a time that depends on the machine's load.
     """
-    wanted = os.environ.get(ENV_PAUSE_AT)
-    if wanted and name in wanted.split(","):
+    if name in settings().test_pause_at:
         os.kill(os.getpid(), signal.SIGSTOP)
 
 
@@ -516,7 +505,7 @@ def publish(path: str | os.PathLike, run_id: str | Sequence[str], *, timeout: fl
 
 
 def _cap_memory(con: duckdb.DuckDBPyConnection) -> None:
-    limit = os.environ.get(ENV_WRITER_MEMORY) or DEFAULT_WRITER_MEMORY
+    limit = settings().warehouse_memory
     try:
         con.execute("set memory_limit = ?", [limit])
     except duckdb.Error as exc:
@@ -524,17 +513,26 @@ def _cap_memory(con: duckdb.DuckDBPyConnection) -> None:
         raise InvalidInput(f"not a DuckDB memory size ({exc})", field=ENV_WRITER_MEMORY) from exc
 
 
+# An analyst session's DuckDB settings (``open_snapshot``); lock_configuration last keeps them as given.
+ANALYST_SESSION = {"enable_external_access": False, "autoinstall_known_extensions": False,
+                   "autoload_known_extensions": False, "lock_configuration": True}
+
+
 @contextlib.contextmanager
 def open_snapshot(path: str | os.PathLike | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only analyst session on the published snapshot of the warehouse at ``path`` (resolved
     like --warehouse); never the live file, so it neither waits for nor blocks a writer. The
-    connection reads the snapshot as it was when opened, however many publishes follow."""
+    connection reads the snapshot as it was when opened, however many publishes follow.
+
+    The session reaches nothing but the snapshot: DuckDB's external access is off (no file read or
+    written by COPY, EXPORT, ATTACH, read_text/read_csv/glob..., no extension installed or loaded) and
+    its configuration is locked, so no query can turn either back on."""
     target = snapshot_path(resolve_path(path))
     if not target.is_file():
         raise InvalidInput("no snapshot published yet: a run publishes one when it succeeds "
                            "(acceptgate audit or acceptgate gate)", source=str(target), field="--warehouse")
     try:
-        con = duckdb.connect(str(target), read_only=True)
+        con = duckdb.connect(str(target), read_only=True, config=ANALYST_SESSION)
     except duckdb.Error as exc:
         raise WarehouseError(f"{target}: {exc}") from exc
     try:

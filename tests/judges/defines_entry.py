@@ -1,4 +1,4 @@
-"""A weak command verifier for the tests and the README: PASS when the candidate (the file given as
+"""A weak command verifier for the tests and the docs (docs/benchmarks.md): PASS when the candidate (the file given as
 the first argument) compiles and defines the function named by the second argument, else FAIL.
 It never runs the candidate, so certification should expose it: it accepts every wrong program
 that still defines the function."""

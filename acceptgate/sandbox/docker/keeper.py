@@ -1,21 +1,28 @@
 # acceptgate container keeper: PID 1 of a warm sandbox container (standard library only).
 #
-# It starts one fresh runner process per execution, relays bytes between the host and that runner,
-# and afterwards removes everything the execution left: every other process, every file in the
-# writable tmpfs mounts; it checks that no SysV IPC object survives. It then reports the runner's
-# exit status and anything it had to clean (the host replaces a container with any such problem).
+# It starts one execution at a time, relays bytes between the host and its runner (attach channel),
+# and afterwards checks what the execution left: files in the container's writable tmpfs mounts, SysV
+# IPC objects, limit events. It then reports the runner's exit status and any such problem (the host
+# replaces a container with any problem).
 #
-# Runners come from a fork server (the "zygote"): a copy of this interpreter forked at container start,
-# before any execution data exists, that never receives any (only one-byte spawn requests). Each
-# runner is a fresh process forked from it -- a pre-initialised interpreter identical every time --
-# that then runs the runner source (`python3 -I -S -B -c <runner>` without the interpreter start).
-# If the zygote is gone, runners are started with fork + exec of that very command instead.
+# Executions come from the fork server acceptgate's local backend runs in each bubblewrap slot
+# (zygote.py): the keeper starts it once, before any execution data exists, in user, mount, pid,
+# network, ipc and uts namespaces of its own (the container's uid mapped to 65534, CAP_SYS_ADMIN in
+# them), where bubblewrap would. For each execution it makes fresh user, pid, mount, ipc and uts
+# namespaces and a root of the execution's own (a tmpfs: /proc of its pid namespace, /sandbox, /tmp,
+# /dev/shm, five device nodes), from which no directory of the image is reachable by name; the
+# standard library comes from memory. So nothing of the image's filesystem caches, nor of an earlier
+# execution, is visible to a later one, and every process of an execution ends with its init. The
+# container needs the engine's masked /proc paths off (the new /proc of each execution is refused
+# otherwise) and a seccomp profile that leaves the namespace and mount calls to the fork server (each
+# runner denies them to the candidate: seccomp.py). Where the fork server cannot start, runners are
+# started with fork + exec (`python3 -I -S -B -c <runner>`) in the container's own filesystem, and
+# the hello says so (the host names it in isolation.not_enforced).
 #
-# Why the candidate (same uid) cannot tamper with the keeper or the zygote: a pid namespace's init
-# ignores signals from inside the namespace that it has no handler for (SIGKILL and SIGSTOP included);
-# both are non-dumpable, so they cannot be ptraced and their /proc/<pid>/{mem,fd,environ} cannot be
-# opened. The zygote can be killed or stopped: the keeper notices and the container is replaced. The
-# runner talks to pipes; it never holds the container's stdin/stdout, so it cannot forge keeper frames.
+# Why the candidate (same uid) cannot tamper with the keeper or the fork server: it sees neither (its
+# own pid namespace); both are non-dumpable, so they cannot be ptraced and their /proc files cannot be
+# opened. A fork server killed or stopped is noticed and the container is replaced. The runner talks
+# to pipes; it never holds the container's stdin/stdout, so it cannot forge keeper frames.
 #
 # The host's channel: the container's stdin/stdout (through the engine's attach), or, when the engine
 # runs on the host's machine, a unix socket the host listens on in a directory it bind-mounted
@@ -28,13 +35,11 @@
 # the read end of the runner's stdin and the write end of its stdout, which the keeper hands to the
 # runner; the calls and answers then go between the harness and the runner with no relay, and there
 # are no b"I" and b"O" frames. The runner never holds the socket, so it cannot forge a keeper frame.
-import gc
 import json
 import os
 import resource
 import select
 import signal
-import _signal  # signal's own functions, without the enum round trip (see _become_runner)
 import socket
 import struct
 import sys
@@ -44,10 +49,12 @@ WRITABLE = ("/sandbox", "/tmp", "/dev/mqueue", "/dev/shm")
 OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
 PIDS_FILES = ("/sys/fs/cgroup/pids/pids.events", "/sys/fs/cgroup/pids.events")
 CHUNK = 1 << 16
-RUNNER_FLAGS = ["-I", "-S", "-B", "-c"]
+RUNNER_FLAGS = ["-s", "-P", "-S", "-B", "-c"]  # -I less -E: PYTHONHASHSEED is read (RUNNER_ENV)
+RUNNER_ENV = {"PYTHONHASHSEED": "0"}  # backend.HASH_SEED: every runner hashes strings alike
 SPAWN_TIMEOUT = 5.0
 IN_FD, OUT_FD = 0, 1  # the host's channel (the socket's descriptor, twice, in socket mode)
 CHANNEL = None  # socket mode: the connected socket (the runner's pipes come through it)
+RUNNER_SOURCE = ""  # main() sets it
 
 
 def _read(path):
@@ -256,7 +263,7 @@ def spawn_exec(python, runner, pipes=None):
         try:
             _oom_first()
             _runner_fds(in_r, out_w)
-            os.execve(python, [python, *RUNNER_FLAGS, runner], {})
+            os.execve(python, [python, *RUNNER_FLAGS, runner], RUNNER_ENV)
         finally:
             os._exit(127)
     if pipes is None:  # the host's are closed by the caller
@@ -265,142 +272,155 @@ def spawn_exec(python, runner, pipes=None):
     return pid, to_child, from_child, None
 
 
-class Zygote:
-    """The fork server: forked once, before any execution, from a keeper that held no data yet."""
+# -- the fork server: zygote.py in namespaces of its own, as bubblewrap holds it on the local backend --
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+CAP_SYS_ADMIN = 21
+SERVER_START = 60.0  # the fork server's first environment: its image of the standard library built, modules imported
 
-    def __init__(self, runner, preload=()):
-        code = compile(runner, "<runner>", "exec")
-        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.pid = os.fork()
-        if self.pid == 0:
+
+def _write_proc(name, text):
+    fd = os.open("/proc/self/" + name, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _raise_ambient(libc, cap):
+    """Keep ``cap`` across the exec of the fork server (an ambient capability, as bubblewrap's --cap-add)."""
+    import ctypes
+
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # (effective, permitted, inheritable) x 2 words
+    if libc.capget(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    data[2 + 3 * (cap // 32)] |= 1 << (cap % 32)
+    if libc.capset(header, data) != 0 or libc.prctl(47, 2, cap, 0, 0) != 0:  # PR_CAP_AMBIENT_RAISE
+        raise OSError(ctypes.get_errno(), "ambient capability")
+
+
+def _stdlib_image(zygote, given=""):
+    """A memfd holding the standard library's image (zygote.py index), read by the fork server: a copy of
+    the one the host left beside the socket (``given``: built there for this very interpreter), else
+    built here."""
+    fd = os.memfd_create("acceptgate-stdlib", 0)
+    if given and os.path.isfile(given):
+        with open(given, "rb") as f:
+            _write_all(fd, f.read())
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(fd, 1)
+            stdlib = os.path.dirname(os.__file__)
+            os.execve(sys.executable, [sys.executable, "-I", "-S", "-B", "-c", zygote, "index", stdlib], {})
+        finally:
+            os._exit(127)
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or os.fstat(fd).st_size == 0:
+        raise OSError("the standard library's image could not be built")
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _start_server(ctl_fd, pid_w, args):
+    """In a child of the keeper: user, mount, pid, network, ipc and uts namespaces of its own (this uid
+    mapped to 65534), then zygote.py as pid 1 of that pid namespace with CAP_SYS_ADMIN in it: the slot
+    bubblewrap makes on the local backend. Its pid (in the keeper's namespace) goes to pid_w. Never returns."""
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    _prctl_dumpable(1)  # (the keeper's flag): our /proc/self files ours to write (the id maps); no candidate exists yet
+    flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    if libc is None or libc.unshare(flags) != 0:
+        os._exit(126)
+    _write_proc("setgroups", "deny")
+    _write_proc("uid_map", "65534 %d 1" % uid)
+    _write_proc("gid_map", "65534 %d 1" % gid)
+    pid = os.fork()
+    if pid:  # the server is adopted by the keeper (init): this middle process goes
+        os.write(pid_w, str(pid).encode())
+        os._exit(0)
+    os.close(pid_w)
+    zygote, filter_hex, scratch, preload, given = args
+    image = _stdlib_image(zygote, given)
+    os.set_inheritable(image, True)
+    _raise_ambient(libc, CAP_SYS_ADMIN)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # the container's stdin/stdout (the attach channel) are the keeper's alone
+        os.dup2(null, fd)
+    low = 3
+    for fd in sorted((ctl_fd, image)):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 4096)
+    argv = [sys.executable, *RUNNER_FLAGS, zygote, str(ctl_fd), scratch, RUNNER_SOURCE, filter_hex, preload,
+            str(image)]
+    os.execve(sys.executable, argv, RUNNER_ENV)
+
+
+def dynload_modules(skipped):
+    """The standard library's extension modules (lib-dynload), but for the skipped ones."""
+    try:
+        names = os.listdir(os.path.join(os.path.dirname(os.__file__), "lib-dynload"))
+    except OSError:
+        return []
+    return sorted({n.split(".")[0] for n in names if n.endswith(".so")} - set(skipped))
+
+
+class ForkServer:
+    """zygote.py, started once before any execution: every runner it forks is in fresh user, pid, mount,
+    ipc and uts namespaces and a root of its own (a tmpfs), so nothing of the image's filesystem, nor of
+    an earlier execution, is reachable by name."""
+
+    def __init__(self, zygote, filter_hex, scratch, preload, given=""):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        os.set_inheritable(theirs.fileno(), True)
+        pid_r, pid_w = os.pipe()
+        child = os.fork()
+        if child == 0:
             try:
-                self.sock.close()
-                _zygote_loop(theirs, code, preload)
+                ours.close()
+                os.close(pid_r)
+                _start_server(theirs.fileno(), pid_w, (zygote, filter_hex, scratch, preload, given))
             finally:
-                os._exit(0)
+                os._exit(127)
         theirs.close()
-        self.sock.settimeout(SPAWN_TIMEOUT)
+        os.close(pid_w)
+        data = os.read(pid_r, 32)
+        os.close(pid_r)
+        os.waitpid(child, 0)
+        self.pid = int(data) if data.isdigit() else None
+        self.sock = ours
+        ours.settimeout(SERVER_START)
+        try:
+            ready = ours.recv(4096) if self.pid else b"no fork server"
+        except OSError as exc:
+            ready = str(exc).encode()
+        if ready != b"ready":
+            ours.close()
+            raise OSError("the fork server did not start: " + ready.decode("utf-8", "replace")[:200])
+        ours.settimeout(SPAWN_TIMEOUT)
 
-    def _request(self, kind, count):
-        """A new runner as a grandchild that the keeper (init) inherits: its pid and ``count`` descriptors."""
-        self.sock.send(kind)
-        msg, fds, _, _ = socket.recv_fds(self.sock, 32, count)
-        if len(fds) != count or not msg.isdigit():
+    def run(self, stdin_r, stdout_w, status_w):
+        """A new execution on these descriptors: the pidfd of its init (readable once all of it is gone)."""
+        socket.send_fds(self.sock, [b"run"], [stdin_r, stdout_w, status_w])
+        msg, fds, _, _ = socket.recv_fds(self.sock, 4096, 1)
+        if msg != b"started" or len(fds) != 1:
             for fd in fds:
                 os.close(fd)
-            raise OSError("zygote sent no runner")
-        return int(msg), fds
-
-    def spawn(self):
-        """A runner on pipes of the keeper's: (pid, to_child, from_child, None)."""
-        pid, (to_child, from_child) = self._request(b"f", 2)
-        return pid, to_child, from_child, None
-
-    def spawn_waiting(self):
-        """A runner that waits for its two pipes (Execution.start): (pid, None, None, its socket)."""
-        pid, (go,) = self._request(b"w", 1)
-        return pid, None, None, socket.socket(fileno=go)
+            raise OSError("fork server: " + msg.decode("utf-8", "replace")[:200])
+        return fds[0]
 
     def healthy(self):
-        """Alive and not stopped (a candidate may have sent it SIGSTOP: continue it first)."""
+        """Alive and not stopped (a SIGCONT first), and silent (it never speaks unasked)."""
         try:
             os.kill(self.pid, signal.SIGCONT)
             pid, _ = os.waitpid(self.pid, os.WNOHANG)
         except (ProcessLookupError, ChildProcessError):
             return False
-        return pid == 0
-
-
-def _zygote_loop(sock, code, preload):
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):  # the container's stdin/stdout are the keeper's alone
-        os.dup2(null, fd)
-    os.close(null)
-    # Imported once here, so that no runner pays for them (the host's list: backend.PRELOAD, as the
-    # local fork server's)
-    for name in preload:
-        try:
-            __import__(name)
-        except ImportError:
-            pass
-    # The runner's environment is empty, as an exec'd one's (spawn_exec): cleared here once, and every
-    # runner forked from here inherits it (os.environ.clear() is a Python loop over every variable).
-    os.environ.clear()
-    # What exists now goes to the collector's permanent generation: a runner's full collections would
-    # walk it all and copy every page it sits on (as in the local fork server, zygote.py).
-    gc.collect()
-    gc.freeze()
-    while True:
-        try:
-            request = sock.recv(16)
-        except OSError:
-            return
-        if not request:
-            return
-        if request == b"w":  # the runner waits on a socket for the host's pipes (socket mode)
-            ours, go = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            kept, given = [ours.detach()], [go.detach()]
-        else:
-            in_r, to_child = os.pipe()
-            from_child, out_w = os.pipe()
-            kept, given = [to_child, from_child], [in_r, out_w]
-        pid_r, pid_w = os.pipe()
-        middle = os.fork()
-        if middle == 0:  # double fork: the runner's parent exits, so init (the keeper) adopts it
-            try:
-                sock.close()
-                for fd in kept + [pid_r]:
-                    os.close(fd)
-                pid = os.fork()
-                if pid == 0:
-                    os.close(pid_w)
-                    if len(given) == 1:
-                        given = _await_pipes(given[0])
-                    _become_runner(given[0], given[1], code)
-                os.write(pid_w, str(pid).encode())
-            finally:
-                os._exit(0)
-        for fd in given + [pid_w]:
-            os.close(fd)
-        pid = os.read(pid_r, 32)
-        os.close(pid_r)
-        os.waitpid(middle, 0)  # gone before the keeper hears of the runner: no stray process
-        try:
-            socket.send_fds(sock, [pid or b"-"], kept)
-        finally:
-            for fd in kept:
-                os.close(fd)
-
-
-def _await_pipes(go):
-    """A waiting runner: its two pipes from the keeper (the host's), or its end (os._exit)."""
-    try:
-        sock = socket.socket(fileno=go)
-        _, fds, _, _ = socket.recv_fds(sock, 16, 2)
-        sock.close()
-    except OSError:
-        fds = []
-    if len(fds) != 2:
-        os._exit(2)
-    return fds
-
-
-def _become_runner(in_r, out_w, code):
-    status = 1
-    try:
-        _runner_fds(in_r, out_w)
-        _prctl_dumpable(1)  # like an exec'd runner: its own /proc/self is its own again
-        _oom_first()
-        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
-        sys.argv[:] = ["-c"]
-        exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
-        status = 0
-    except SystemExit as exc:
-        status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BaseException:
-        status = 1
-    finally:
-        os._exit(status)
+        return pid == 0 and not select.select([self.sock], [], [], 0)[0]
 
 
 # -- one execution --------------------------------------------------------------------------------
@@ -422,6 +442,7 @@ class Execution:
             self.pidfd = os.pidfd_open(self.pid)
         except (AttributeError, OSError):
             self.pidfd = None
+        self.watch_fd = self.pidfd  # readable once the runner has ended
 
     def begin(self):
         """Start counting limit events: at the execution's start, not at its (pre)spawn."""
@@ -499,75 +520,150 @@ class Execution:
         if not killed:
             self.drain()
         self.close()
-        left = []
-        for top in WRITABLE:
-            left += [top + "/" + n for n in _empty_dir(top)]
-        ipc = _ipc_objects()
-        oom_after = _counter(OOM_FILES, "oom_kill")
-        pids_after = _counter(PIDS_FILES, "max")
-        oom = None not in (self.oom_before, oom_after) and oom_after > self.oom_before
-        pids_hit = None not in (self.pids_before, pids_after) and pids_after > self.pids_before
-        code = os.waitstatus_to_exitcode(self.status) if self.status is not None else None
-        problems = []
-        if left:
-            problems.append("files left: " + ", ".join(left[:5]))
-        if ipc:
-            problems.append(f"{ipc} SysV IPC objects left")
+        report = _report(self.status, killed, self.oom_before, self.pids_before)
         if leftovers:
-            problems.append(f"{leftovers} other processes were running")
-        if oom:
-            problems.append("memory limit reached")
-        if pids_hit:
-            problems.append("process limit reached")
+            report["problems"].append(f"{leftovers} other processes were running")
         survivors = _other_pids(keep)
         if survivors:
-            problems.append(f"{len(survivors)} processes survived SIGKILL")
-        report = {
-            "returncode": code if code is None or code >= 0 else None,
-            "signal": -code if code is not None and code < 0 else None,
-            "oom": bool(oom),
-            "killed": bool(killed),
-            "problems": problems,
-        }
+            report["problems"].append(f"{len(survivors)} processes survived SIGKILL")
+        return report
+
+
+def _report(status, killed, oom_before, pids_before):
+    """The end report of an execution: its exit, and what it left in the container (files in the
+    writable mounts are removed, IPC objects counted, limit events compared with their start)."""
+    left = []
+    for top in WRITABLE:
+        left += [top + "/" + n for n in _empty_dir(top)]
+    ipc = _ipc_objects()
+    oom_after = _counter(OOM_FILES, "oom_kill")
+    pids_after = _counter(PIDS_FILES, "max")
+    oom = None not in (oom_before, oom_after) and oom_after > oom_before
+    pids_hit = None not in (pids_before, pids_after) and pids_after > pids_before
+    code = os.waitstatus_to_exitcode(status) if status is not None else None
+    problems = []
+    if left:
+        problems.append("files left: " + ", ".join(left[:5]))
+    if ipc:
+        problems.append(f"{ipc} SysV IPC objects left")
+    if oom:
+        problems.append("memory limit reached")
+    if pids_hit:
+        problems.append("process limit reached")
+    return {
+        "returncode": code if code is None or code >= 0 else None,
+        "signal": -code if code is not None and code < 0 else None,
+        "oom": bool(oom),
+        "killed": bool(killed),
+        "problems": problems,
+    }
+
+
+class ServerExecution(Execution):
+    """One execution of the fork server: its runner holds the host's pipes (socket mode) or the
+    keeper's (relayed); its wait status comes on a status pipe, and a pidfd of its init becomes readable
+    once every process of it is gone (the fork server kills the init when the runner ends)."""
+
+    def __init__(self, server, pipes=None):
+        self.begin()
+        self.waiting, self.pid, self.status = None, None, None
+        status_r, status_w = os.pipe()
+        given = list(pipes) if pipes is not None else []
+        self.to_child = self.from_child = None
+        if pipes is None:  # attach: the keeper relays
+            in_r, self.to_child = os.pipe()
+            self.from_child, out_w = os.pipe()
+            given = [in_r, out_w]
+        try:
+            self.pidfd = server.run(given[0], given[1], status_w)
+        except BaseException:
+            for fd in (status_r, self.to_child, self.from_child):
+                if fd is not None:
+                    os.close(fd)
+            raise
+        finally:
+            os.close(status_w)
+            if pipes is None:
+                os.close(given[0])
+                os.close(given[1])
+        self.status_fd = self.watch_fd = status_r
+        for fd in (self.to_child, self.from_child):
+            if fd is not None:
+                os.set_blocking(fd, False)
+        self.pending = bytearray()
+        self.out_open = self.from_child is not None
+
+    def poll(self):
+        if self.status is None and select.select([self.status_fd], [], [], 0)[0]:
+            raw = os.read(self.status_fd, 4)
+            # no report: the fork server killed the execution (or is gone): a kill
+            self.status = struct.unpack("=i", raw)[0] if len(raw) == 4 else signal.SIGKILL
+        return self.status is not None
+
+    def kill(self):
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def close(self):
+        for fd in (self.to_child, self.from_child, self.pidfd, self.status_fd):
+            if fd is not None and fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.to_child = self.from_child = self.pidfd = self.status_fd = None
+
+    def finish(self, killed, keep):
+        """Every process of the execution gone (its init's pidfd readable; the fork server's next
+        environment is not the execution's), then the container's own checks; report."""
+        self.kill()
+        gone = bool(select.select([self.pidfd], [], [], 5.0)[0])
+        self.poll()
+        if not killed:
+            self.drain()
+        self.close()
+        report = _report(self.status, killed, self.oom_before, self.pids_before)
+        if not gone:
+            report["problems"].append("the execution's processes outlived it")
         return report
 
 
 # -- the keeper -----------------------------------------------------------------------------------
 class Keeper:
-    def __init__(self, runner, fork_server, preload=()):
+    def __init__(self, runner, server_args=None):
         self.runner = runner
         self.python = sys.executable
         self.buf = bytearray()
         self.passed = []  # socket mode: descriptors that came with b"S" frames, not yet handed over
         self.current = None
-        self.spare = None  # a runner started ahead, idle until the next execution claims it
-        self.zygote = None
+        self.spare = None  # exec mode: a runner started ahead, idle until the next execution claims it
+        self.server = None  # the fork server (zygote.py), which builds each execution's namespaces and root
+        self.server_problem = ""
         self.sched_before = {}
-        if fork_server:
+        if server_args:
             try:
-                self.zygote = Zygote(runner, preload)
-            except Exception:  # noqa: BLE001 -- fork + exec still works
-                self.zygote = None
+                self.server = ForkServer(*server_args)
+            except Exception as exc:  # noqa: BLE001 -- fork + exec still works (the host is told: hello)
+                self.server_problem = str(exc)[:300]
 
     def keep(self):
-        return {1} | ({self.zygote.pid} if self.zygote else set())
+        return {1} | ({self.server.pid} if self.server else set())
 
     def spawn(self, pipes=None):
-        """A runner: relayed (pipes None on the attach channel), waiting for the host's pipes (socket
-        mode, ahead of its execution), or with them (socket mode without a fork server)."""
-        if self.zygote is not None:
-            try:
-                return self.zygote.spawn_waiting() if CHANNEL is not None else self.zygote.spawn()
-            except OSError:
-                self.zygote = None  # gone: from now on fork + exec (a fresh image needs no zygote)
+        """An exec'd runner: relayed (pipes None on the attach channel) or with the host's pipes."""
         if CHANNEL is not None and pipes is None:
             raise OSError("an exec'd runner takes its pipes at its start")
         return spawn_exec(self.python, self.runner, pipes)
 
     def prespawn(self):
-        """Start the next runner while the container is idle: a fresh process, made after the
-        previous execution was cleaned up, that has read nothing yet (it waits for its marker, or
-        in socket mode for its pipes)."""
+        """Exec mode: start the next runner while the container is idle: a fresh process, made after the
+        previous execution was cleaned up, that has read nothing yet (it waits for its marker). (The
+        fork server builds its next environment itself; socket mode hands an exec'd runner its pipes at
+        its start.)"""
+        if self.server is not None or CHANNEL is not None:
+            return
         try:
             self.spare = Execution(self.spawn)
         except OSError:
@@ -575,6 +671,8 @@ class Keeper:
 
     def claim(self, pipes=None):
         self.sched_before = _sched_state(self.keep())  # as the host left them (it may set CPU masks)
+        if self.server is not None:
+            return ServerExecution(self.server, pipes)
         spare, self.spare = self.spare, None
         if spare is not None and not spare.poll():
             spare.begin()
@@ -591,9 +689,8 @@ class Keeper:
     def end(self, cur, killed):
         self.current = None
         report = cur.finish(killed, self.keep())
-        if self.zygote is not None and not self.zygote.healthy():
+        if self.server is not None and not self.server.healthy():
             report["problems"].append("fork server killed or stopped")
-            self.zygote = None
         after = _sched_state(self.keep())
         if any(after[pid] != self.sched_before.get(pid) for pid in after):
             report["problems"].append("the keeper's or fork server's priority, CPU mask or limits changed")
@@ -647,8 +744,8 @@ class Keeper:
         if cur is not None:
             if cur.out_open:
                 rlist.append(cur.from_child)
-            if cur.pidfd is not None:
-                rlist.append(cur.pidfd)
+            if cur.watch_fd is not None:
+                rlist.append(cur.watch_fd)
             else:
                 timeout = 0.005  # no pidfd: poll for the runner's exit
             if cur.pending:
@@ -697,18 +794,30 @@ def open_socket(spec):
 
 
 def main():
+    global RUNNER_SOURCE
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as init: signals from inside are then ignored
-    runner = sys.argv[1]
-    mode = sys.argv[2] if len(sys.argv) > 2 else "fork"  # "exec", or "fork:<modules to preload>"
-    fork_server = mode != "exec"
-    preload = tuple(name for name in mode.partition(":")[2].split(",") if name)
-    dumpable = _prctl_dumpable(0)  # before the zygote forks: it inherits the flag
-    keeper = Keeper(runner, fork_server, preload)
-    if len(sys.argv) > 3 and sys.argv[3].startswith("socket:"):
-        open_socket(sys.argv[3])  # after the zygote's fork: it never holds it
+    # argv: <runner> exec [socket:<path>], or <runner> fork <zygote source> <filter hex> <tmpfs bytes>
+    # <modules to preload> <extension modules not to preload> [socket:<path>]
+    RUNNER_SOURCE = runner = sys.argv[1]
+    mode = sys.argv[2] if len(sys.argv) > 2 else "exec"
+    rest = sys.argv[3:]
+    server_args = None
+    if mode == "fork":
+        zygote, filter_hex, scratch, preload, skipped = rest[:5]
+        rest = rest[5:]
+        modules = [m for m in preload.split(",") if m] + dynload_modules(skipped.split(","))
+        # socket mode: the host may have left the fork server's image beside the socket (pool.STDLIB_IMAGE)
+        given = os.path.join(os.path.dirname(rest[0].partition(":")[2]), "stdlib.image") if (
+            rest and rest[0].startswith("socket:")) else ""
+        server_args = (zygote, filter_hex, scratch, ",".join(dict.fromkeys(modules)), given)
+    dumpable = _prctl_dumpable(0)  # before the fork server forks: it inherits the flag
+    keeper = Keeper(runner, server_args)
+    if rest and rest[0].startswith("socket:"):
+        open_socket(rest[0])  # after the fork server's fork: it never holds it
     keeper.prespawn()
     hello = {"dumpable": dumpable != 0, "pid": os.getpid(), "uid": os.getuid(),
-             "fork_server": keeper.zygote.pid if keeper.zygote else None, "python": "%d.%d.%d" % sys.version_info[:3]}
+             "fork_server": keeper.server.pid if keeper.server else None,
+             "fork_server_problem": keeper.server_problem, "python": "%d.%d.%d" % sys.version_info[:3]}
     send(b"H", json.dumps(hello).encode())
     keeper.run()
 

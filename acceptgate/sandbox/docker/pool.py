@@ -38,6 +38,7 @@ from importlib import resources
 from acceptgate import affinity
 from acceptgate.sandbox import seccomp
 from acceptgate.sandbox.backend import PRELOAD, BackendUnavailable, Limits, runner_source
+from acceptgate.sandbox.stdlib_image import EXTENSIONS_SKIPPED
 from acceptgate.sandbox.docker.stream import KeeperStream, StreamClosed, StreamError
 from acceptgate.interrupt import pid_alive
 
@@ -49,13 +50,22 @@ START_TIMEOUT = 20.0  # seconds for a new container's keeper to say hello
 REMOVE_TIMEOUT = 10.0  # seconds to wait for a container whose removal the engine had already begun
 KEEPER_FLAGS = ["-I", "-S", "-B", "-c"]
 KEEPER_PROCESSES = 2  # the keeper (PID 1) and its fork server
+# A runtime whose own threads the container's pids limit counts: gVisor's runsc (its Sentry and gofer
+# run in the container's cgroup; the sandboxed processes are its tasks, not the host's, so that limit
+# caps none of them: DockerBackend.isolation names it)
+RUNTIME_PIDS = {"runsc": 128}
 CHANNELS = ("auto", "socket", "attach")
 SOCKET_DIR = "/run/acceptgate-keeper"  # where the keeper finds the socket, inside the container
 UNIX_PATH_MAX = 108  # sun_path, the terminating NUL included
+STDLIB_IMAGE = "stdlib.image"  # beside the keeper's socket: the fork server's image (keeper.py reads it)
 
 
 def keeper_source() -> str:
     return resources.files("acceptgate.sandbox.docker").joinpath("keeper.py").read_text("utf-8")
+
+
+def zygote_source() -> str:
+    return resources.files("acceptgate.sandbox").joinpath("zygote.py").read_text("utf-8")
 
 
 @dataclass(frozen=True)
@@ -67,17 +77,20 @@ class ContainerConfig:
     pids: int
     tmpfs_bytes: int
     fork_server: bool = True
+    runtime: str | None = None  # the engine's OCI runtime (None: its default, runc); e.g. gVisor's "runsc"
 
     @classmethod
-    def for_limits(cls, image: str, limits: Limits, fork_server: bool = True) -> "ContainerConfig":
+    def for_limits(cls, image: str, limits: Limits, fork_server: bool = True,
+                   runtime: str | None = None) -> "ContainerConfig":
         # The candidate gets limits.processes (its runner included); the keeper and its fork server
         # take the rest.
-        return cls(image=image, memory_bytes=limits.memory_bytes, pids=limits.processes + KEEPER_PROCESSES,
-                   tmpfs_bytes=limits.file_bytes, fork_server=fork_server)
+        pids = max(limits.processes + KEEPER_PROCESSES, RUNTIME_PIDS.get(runtime or "", 0))
+        return cls(image=image, memory_bytes=limits.memory_bytes, pids=pids,
+                   tmpfs_bytes=limits.file_bytes, fork_server=fork_server, runtime=runtime)
 
     def host_config(self, api, uid: int = 65534, mounts: list | None = None) -> dict:
         size = self.tmpfs_bytes
-        return api.create_host_config(
+        config = api.create_host_config(
             mounts=mounts,
             network_mode="none",
             mem_limit=self.memory_bytes,
@@ -93,7 +106,15 @@ class ContainerConfig:
                 "/tmp": f"rw,nosuid,nodev,noexec,size={size},mode=1777",
             },
             auto_remove=True,
+            runtime=self.runtime,
         )
+        if self.fork_server:
+            # The engine's masked /proc paths off (as `--security-opt systempaths=unconfined`): the kernel
+            # refuses a new /proc (each execution's) in a user namespace while another one is partly
+            # covered. Only the keeper and the fork server see the container's /proc; no candidate does.
+            config["MaskedPaths"] = []
+            config["ReadonlyPaths"] = []
+        return config
 
 
 def _local_socket(client) -> bool:
@@ -151,6 +172,13 @@ class SocketChannel:
             self.close()
             raise
 
+    def put(self, name: str, data: bytes) -> None:
+        """A file beside the socket, readable by the keeper before it connects (removed with the rest)."""
+        path = os.path.join(self.dir, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        os.chmod(path, 0o644)
+
     def mount(self):
         import docker.types
 
@@ -196,8 +224,13 @@ def _mount_refused(exc) -> bool:
 class WarmContainer:
     """One started container with its keeper on the other end of the channel (socket or attach)."""
 
-    def __init__(self, client, config: ContainerConfig, channel: str = "attach") -> None:
+    def __init__(self, client, config: ContainerConfig, channel: str = "attach",
+                 stdlib_image: bytes | None = None) -> None:
         self.client = client
+        # The fork server's standard-library image, where the harness built it for this very interpreter
+        # (the rootfs image of its own Python): handed over beside the socket, so that the keeper need
+        # not compile the standard library at every container start (None: the keeper builds it).
+        self.stdlib_image = stdlib_image
         self.config = config
         self.channel = channel
         self.channel_dir: str | None = None  # socket: the host directory of its socket (gone once started)
@@ -216,14 +249,20 @@ class WarmContainer:
         import docker.errors
 
         api = self.client.api
-        command = ["python3", *KEEPER_FLAGS, keeper_source(), runner_source().decode("utf-8"),
-                   "fork:" + ",".join(PRELOAD) if self.config.fork_server else "exec"]
+        command = ["python3", *KEEPER_FLAGS, keeper_source(), runner_source().decode("utf-8")]
+        if self.config.fork_server:  # the local backend's fork server (zygote.py), inside the container
+            command += ["fork", zygote_source(), seccomp.bpf().hex(), str(self.config.tmpfs_bytes),
+                        ",".join(PRELOAD), ",".join(sorted(EXTENSIONS_SKIPPED))]
+        else:
+            command.append("exec")
         channel = None
         try:
             if self.channel == "socket":
                 channel = SocketChannel(self.uid)
                 self.channel_dir = channel.dir
                 command.append(channel.argv())
+                if self.stdlib_image and self.config.fork_server:
+                    channel.put(STDLIB_IMAGE, self.stdlib_image)
             created = api.create_container(
                 self.config.image, command=command, user=f"{self.uid}:{self.uid}", working_dir="/sandbox",
                 environment={}, hostname="sandbox", tty=False,
@@ -325,6 +364,7 @@ class Pool:
         self._closed = False
         self.started = 0
         self.retired = 0
+        self.stdlib_image: bytes | None = None  # see WarmContainer (DockerBackend sets it)
 
     def acquire(self, config: ContainerConfig, timeout: float = 120.0) -> WarmContainer:
         deadline = time.monotonic() + timeout
@@ -359,7 +399,7 @@ class Pool:
 
     def _new(self, config: ContainerConfig) -> WarmContainer:
         try:
-            wc = WarmContainer(self.client, config, self._channel)
+            wc = WarmContainer(self.client, config, self._channel, self.stdlib_image)
         except MountRefused as exc:
             if self.channel != "auto":
                 raise

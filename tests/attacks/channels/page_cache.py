@@ -4,7 +4,8 @@ import ctypes
 import mmap
 import os
 
-SHARED = os.path.join(os.path.dirname(os.__file__), "os.py")
+# (where every execution has a root of its own, the only host file it can open is its interpreter)
+SHARED = next(p for p in (os.path.join(os.path.dirname(os.__file__), "os.py"), "/proc/self/exe") if os.path.exists(p))
 NR = {"readahead": 187, "mincore": 27, "cachestat": 451, "io_setup": 206, "process_madvise": 440}  # x86_64
 MADVISE = {"MADV_WILLNEED": 3, "MADV_REMOVE": 9, "MADV_MERGEABLE": 12, "MADV_COLD": 20, "MADV_PAGEOUT": 21,
            "MADV_POPULATE_READ": 22, "MADV_COLLAPSE": 25}

@@ -7,7 +7,9 @@ import mmap
 import os
 
 STDLIB = os.path.dirname(os.__file__)
-SHARED = os.path.join(STDLIB, "pydoc_data", "topics.py")  # ~750 KB, read by nothing but pydoc
+# ~750 KB, read by nothing but pydoc; where every execution has a root of its own, the only host file it
+# can open is its interpreter
+SHARED = next(p for p in (os.path.join(STDLIB, "pydoc_data", "topics.py"), "/proc/self/exe") if os.path.exists(p))
 PAGE = mmap.PAGESIZE
 BITS = 16
 SPACING = 8  # pages between two bits' pages

@@ -10,7 +10,8 @@ import socket
 
 PLACES = (".", "/tmp", "/dev/shm", "/var/tmp")
 STDLIB = os.path.dirname(os.__file__)
-SHARED = next(p for p in (os.path.join(STDLIB, "pydoc_data", "topics.py"), os.path.join(STDLIB, "typing.py"))
+SHARED = next(p for p in (os.path.join(STDLIB, "pydoc_data", "topics.py"), os.path.join(STDLIB, "typing.py"),
+                          "/proc/self/exe")
               if os.path.exists(p))  # a file every execution can read, of 16 pages or more, rarely read
 PAGE = mmap.PAGESIZE
 BITS = 16
@@ -76,7 +77,7 @@ def find():
     if any(0 <= k < 1 << BITS for k in keys):
         seen["sysv shm"] = [k for k in keys if 0 <= k < 1 << BITS]
     try:
-        with open("/proc/net/unix") as fh:
+        with open("/proc/self/net/unix") as fh:
             names = [line.split()[-1] for line in fh.read().splitlines()[1:] if "agrec-" in line]
         if names:
             seen["abstract sockets"] = names
