@@ -152,12 +152,15 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def format_summary(summaries: Mapping[str, ArmSummary], *, baseline: str | None = "off") -> str:
-    """The per-arm table, denominators in the headers, and relative reductions against the baseline."""
+def format_summary(summaries: Mapping[str, ArmSummary], *, baseline: str | None = "off",
+                   fpr_h: Mapping[str, str] | None = None) -> str:
+    """The per-arm table, denominators in the headers, and relative reductions against the baseline.
+    ``fpr_h``: arm -> the measured FPR_h of the V that gated it, shown beside its rates."""
     head = ("arm", "tasks", "delivered", "refused", "false deliveries",
-            "false / all tasks", "false / delivered")
+            "false / all tasks", "false / delivered") + (("V FPR_h (measured)",) if fpr_h is not None else ())
     body = [(s.arm, str(s.tasks), str(s.delivered), str(s.refused), str(s.false_deliveries),
              pct(s.false_rate_over_all_tasks), pct(s.false_rate_over_delivered))
+            + ((fpr_h.get(s.arm, "-"),) if fpr_h is not None else ())
             for s in summaries.values()]
     widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))

@@ -1,14 +1,23 @@
 """The gauge check: a suite is usable only if it can tell right from wrong.
 
 For every suite of a task, the reference must pass and every known wrong sample must be blocked
-(verdict other than pass). A suite that fails is marked not usable, with the reasons. For now the
-known wrong samples are generic ones written from the task's signature: ``return None``, ``raise``,
-constant returns (0, '', [], False, True) and "echo the first argument". A generic sample that returns
-the expected value of every case of some suite is not wrong *for that suite*, so it is left out and
-the reason recorded (``gauge_plan``).
+(verdict other than pass). A suite that fails is marked not usable, with the reasons. The known
+wrong samples are the task's own (a suites directory's ``wrong/`` programs, an API client's) and the
+generic ones written from the task's signature: ``return None``, ``raise``, constant returns (0, '',
+[], False, True) and "echo the first argument".
 
-``require`` makes the check a precondition: gate, score and certify use a suite only with a passing
-record for its exact spec_hash (the import's, one kept from an earlier check, or one checked now).
+What makes a generic sample *wrong* is the reference on the hidden inputs, never the suite being
+gauged: one that passes a suite while failing the hidden suite (the reference's answers on every
+hidden input) makes that suite's gauge fail, naming the sample. Only a generic sample that passes the
+hidden suite too is "not wrong" for the task, and is left out with its reason (a constant that is
+every hidden expected value, ``gauge_plan``; any other, noted when its hidden run passes). A task's
+own wrong sample is wrong by its provenance (a known wrong program): any suite it passes, the hidden
+one included, fails. Without a hidden suite a pass fails the suite too.
+
+``assess`` gives one record per suite, with its reasons, and raises nothing: a caller excludes
+the tasks it names (``GaugeCheck.failed_tasks``). ``require`` makes the check a precondition of a whole
+batch: any failing suite is InvalidInput naming the task. A record is kept for the suite's exact
+spec_hash and the hidden suite it was judged against.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from acceptgate.importers.signature import first_parameter, parameter_list
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import ExecutionResult, execute_many
 from acceptgate.suitespec import SuiteSpec
-from acceptgate.task import SUITE_KINDS, ImportIssue, Task, WrongSample
+from acceptgate.task import HIDDEN, SUITE_KINDS, ImportIssue, Task, WrongSample
 
 WRONG_SAMPLE_SKIPPED = "wrong-sample-skipped"
 
@@ -43,6 +52,7 @@ _CONSTANTS: list[tuple[str, str, Any]] = [
 ]
 _RAISE = ("raise", "raise RuntimeError('acceptgate generic wrong sample')")
 _ECHO = "echo-first-arg"
+GENERIC_LABELS = frozenset([label for label, _, _ in _CONSTANTS] + [_RAISE[0], _ECHO])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,7 +64,8 @@ def generic_wrong_samples(task: Task) -> list[WrongSample]:
 
 
 def gauge_plan(task: Task) -> tuple[list[WrongSample], list[ImportIssue]]:
-    """The task's generic wrong samples, and an issue for each one left out (with why)."""
+    """The task's generic wrong samples, and an issue for each one left out (with why): a constant that
+    is the expected value of every hidden case is right on every hidden input, so it is not wrong."""
     fn = function_def(task.prompt, task.entry_point) or function_def(task.reference, task.entry_point)
     if fn is None:
         params, first = "*args, **kwargs", None
@@ -68,7 +79,7 @@ def gauge_plan(task: Task) -> tuple[list[WrongSample], list[ImportIssue]]:
         if kind is not None:
             skipped.append(ImportIssue(task.task_id, WRONG_SAMPLE_SKIPPED,
                                        f"{label} returns the expected value of every case of the {kind} "
-                                       "suite, so it is not wrong there", suite=kind, excluded="none"))
+                                       "suite, so it is not wrong for this task", suite=kind, excluded="none"))
             return
         samples.append(WrongSample(label, f"def {task.entry_point}({params}):\n    {body}\n"))
 
@@ -84,8 +95,9 @@ def gauge_plan(task: Task) -> tuple[list[WrongSample], list[ImportIssue]]:
 
 
 def _suite_always_matching(task: Task, output: Callable[[tuple, dict], Any]) -> str | None:
-    """The first suite on which this fixed behaviour passes every case, if any."""
-    for kind in SUITE_KINDS:
+    """The suite that says this fixed behaviour is right: the hidden one when the task has it (what
+    "wrong" means), else the first suite on which it passes every case."""
+    for kind in ((HIDDEN,) if HIDDEN in task.suites else SUITE_KINDS):
         spec = task.suites.get(kind)
         if spec is None:
             continue
@@ -123,6 +135,8 @@ class SuiteGauge:
     reasons: list[str]
     reference: ExecutionResult
     wrong: list[tuple[WrongSample, ExecutionResult]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # samples found not wrong (they pass the hidden suite)
+    hidden: list[ExecutionResult] | None = None  # each wrong sample on the hidden suite (None: no hidden suite)
 
 
 @dataclass
@@ -136,8 +150,10 @@ class GaugeResult:
 
 
 def check_many(tasks: list[Task], backend: Backend, *, progress: Callable[[int, int], None] | None = None,
-               limits: Limits = Limits()) -> list[GaugeResult]:
-    """Gauge every suite of every task: the reference on each suite, then each wrong sample.
+               limits: Limits = Limits(), kinds: dict[str, list[str]] | None = None) -> list[GaugeResult]:
+    """Gauge the suites of every task (``kinds``: task id -> the suites to gauge; default all of them):
+    the reference on each suite, then each wrong sample on each -- and on the hidden suite, which
+    decides whether a sample that passes a suite is wrong at all.
 
     References and wrong samples run as on every hidden suite: in blocks fixed before the run, up to
     the first block boundary after a failing case (no sample learns from being called again whether
@@ -145,13 +161,16 @@ def check_many(tasks: list[Task], backend: Backend, *, progress: Callable[[int, 
     ``execute_many``, so all cores are used.
     """
     slots: list[tuple[Task, str, SuiteSpec, render.Harness]] = []
+    runs: list[tuple[Task, str, render.Harness]] = []  # every suite a wrong sample runs on
     for task in tasks:
-        for kind in SUITE_KINDS:
-            spec = task.suites.get(kind)
-            if spec is not None:
-                slots.append((task, kind, spec, render.harness_for(spec)))
+        asked = [k for k in SUITE_KINDS if k in task.suites and (kinds is None or k in kinds.get(task.task_id, ()))]
+        for kind in dict.fromkeys(asked + ([HIDDEN] if HIDDEN in task.suites and asked else [])):
+            harness = render.harness_for(task.suites[kind])
+            runs.append((task, kind, harness))
+            if kind in asked:
+                slots.append((task, kind, task.suites[kind], harness))
     ref_jobs = [(h, task.reference) for task, _, _, h in slots]
-    wrong_jobs = [(h, ws.source) for task, _, _, h in slots for ws in task.wrong_samples]
+    wrong_jobs = [(h, ws.source) for task, _, h in runs for ws in task.wrong_samples]
     total = len(ref_jobs) + len(wrong_jobs)
 
     def shifted(offset: int):
@@ -160,12 +179,16 @@ def check_many(tasks: list[Task], backend: Backend, *, progress: Callable[[int, 
     ref_results = execute_many(ref_jobs, backend, limits=limits, progress=shifted(0))
     wrong_results = execute_many(wrong_jobs, backend, limits=limits,
                                  progress=shifted(len(ref_jobs)))
-    by_task: dict[str, GaugeResult] = {t.task_id: GaugeResult(t.task_id, []) for t in tasks}
+    wrong_on: dict[tuple[str, str], list[ExecutionResult]] = {}
     cursor = 0
-    for (task, kind, spec, harness), ref in zip(slots, ref_results):
-        wrong = list(zip(task.wrong_samples, wrong_results[cursor: cursor + len(task.wrong_samples)]))
+    for task, kind, _ in runs:
+        wrong_on[(task.task_id, kind)] = wrong_results[cursor: cursor + len(task.wrong_samples)]
         cursor += len(task.wrong_samples)
-        by_task[task.task_id].suites.append(_judge(task, kind, spec, harness, ref, wrong))
+    by_task: dict[str, GaugeResult] = {t.task_id: GaugeResult(t.task_id, []) for t in tasks}
+    for (task, kind, spec, harness), ref in zip(slots, ref_results):
+        wrong = list(zip(task.wrong_samples, wrong_on[(task.task_id, kind)]))
+        hidden = wrong_on.get((task.task_id, HIDDEN))
+        by_task[task.task_id].suites.append(_judge(task, kind, spec, harness, ref, wrong, hidden))
     return [by_task[t.task_id] for t in tasks]
 
 
@@ -174,17 +197,30 @@ def check(task: Task, backend: Backend, *, limits: Limits = Limits()) -> GaugeRe
 
 
 def _judge(task: Task, kind: str, spec: SuiteSpec, harness: render.Harness, ref: ExecutionResult,
-           wrong: list[tuple[WrongSample, ExecutionResult]]) -> SuiteGauge:
+           wrong: list[tuple[WrongSample, ExecutionResult]],
+           hidden: list[ExecutionResult] | None = None) -> SuiteGauge:
+    """``hidden``: each wrong sample's result on the hidden suite (None: the task has none)."""
     reasons: list[str] = []
     if ref.verdict != "pass":
         reasons.append(f"reference does not pass the {kind} suite: {ref.verdict}"
                        f"{' (' + ref.detail + ')' if ref.detail else ''}{_failure_text(ref)}")
     if not wrong:
         reasons.append("no wrong sample to block")
-    for sample, result in wrong:
-        if result.verdict == "pass":
+    notes: list[str] = []
+    for i, (sample, result) in enumerate(wrong):
+        if result.verdict != "pass":
+            continue
+        if hidden is None or sample.label not in GENERIC_LABELS:
+            # no hidden suite to judge by, or a known-wrong program of the task's own (wrong by its
+            # provenance): passing is the suite's failure
             reasons.append(f"wrong sample {sample.label} passes the {kind} suite")
-    return SuiteGauge(task.task_id, kind, spec.spec_hash, harness.render_hash, not reasons, reasons, ref, wrong)
+        elif hidden[i].verdict == "pass":
+            notes.append(f"{sample.label} passes the hidden suite too: right on every hidden input, not wrong")
+        else:
+            reasons.append(f"wrong sample {sample.label} passes the {kind} suite but fails the reference on the "
+                           f"hidden inputs ({hidden[i].verdict}{_failure_text(hidden[i])})")
+    return SuiteGauge(task.task_id, kind, spec.spec_hash, harness.render_hash, not reasons, reasons, ref, wrong, notes,
+                      hidden)
 
 
 def _failure_text(result: ExecutionResult) -> str:
@@ -207,7 +243,9 @@ def _failure_text(result: ExecutionResult) -> str:
 # ---------------------------------------------------------------------------------------------
 # the precondition: a suite is used only with a passing gauge record for its exact spec_hash
 
-RECORD_FORMAT = "acceptgate-gauge-record/1"
+# /2: a wrong sample is judged wrong by the hidden suite (the reference on every hidden input), never by
+# the suite gauged; records and import verdicts of another format are checked again
+RECORD_FORMAT = "acceptgate-gauge-record/2"
 NO_GAUGE_HINT = "--no-gauge uses suites without this check"
 
 
@@ -223,7 +261,8 @@ class GaugeRecord:
 
 @dataclass
 class GaugeCheck:
-    """What ``assess`` found: one record per suite (``require``: all passing), and how many it computed."""
+    """What ``assess`` found: one record per suite asked about (``require``: all passing), and how many
+    it had to compute."""
 
     records: list[GaugeRecord]
     computed: int = 0
@@ -232,12 +271,15 @@ class GaugeCheck:
     def failed(self) -> list[GaugeRecord]:
         return [r for r in self.records if not r.passed]
 
-    def unusable(self) -> dict[str, str]:
-        """task_id -> why it cannot be scored: its first failing suite and that suite's reasons."""
+    def failed_tasks(self) -> dict[str, str]:
+        """task id -> why (its first failing suite and the reasons): what a caller excludes."""
         out: dict[str, str] = {}
         for r in self.failed:
             out.setdefault(r.task_id, f"its {r.suite} suite failed the gauge check: {'; '.join(r.reasons)}")
         return out
+
+    def passing(self) -> "GaugeCheck":
+        return GaugeCheck([r for r in self.records if r.passed], self.computed)
 
     def line(self) -> str:
         usable = [r for r in self.records if r.passed]
@@ -259,7 +301,9 @@ def _record_key(task: Task, kind: str, wrong: list[WrongSample], limits: Limits)
     samples, the sandbox limits and the code that renders and runs them."""
     from acceptgate import importcache
 
+    hidden = task.suites.get(HIDDEN)
     return {"format": RECORD_FORMAT, "spec_hash": task.suites[kind].spec_hash,
+            "hidden_spec_hash": hidden.spec_hash if hidden is not None else None,
             "reference_sha256": sha256_text(task.reference),
             "wrong_sha256": sha256_text("\0".join(f"{w.label}\0{w.source}" for w in wrong)),
             "limits": [limits.wall_seconds, limits.cpu_seconds, limits.memory_bytes],
@@ -288,6 +332,7 @@ def _write_record(store: Path | None, key: dict[str, Any], s: SuiteGauge) -> Non
     from acceptgate import outputs
 
     doc = {"key": key, "task_id": s.task_id, "suite": s.suite, "passed": s.passed, "reasons": s.reasons,
+           "notes": s.notes,
            "render_hash": s.render_hash, "reference_verdict": s.reference.verdict,
            "wrong_total": len(s.wrong), "wrong_blocked": sum(1 for _, r in s.wrong if r.verdict != "pass")}
     try:
@@ -320,11 +365,12 @@ def refuse_failed(check: GaugeCheck) -> None:
 def assess(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,
            recorded: dict[tuple[str, str], dict] | None = None, store: Path | None = None,
            limits: Limits = Limits(), progress: Callable[[int, int], None] | None = None) -> GaugeCheck:
-    """A gauge record for every suite of ``kinds`` of every task, for its exact spec_hash: the one
-    ``recorded`` at import (a suite directory's manifest, ``(task_id, kind) -> {passed, reasons}``),
-    one in ``store`` from an earlier check, or one computed now from the task's reference and wrong
-    samples (and then stored, if it passed). Failing records are returned, not raised; a suite with
-    no record and no reference is InvalidInput naming the task (exit 2)."""
+    """A gauge record for every suite of ``kinds`` of every task, passing or not, for its exact spec_hash:
+    one ``recorded`` at import (a suite directory's manifest, ``(task_id, kind) -> {passed, reasons,
+    format}``, used when of this record format), one in ``store`` from an earlier check, or one computed
+    now from the task's reference and wrong samples (and then stored, if it passed). A suite with no
+    record and no reference is InvalidInput naming the task (nothing can gauge it); every other outcome
+    is a record the caller acts on (``GaugeCheck.failed_tasks``)."""
     records: list[GaugeRecord] = []
     todo: dict[str, tuple[Task, list[str]]] = {}
     keys: dict[tuple[str, str], dict[str, Any]] = {}
@@ -334,7 +380,7 @@ def assess(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUIT
             if spec is None:
                 continue
             mark = (recorded or {}).get((task.task_id, kind))
-            if isinstance(mark, dict) and isinstance(mark.get("passed"), bool):
+            if isinstance(mark, dict) and isinstance(mark.get("passed"), bool) and mark.get("format") == RECORD_FORMAT:
                 records.append(GaugeRecord(task.task_id, kind, spec.spec_hash, mark["passed"],
                                            tuple(mark.get("reasons") or ()), "manifest"))
                 continue
@@ -343,7 +389,8 @@ def assess(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUIT
                                    "gauge record and no reference to gauge it with; re-import the suites "
                                    f"('acceptgate import' keeps the reference, '--gauge' records the check), or "
                                    f"{NO_GAUGE_HINT}", field="--no-gauge")
-            wrong = task.wrong_samples or generic_wrong_samples(task)
+            wrong = list(task.wrong_samples) + [w for w in generic_wrong_samples(task)
+                                                if w.label not in {x.label for x in task.wrong_samples}]
             key = keys[(task.task_id, kind)] = _record_key(task, kind, wrong, limits)
             found = _read_record(store, key, task.task_id, kind)
             if found is not None:
@@ -351,11 +398,11 @@ def assess(tasks: list[Task], backend: Backend, *, kinds: tuple[str, ...] = SUIT
             else:
                 todo.setdefault(task.task_id, (dataclasses.replace(task, wrong_samples=wrong), []))[1].append(kind)
     computed = 0
-    if todo:
-        # only the suites without a record are run
-        subset = [dataclasses.replace(t, suites={k: t.suites[k] for k in ks}) for t, ks in todo.values()]
-        results = _retry_slow_references(subset, check_many(subset, backend, progress=progress, limits=limits),
-                                         backend)
+    if todo:  # only the suites without a record are gauged (the hidden suite runs too, to judge samples)
+        subset = [t for t, _ in todo.values()]
+        asked = {t.task_id: ks for t, ks in todo.values()}
+        results = _retry_slow_references(subset, check_many(subset, backend, progress=progress, limits=limits,
+                                                            kinds=asked), backend)
         for result in results:
             for s in result.suites:
                 if s.passed:  # a failure is checked again next time: it may be a timeout under load
@@ -379,7 +426,7 @@ def _retry_slow_references(tasks: list[Task], results: list[GaugeResult], backen
                 continue
             harness = render.harness_for(task.suites[s.suite])
             (ref,) = execute_many([(harness, task.reference)], backend, limits=SLOW_REFERENCE_LIMITS)
-            result.suites[i] = _judge(task, s.suite, task.suites[s.suite], harness, ref, s.wrong)
+            result.suites[i] = _judge(task, s.suite, task.suites[s.suite], harness, ref, s.wrong, s.hidden)
     return results
 
 

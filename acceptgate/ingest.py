@@ -47,16 +47,21 @@ class Imported:
 
 def import_dataset(name: str, path: str | Path | None, backend: Backend, *, out: str | Path | None = None,
                    limit: int | None = None, gauge: bool = False, cache_dir: Path | None = None,
-                   progress: Progress = None, gauge_progress: Progress = None) -> Imported:
-    """load -> gauge (``gauge``) -> the suites directory at ``out`` (replaced atomically), or the cache's
-    entry when no ``out``. A cached entry for the same key is copied instead (no sandbox run)."""
+                   progress: Progress = None, gauge_progress: Progress = None,
+                   wrong_samples: str | Path | None = None) -> Imported:
+    """load -> the tasks' own wrong samples (``wrong_samples``, a jsonl; the cache is not used with it)
+    -> gauge (``gauge``) -> the suites directory at ``out`` (replaced atomically), or the cache's entry
+    when no ``out``. A cached entry for the same key is copied instead (no sandbox run)."""
     source = datasets.get(name).source(path)
-    key = importcache.key(name, source, limit=limit, gauge=gauge) if cache_dir and source.is_file() else None
+    cached = cache_dir and source.is_file() and wrong_samples is None
+    key = importcache.key(name, source, limit=limit, gauge=gauge) if cached else None
     found = importcache.lookup(cache_dir, key) if key else None
     if found is not None:
         dest = suitefiles.copy_suites(found, out) if out is not None else found
         return Imported(Path(dest), True, _manifest(dest))
     result = datasets.load(name, source, backend, limit=limit, progress=progress)
+    if wrong_samples is not None:
+        result = suitefiles.add_wrong_samples(result, wrong_samples)
     gauged = None
     if gauge:
         from acceptgate import gauge as gauges

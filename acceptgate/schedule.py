@@ -109,7 +109,11 @@ def _gate_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
     suites = params.get("gate_suites")
     args = {"source": params["gate_source"], "suites_dir": suites,
             "humanevalplus": None if suites else params.get("gate_humanevalplus"), "arms": list(params.get("arms") or ["conform", "off"]),
-            "profile": params.get("profile") or "default"}
+            "profile": params.get("profile") or "default",
+            # tonight's certify stage ran before this one: every task needs its certification record
+            "certify": not params.get("no_certify")}
+    if params.get("max_fpr_attack") is not None:
+        args["max_fpr_attack"] = float(params["max_fpr_attack"])
     chat = chat_config(params)
     return {**args, "chat_config": chat} if chat else args
 
@@ -187,13 +191,15 @@ def _backfill_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
     return {**material, **dates}
 
 
-# The nightly chain, in order. ``produces`` hands a stage's run id to the stages after it.
+# The nightly chain, in order. ``produces`` hands a stage's run id to the stages after it. Certify comes
+# before the gates (seed 002: six gates first, then the agent): a gate delivers only on tasks certified.
 NIGHTLY_STAGES: tuple[Stage, ...] = (
     Stage("audit", "import -> suites -> gauge -> execute (references, wrong samples)"),
-    Stage("gates", "CONFORM / H-MIX / OFF on the replayed or live source", _gate_arguments,
+    Stage("certify", "V4V: certify each task (its pool with GT), then measure V and the other verifiers on it",
+          _certify_arguments),
+    Stage("gates", "CONFORM / H-MIX / OFF on the replayed or live source, certified tasks only", _gate_arguments,
           produces="gate_run"),
     Stage("leak-audit", "leak audit of the experiment records", _hidden_material),
-    Stage("certify", "V4V certification of the verifiers", _certify_arguments),
     Stage("stats", "paired statistics over tonight's gate run", _stats_arguments),
     Stage("judge", "over-defence judge of the trajectory records", _judge_arguments,
           produces="judge_run"),

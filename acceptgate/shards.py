@@ -222,7 +222,7 @@ def gate_shards(tasks: list, source, shard_size: int = DEFAULT_TASKS_PER_SHARD) 
 
 def gate_shard(shard: GateShard, arms: list[str], backend: str, *, source_spec: str, per_task: int,
                chat_config=None, strict: bool = True, workers: int = 1, limits: Limits = Limits(),
-               profile: str = profiles.DEFAULT) -> GateShardResult:
+               profile: str = profiles.DEFAULT, refusals: Mapping[str, str] | None = None) -> GateShardResult:
     """Gate one shard here, every arm, and score its deliveries on GT: what ``flows/gate.py`` does for
     all tasks in one process, with the same functions."""
     import contextlib
@@ -241,7 +241,7 @@ def gate_shard(shard: GateShard, arms: list[str], backend: str, *, source_spec: 
         for arm in arms:
             started = time.monotonic()
             outcomes[arm] = run_arm(arm, arm_tasks(arm, shard.tasks), src, sandbox, workers=workers, limits=limits,
-                                    caps=HmixCaps(calls=per_task))
+                                    caps=HmixCaps(calls=per_task), refusals=refusals)
             seconds[arm] = time.monotonic() - started
         started = time.monotonic()
         rows = delivery.score_deliveries([o for arm in arms for o in outcomes[arm]],
@@ -305,15 +305,17 @@ def task_cost(material, history: Mapping[str, float] | None = None) -> float:
 
 
 class CertifyShardResult:
-    """Per task: the proposed and kept pools, the label checks, every execution, and the judged
-    decisions: every decision record and the verdict (gates, mutants, metrics) of each task and
-    verifier. Only the verifiers' reports over all tasks are left to the client."""
+    """Per task: the proposed and kept pools, the construction findings, every execution, and the
+    judged decisions: every decision record, the verdict (gates, mutants, metrics) of each task and
+    verifier, and each task's certificate. Only the verifiers' reports over all tasks are left to the
+    client."""
 
-    __slots__ = ("index", "proposed", "kept", "checks", "runs", "records", "verdicts", "seconds", "worker")
+    __slots__ = ("index", "proposed", "kept", "findings", "runs", "records", "verdicts", "certificates", "seconds",
+                 "worker")
 
-    def __init__(self, index, proposed, kept, checks, runs, records, verdicts, seconds, worker) -> None:
-        self.index, self.proposed, self.kept, self.checks = index, proposed, kept, checks
-        self.runs, self.records, self.verdicts = runs, records, verdicts
+    def __init__(self, index, proposed, kept, findings, runs, records, verdicts, certificates, seconds, worker) -> None:
+        self.index, self.proposed, self.kept, self.findings = index, proposed, kept, findings
+        self.runs, self.records, self.verdicts, self.certificates = runs, records, verdicts, certificates
         self.seconds, self.worker = seconds, worker
 
 
@@ -340,7 +342,7 @@ def certify_shard(shard: CertifyShard, backend: str, settings) -> CertifyShardRe
         proposed = v4v.propose_pools(shard.materials, settings)
         runs = v4v.execute_pools(shard.materials, proposed, sandbox, settings)
         seconds["execute"] = time.monotonic() - t0
-        kept, checks = v4v.label_pools(shard.materials, proposed, runs)
+        kept, findings = v4v.check_construction(shard.materials, proposed, runs, sandbox, settings)
         t0 = time.monotonic()
         runs.update(v4v.repeat_runs(shard.materials, kept, sandbox, settings))
         seconds["repeat"] = time.monotonic() - t0
@@ -349,14 +351,16 @@ def certify_shard(shard: CertifyShard, backend: str, settings) -> CertifyShardRe
         decided = v4v.decide_all(shard.materials, kept, runs, verifiers, settings)
         seconds["decide"] = time.monotonic() - t0
     t0 = time.monotonic()
-    records, verdicts = v4v.judge_tasks(shard.materials, kept, runs, verifiers, decided, settings)
+    records, verdicts, certificates = v4v.judge_tasks(shard.materials, kept, runs, verifiers, decided, settings,
+                                                      findings)
     runs = {key: run.for_storage() for key, run in runs.items()}  # every decision is made: values are no longer read
     seconds["judge"] = time.monotonic() - t0
-    return CertifyShardResult(shard.index, proposed, kept, checks, runs, records, verdicts, seconds, worker_name())
+    return CertifyShardResult(shard.index, proposed, kept, findings, runs, records, verdicts, certificates, seconds,
+                              worker_name())
 
 
 def merge_certify(materials: list, results: list[CertifyShardResult], settings):
-    """One ``Certification`` as the single-process flow builds it: pools, checks, records and verdicts
+    """One ``Certification`` as the single-process flow builds it: pools, findings, records and verdicts
     concatenated in task order (each shard's are in task, then verifier order), then the verifiers'
     reports over all tasks, computed here."""
     from acceptgate.v4v import certify as v4v
@@ -364,7 +368,8 @@ def merge_certify(materials: list, results: list[CertifyShardResult], settings):
     results = sorted(results, key=lambda r: r.index)
     proposed = [p for r in results for p in r.proposed]
     kept = {t: pool for r in results for t, pool in r.kept.items()}
-    checks = [c for r in results for c in r.checks]
+    findings = [f for r in results for f in r.findings]
+    certificates = [c for r in results for c in r.certificates]
     runs = {k: v for r in results for k, v in r.runs.items()}
     records = [rec for r in results for rec in r.records]
     verdicts = [v for r in results for v in r.verdicts]
@@ -375,9 +380,10 @@ def merge_certify(materials: list, results: list[CertifyShardResult], settings):
     t0 = time.monotonic()
     # the verifiers' names and families only: nothing runs on the client
     verifiers = v4v.make_verifiers(settings.verifiers, None, settings.limits, settings.external)  # type: ignore[arg-type]
-    reports = v4v.verifier_reports(verifiers, verdicts)
+    reports = v4v.verifier_reports(verifiers, verdicts, {c.task_id for c in certificates if c.certified})
     seconds["report"] = time.monotonic() - t0
-    return v4v.Certification(materials, proposed, kept, checks, runs, records, verdicts, reports, settings, seconds)
+    return v4v.Certification(materials, proposed, kept, findings, runs, records, verdicts, reports, settings, seconds,
+                             certificates)
 
 
 class AuditShard:

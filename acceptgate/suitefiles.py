@@ -6,10 +6,13 @@ Layout::
     DIR/<task id with / replaced by _>/visible.json
     DIR/<task id with / replaced by _>/hidden.json
     DIR/<task id with / replaced by _>/reference.py   (the reference program, for the gauge check)
+    DIR/<task id with / replaced by _>/wrong/<label>.py  (the task's own known-wrong programs, if any)
 
 The manifest records the dataset, the source file and its sha256, per task the entry point, the public
 prompt (a completion is appended to it when scoring) and, per suite, the file, dialect, case count,
-``spec_hash`` and ``render_hash`` (and its gauge verdict, with ``import --gauge``); and every ImportIssue (what was excluded, and why). Writing is
+``spec_hash`` and ``render_hash`` (and its gauge verdict, with ``import --gauge``), the task's own wrong
+samples (label, file, sha256: the gauge blocks them besides the generic ones); and every ImportIssue
+(what was excluded, and why). Writing is
 atomic: everything is built in a temporary directory next to DIR and renamed into place, so a failure
 leaves DIR as it was. Reading validates every spec and checks both hashes against the manifest.
 """
@@ -34,7 +37,7 @@ from acceptgate.errors import InvalidInput
 from acceptgate.hashing import sha256_text
 from acceptgate.importers.report import summary
 from acceptgate.suitespec import SuiteSpec
-from acceptgate.task import SUITE_KINDS, ImportIssue, ImportResult, Task
+from acceptgate.task import SUITE_KINDS, ImportIssue, ImportResult, Task, WrongSample
 
 FORMAT = "acceptgate-suites/1"
 MANIFEST = "manifest.json"
@@ -147,6 +150,14 @@ def _write_tree(result: ImportResult, root: Path, gauge: list | None) -> None:
         if task.reference:  # what a later gauge check runs (gate, score, certify)
             (root / name / REFERENCE_FILE).write_text(task.reference, encoding="utf-8")
             entry["reference"] = REFERENCE_FILE
+        own = _own_wrong_samples(task)
+        if own:
+            (root / name / WRONG_DIR).mkdir()
+            entry["wrong_samples"] = []
+            for w in own:
+                (root / name / WRONG_DIR / f"{w.label}.py").write_text(w.source, encoding="utf-8")
+                entry["wrong_samples"].append({"label": w.label, "file": f"{WRONG_DIR}/{w.label}.py",
+                                               "sha256": sha256_text(w.source)})
         entries.append(entry)
     manifest = {
         "format": FORMAT,
@@ -161,11 +172,24 @@ def _write_tree(result: ImportResult, root: Path, gauge: list | None) -> None:
     (root / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+WRONG_DIR = "wrong"
+_WRONG_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _own_wrong_samples(task: Task) -> list[WrongSample]:
+    """The task's wrong samples that are not the generic ones (those are written from the signature)."""
+    from acceptgate.gauge import GENERIC_LABELS
+
+    return [w for w in task.wrong_samples if w.label not in GENERIC_LABELS]
+
+
 def _suite_entry(kind: str, spec: SuiteSpec, gauged: Any) -> dict[str, Any]:
+    from acceptgate.gauge import RECORD_FORMAT
+
     entry = {"file": suite_file_name(kind), "dialect": spec.dialect, "cases": len(spec.cases),
              "spec_hash": spec.spec_hash, "render_hash": spec.render_hash}
     if gauged is not None:
-        entry["gauge"] = {"passed": gauged.passed, "reasons": list(gauged.reasons)}
+        entry["gauge"] = {"passed": gauged.passed, "reasons": list(gauged.reasons), "format": RECORD_FORMAT}
     return entry
 
 
@@ -199,6 +223,7 @@ class SuiteTask:
     reference_seconds: dict[str, list[float]] = field(default_factory=dict)  # kind -> per case, when recorded
     reference: str = ""  # the reference program, when the directory holds it
     contract: str = ""  # the public input contract, where the data set has one
+    wrong_samples: list[WrongSample] = field(default_factory=list)  # the task's own (not the generic ones)
 
     def recorded_gauge(self) -> dict[tuple[str, str], dict]:
         """(task_id, kind) -> the import's gauge verdict, for ``gauge.require``."""
@@ -230,7 +255,8 @@ class SuiteDir:
                 continue
             reference = (references or {}).get(tid, t.reference)
             tasks.append(Task(task_id=tid, dataset=self.dataset, entry_point=t.entry_point, prompt=t.prompt,
-                              reference=reference, suites=dict(t.suites), contract=t.contract))
+                              reference=reference, suites=dict(t.suites), contract=t.contract,
+                              wrong_samples=list(t.wrong_samples)))
             if reference == t.reference:  # the import's verdicts hold for the reference it ran
                 recorded.update(t.recorded_gauge())
         return tasks, recorded
@@ -319,8 +345,54 @@ def _read_task(root: Path, manifest_path: Path, i: int, entry: Any) -> SuiteTask
     contract = entry.get("contract", "")
     if not isinstance(contract, str):
         raise InvalidInput("not a string", source=str(manifest_path), record=record, field="contract")
+    wrong = _read_wrong_samples(root / entry["dir"], entry.get("wrong_samples", []), manifest_path, record)
     return SuiteTask(entry["task_id"], entry["entry_point"], entry["prompt"], suites, gauge, timing, reference,
-                     contract)
+                     contract, wrong)
+
+
+def _read_wrong_samples(task_dir: Path, listed: Any, manifest_path: Path, record: str) -> list[WrongSample]:
+    if not isinstance(listed, list):
+        raise InvalidInput("must be a list", source=str(manifest_path), record=record, field="wrong_samples")
+    out = []
+    for j, w in enumerate(listed):
+        where = f"{record}.wrong_samples[{j}]"
+        if not (isinstance(w, dict) and isinstance(w.get("label"), str) and _WRONG_LABEL.match(w["label"])
+                and w.get("file") == f"{WRONG_DIR}/{w['label']}.py"):  # never follow a path the manifest makes up
+            raise InvalidInput("needs a label (letters, digits, . _ -) and file wrong/<label>.py",
+                               source=str(manifest_path), record=where, field="wrong_samples")
+        path = task_dir / w["file"]
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"unreadable wrong sample: {exc}", source=str(path)) from None
+        if sha256_text(text) != w.get("sha256"):
+            raise InvalidInput("the wrong sample does not match the manifest's sha256", source=str(path),
+                               field="sha256")
+        out.append(WrongSample(w["label"], text))
+    return out
+
+
+def add_wrong_samples(result: ImportResult, path: str | Path) -> ImportResult:
+    """The task's own known-wrong programs from a jsonl file (``task_id``, ``label``, ``program``: a
+    complete program) added to an import, for the gauge to block besides the generic ones. A record for
+    an unknown task, a bad label or a label used twice is InvalidInput naming the line and field."""
+    from acceptgate.importers.common import read_jsonl
+
+    rows, _ = read_jsonl(str(path), {"task_id": str, "label": str, "program": str})
+    by_id = {t.task_id: t for t in result.tasks}
+    for line, row in enumerate(rows, 1):
+        task = by_id.get(row["task_id"])
+        if task is None:
+            raise InvalidInput(f"unknown task id {row['task_id']!r}", source=str(path), record=f"line {line}",
+                               field="task_id")
+        from acceptgate.gauge import GENERIC_LABELS
+
+        if not _WRONG_LABEL.match(row["label"]) or row["label"] in GENERIC_LABELS \
+                or row["label"] in {w.label for w in task.wrong_samples}:
+            raise InvalidInput("a label is letters, digits, . _ -, unique per task and not a generic sample's",
+                               source=str(path), record=f"line {line}", field="label")
+        task.wrong_samples = [*task.wrong_samples, WrongSample(row["label"], row["program"])]
+    return result
 
 
 def _read_reference(path: Path, want: Any) -> str:

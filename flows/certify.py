@@ -18,7 +18,7 @@ from prefect.utilities.annotations import quote
 from acceptgate import shards
 from acceptgate._util.phases import Phases
 from acceptgate.v4v import certify as core
-from acceptgate.v4v import store
+from acceptgate.v4v import heldout, store
 from acceptgate.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import certify_tasks as t
@@ -43,10 +43,13 @@ class CertifySummary:
         s = cert.seconds
         out = [f"certify run {self.run.run_id}: {self.run.task_count} tasks, k = {self.run.k}, "
                f"verifiers {', '.join(self.run.verifiers)}",
-               "pools: " + core.pool_counts(cert.kept, cert.checks),
-               core.format_table(cert.reports),
-               "TPR/TNR/BA_norm/FPR_attack: unweighted means of per-task rates (%), median-BA round; "
-               "errors: decisions that were no decision (crash, timeout, malformed).",
+               "pools: " + core.pool_counts(cert.kept, cert.findings),
+               core.format_table(cert.reports, cert.certificates, cert.findings),
+               "TPR/TNR/BA_norm/FPR_h (attacks accepted): unweighted means of per-task rates (%) over the candidates "
+               "labelled by construction, median-BA round; held-out BA_norm: the part of each pool made from this "
+               "run's secret seed; errors: decisions that were no decision (crash, timeout, malformed).",
+               f"held-out seed (published now the run is over; sha256 committed at its start): "
+               f"{cert.settings.heldout_seed or '-'}",
                f"executions: {sum(1 for k in cert.runs if k[3] == 0)} runs once per candidate and suite "
                f"({s.get('execute', 0):.1f} s), {sum(1 for k in cert.runs if k[3] > 0)} re-runs from reset "
                f"({s.get('repeat', 0):.1f} s); decisions, gates and mutants {s.get('decide', 0):.1f} s; "
@@ -55,7 +58,8 @@ class CertifySummary:
             out.append(f"shards: sandbox backend starts {s.get('backend', 0):.1f} s and gates, mutants and metrics "
                        f"{s.get('judge', 0):.1f} s (summed over shards); the reports here {s['report']:.1f} s")
         if self.warehouse:
-            out.append(f"warehouse: {self.warehouse} (tables v4v_*; views v4v_certificates, v4v_pool_composition)")
+            out.append(f"warehouse: {self.warehouse} (tables v4v_*: v4v_task_certificates, v4v_findings, ...; views "
+                       "v4v_certificates, v4v_pool_composition)")
         return out
 
 
@@ -68,23 +72,25 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
             shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> CertifySummary:
     """``verifier_commands``, ``verifier_mounts`` and ``evalplus_venv``: external verifiers to certify
     besides ``settings.verifiers`` (plain parameters, for deployments; the CLI puts them in settings).
-    ``gauge``: certify only on suites with a passing gauge record (a failing one is exit 2); False
-    (``--no-gauge``) skips the check, recorded in v4v_runs.settings.
+    ``gauge``: gauge both suites of every task with the gold (a failing hidden suite fails that task's
+    certification, a failing visible one is noted on it); False (``--no-gauge``) skips the check,
+    recorded in v4v_runs.settings. ``settings.heldout_seed``: the held-out part's secret seed (a fresh
+    one when empty; given, it rebuilds a published run's held-out candidates).
     ``dask``: N (a LocalCluster) or a scheduler address: pools, executions and decisions run in shards of
     ``shard_size`` tasks on the cluster; the gates and metrics are computed here from their rows, and
     written here. The run id is the single-process one (it derives from the inputs and settings)."""
     started = time.monotonic()
     timed = Phases()  # where the run's time went (--verbose)
     settings = core.with_external(settings, verifier_commands or [], verifier_mounts or [], evalplus_venv, dataset)
+    settings = core.with_source(dataclasses.replace(settings, heldout_seed=settings.heldout_seed or heldout.new_seed()))
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
     with timed("load"):
         materials = t.load_materials(suites_dir, dataset, samples, limit, task_ids)
     with contextlib.ExitStack() as cluster:
         # the cluster starts now, in the background, while the suites are checked and the run recorded
         run_shards = cluster.enter_context(dask_runner.cluster(dask)) if dask else None
-        if gauge:
-            with timed("gauge"):
-                t.require_gauge(suites_dir, quote(materials), backend)
+        with timed("gauge"):
+            gauge_failures = t.check_gauge(suites_dir, quote(materials), backend) if gauge else {}
         with timed("write"):
             path = t.prepare_warehouse(warehouse)
         run = store.make_run(materials, settings, suites_from=suites_dir, dataset_from=dataset,
@@ -109,6 +115,7 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
                 else:
                     stage = t.pools_and_runs(quote(materials), backend, settings)
                     cert = t.evaluate(quote(materials), quote(stage), backend, settings)
+            cert.certificates = core.with_gauge(cert.certificates, gauge_failures)
             with timed("write"):
                 rows = t.write_pools(path, run, quote(cert))
                 rows.update(t.write_certification(path, run, quote(cert)))

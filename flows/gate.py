@@ -29,11 +29,17 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
          limits: Limits = Limits(), strict: bool = False, profile: str = "default",
          gauge: bool = True, progress=None, dask: DaskCluster | str | None = None,
          shard_size: int = shards.DEFAULT_TASKS_PER_SHARD, dataset: str | None = None,
-         dataset_path: str | None = None) -> core.GateSummary:
+         dataset_path: str | None = None, certify: bool = True,
+         max_fpr_attack: float | None = core.DEFAULT_MAX_FPR_ATTACK) -> core.GateSummary:
     """The tasks: a data set (``dataset``, its file ``dataset_path``; ``humanevalplus=FILE`` is
     ``dataset="humanevalplus"`` with that file) imported now, or ``suites_dir``.
-    ``gauge``: use only suites with a passing gauge record (computed and stored when missing; a
-    failing one refuses the run, exit 2); False (``--no-gauge``) skips the check, stored in gate_runs.
+    ``certify``: gate only tasks with a certification record for their exact suites and pool in
+    ``warehouse`` (none: exit 2 naming the task; a failed one: the task is excluded with its reason);
+    False (``--no-certify``) skips it, stored in gate_runs and with every decision.
+    ``max_fpr_attack``: the arms that decide with V refuse a task whose V accepts more than this share
+    (%) of the attacks on its certified pool (None: no limit).
+    ``gauge``: use only suites with a passing gauge record (computed and stored when missing; a task
+    with a failing one is excluded, with its reason); False (``--no-gauge``) skips the check.
     ``progress``: an optional callable taking one line of text (the CLI prints it on stderr).
     ``dask``: N (a LocalCluster of N workers) or a scheduler address: the tasks are gated in shards of
     ``shard_size`` tasks on the cluster (every arm and the deliveries' GT runs of a task in its shard);
@@ -45,18 +51,23 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
     say("loading tasks")
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
     timed = Phases()  # where the run's time went (--verbose)
-    tasks, tasks_from, coverage, spent = t.load_tasks(
+    tasks, tasks_from, coverage, admitted, spent = t.load_tasks(
         backend, humanevalplus, suites_dir, limit, source, per_task, chat_config, strict, gauge, dataset,
-        dataset_path, quote(_counter(say, "loading tasks")), quote(_counter(say, "gauge check")), quote(say))
+        dataset_path, certify, warehouse, max_fpr_attack, quote(_counter(say, "loading tasks")),
+        quote(_counter(say, "gauge check")), quote(say))
     for phase, wall in spent.items():
         timed.add(phase, wall)
     core.check_profile(profile, tasks)  # GT's scoring profile: refused here, before any gate runs
-    say(f"{len(tasks)} tasks from {tasks_from}")
+    say(f"{len(tasks)} tasks from {tasks_from}" + (f" ({len(admitted.exclusions)} excluded)" if admitted.exclusions
+                                                   else ""))
     with timed("write"):
         path = t.prepare_warehouse(warehouse)
         run = core.make_run(source=source, tasks=tasks, tasks_from=tasks_from, arms=arms, per_task=per_task,
                             backend=backend, run_id=run_id,
-                            gauge=core.GAUGE_CHECKED if gauge else core.GAUGE_SKIPPED)
+                            gauge=core.GAUGE_CHECKED if gauge else core.GAUGE_SKIPPED,
+                            certify=core.CERTIFY_CHECKED if certify else core.CERTIFY_SKIPPED,
+                            max_fpr_attack=max_fpr_attack if certify else None,
+                            exclusions=tuple(admitted.exclusions))
         ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
     outcomes, seconds = [], {}
     # quote(): tasks hold ~10^5 nested cases and outcomes every message; without it Prefect walks each one
@@ -64,7 +75,7 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
         if dask:
             with timed("execute"):
                 outcomes, rows, seconds = _gate_on_dask(tasks, arms, source, backend, per_task, chat_config, workers,
-                                                        limits, strict, profile, dask, shard_size, say)
+                                                        limits, strict, profile, dask, shard_size, say, admitted)
             with timed("write"):
                 gate_write = t.write_gate_stage(path, run, quote(outcomes))
                 delivery_write = t.write_deliveries(path, run, quote(outcomes), quote(rows))
@@ -74,7 +85,7 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
                     say(f"arm {arm}: gating {len(tasks)} tasks")
                     arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task,
                                                             chat_config, workers, limits, strict,
-                                                            quote(_counter(say, f"arm {arm}")))
+                                                            quote(_counter(say, f"arm {arm}")), quote(admitted))
                     outcomes += arm_outcomes
             with timed("write"):
                 gate_write = t.write_gate_stage(path, run, quote(outcomes))
@@ -87,12 +98,13 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
             timed.add("write", time.monotonic() - scoring - seconds["deliveries"])
     with timed("write"):
         snapshot = t.finish_run(path, run, "ok", time.monotonic() - started)  # publishes the run
-    return core.GateSummary(run, core.summarize_rows(run, rows), seconds, [gate_write, delivery_write], str(path),
-                            coverage, str(snapshot), timing=timed.line("gate"))
+    return core.GateSummary(run, core.summarize_rows(run, rows), core.fpr_h_by_arm(run, outcomes), seconds,
+                            [gate_write, delivery_write], str(path), coverage, str(snapshot),
+                            timing=timed.line("gate"))
 
 
 def _gate_on_dask(tasks, arms, source, backend, per_task, chat_config, workers, limits, strict, profile, dask,
-                  shard_size, say):
+                  shard_size, say, admitted):
     """Shards of tasks on the cluster; each carries its tasks and the source's candidates for them."""
     from acceptgate.sources import open_source
 
@@ -102,8 +114,10 @@ def _gate_on_dask(tasks, arms, source, backend, per_task, chat_config, workers, 
     results = dask_runner.map_shards(t.gate_shard, batches, dask, progress=_counter(say, "gate shards"),
                                      arms=arms, backend=backend, source_spec=source, per_task=per_task,
                                      chat_config=chat_config,
-                                     strict=strict, workers=workers, limits=limits, profile=profile)
+                                     strict=strict, workers=workers, limits=limits, profile=profile,
+                                     refusals=admitted.refusals)
     outcomes, rows, seconds, by_worker = shards.merge_gate(arms, results)
+    admitted.stamp(outcomes)
     say("shards per worker: " + ", ".join(f"{w} {n} tasks" for w, n in sorted(by_worker.items())))
     return outcomes, rows, seconds
 

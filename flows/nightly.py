@@ -37,14 +37,17 @@ def nightly(warehouse: str | None = None, backend: str = "local", limit: int | N
             certify_samples: str | None = None, profile: str = "default", judge_records: str | None = None,
             judge_cards: str | None = None, judge_memory: str | None = None, judge_backend: str | None = None,
             judge_replay: str | None = None, judge_human_labels: str | None = None,
-            judge_embedder: str = "minilm", dask: DaskCluster | str | None = None) -> schedule.ChainSummary:
+            judge_embedder: str = "minilm", dask: DaskCluster | str | None = None, no_certify: bool = False,
+            max_fpr_attack: float | None = None) -> schedule.ChainSummary:
     """``gate_source = "openai"`` gates a live OpenAI-compatible model (``gate_base_url``, ``gate_model``;
     the key from the environment variable ``gate_api_key_env``). The judge stage runs on
     ``judge_records`` / ``judge_cards`` / ``judge_memory`` (backend ``rules`` by default, ``replay`` when
     ``judge_replay`` is given). ``dask``: N (a LocalCluster of N workers) or a TLS scheduler with the
     client's credentials (``{"address": "tls://host:8786", "tls": {"ca_file": ..., "cert": ..., "key": ...}}``,
     ``acceptgate.daskcluster.DaskCluster``): the stages that run in shards (audit's executions, certify, the gates) run them
-    there; every write stays here."""
+    there; every write stays here. The certify stage runs before the gates, which gate only the tasks it
+    certified (``no_certify``: gate uncertified tasks, stored with every decision); ``max_fpr_attack``:
+    the gates' policy on V's measured FPR_h (default: the gate command's)."""
     logger = get_run_logger()
     params = {"backend": backend, "limit": limit, "gate_source": gate_source, "gate_suites": gate_suites,
               "gate_humanevalplus": gate_humanevalplus, "arms": arms, "gate_base_url": gate_base_url,
@@ -52,7 +55,8 @@ def nightly(warehouse: str | None = None, backend: str = "local", limit: int | N
               "certify_samples": certify_samples, "profile": profile, "judge_records": judge_records,
               "judge_cards": judge_cards, "judge_memory": judge_memory, "judge_backend": judge_backend,
               "judge_replay": judge_replay, "judge_human_labels": judge_human_labels,
-              "judge_embedder": judge_embedder, "dask": daskcluster.parse(dask)}  # a bad value fails here
+              "judge_embedder": judge_embedder, "dask": daskcluster.parse(dask),  # a bad value fails here
+              "no_certify": no_certify, "max_fpr_attack": max_fpr_attack}
     schedule.check_parameters(params)  # a misconfigured live source fails the night before any stage runs
     path = publish.prepare_warehouse(warehouse)
     params["warehouse"] = str(path)

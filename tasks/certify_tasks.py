@@ -29,17 +29,14 @@ def load_materials(suites_dir: str, dataset: str, samples: str | None, limit: in
 
 
 @task(name="gauge", **_STAGE)
-def require_gauge(suites_dir: str, materials: list, backend: str) -> None:
-    """Both suites of every task need a passing gauge record, with the gold as reference (exit 2 if not).
-    The suites are the materials' (read once, by load_materials); the manifest gives the verdicts its
-    import recorded."""
-    from acceptgate.task import Task
-
-    tasks = [Task(task_id=m.task_id, dataset="", entry_point=m.entry_point, prompt=m.prompt, reference=m.gold,
-                  suites=dict(m.suites)) for m in materials]
-    recorded = suitefiles.recorded_gauge(suites_dir, {m.task_id: m.gold for m in materials})
+def check_gauge(suites_dir: str, materials: list, backend: str) -> dict[str, str]:
+    """Both suites of every task gauged, with the gold as reference and the task's own wrong samples of
+    the suites directory: task id -> why a suite failed (a hidden suite's failure fails the task's
+    certification; a visible one's is noted on it)."""
     with backends.create(backend) as sandbox:
-        gauge.require(tasks, sandbox, recorded=recorded, store=gauge.records_dir())
+        check = gauge.assess_dir(suitefiles.read_suites(suites_dir), sandbox, task_ids={m.task_id for m in materials},
+                                 references={m.task_id: m.gold for m in materials})
+    return {r.task_id + "\x00" + r.suite: "; ".join(r.reasons) for r in check.failed}
 
 
 @task(name="task-seconds", **_STAGE)
@@ -54,7 +51,8 @@ def start_run(path: Path, run: store.CertifyRun):
 
 @task(name="pools-and-runs", **_STAGE)
 def pools_and_runs(materials: list, backend: str, settings: core.Settings) -> dict:
-    """Propose the pools, run every candidate once per suite, check labels with GT, re-run from reset."""
+    """Propose the pools, run every candidate once per suite, settle GT's disagreements with the
+    construction labels (findings, nothing relabelled), re-run from reset."""
     progress = core.current_progress()
     seconds = {}
     with backends.create(backend) as sandbox:
@@ -62,11 +60,13 @@ def pools_and_runs(materials: list, backend: str, settings: core.Settings) -> di
         proposed = core.propose_pools(materials, settings)
         all_runs = core.execute_pools(materials, proposed, sandbox, settings, progress)
         seconds["execute"] = time.monotonic() - t0
-        kept, checks = core.label_pools(materials, proposed, all_runs)
+        t0 = time.monotonic()
+        kept, findings = core.check_construction(materials, proposed, all_runs, sandbox, settings)
+        seconds["construction"] = time.monotonic() - t0
         t0 = time.monotonic()
         all_runs.update(core.repeat_runs(materials, kept, sandbox, settings, progress))
         seconds["repeat"] = time.monotonic() - t0
-    return {"proposed": proposed, "kept": kept, "checks": checks, "runs": all_runs, "seconds": seconds}
+    return {"proposed": proposed, "kept": kept, "findings": findings, "runs": all_runs, "seconds": seconds}
 
 
 @task(name="evaluate", **_STAGE)
@@ -74,11 +74,11 @@ def evaluate(materials: list, stage: dict, backend: str, settings: core.Settings
     t0 = time.monotonic()
     with backends.create(backend) as sandbox:
         verifiers = core.make_verifiers(settings.verifiers, sandbox, settings.limits, settings.external)
-        records, verdicts, reports = core.evaluate(materials, stage["kept"], stage["runs"], verifiers, settings,
-                                                   core.current_progress())
+        records, verdicts, reports, certificates = core.evaluate(materials, stage["kept"], stage["runs"], verifiers,
+                                                                 settings, core.current_progress(), stage["findings"])
     seconds = {**stage["seconds"], "decide": time.monotonic() - t0}
-    return core.Certification(materials, stage["proposed"], stage["kept"], stage["checks"], stage["runs"], records,
-                              verdicts, reports, settings, seconds)
+    return core.Certification(materials, stage["proposed"], stage["kept"], stage["findings"], stage["runs"], records,
+                              verdicts, reports, settings, seconds, certificates)
 
 
 @task(name="certify-shard", **_STAGE)
@@ -95,7 +95,7 @@ def write_pools(path: Path, run: store.CertifyRun, cert: core.Certification) -> 
 @task(name="write-certification", **_STAGE)
 def write_certification(path: Path, run: store.CertifyRun, cert: core.Certification) -> dict[str, int]:
     return certify_io.write_stage(path, run, "certification", store.certification_frames(run, cert),
-                             related={"v4v_candidates": store.candidate_frame(run, cert)})
+                                  related={"v4v_candidates": store.candidate_frame(run, cert), "v4v_runs": run.frame()})
 
 
 @task(name="finish-run", **_STAGE)

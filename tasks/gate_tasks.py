@@ -18,7 +18,9 @@ from acceptgate import gauge as gauges
 from acceptgate.gates import HmixCaps, arm_tasks, run_arm
 from acceptgate.gates import run as core
 from acceptgate.gates.records import GateOutcome
+from acceptgate.pipelines import admission
 from acceptgate.pipelines import gate as gate_io
+from acceptgate.pipelines.admission import Admission
 from acceptgate.pipelines.ledger import StageWrite
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
@@ -33,11 +35,15 @@ _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None, limit: int | None,
                source: str, per_task: int, chat_config, strict: bool,
                gauge: bool = True, dataset: str | None = None, dataset_path: str | None = None,
-               loading=None, gauging=None, say=None) -> tuple[list[Task], str, core.SourceCoverage, dict[str, float]]:
+               certify: bool = True, warehouse: str | None = None, max_fpr_attack: float | None = None,
+               loading=None, gauging=None,
+               say=None) -> tuple[list[Task], str, core.SourceCoverage, Admission, dict[str, float]]:
     """The tasks to gate: those the source has candidates for (the others are named, not refused),
-    each suite with a passing gauge record unless ``gauge`` is off (a failing one is exit 2); and the
-    seconds spent loading and gauging them. ``loading`` / ``gauging``: done/total callables for the
-    import and the gauge check; ``say`` a phase line."""
+    each with a certification record for its suites and pool unless ``certify`` is off (none: exit 2;
+    a failed one excludes the task), each suite with a passing gauge record unless ``gauge`` is off (a
+    failing one excludes the task, with its reason); ``Admission.refusals``: the tasks whose measured V
+    is too weak for the policy. Also the seconds spent loading and admitting them. ``loading`` /
+    ``gauging``: done/total callables for the import and the gauge check; ``say`` a phase line."""
     say = say or (lambda text: None)
     spent = {}
     with backends.create(backend) as sandbox:
@@ -47,15 +53,17 @@ def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None, 
         say(f"reading the candidates of {source} for {len(loaded.tasks)} tasks")
         with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src:
             coverage = core.source_coverage(src, source, loaded.tasks, loaded.known, strict=strict)
-        tasks = core.covered(loaded.tasks, coverage)
         spent["load"] = time.monotonic() - started
+        started = time.monotonic()
+        covered = core.covered(loaded.tasks, coverage)
         if gauge:
-            say(f"gauge check of the suites of {len(tasks)} tasks (recorded ones are reused)")
-            started = time.monotonic()
-            gauges.require(tasks, sandbox, recorded=loaded.recorded_gauge, store=gauges.records_dir(),
-                           progress=gauging)
-            spent["gauge"] = time.monotonic() - started
-    return tasks, loaded.tasks_from, coverage, spent
+            say(f"gauge check of the suites of {len(covered)} tasks (recorded ones are reused)")
+        admitted = admission.admit(covered, sandbox, warehouse=warehouse,
+                                   certify=certify, gauge=gauge, max_fpr_attack=max_fpr_attack,
+                                   recorded_gauge=loaded.recorded_gauge, store=gauges.records_dir(),
+                                   progress=gauging)
+        spent["gauge"] = time.monotonic() - started
+    return admitted.tasks, loaded.tasks_from, coverage, admitted, spent
 
 
 @task(name="start-run", **_STAGE)
@@ -65,12 +73,14 @@ def start_run(path: Path, run: core.GateRun):
 
 @task(name="gate-arm", **_STAGE)
 def gate_arm(arm: str, tasks: list[Task], source: str, backend: str, per_task: int, chat_config,
-             workers: int, limits: Limits, strict: bool = True, progress=None) -> tuple[list[GateOutcome], float]:
+             workers: int, limits: Limits, strict: bool = True, progress=None,
+             admitted: Admission | None = None) -> tuple[list[GateOutcome], float]:
     started = time.monotonic()
+    admitted = admitted or Admission(tasks)
     with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src, backends.create(backend) as sandbox:
         outcomes = run_arm(arm, arm_tasks(arm, tasks), src, sandbox, workers=workers, limits=limits,
-                           caps=HmixCaps(calls=per_task), progress=progress)
-    return outcomes, time.monotonic() - started
+                           caps=HmixCaps(calls=per_task), progress=progress, refusals=admitted.refusals)
+    return admitted.stamp(outcomes), time.monotonic() - started
 
 
 @task(name="write-gate-stage", **_STAGE)
@@ -95,10 +105,12 @@ def score_deliveries(path: Path, run: core.GateRun, tasks: list[Task], outcomes:
 
 @task(name="gate-shard", **_STAGE)
 def gate_shard(shard: shards.GateShard, arms: list[str], backend: str, source_spec: str, per_task: int,
-               chat_config, strict: bool, workers: int, limits: Limits, profile: str) -> shards.GateShardResult:
+               chat_config, strict: bool, workers: int, limits: Limits, profile: str,
+               refusals: dict[str, str] | None = None) -> shards.GateShardResult:
     """One shard on a Dask worker: every arm over its tasks, then their deliveries on GT (no writes)."""
     return shards.gate_shard(shard, arms, backend, source_spec=source_spec, per_task=per_task,
-                             chat_config=chat_config, strict=strict, workers=workers, limits=limits, profile=profile)
+                             chat_config=chat_config, strict=strict, workers=workers, limits=limits, profile=profile,
+                             refusals=refusals)
 
 
 @task(name="write-deliveries", **_STAGE)

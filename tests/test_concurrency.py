@@ -126,7 +126,7 @@ def concurrent_runs(prefect_harness, tmp_path_factory, humanevalplus_path, codet
     settings.reload()
     try:
         codes = [_write(["audit", "--limit", "1", "--warehouse", str(path)], home / "audit.log"),
-                 _write(["gate", "--arm", "conform", "--arm", "off", "--source", f"codet:{codet_samples_path}",
+                 _write(["gate", "--no-certify", "--arm", "conform", "--arm", "off", "--source", f"codet:{codet_samples_path}",
                          "--humanevalplus", str(humanevalplus_path), "--limit", "2", "--warehouse", str(path)],
                         home / "gate.log")]
         stop.touch()

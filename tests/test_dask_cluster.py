@@ -178,7 +178,7 @@ def test_score_on_the_cluster_gives_the_single_process_verdicts(cluster, inputs,
 def _gate(warehouse: Path, suites_dir: str, codet: str, **kw):
     from acceptgate.flows.gate import gate
 
-    return gate(arms=["conform", "hmix", "off"], source=f"codet:{codet}", suites_dir=suites_dir,
+    return gate(certify=False, arms=["conform", "hmix", "off"], source=f"codet:{codet}", suites_dir=suites_dir,
                 warehouse=str(warehouse), per_task=2, gauge=False, **kw)
 
 
@@ -244,7 +244,7 @@ def test_backfill_on_the_cluster_gives_the_single_process_rows(cluster, inputs, 
     _gate_arms = ["conform", "hmix-leaky-gt"]
     from acceptgate.flows.gate import gate
 
-    gate(arms=_gate_arms, source=f"codet:{codet_samples_path}", suites_dir=suites_dir,
+    gate(certify=False, arms=_gate_arms, source=f"codet:{codet_samples_path}", suites_dir=suites_dir,
          warehouse=str(tmp_path / "g.duckdb"), per_task=2, gauge=False)
     for name in ("single", "dask"):
         shutil.copy(tmp_path / "g.duckdb", tmp_path / f"{name}.duckdb")
@@ -315,7 +315,7 @@ def test_a_worker_killed_in_its_shard(cluster, inputs, api_env, tmp_path):
     from acceptgate.flows.gate import gate
 
     path = tmp_path / "dask.duckdb"
-    summary = gate(arms=["conform"], source=source, suites_dir=suites_dir, warehouse=str(path), per_task=1,
+    summary = gate(certify=False, arms=["conform"], source=source, suites_dir=suites_dir, warehouse=str(path), per_task=1,
                    gauge=False, dask=cluster.dask, shard_size=1)
     watcher.join(timeout=60)
     assert killed, "no worker was seen running a shard"
@@ -326,7 +326,7 @@ def test_a_worker_killed_in_its_shard(cluster, inputs, api_env, tmp_path):
     # (the same Prefect task run); the run completes once, with every row, as if nothing had died.
     with warehouse.connect(path, read_only=True) as con:
         assert con.execute("select status from run_attempts").fetchall() == [("ok",)]
-    single = gate(arms=["conform"], source=source, suites_dir=suites_dir, warehouse=str(tmp_path / "s.duckdb"),
+    single = gate(certify=False, arms=["conform"], source=source, suites_dir=suites_dir, warehouse=str(tmp_path / "s.duckdb"),
                   per_task=1, gauge=False)
     assert summary.run.run_id == single.run.run_id
     want = table_rows(tmp_path / "s.duckdb", "gate")

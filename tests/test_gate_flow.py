@@ -20,7 +20,6 @@ KNOWN_CONFORM = {
     "HumanEval/0": ("delivered", 1, ["pass"], "pass"),
     "HumanEval/1": ("refused", 5, ["fail", "fail", "fail", "error", "fail"], None),
     "HumanEval/3": ("delivered", 1, ["pass"], "fail"),  # passes V, fails GT: a false delivery
-    "HumanEval/4": ("delivered", 2, ["fail", "pass"], "pass"),
     "HumanEval/13": ("delivered", 2, ["error", "pass"], "pass"),  # sample 0 calls an undefined gcd()
 }
 
@@ -40,10 +39,13 @@ def test_gate_flow_conform_and_off_on_codet(prefect_harness, tmp_path, suites_14
 
     path = tmp_path / "w.duckdb"
     source = f"codet:{codet_samples_path}"
-    summary = gate(arms=["conform", "off"], source=source, suites_dir=str(suites_14), warehouse=str(path))
+    summary = gate(certify=False, arms=["conform", "off"], source=source, suites_dir=str(suites_14), warehouse=str(path))
     conform, off = summary.arms["conform"], summary.arms["off"]
-    assert (conform.tasks, conform.delivered, conform.refused, conform.false_deliveries) == (14, 10, 4, 2)
-    assert (off.tasks, off.delivered, off.refused, off.false_deliveries) == (14, 14, 0, 10)
+    # HumanEval/4 is excluded: its V passes `return True` (True == 1.0), which fails the hidden suite, so
+    # V's gauge fails (test_return_true_for_humaneval_4_is_refused_by_the_gauge_not_delivered); 13 tasks gated
+    assert summary.run.exclusions == (("HumanEval/4", "gauge", summary.run.exclusions[0][2]),)
+    assert (conform.tasks, conform.delivered, conform.refused, conform.false_deliveries) == (13, 9, 4, 2)
+    assert (off.tasks, off.delivered, off.refused, off.false_deliveries) == (13, 13, 0, 9)
     with warehouse.connect(path, read_only=True) as con:
         decisions = {tid: (d, n) for tid, d, n in con.execute(
             "select task_id, decision, attempts_used from gate_decisions where arm = 'conform'").fetchall()}
@@ -58,20 +60,20 @@ def test_gate_flow_conform_and_off_on_codet(prefect_harness, tmp_path, suites_14
             assert gt[tid] == gt_verdict, tid
         off_rows = con.execute("select count(*), sum(attempts_used), count(*) filter (where false_delivery) "
                                "from deliveries where arm = 'off'").fetchone()
-        assert off_rows == (14, 14, 10)
+        assert off_rows == (13, 13, 9)
         rates = con.execute("select arm, tasks, delivered, false_deliveries, false_rate_over_all_tasks, "
                             "false_rate_over_delivered from gate_rates order by arm").fetchall()
-        assert rates == [("conform", 14, 10, 2, 2 / 14, 2 / 10), ("off", 14, 14, 10, 10 / 14, 10 / 14)]
+        assert rates == [("conform", 13, 9, 2, 2 / 13, 2 / 9), ("off", 13, 13, 9, 9 / 13, 9 / 13)]
         authors = set(con.execute("select distinct author, purpose from gate_messages").fetchall())
         assert authors == {("task", "generation"), ("model", "generation"), ("harness", "selection"),
                            ("harness", "stop_decision")}
-        assert con.execute("select status, task_count, arms from gate_runs").fetchall() == [("ok", 14, "conform,off")]
+        assert con.execute("select status, task_count, arms from gate_runs").fetchall() == [("ok", 13, "conform,off")]
         paired = con.execute("select count(*), count(*) filter (where same_program) from deliveries_paired").fetchone()
-        assert paired[0] == 14
+        assert paired[0] == 13
     counts = warehouse.row_counts(path, TABLES)
 
     # The same run again through the command line: same run id, same rows, printed table.
-    code = main(["gate", "--arm", "conform,off", "--source", source, "--suites", str(suites_14),
+    code = main(["gate", "--no-certify", "--arm", "conform,off", "--source", source, "--suites", str(suites_14),
                  "--warehouse", str(path), "--verbose"])
     captured = capsys.readouterr()
     out = captured.out
@@ -79,12 +81,12 @@ def test_gate_flow_conform_and_off_on_codet(prefect_harness, tmp_path, suites_14
     # --verbose: where the time went, by phase
     timing = next(line for line in captured.err.splitlines() if line.startswith("gate: time: "))
     assert all(f"{phase} " in timing for phase in ("load", "gauge", "execute", "write")), timing
-    assert f"gate run {summary.run.run_id}: 14 tasks" in out
+    assert f"gate run {summary.run.run_id}: 13 tasks" in out
     # the phase before the arms is not a silence: what it reads and checks, as it goes
     assert f"reading the candidates of {source} for 14 tasks" in captured.err
     assert "gauge check of the suites of 14 tasks" in captured.err
     assert "false / all tasks" in out and "false / delivered" in out
-    assert "conform vs off: 80.0%" in out
+    assert "conform vs off: 77.8%" in out
     assert warehouse.row_counts(path, TABLES) == counts
     assert {t: warehouse.duplicate_keys(path, t) for t in TABLES if t != "gate_runs"} == {
         t: 0 for t in TABLES if t != "gate_runs"}
@@ -99,14 +101,15 @@ def test_gate_cli_scores_gt_under_the_evalplus_profile(prefect_harness, tmp_path
 
     path = tmp_path / "w.duckdb"
     source = f"codet:{codet_samples_path}"
-    assert main(["gate", "--arm", "conform", "--source", source, "--suites", str(suites_14), "--limit", "5",
+    assert main(["gate", "--no-certify", "--arm", "conform", "--source", source, "--suites", str(suites_14), "--limit", "5",
                  "--profile", "evalplus", "--warehouse", str(path)]) == 0
     with warehouse.connect(path, read_only=True) as con:
         rows = {tid: (v, p) for tid, v, p in con.execute(
             "select task_id, gt_verdict, gt_profile from deliveries").fetchall()}
     assert {p for _, p in rows.values()} == {"evalplus"}
-    for tid in ("HumanEval/0", "HumanEval/1", "HumanEval/3", "HumanEval/4"):
+    for tid in ("HumanEval/0", "HumanEval/1", "HumanEval/3"):  # /4: excluded by V's gauge
         assert rows[tid][0] == KNOWN_CONFORM[tid][3], tid
+    assert "HumanEval/4" not in rows
 
     result = humanevalplus.load(humanevalplus_path, local_backend, limit=2)
     for task in result.tasks:
@@ -114,7 +117,7 @@ def test_gate_cli_scores_gt_under_the_evalplus_profile(prefect_harness, tmp_path
     untimed = suitefiles.write_suites(result, tmp_path / "untimed")
     other = tmp_path / "other.duckdb"
     capsys.readouterr()
-    assert main(["gate", "--arm", "conform", "--source", source, "--suites", str(untimed), "--profile", "evalplus",
+    assert main(["gate", "--no-certify", "--arm", "conform", "--source", source, "--suites", str(untimed), "--profile", "evalplus",
                  "--warehouse", str(other)]) == 2
     assert "reference's time per hidden case" in capsys.readouterr().err
     assert not other.exists()
@@ -128,13 +131,14 @@ def test_gate_cli_scores_gt_under_the_evalplus_profile(prefect_harness, tmp_path
     (["--arm", "conform", "--source", "bogus"], "unknown source"),
     (["--arm", "hmix", "--source", "openai"], "needs --base-url and --model"),
     (["--arm", "conform", "--humanevalplus", "/nonexistent.jsonl"], "not found"),
+    (["--arm", "conform", "--max-fpr-attack", "101"], "--max-fpr-attack"),
 ])
 def test_gate_cli_bad_input_exits_2(argv, fragment, codet_samples_path, humanevalplus_path, tmp_path, capsys):
     defaults = {"--source": f"codet:{codet_samples_path}", "--humanevalplus": str(humanevalplus_path)}
     for flag, value in defaults.items():
         if flag not in argv:
             argv = argv + [flag, value]
-    assert main(["gate", *argv, "--warehouse", str(tmp_path / "w.duckdb")]) == 2
+    assert main(["gate", "--no-certify", *argv, "--warehouse", str(tmp_path / "w.duckdb")]) == 2
     assert fragment in capsys.readouterr().err
 
 
@@ -157,7 +161,7 @@ def test_gate_flow_hmix_through_a_local_endpoint(prefect_harness, tmp_path, suit
     with ChatServer(reply) as server:
         config = ChatConfig(base_url=server.base_url, model="scripted-1", api_key_env="TEST_CHAT_KEY",
                             backoff_seconds=0.01)
-        summary = gate(arms=["hmix"], source="openai", suites_dir=str(suites_14), limit=2,
+        summary = gate(certify=False, arms=["hmix"], source="openai", suites_dir=str(suites_14), limit=2,
                        warehouse=str(tmp_path / "w.duckdb"), chat_config=config, workers=1)
     assert summary.arms["hmix"].delivered == 1 and summary.arms["hmix"].refused == 1
     with warehouse.connect(tmp_path / "w.duckdb", read_only=True) as con:
@@ -237,7 +241,7 @@ def test_gate_cli_every_arm_with_a_live_model(prefect_harness, tmp_path, suites_
     path = tmp_path / "w.duckdb"
     monkeypatch.setenv("TEST_CHAT_KEY", "sk-test")
     with ChatServer(reply) as server:
-        code = main(["gate", "--arm", "conform", "--arm", "hmix", "--arm", "off", "--source", "openai",
+        code = main(["gate", "--no-certify", "--arm", "conform", "--arm", "hmix", "--arm", "off", "--source", "openai",
                      "--base-url", server.base_url, "--model", "scripted-1", "--api-key-env", "TEST_CHAT_KEY",
                      "--suites", str(suites_14), "--limit", "1", "--workers", "1", "--warehouse", str(path)])
     out = capsys.readouterr().out
@@ -257,3 +261,28 @@ def test_gate_cli_every_arm_with_a_live_model(prefect_harness, tmp_path, suites_
     assert gt == {"conform": "pass", "hmix": "pass", "off": "pass"}
     assert sent == 2  # each CONFORM draw recorded as sent, the task's text by its author
     assert run == ("openai", "checked")
+
+
+def test_return_true_for_humaneval_4_is_refused_by_the_gauge_not_delivered(prefect_harness, tmp_path, suites_14,
+                                                                          humanevalplus_path, capsys):
+    """HumanEval/4's docstring example expects 1.0 and True == 1.0, so ``return True`` passes V. It fails
+    the reference on the hidden inputs, so V's gauge fails naming it and the task is excluded, with its
+    reason; it is not delivered (it used to be: a false delivery). The other tasks are gated as ever."""
+    import gzip
+    import json
+
+    rows = {r["task_id"]: r for r in map(json.loads, gzip.open(humanevalplus_path, "rt"))}
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": t, "solution": s}) + "\n" for t, s in (
+        ("HumanEval/4", rows["HumanEval/4"]["prompt"] + "    return True\n"),
+        ("HumanEval/0", rows["HumanEval/0"]["prompt"] + rows["HumanEval/0"]["canonical_solution"]))))
+    path = tmp_path / "w.duckdb"
+    assert main(["gate", "--no-certify", "--arm", "conform", "--source", f"evalplus:{samples}", "--suites",
+                 str(suites_14), "--warehouse", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "excluded before any gate: 1 tasks: HumanEval/4 (gauge: its visible suite failed the gauge check: wrong " \
+           "sample constant-true passes the visible suite but fails the reference on the hidden inputs" in out, out
+    with warehouse.connect(path, read_only=True) as con:
+        delivered = con.execute("select task_id, false_delivery from deliveries where delivered").fetchall()
+        excluded = con.execute("select task_id, stage from gate_exclusions").fetchall()
+    assert delivered == [("HumanEval/0", False)] and excluded == [("HumanEval/4", "gauge")]

@@ -159,3 +159,26 @@ def test_hmix_first_message_asks_for_a_check_against_the_examples_in_the_task():
     parts = first_message(task)
     assert [a for a, _ in parts] == ["task", "harness", "harness"]
     assert parts[-1] == ("harness", "First check your function by hand against the examples in the task.")
+
+
+def test_hmix_on_a_replay_records_its_feedback_as_never_sent(local_backend):
+    """A replayed samples file reads no message: H-MIX's feedback reached no model, so every part is
+    recorded with role none and no request (it is resampling, not revision); the leak audit still sees
+    every harness text by its author."""
+    out = run_gate("hmix", TASK, replay("    return a - b\n", "    return a + b\n"), local_backend)
+    assert (out.decision, out.attempts_used) == ("delivered", 2)
+    feedback = [m for m in out.messages if m.purpose == "revision_feedback"]
+    assert feedback and all(m.author == "harness" for m in feedback)
+    assert {(m.role, m.request) for m in out.messages} == {("none", None)}
+
+
+def test_a_policy_refusal_is_recorded_by_the_gated_arms_only(local_backend):
+    """``refusals``: a task whose V is too weak is refused by the arms that decide with V, with its reason
+    and a stop decision; OFF, which uses no V, delivers as ever."""
+    why = {"T/add": "V too weak to gate: it accepts 66.7% of the attacks"}
+    for arm in ("conform", "hmix"):
+        (out,) = run_arm(arm, [TASK], replay("    return a + b\n"), local_backend, refusals=why)
+        assert (out.decision, out.attempts_used, out.stop_reason) == ("refused", 0, why["T/add"])
+        assert [(m.author, m.purpose) for m in out.messages] == [("harness", "stop_decision")]
+    (off_out,) = run_arm("off", [TASK], replay("    return a + b\n"), local_backend, refusals=why)
+    assert off_out.decision == "delivered"

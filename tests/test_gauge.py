@@ -52,15 +52,65 @@ def test_generic_wrong_samples_define_the_entry_point_with_its_signature(he_task
     assert "return numbers" in echo.source
 
 
-def test_a_constant_equal_to_every_expected_value_is_skipped_with_a_reason():
+def test_a_constant_equal_to_every_hidden_expected_value_is_skipped_with_a_reason():
+    """What makes a sample wrong is the reference on the hidden inputs: a constant that is every hidden
+    expected value is right there, so it is not wrong for the task (and says so)."""
+    task = is_even_task(visible=[((1,), {}, False), ((2,), {}, True)],
+                        hidden=[((1,), {}, False), ((3,), {}, False)])
+    samples, skipped = gauge.gauge_plan(task)
+    # False, and 0 (0 == False under the dialect's equality), return every hidden expected value
+    assert {i.detail.split(" ")[0] for i in skipped} == {"constant-false", "constant-0"}
+    assert all(i.reason == gauge.WRONG_SAMPLE_SKIPPED and i.suite == HIDDEN for i in skipped)
+    assert {"constant-false", "constant-0"}.isdisjoint(s.label for s in samples)
+    assert "raise" in [s.label for s in samples]
+
+
+def test_a_constant_matching_only_the_visible_suite_is_kept_and_fails_its_gauge(local_backend):
+    """A generic sample that passes V while failing the reference on the hidden inputs is wrong: it is
+    not left out (as it once was, whenever it matched every case of the suite being gauged), and it
+    makes V's gauge fail, named."""
     task = is_even_task(visible=[((1,), {}, False), ((3,), {}, False)],
                         hidden=[((1,), {}, False), ((2,), {}, True)])
     samples, skipped = gauge.gauge_plan(task)
-    # False, and 0 (0 == False under the dialect's equality), return every visible expected value
-    assert {i.detail.split(" ")[0] for i in skipped} == {"constant-false", "constant-0"}
-    assert all(i.reason == gauge.WRONG_SAMPLE_SKIPPED and i.suite == VISIBLE for i in skipped)
-    assert {"constant-false", "constant-0"}.isdisjoint(s.label for s in samples)
-    assert "raise" in [s.label for s in samples]
+    assert skipped == [] and "constant-false" in [s.label for s in samples]
+    [result] = gauge.check_many([task], local_backend)
+    by_kind = {s.suite: s for s in result.suites}
+    assert not by_kind[VISIBLE].passed and by_kind[HIDDEN].passed
+    assert any(r.startswith("wrong sample constant-false passes the visible suite but fails the reference on the "
+                            "hidden inputs (fail") for r in by_kind[VISIBLE].reasons), by_kind[VISIBLE].reasons
+    check = gauge.assess([task], local_backend, store=None)
+    assert list(check.failed_tasks()) == ["demo/is_even"] and "constant-false" in check.failed_tasks()["demo/is_even"]
+
+
+def test_a_generic_sample_right_on_every_hidden_input_is_noted_a_known_wrong_one_fails(local_backend):
+    """A generic sample that passes the hidden suite is right there: noted, not a failure. A task's own
+    known-wrong program is wrong by its provenance: passing any suite, the hidden one too, fails it."""
+    right = WrongSample("constant-true", "def is_even(n):\n    return not n % 2\n")  # a generic label
+    task = is_even_task(visible=[((2,), {}, True)], hidden=[((4,), {}, True), ((7,), {}, False)], wrong=[right])
+    [result] = gauge.check_many([task], local_backend)
+    assert all(s.passed for s in result.suites)
+    assert all(s.notes == ["constant-true passes the hidden suite too: right on every hidden input, not wrong"]
+               for s in result.suites)
+    known = dataclasses.replace(task, wrong_samples=[WrongSample("alt", right.source)])
+    [result] = gauge.check_many([known], local_backend)
+    assert [s.reasons for s in result.suites] == [["wrong sample alt passes the visible suite"],
+                                                  ["wrong sample alt passes the hidden suite"]]
+
+
+def test_humaneval_4_return_true_fails_the_visible_gauge(tmp_path, humanevalplus_path, local_backend):
+    """HumanEval/4's docstring example expects 1.0, and True == 1.0: ``return True`` passes V and fails
+    the reference on the hidden inputs, so V's gauge fails naming it (the gate then excludes the task)."""
+    from acceptgate.importers import humanevalplus
+
+    rows = [r for r in map(json.loads, gzip.open(humanevalplus_path, "rt")) if r["task_id"] == "HumanEval/4"]
+    path = tmp_path / "he4.jsonl"
+    path.write_text(json.dumps(rows[0]) + "\n")
+    [task] = humanevalplus.load(str(path), local_backend).tasks
+    check = gauge.assess([task], local_backend, store=None)
+    why = check.failed_tasks()["HumanEval/4"]
+    assert why.startswith("its visible suite failed the gauge check: wrong sample constant-true passes the visible "
+                          "suite but fails the reference on the hidden inputs"), why
+    assert {(r.suite, r.passed) for r in check.records} == {(VISIBLE, False), (HIDDEN, True)}
 
 
 def test_good_suites_pass_the_gauge(he_tasks, local_backend):
@@ -98,7 +148,9 @@ def test_a_wrong_sample_that_passes_makes_the_suite_unusable(local_backend):
     [result] = gauge.check_many([task], local_backend)
     by_kind = {s.suite: s for s in result.suites}
     assert not by_kind[VISIBLE].passed
-    assert by_kind[VISIBLE].reasons == ["wrong sample constant-false passes the visible suite"]
+    assert by_kind[VISIBLE].reasons == ["wrong sample constant-false passes the visible suite but fails the reference "
+                                        "on the hidden inputs (fail; 1 failing case(s) of 2 run, first: case 1 fail args=(2,) "
+                                        "got=False want=True)"]
     assert by_kind[HIDDEN].passed and result.usable_suites == [HIDDEN]
 
 
@@ -112,15 +164,25 @@ def test_require_computes_stores_then_reuses_records_by_spec_hash(local_backend,
     assert len(list(tmp_path.glob("*.json"))) == 2
     again = gauge.require([task], local_backend, store=tmp_path)
     assert again.computed == 0 and {r.origin for r in again.records} == {"stored"}
-    # another hidden suite is another spec_hash: only that suite is checked now
-    other = dataclasses.replace(task, suites={**task.suites, HIDDEN: suitespec.build(
+    # another visible suite is another spec_hash: only that suite is checked now
+    other = dataclasses.replace(task, suites={**task.suites, VISIBLE: suitespec.build(
         "python-call/1", "is_even", [((4,), {}, True), ((9,), {}, False)])})
     third = gauge.require([other], local_backend, store=tmp_path)
-    assert third.computed == 1 and {(r.suite, r.origin) for r in third.records} == {(VISIBLE, "stored"), (HIDDEN, "computed")}
-    # the import's recorded verdict is used as it is, without running anything
-    marked = gauge.require([task], local_backend, store=None,
-                           recorded={(task.task_id, k): {"passed": True, "reasons": []} for k in (VISIBLE, HIDDEN)})
+    assert third.computed == 1 and {(r.suite, r.origin) for r in third.records} == {(VISIBLE, "computed"), (HIDDEN, "stored")}
+    # another hidden suite changes what "wrong" means for every suite of the task: both are checked again
+    other = dataclasses.replace(task, suites={**task.suites, HIDDEN: suitespec.build(
+        "python-call/1", "is_even", [((4,), {}, True), ((9,), {}, False)])})
+    fourth = gauge.require([other], local_backend, store=tmp_path)
+    assert fourth.computed == 2 and {r.origin for r in fourth.records} == {"computed"}
+    # the import's recorded verdict is used as it is, without running anything -- if it was judged by
+    # this record format (an older one judged wrong samples by the suite itself: checked again)
+    fmt = gauge.RECORD_FORMAT
+    marked = gauge.require([task], local_backend, store=None, recorded={
+        (task.task_id, k): {"passed": True, "reasons": [], "format": fmt} for k in (VISIBLE, HIDDEN)})
     assert marked.computed == 0 and {r.origin for r in marked.records} == {"manifest"}
+    old = gauge.require([task], local_backend, store=None,
+                        recorded={(task.task_id, k): {"passed": True, "reasons": []} for k in (VISIBLE, HIDDEN)})
+    assert old.computed == 2 and {r.origin for r in old.records} == {"computed"}
 
 
 def test_require_refuses_a_failing_suite_or_one_it_cannot_check_naming_the_task(local_backend, tmp_path):
@@ -165,6 +227,8 @@ def _broken_suites(humanevalplus_path: Path, out: Path) -> Path:
 @pytest.mark.prefect
 def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_harness, humanevalplus_path, tmp_path,
                                                                      capsys):
+    """score --strict refuses the file (without it the task is unusable); gate excludes the task (here the only one: nothing left, exit 2); certify
+    records the task as not certified, naming the gauge."""
     from acceptgate.cli import main
 
     suites = _broken_suites(humanevalplus_path, tmp_path / "suites")
@@ -173,13 +237,11 @@ def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_har
                                    "    return False\n"}) + "\n")
     warehouse = tmp_path / "w.duckdb"
     runs = {
-        "gate": ["gate", "--arm", "off", "--source", f"evalplus:{samples}", "--suites", str(suites),
+        "gate": ["gate", "--no-certify", "--arm", "off", "--source", f"evalplus:{samples}", "--suites", str(suites),
                  "--warehouse", str(warehouse)],
         # score excludes the task ('unusable', tests/test_score.py); --strict refuses the file
         "score": ["score", "--suites", str(suites), "--samples", str(samples), "--suite", "hidden",
                   "--out", str(tmp_path / "scores.jsonl"), "--strict"],
-        "certify": ["certify", "--suites", str(suites), "--dataset", str(humanevalplus_path), "--k", "1",
-                    "--warehouse", str(warehouse)],
     }
     for name, argv in runs.items():
         capsys.readouterr()
@@ -194,7 +256,13 @@ def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_har
     import duckdb
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        assert con.execute("select gauge from gate_runs").fetchall() == [("skipped",)]
+        assert con.execute("select gauge, certify from gate_runs").fetchall() == [("skipped", "skipped")]
+    certified = tmp_path / "c.duckdb"
+    assert main(["certify", "--suites", str(suites), "--dataset", str(humanevalplus_path), "--k", "3",
+                 "--warehouse", str(certified), "--quiet"]) == 0
+    with duckdb.connect(str(certified), read_only=True) as con:
+        ok, failed, reason = con.execute("select certified, failed_gates, reason from v4v_task_certificates").fetchone()
+    assert not ok and "gauge" in failed and "the hidden suite fails the gauge: reference does not pass" in reason
 
 
 def test_a_reference_out_of_time_is_run_again_with_the_slow_reference_limits(local_backend):

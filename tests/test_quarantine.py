@@ -109,7 +109,7 @@ def test_the_gate_command_fails_the_same_way(prefect_harness, tmp_path, monkeypa
     monkeypatch.setenv("ACCEPTGATE_EXPECTATIONS", _strict(tmp_path, "deliveries", "gt_verdict", ["no-such-verdict"]))
     settings.reload()
     path = tmp_path / "w.duckdb"
-    assert main(["gate", "--arm", "off", "--source", f"codet:{codet_samples_path}", "--humanevalplus",
+    assert main(["gate", "--no-certify", "--arm", "off", "--source", f"codet:{codet_samples_path}", "--humanevalplus",
                  str(humanevalplus_path), "--limit", "2", "--warehouse", str(path), "--run-id", "strict-gate"]) == 1
     err = capsys.readouterr().err
     assert ("acceptgate gate: stopped at stage 'deliveries': expectation "

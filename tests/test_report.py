@@ -79,8 +79,9 @@ def test_sections_rates_and_intervals(snapshot):
 
 def test_markdown_summary(snapshot):
     text = markdown.summary(report_data.collect(warehouse.snapshot_path(snapshot)), ["nightly: audit ok"])
-    assert "## False delivery by arm" in text and ("| `conform` | `14.3% [4.0%, 39.9%]` | `20.0% [5.7%, 51.0%]` | 14 | 10 "
-                                                   "| 4 | 2 | `gate-r1` |") in text
+    # beside every rate, the measured FPR_h of the V that gated it (this run was not certified)
+    assert "## False delivery by arm" in text and ("| `conform` | `14.3% [4.0%, 39.9%]` | `20.0% [5.7%, 51.0%]` | "
+                                                   "`not measured (--no-certify)` | `gate` | 14 | 10 | 4 | 2 | `gate-r1` |") in text
     assert "## V4V certification\n\n_not run yet_" in text
 
 
@@ -343,6 +344,33 @@ def test_the_layout_check_can_fail(tmp_path):
                    '<table style="width:2000px"><tr><td>x</td></tr></table></div></body></html>')
     page_width, client, boxes, sticking_out = _layout(bad, tmp_path, 400)
     assert page_width > client and sticking_out == 1 and boxes == 1
+
+def test_each_rate_is_shown_beside_the_measured_fpr_h_of_the_v_that_gated_it(tmp_path):
+    path = tmp_path / "w.duckdb"
+    warehouse.migrate(path)
+    with warehouse.transaction(path) as con:
+        con.execute("insert into gate_runs (run_id, run_id_origin, pipeline, acceptgate_version, source, tasks_from, "
+                    "tasks_sha256, task_count, arms, per_task, backend, status, started_at, certify) values ('gate-c', "
+                    "'user', 'gate/1', '0', 'codet:x', 'd', 'h', 2, 'conform,hmix,off', 5, 'local', 'ok', now(), "
+                    "'checked')")
+        for arm in ("conform", "hmix", "off"):
+            for i, fpr in enumerate((100 / 3, 50.0)):
+                con.execute("insert into deliveries (run_id, arm, task_id, delivered, refused, attempts_used, "
+                            "hidden_spec_hash, gt_cases_total, false_delivery, gt_seconds) values "
+                            "('gate-c', ?, ?, true, false, 1, 'h', 3, ?, 0.1)", [arm, f"T/{i}", i == 0])
+                con.execute("insert into gate_decisions (run_id, arm, task_id, source, visible_spec_hash, decision, "
+                            "stop_reason, attempts_used, tokens_used, wall_seconds, certification, v_fpr_h) values "
+                            "('gate-c', ?, ?, 'replay:codet', 'v', 'delivered', 'ok', 1, 0, 0.1, 'certify-1', ?)",
+                            [arm, f"T/{i}", fpr])
+    warehouse.publish(path, ["gate-c"])
+    import duckdb
+
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        frame = report_data.false_delivery_display(report_data.false_delivery(con)).set_index("arm")
+    assert frame.loc["conform", "V FPR_h (measured)"] == "41.7% (2 tasks)"
+    assert frame.loc["off", "V FPR_h (measured)"] == "- (no V: ungated)"
+    # H-MIX on replayed samples sent its feedback to no model: its rate is resampling, labelled so
+    assert frame.loc[["conform", "hmix", "off"], "kind"].tolist() == ["gate", "resampling", "no gate"]
 
 
 # What a candidate (or any text stored in the warehouse) may try to make the summary's viewer do.

@@ -15,7 +15,8 @@ from acceptgate.errors import InvalidInput
 
 def test_stage_chain_order_and_explicit_install_check():
     names = [s.name for s in schedule.NIGHTLY_STAGES]
-    assert names == ["audit", "gates", "leak-audit", "certify", "stats", "judge", "judge-stats"]
+    # seed 002: six gates first, then the agent -- tasks are certified before any gate delivers on them
+    assert names == ["audit", "certify", "gates", "leak-audit", "stats", "judge", "judge-stats"]
     produced = {s.name: s.produces for s in schedule.NIGHTLY_STAGES if s.produces}
     assert produced == {"gates": "gate_run", "judge": "judge_run"}
     # which flow implements a stage is the flows layer's (flows/stage_flows.py, Prefect-free)
@@ -53,7 +54,10 @@ def test_gates_stage_needs_a_source_and_tasks(tmp_path):
     assert isinstance(gates.arguments({"gate_source": f"codet:{x}"}), schedule.Skip)
     args = gates.arguments({"gate_source": f"codet:{x}", "gate_suites": str(d), "arms": ["off"]})
     assert args == {"source": f"codet:{x}", "suites_dir": str(d), "humanevalplus": None, "arms": ["off"],
-                    "profile": "default"}
+                    "profile": "default", "certify": True}
+    loose = gates.arguments({"gate_source": f"codet:{x}", "gate_suites": str(d), "no_certify": True,
+                             "max_fpr_attack": 40})
+    assert (loose["certify"], loose["max_fpr_attack"]) == (False, 40.0)
     args = gates.arguments({"gate_source": f"codet:{x}", "gate_suites": str(d), "profile": "evalplus"})
     assert (args["profile"], args["arms"]) == ("evalplus", ["conform", "off"])
     gone = gates.arguments({"gate_source": "codet:data/none.jsonl.gz", "gate_suites": str(d)})

@@ -104,7 +104,8 @@ def _artifact(api: str, flow_run_id: str) -> str:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backend):
     """``acceptgate serve`` as a real subprocess (no PREFECT_API_URL: it starts the server itself), on a
-    suites directory of five HumanEval+ tasks as docs/orchestration.md writes it (--gate-suites)."""
+    suites directory of five HumanEval+ tasks as docs/orchestration.md writes it (--gate-suites, and
+    --certify-dataset: the certify stage runs before the gates)."""
     from acceptgate import suitefiles
     from acceptgate.importers import humanevalplus
 
@@ -116,7 +117,8 @@ def served(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backe
     log = open(root / "serve.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "acceptgate", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
-         "--gate-source", f"codet:{codet_samples_path}", "--gate-suites", str(suites), "--limit", "5"],
+         "--gate-source", f"codet:{codet_samples_path}", "--gate-suites", str(suites), "--limit", "5",
+         "--certify-dataset", str(humanevalplus_path)],  # the gates decide only on tasks certified first
         env=_env(root / "prefect"), cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + STARTUP
@@ -336,3 +338,16 @@ def test_next_run_and_library_warnings_go_to_the_flow_log():
     with nightly.warnings_to_log(logger) as caught:
         warnings.warn("result_format configured at the Validator-level will not be persisted", UserWarning)
     assert len(caught) == 1 and seen and seen[0].startswith("UserWarning: result_format configured")
+
+
+def test_a_served_run_cannot_turn_certification_off():
+    """Whether gates decide on uncertified tasks, and how weak a V may be, are the operator's policy: a
+    run of the served nightly that sets no_certify or max_fpr_attack fails before any stage, naming it."""
+    from acceptgate.errors import InvalidInput
+    from acceptgate.flows import served
+
+    flow = served.served_nightly({}, {})
+    for name, value in (("no_certify", True), ("max_fpr_attack", 100.0)):
+        with pytest.raises(InvalidInput, match=f"{name} is fixed when 'acceptgate serve' starts"):
+            flow.fn(**{name: value})
+    assert "no_certify" not in served.NIGHTLY_PER_RUN and "max_fpr_attack" not in served.NIGHTLY_PER_RUN

@@ -25,10 +25,15 @@ TASK = {
     "entry_point": "add",
     "visible": {"dialect": "python-call/1", "entry_point": "add",
                 "cases": [{"args": "[1, 2]", "expected": "3"}, {"args": "[0, 0]", "expected": "0"}]},
+    # three cases, one with a zero argument: with two, GT could not tell a program that answers honestly
+    # only twice (the stateful attack), or one that breaks on zero arguments, from the reference, and the
+    # task would fail its certification at registration
     "hidden": {"dialect": "python-call/1", "entry_point": "add",
                "cases": [{"args": "[918273645, 50607]", "expected": "918324252"},
-                         {"args": "[-77123, 40411]", "expected": "-36712"}]},
-    "reference": "def add(a, b):\n    return a + b\n",  # the gauge runs it on both suites at registration
+                         {"args": "[-77123, 40411]", "expected": "-36712"},
+                         {"args": "[0, 40411]", "expected": "40411"}]},
+    # the gauge runs it on both suites at registration, and the task's certification builds its pool from it
+    "reference": "def add(a, b):\n    return a + b\n",
 }
 WRONG = "def add(a, b):\n    return a - b\n"
 RIGHT = "def add(a, b):\n    return a + b\n"
@@ -75,7 +80,8 @@ def test_assistant_session_refuse_then_deliver_lands_in_duckdb(service):
     r = call(service, "alice", "POST", "/v1/tasks", json=TASK)
     assert r.status_code == 201, r.text
     task = r.json()
-    assert task["hidden_cases"] == 2 and "hidden" not in task and task["visible"]["cases"][0]["args"] == "(1, 2)"
+    assert task["hidden_cases"] == 3 and "hidden" not in task and task["visible"]["cases"][0]["args"] == "(1, 2)"
+    assert task["certification"].startswith("svc-")
 
     wrong = call(service, "alice", "POST", "/v1/tasks/add-1/submissions", json={"program": WRONG})
     assert wrong.status_code == 200, wrong.text
@@ -149,15 +155,63 @@ def test_registration_gauges_the_suites_before_use(service):
     assert r.status_code == 422 and "task weak-1" in r.json()["detail"] and "hidden" in r.json()["detail"], r.text
     for refused in ("bare-1", "lying-1", "weak-1"):
         assert call(service, "alice", "GET", f"/v1/tasks/{refused}").status_code == 404
-    opted_out = {**bare, "task_id": "ungauged-1", "gauge": False}
+    opted_out = {**TASK, "task_id": "ungauged-1", "gauge": False}  # certified all the same (the reference)
     r = call(service, "alice", "POST", "/v1/tasks", json=opted_out)
-    assert r.status_code == 201 and r.json()["gauge"] == "skipped"
+    assert r.status_code == 201 and r.json()["gauge"] == "skipped" and r.json()["certification"].startswith("svc-")
     decided = {t: call(service, "alice", "POST", f"/v1/tasks/{t}/submissions", json={"program": RIGHT}).json()
                for t in ("add-1", "ungauged-1")}
     for task_id, d in decided.items():
         wait_published(service, "alice", d["decision_id"])
         assert snapshot(service, "select gauge from gate_runs where run_id = ?", [f"api-alice-{d['decision_id']}"]) \
             == [("checked" if task_id == "add-1" else "skipped",)]
+
+
+def test_registration_certifies_the_task_and_decisions_carry_it(service):
+    """A task is certified at registration (its pool from the reference, GT through the six gates); one
+    whose hidden suite lets wrong programs through fails, 422 naming the task and the finding, and is not
+    registered. A decision stores the certificate and V's FPR_h measured on the task."""
+    weak = json.loads(json.dumps(TASK)) | {"task_id": "two-cases-1"}
+    weak["hidden"]["cases"] = weak["hidden"]["cases"][:2]
+    r = call(service, "alice", "POST", "/v1/tasks", json=weak)
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert "task two-cases-1 failed certification: GT fails replay" in detail and "gt-weak" in detail, detail
+    assert call(service, "alice", "GET", "/v1/tasks/two-cases-1").status_code == 404
+    no_reference = {k: v for k, v in TASK.items() if k != "reference"} | {"task_id": "no-ref-1", "gauge": False}
+    r = call(service, "alice", "POST", "/v1/tasks", json=no_reference)
+    assert r.status_code == 422 and "task no-ref-1" in r.json()["detail"] and "certify" in r.json()["detail"]
+    task = call(service, "alice", "POST", "/v1/tasks", json=TASK).json()
+    d = call(service, "alice", "POST", "/v1/tasks/add-1/submissions", json={"program": RIGHT}).json()
+    wait_published(service, "alice", d["decision_id"])
+    rows = snapshot(service, "select d.certification, d.v_fpr_h, r.certify from gate_decisions d join gate_runs r "
+                             "using (run_id) where run_id = ?", [f"api-alice-{d['decision_id']}"])
+    # V (the two docstring examples) accepts the special-casing and the stateful attacks: 2 of 6
+    assert rows == [(task["certification"], pytest.approx(100 * 2 / 6), "checked")], rows
+
+
+def test_an_uncertified_task_gets_no_decision_unless_the_service_runs_without_certification(tmp_path):
+    """A service started with --no-certify registers without certifying and stores 'skipped' with every
+    decision; the same journal under a certifying service refuses to decide on that task (422 naming it)."""
+    loose = LiveService(tmp_path, extra=("--no-certify",)).start()
+    try:
+        r = call(loose, "alice", "POST", "/v1/tasks", json=TASK)
+        assert r.status_code == 201 and r.json()["certification"] == "skipped"
+        d = call(loose, "alice", "POST", "/v1/tasks/add-1/submissions", json={"program": RIGHT}).json()
+        assert d["decision"] == "deliver"
+        wait_published(loose, "alice", d["decision_id"])
+        assert snapshot(loose, "select d.certification, d.v_fpr_h, r.certify from gate_decisions d join gate_runs r "
+                               "using (run_id)") == [("skipped", None, "skipped")]
+    finally:
+        assert loose.stop() in GRACEFUL
+    strict = LiveService(tmp_path, clients=("carol",))
+    strict.keys = dict(loose.keys)
+    strict.start()
+    strict.keys.update(loose.keys)  # alice's key is still in the keys file
+    try:
+        r = call(strict, "alice", "POST", "/v1/tasks/add-1/submissions", json={"program": RIGHT})
+        assert r.status_code == 422 and "task add-1 has no certification record" in r.json()["detail"], r.text
+    finally:
+        assert strict.stop() in GRACEFUL
 
 
 def test_requests_without_a_valid_key_are_refused(service):
@@ -424,11 +478,12 @@ def test_calls_without_a_key_are_rate_limited_per_address_and_not_journalled(tmp
         assert svc.stop() in GRACEFUL
 
 
-def test_a_learner_keeping_notes_is_never_scored_as_passing_the_hidden_suite(service):
+def test_a_learner_keeping_notes_is_never_scored_as_passing_the_hidden_suite(tmp_path):
     """serve-api scores every delivered program on the task's hidden suite: a program that learns its task
     from the fail-fast oracle and keeps notes in every kernel state it can reach (tests/attacks/channels/
     notes.py), submitted 50 times, is delivered each time (its visible case passes) and never scored as
-    passing the hidden one: each scoring calls every case and judges once the runner is gone."""
+    passing the hidden one: each scoring calls every case and judges once the runner is gone. The task has
+    no reference (what the attack learns is the whole task), so the service runs with --no-certify."""
     import secrets
     from pathlib import Path
 
@@ -443,16 +498,21 @@ def test_a_learner_keeping_notes_is_never_scored_as_passing_the_hidden_suite(ser
                        "cases": [{"args": json.dumps(["learn", key, i]), "expected": repr(want)}
                                  for i, want in enumerate(LEARNED)]},
             "gauge": False}
-    assert call(service, "alice", "POST", "/v1/tasks", json=task).status_code == 201
-    decisions = []
-    for n in range(RUNS):  # each submission a program of its own (a comment), so that none is a repeat
-        d = call(service, "alice", "POST", f"/v1/tasks/learn-{key}/submissions",
-                 json={"program": learner + f"\n# submission {n}\n"}).json()
-        assert d["decision"] == "deliver", d
-        decisions.append(d["decision_id"])
-    for decision in decisions:
-        wait_published(service, "alice", decision)
-    runs = [f"api-alice-{d}" for d in decisions]
-    verdicts = snapshot(service, f"select gt_verdict from deliveries where run_id in ({', '.join('?' * len(runs))})",
-                        runs)
-    assert len(verdicts) == RUNS and ("pass",) not in verdicts, verdicts
+    service = LiveService(tmp_path, extra=("--no-certify", "--rate-per-minute", "100000", "--burst", "10000")).start()
+    try:
+        assert call(service, "alice", "POST", "/v1/tasks", json=task).status_code == 201
+        decisions = []
+        for n in range(RUNS):  # each submission a program of its own (a comment), so that none is a repeat
+            d = call(service, "alice", "POST", f"/v1/tasks/learn-{key}/submissions",
+                     json={"program": learner + f"\n# submission {n}\n"}).json()
+            assert d["decision"] == "deliver", d
+            decisions.append(d["decision_id"])
+        for decision in decisions:
+            wait_published(service, "alice", decision)
+        runs = [f"api-alice-{d}" for d in decisions]
+        verdicts = snapshot(service, f"select gt_verdict from deliveries where run_id in ({', '.join('?' * len(runs))})",
+                            runs)
+        assert len(verdicts) == RUNS and ("pass",) not in verdicts, verdicts
+
+    finally:
+        assert service.stop() in GRACEFUL

@@ -123,7 +123,8 @@ def test_cli_dask_errors_exit_2_before_any_work(tmp_path, suites_dir, humanevalp
     from acceptgate.cli import main
 
     path = tmp_path / "w.duckdb"
-    for argv in (["gate", "--arm", "off", "--source", f"codet:{codet_samples_path}", "--suites", suites_dir],
+    for argv in (["gate", "--no-certify", "--arm", "off", "--source", f"codet:{codet_samples_path}", "--suites",
+                  suites_dir],
                  ["certify", "--suites", suites_dir, "--dataset", str(humanevalplus_path)],
                  ["audit", "--dataset", "humanevalplus", "--path", str(humanevalplus_path)]):
         for bad, field in ((["--dask", "0"], "--dask"), (["--dask", "2", "--shard-size", "0"], "--shard-size")):

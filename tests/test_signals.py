@@ -168,7 +168,8 @@ def suites_3(tmp_path_factory, humanevalplus_path, local_backend):
 
 
 def _gate_argv(suites, samples, warehouse) -> list[str]:
-    return ["gate", "--arm", "conform", "--arm", "off", "--source", f"codet:{samples}", "--suites", str(suites),
+    return ["gate", "--no-certify", "--arm", "conform", "--arm", "off", "--source", f"codet:{samples}", "--suites",
+            str(suites),
             "--limit", "3", "--warehouse", str(warehouse)]
 
 

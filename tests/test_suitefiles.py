@@ -66,8 +66,9 @@ def test_round_trip(result, tmp_path):
 def test_gauge_verdicts_go_into_the_manifest(result, tmp_path, local_backend):
     gauged = gauge.check_many(result.tasks[:1], local_backend)
     loaded = suitefiles.read_suites(suitefiles.write_suites(result, tmp_path / "g", gauge=gauged))
-    assert loaded.tasks["HumanEval/0"].gauge == {VISIBLE: {"passed": True, "reasons": []},
-                                                 HIDDEN: {"passed": True, "reasons": []}}
+    fmt = gauge.RECORD_FORMAT  # the rule the verdict was judged by: another format is checked again
+    assert loaded.tasks["HumanEval/0"].gauge == {VISIBLE: {"passed": True, "reasons": [], "format": fmt},
+                                                 HIDDEN: {"passed": True, "reasons": [], "format": fmt}}
     assert loaded.tasks["HumanEval/95"].gauge == {}
 
 
@@ -137,3 +138,28 @@ def test_a_reference_that_does_not_match_the_manifest_is_refused(result, tmp_pat
     ref.write_text(ref.read_text() + "\nCHEAT = 1\n")
     with pytest.raises(InvalidInput, match="reference does not match the manifest's reference_sha256"):
         suitefiles.read_suites(out)
+
+
+def test_a_tasks_own_wrong_samples_travel_in_the_directory_and_the_gauge_blocks_them(result, tmp_path, local_backend):
+    """``import --wrong-samples FILE``: a task's known wrong programs are written beside its suites, read back
+    (their sha256 checked) and gauged besides the generic ones; a suite that lets one pass fails."""
+    samples = tmp_path / "wrong.jsonl"
+    lax = ("from typing import List\n\n\ndef has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
+           "    return len(numbers) > 5\n")  # right on both docstring examples, wrong on hidden inputs
+    samples.write_text(json.dumps({"task_id": "HumanEval/0", "label": "too-long", "program": lax}) + "\n")
+    with_wrong = suitefiles.add_wrong_samples(dataclasses.replace(result, tasks=[dataclasses.replace(t) for t in
+                                                                                  result.tasks]), samples)
+    out = suitefiles.write_suites(with_wrong, tmp_path / "suites")
+    assert (out / "HumanEval_0" / "wrong" / "too-long.py").read_text() == lax
+    sd = suitefiles.read_suites(out)
+    assert [w.label for w in sd.tasks["HumanEval/0"].wrong_samples] == ["too-long"]
+    check = gauge.assess_dir(sd, local_backend, task_ids={"HumanEval/0"}, store=tmp_path / "records")
+    assert check.failed_tasks() == {"HumanEval/0": "its visible suite failed the gauge check: wrong sample too-long "
+                                                   "passes the visible suite"}
+    (out / "HumanEval_0" / "wrong" / "too-long.py").write_text(lax + "# changed\n")
+    with pytest.raises(InvalidInput, match="does not match the manifest's sha256"):
+        suitefiles.read_suites(out)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"task_id": "HumanEval/0", "label": "raise", "program": lax}) + "\n")
+    with pytest.raises(InvalidInput, match="line 1.*label"):
+        suitefiles.add_wrong_samples(result, bad)

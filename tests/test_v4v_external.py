@@ -18,13 +18,13 @@ from acceptgate.errors import InvalidInput
 from acceptgate.sandbox import command
 from acceptgate.sandbox.backend import Limits
 from acceptgate.v4v import certify as C
-from acceptgate.v4v import external, gates, pools
+from acceptgate.v4v import external, pools
 from acceptgate.v4v.pools import PoolSettings
 from acceptgate.v4v.verifiers import ERROR, FAIL, PASS
 
 REPO = Path(__file__).resolve().parents[1]
 JUDGES = REPO / "tests" / "judges"
-SETTINGS = C.Settings(pool=PoolSettings(samples_per_task=2), repeat_sample=1)
+SETTINGS = C.Settings(pool=PoolSettings(samples_per_task=2), repeat_sample=1, heldout_seed="5" * 32)
 FAST = external.ExternalOptions(limits=Limits(wall_seconds=10, memory_bytes=512 * 1024 * 1024, cpu_seconds=11,
                                               processes=32))
 
@@ -115,7 +115,7 @@ def two_tasks(tmp_path_factory, humanevalplus_path, codet_samples_path, local_ba
 def two_task_runs(two_tasks, local_backend):
     proposed = C.propose_pools(two_tasks, SETTINGS)
     runs = C.execute_pools(two_tasks, proposed, local_backend, SETTINGS)
-    kept, _ = C.label_pools(two_tasks, proposed, runs)
+    kept, _ = C.check_construction(two_tasks, proposed, runs, local_backend, SETTINGS)
     runs.update(C.repeat_runs(two_tasks, kept, local_backend, SETTINGS))
     return kept, runs
 
@@ -123,26 +123,26 @@ def two_task_runs(two_tasks, local_backend):
 def _certify(names, materials, kept_runs, backend, options=FAST):
     kept, runs = kept_runs
     verifiers = C.make_verifiers(tuple(names), backend, SETTINGS.limits, options)
-    return C.evaluate(materials, kept, runs, verifiers, SETTINGS)
+    records, verdicts, reports, _ = C.evaluate(materials, kept, runs, verifiers, SETTINGS)
+    return records, verdicts, reports
 
 
-def test_a_weak_command_verifier_is_exposed_with_the_six_gates(two_tasks, two_task_runs, local_backend):
+def test_a_weak_command_verifier_is_measured_and_exposed(two_tasks, two_task_runs, local_backend):
+    """A verifier under study is measured on the tasks' pools, not held to the task's gates: its
+    diagnosis and rates expose it; it is checked for repeatability and provenance."""
     name = f"cmd:python3 {JUDGES / 'defines_entry.py'} {{file}} {{entry_point}}"
     records, verdicts, reports = _certify([name], two_tasks, two_task_runs, local_backend)
     (rep,) = reports
-    assert rep.family == "external" and rep.summary.diagnosis == "all-accept"  # it never runs the candidate
+    assert rep.family == "external" and rep.role == "measured"
+    assert rep.summary.diagnosis == "all-accept"  # it never runs the candidate
     assert rep.summary.tnr == 0 and rep.summary.tpr == 100 and sum(rep.summary.errors.values()) == 0
+    assert rep.summary.fpr_attack == 100 and rep.summary.heldout_tnr == 0
     by_gate = {(v.task_id, g.gate): g for v in verdicts for g in v.gates}
     for tid in ("HumanEval/0", "HumanEval/2"):
-        assert by_gate[(tid, "replay")].status == "fail"
-        assert by_gate[(tid, "trivial-baselines")].status == "fail"
-        assert "always-accept" in by_gate[(tid, "trivial-baselines")].reason
         assert by_gate[(tid, "repeatability")].status == "pass"
         assert by_gate[(tid, "provenance")].status == "pass"
-        mutation = by_gate[(tid, "mutation")]
-        assert mutation.status == "n/a" and "not counted as passed" in mutation.reason
-        assert "black box" in gates.receipt_dict(mutation)["not_applicable"]
-    assert rep.gates_applicable == 5  # mutation is not applicable, and not counted as passed
+        assert (tid, "replay") not in by_gate and (tid, "mutation") not in by_gate
+    assert rep.gates_applicable == 2
     versions = {r.verifier_version for r in records}
     assert len(versions) == 1 and versions.pop().startswith("acceptgate-v4v/1:command:sha256=")
 
@@ -242,7 +242,7 @@ def test_evalplus_certified_as_a_verifier(two_tasks, two_task_runs, local_backen
     by_gate = {(v.verifier, v.task_id, g.gate): g.status for v in verdicts for g in v.gates}
     assert by_gate[("evalplus", "HumanEval/0", "provenance")] == "pass"
     assert by_gate[("evalplus", "HumanEval/0", "repeatability")] == "pass"
-    assert by_gate[("evalplus", "HumanEval/0", "mutation")] == "n/a"
+    assert ("evalplus", "HumanEval/0", "mutation") not in by_gate  # measured: not held to the task's gates
     # the decisions EvalPlus gives the gold and a no-op
     gold = next(r for r in mine if r.candidate_id == "HumanEval/0:gold:canonical" and r.round == 0)
     noop = next(r for r in mine if r.candidate_id.startswith("HumanEval/0:no-op") and r.round == 0)

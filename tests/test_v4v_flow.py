@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -36,22 +37,30 @@ def test_certify_flow_writes_the_v4v_tables(prefect_harness, tmp_path, suites_2,
     # where the time went (what --verbose prints)
     assert summary.timing.startswith("certify: time: ") and all(
         f"{phase} " in summary.timing for phase in ("load", "gauge", "execute", "write")), summary.timing
-    assert f"cmd:python3 {judge}" in text
+    assert f"cmd:python3 {judge}" in text and "task certification (GT" in text
     with warehouse.connect(path, read_only=True) as con:
-        status, k = con.execute("select status, k from v4v_runs").fetchone()
+        status, k, committed = con.execute("select status, k, heldout_seed_sha256 from v4v_runs").fetchone()
         assert (status, k) == ("ok", 3)
+        # the held-out part's seed: committed (sha256) at the start, published at the end
+        seed, seed_sha, held = con.execute("select heldout_seed, heldout_seed_sha256, candidates from v4v_heldout").fetchone()
+        assert seed_sha == committed == hashlib.sha256(seed.encode()).hexdigest() and held > 0
+        assert summary.certification.settings.heldout_seed == seed and f"held-out seed (published" in text
         rows = dict(con.execute("select verifier, diagnosis from v4v_verifier_summary").fetchall())
-        assert rows["always-reject"] == "all-reject" and rows["gold-exact-match"] == "gold-only"
+        assert rows["always-reject"] == "all-reject" and rows["gold-exact-match"].startswith("gold-only")
+        roles = dict(con.execute("select verifier, role from v4v_verifier_summary").fetchall())
+        assert roles.pop("GT") == "source" and set(roles.values()) == {"measured"}
         gates = con.execute("select count(*), count(distinct gate) from v4v_gates").fetchone()
-        assert gates == (2 * 6 * 6, 6)  # 2 tasks x (5 built-ins + the command) x 6 gates
+        assert gates == (2 * (6 + 5 * 2), 6)  # 2 tasks x (GT's six gates + 5 measured verifiers x 2 checks)
         ext = con.execute("select family, gates_applicable from v4v_verifier_summary where verifier like 'cmd:%'").fetchall()
-        assert ext == [("external", 5)]
-        mut = con.execute("select distinct status, reason from v4v_gates where verifier like 'cmd:%' and gate = 'mutation'").fetchall()
-        assert len(mut) == 1 and mut[0][0] == "n/a" and "black box" in mut[0][1]
+        assert ext == [("external", 2)]
         cert = dict(con.execute("select verifier, bool_and(certified) from v4v_certificates group by verifier").fetchall())
-        assert cert["always-accept"] is False
+        assert cert["GT"] is True and cert["always-accept"] is False and cert["V"] is False
+        tasks = con.execute("select task_id, certified, pool_key from v4v_task_certificates order by 1").fetchall()
+        assert [(t, ok) for t, ok, _ in tasks] == [("HumanEval/0", True), ("HumanEval/1", True)]
         kinds = {r[0] for r in con.execute("select class from v4v_pool_composition").fetchall()}
-        assert kinds == {"gold", "legal-variant", "ordinary-wrong", "attack"}
+        assert kinds == {"gold", "legal-variant", "ordinary-wrong", "attack", "model-sample"}
+        parts = {r[0] for r in con.execute("select part from v4v_candidates").fetchall()}
+        assert parts == {"published", "held-out"}
         outputs = con.execute("select count(*) from v4v_executions where round = 0 and outputs_json is null").fetchone()
         assert outputs == (0,)
         spent = dict(con.execute("select task_id, sum(wall_seconds) from v4v_executions group by 1").fetchall())
@@ -71,6 +80,7 @@ def test_certify_flow_writes_the_v4v_tables(prefect_harness, tmp_path, suites_2,
     (["--verifier-command", "python3 j.py", "--verifier-mount", "/nonexistent/dir"], "--verifier-mount"),
     (["--verifier-command", "python3 'unclosed"], "cannot split the command"),
     (["--evalplus-venv", "/nonexistent/venv"], "no evalplus==0.3.1"),
+    (["--heldout-seed", "not-hex"], "--heldout-seed"),
 ])
 def test_certify_cli_invalid_input_exits_2_and_writes_nothing(extra, fragment, tmp_path, suites_2,
                                                              humanevalplus_path, capsys):

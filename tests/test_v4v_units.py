@@ -264,3 +264,26 @@ def test_digest_suites_get_mutants_of_their_own_shape_and_total_comparisons():
         assert harness.compare(text if want[0] == "sha256" else 1, want)  # the right answers pass
         assert not harness.compare(text if want[0] == "sha256" else 1, value)  # the mutants are detected
     assert verifiers._total(lambda got, want: want[5], 1, ()) is False
+
+
+def test_held_out_metrics_and_the_memoriser_diagnosis():
+    """The held-out part has its own rates; a verifier right on the published part and one answer for
+    the whole held-out part is a memoriser (a baseline that is all-accept everywhere is not)."""
+    from acceptgate.v4v.candidates import HELD_OUT, UNLABELLED
+
+    held = [make("T/1", "surface", "held-out-0-rename", LEGAL, GOLD.replace("t:", "limit:").replace("< t", "< limit"),
+                 part=HELD_OUT),
+            make("T/1", "near-miss", "held-out-1-comparison@0", ILLEGAL, GOLD.replace(">=", ">"), part=HELD_OUT),
+            make("T/1", "model-sample", "3", UNLABELLED, "def below(xs, t):\n    return all(x < t for x in xs)\n")]
+    pool = POOL + held
+    gold_norm = normalise(GOLD)
+    memo = {c.candidate_id: Decision(PASS if c.part == HELD_OUT or c.label == LEGAL else FAIL) for c in pool}
+    m = metrics.task_metrics("T/1", "memo", 0, pool, memo, gold_norm)
+    assert (m.heldout_tpr, m.heldout_tnr, m.heldout_ba_norm, m.published_ba_norm) == (100.0, 0.0, 0.0, 100.0)
+    assert m.memorised and (m.legal, m.illegal, m.samples, m.samples_accepted) == (3, 3, 1, 0)
+    assert metrics.summarize("memo", {0: [m]}).diagnosis == "memoriser"
+    honest = {c.candidate_id: Decision(PASS if c.label in (LEGAL, UNLABELLED) else FAIL) for c in pool}
+    h = metrics.task_metrics("T/1", "h", 0, pool, honest, gold_norm)
+    assert not h.memorised and metrics.summarize("h", {0: [h]}).diagnosis == "-"
+    accept = metrics.task_metrics("T/1", "a", 0, pool, {c.candidate_id: Decision(PASS) for c in pool}, gold_norm)
+    assert accept.memorised is False and metrics.summarize("a", {0: [accept]}).diagnosis == "all-accept"

@@ -1,11 +1,12 @@
 """acceptgate certify --suites DIR --dataset FILE [--samples FILE] [--verifier NAME ...]
                   [--verifier-command CMD ...] [--verifier-mount PATH ...] [--evalplus-venv DIR]
 
-Certifies verifiers the V4V way (seed 002): builds a labelled candidate pool per task, runs every
-candidate once per suite in the sandbox, decides with every verifier, applies the six gates with
-receipts, and prints one row per verifier: gates passed, TPR, TNR, BA_norm, FPR on attacks, mutation
-score, diagnosis. Everything goes to the DuckDB warehouse (tables ``v4v_*``). A Prefect flow, imported
-only here; a progress bar on stderr while it runs.
+V4V the seed-002 way: certifies each task first -- its candidate pool, labelled by construction (with
+a held-out part made from a secret seed), through the six gates with its source verifier GT -- then
+measures every other verifier (V, the baselines, external programs) on the certified tasks: TPR, TNR,
+BA_norm, FPR on attacks (FPR_h), held-out BA_norm, diagnoses. Everything goes to the DuckDB warehouse
+(tables ``v4v_*``; the gates read ``v4v_task_certificates``). A Prefect flow, imported only here; a
+progress bar on stderr while it runs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 from pathlib import Path
 
 import contextlib
+import re
 import sys
 
 from acceptgate.cli import checks, flowrun
@@ -29,10 +31,13 @@ from acceptgate.v4v.pools import PoolSettings
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "certify", help="certify verifiers (V, GT, baselines, external programs) on labelled candidate pools",
-        description="V4V certification: pools of gold, legal variants, ordinary wrong and attack candidates per "
-                    "task; six gates with receipts; TPR/TNR/BA_norm per verifier. Writes tables v4v_* of the "
-                    "warehouse and prints one row per verifier.")
+        "certify", help="certify tasks (their pools with GT, six gates) and measure verifiers (V, baselines, external "
+                        "programs) on them",
+        description="V4V: per task a pool of gold, legal variants, ordinary wrong and attack candidates labelled by "
+                    "construction (part of it held out, from a secret seed); the six gates with receipts on GT "
+                    "certify the task; every other verifier is measured on the certified tasks (TPR, TNR, BA_norm, "
+                    "FPR_h, held-out BA_norm, diagnoses). Writes tables v4v_* of the warehouse; gate, the nightly "
+                    "chain and serve-api need a task's certificate.")
     p.add_argument("--suites", required=True, metavar="DIR", help="a directory written by 'acceptgate import humanevalplus'")
     p.add_argument("--dataset", required=True, metavar="FILE",
                    help="the HumanEval+ jsonl(.gz) the suites came from (the gold programs)")
@@ -69,9 +74,14 @@ def add_parser(sub) -> None:
     p.add_argument("--samples-per-task", type=int, default=PoolSettings().samples_per_task, metavar="N",
                    help="model samples tried per task (default %(default)s)")
     p.add_argument("--no-gauge", action="store_true",
-                   help="certify on suites without the gauge check (by default both suites of every task need a "
-                        "passing gauge record, the gold as reference, computed and kept when missing; a failing "
-                        "one refuses the run, exit 2). Recorded in v4v_runs.settings")
+                   help="certify without the gauge check (by default both suites of every task are gauged with the "
+                        "gold as reference, records computed and kept when missing; a failing hidden suite fails "
+                        "that task's certification, a failing visible one is noted on it). Recorded in "
+                        "v4v_runs.settings")
+    p.add_argument("--heldout-seed", metavar="HEX",
+                   help="the held-out candidates' seed (32 hex digits): by default a fresh secret one per run, "
+                        "published in v4v_heldout when the run ends; give a published one to rebuild that run's "
+                        "held-out part")
     p.add_argument("--warehouse", metavar="PATH", help="DuckDB file (default data/warehouse.duckdb or $ACCEPTGATE_WAREHOUSE)")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
     p.add_argument("--run-id", metavar="ID", help="name the run (default: derived from the inputs and settings)")
@@ -159,9 +169,12 @@ def _settings(args) -> Settings:
                 raise
             raise InvalidInput(str(exc), field="--verifier") from None
     limits = Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1)
+    if args.heldout_seed is not None and not re.fullmatch(r"[0-9a-f]{32}", args.heldout_seed):
+        raise InvalidInput("32 lowercase hex digits (v4v_heldout.heldout_seed of the run to rebuild)",
+                           field="--heldout-seed")
     return Settings(verifiers=names, k=args.k, repeat_sample=-1 if args.repeat_all else args.repeat_sample,
                     pool=PoolSettings(samples_per_task=args.samples_per_task), workers=args.workers, limits=limits,
-                    external=options)
+                    external=options, heldout_seed=args.heldout_seed or "")
 
 
 def run(args) -> int:

@@ -20,7 +20,7 @@ from acceptgate import datasets, runids
 from acceptgate.store import warehouse
 from acceptgate.cli import checks, flowrun
 from acceptgate.errors import InvalidInput
-from acceptgate.gates import ARMS
+from acceptgate.gates import ARMS, DEFAULT_MAX_FPR_ATTACK
 from acceptgate.sandbox import backend as backends
 from acceptgate.profiles import DEFAULT, PROFILES
 from acceptgate.sandbox.backend import Limits
@@ -53,9 +53,15 @@ def add_parser(sub) -> None:
     p.add_argument("--warehouse", metavar="PATH",
                    help=f"DuckDB file (default: ${warehouse.ENV_PATH} or {warehouse.DEFAULT_PATH})")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
-    p.add_argument("--verifier", metavar="NAME",
-                   help="decide with this verifier only if it holds a passing V4V certification for its version and "
-                        "these suites' hashes (acceptgate certify); V is the visible suite. Needs --suites")
+    p.add_argument("--no-certify", action="store_true",
+                   help="gate tasks without a certification record (by default every task needs one for its exact "
+                        "suites and pool in the warehouse -- acceptgate certify -- or the run is refused, exit 2, "
+                        "naming the task; a task that failed certification is excluded with its reason). Stored "
+                        "in gate_runs.certify and with every decision")
+    p.add_argument("--max-fpr-attack", type=float, default=DEFAULT_MAX_FPR_ATTACK, metavar="PCT",
+                   help="the arms that decide with V refuse a task whose V accepts more than PCT %% of the attacks "
+                        "of its certified pool (FPR_h, measured by acceptgate certify; default %(default)g; 100 "
+                        "refuses none on this ground)")
     p.add_argument("--run-id", metavar="ID", help="name the run (default: derived from the inputs' hashes)")
     p.add_argument("--strict", action="store_true",
                    help="refuse the whole samples file (exit 2, nothing written) if any record is invalid; "
@@ -127,23 +133,19 @@ def _check(args) -> None:
         datasets.get(dataset).source(path)  # humanevalplus and mbppplus need --path
     if args.run_id is not None:
         runids.check_run_id(args.run_id)
+    if not 0 <= args.max_fpr_attack <= 100:
+        raise InvalidInput("a share of the attacks, in percent: between 0 and 100", field="--max-fpr-attack")
 
 
-def _certified(args, path) -> str:
-    from acceptgate import suitefiles
+def _require_certified(args, src, path) -> None:
+    """The flow's certification precondition, checked early for a suites directory (reading it costs
+    nothing): every task the source covers needs a certification record for its suites and pool."""
+    from acceptgate.gates import run as core
     from acceptgate.pipelines import certify as certified
 
-    if not args.suites:
-        raise InvalidInput("a certification is checked against a suites directory: import the tasks with "
-                           "'acceptgate import' and pass --suites", field="--verifier")
-    kind = certified.GATE_VERIFIERS.get(args.verifier, (None,))[0]
-    tasks = suitefiles.read_suites(args.suites).tasks
-    hashes = {tid: t.suites[kind].spec_hash for tid, t in sorted(tasks.items()) if kind in t.suites}
-    if args.limit is not None:
-        hashes = dict(list(hashes.items())[: args.limit])
-    got = certified.require(path, args.verifier, hashes)
-    return (f"{got.verifier} is certified for these {got.tasks} suites by certification run {got.run_id} "
-            f"({got.version})")
+    loaded = core.load_task_set(backend=None, suites_dir=args.suites, limit=args.limit)
+    coverage = core.source_coverage(src, args.source, loaded.tasks, loaded.known)
+    certified.require_tasks(path, core.covered(loaded.tasks, coverage))
 
 
 def run(args) -> int:
@@ -155,12 +157,11 @@ def run(args) -> int:
     # Before any work: the source and its file (--strict: exit 2 at the first invalid record), the
     # warehouse (writable, not locked, no file created yet) and the sandbox backend. Invalid records
     # are named on stderr after the run, with those the flow finds (task ids the tasks do not know).
-    with open_source(args.source, per_task=args.per_task, chat_config=chat_config, strict=args.strict):
-        pass
-    checks.backend_ready(args.backend)
-    path = checks.warehouse_ready(args.warehouse)  # last: it may wait for another process's lock
-    if args.verifier:  # a verifier gates only with a passing certification for these suites
-        print(f"acceptgate gate: {_certified(args, path)}")
+    with open_source(args.source, per_task=args.per_task, chat_config=chat_config, strict=args.strict) as src:
+        checks.backend_ready(args.backend)
+        path = checks.warehouse_ready(args.warehouse)  # last: it may wait for another process's lock
+        if args.suites and not args.no_certify:  # uncertified tasks: exit 2 here, before Prefect starts
+            _require_certified(args, src, path)
     say = flowrun.Say("gate", args.quiet)
     flowrun.prepare(say)
     from acceptgate.flows import gate as gate_flow  # Prefect is imported here, and only here
@@ -174,7 +175,8 @@ def run(args) -> int:
                              limits=Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1),
                              strict=args.strict, profile=args.profile, gauge=not args.no_gauge,
                              progress=None if args.quiet else say, dask=args.dask,
-                             shard_size=args.shard_size)
+                             shard_size=args.shard_size, certify=not args.no_certify,
+                             max_fpr_attack=args.max_fpr_attack)
     for record in summary.coverage.invalid if summary.coverage else ():
         print(f"acceptgate gate: invalid record: {record}", file=sys.stderr)
     print("\n".join(summary.lines()))

@@ -1,4 +1,5 @@
 """acceptgate import humaneval|humanevalplus|mbppplus [--path FILE] --out DIR [--limit N] [--backend local] [--gauge]
+                  [--wrong-samples FILE]
 
 The import pipeline (``acceptgate.ingest``): the data set loaded, gauged with --gauge, written as a suites
 directory, through the content-keyed import cache.
@@ -34,6 +35,11 @@ def add_parser(sub) -> None:
     p.add_argument("--gauge", action="store_true",
                    help="also gauge every suite (reference passes, generic wrong samples blocked) and record "
                    "the verdicts in the manifest")
+    p.add_argument("--wrong-samples", metavar="FILE",
+                   help="jsonl of the tasks' own known-wrong programs (task_id, label, program: a complete "
+                        "program), e.g. the data set's known wrong programs or model samples that fail GT; "
+                        "written to DIR/<task>/wrong/ and blocked by the gauge besides the generic ones "
+                        "(the import cache is not used with it)")
     p.add_argument("--cache-dir", metavar="DIR",
                    help="cache of finished imports, keyed by the source file's sha256, the options and the code "
                         "(default: imports/ under the cache directory, $ACCEPTGATE_CACHE_DIR, else ~/.cache/acceptgate)")
@@ -69,11 +75,13 @@ def run(args) -> int:
         raise InvalidInput(str(exc), field="--backend") from None
     started = time.monotonic()
     cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else importcache.default_dir())
+    if args.wrong_samples is not None and not os.path.isfile(args.wrong_samples):
+        raise InvalidInput("no such file", source=args.wrong_samples, field="--wrong-samples")
     with backend:
         try:
             imported = ingest.import_dataset(args.dataset, args.path, backend, out=args.out, limit=args.limit,
                                              gauge=args.gauge, cache_dir=cache_dir, progress=_progress("import"),
-                                             gauge_progress=_progress("gauge"))
+                                             gauge_progress=_progress("gauge"), wrong_samples=args.wrong_samples)
         except ReferenceTimeout as exc:  # an input the reference cannot answer: no silent drop
             print(f"acceptgate import: import failed: {exc}", file=sys.stderr)
             return 1

@@ -89,7 +89,7 @@ def _gauge(args, sandbox, sd, task_ids: set[str]) -> dict[str, str]:
         gauge.refuse_failed(check)
     if not args.quiet:
         print(f"score: {check.line()}", file=sys.stderr)
-    return check.unusable()
+    return check.failed_tasks()
 
 
 def _refuse_excluded(args, sample_file, inputs: score.SuiteInputs) -> None:

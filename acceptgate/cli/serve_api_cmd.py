@@ -41,6 +41,10 @@ def add_parser(sub) -> None:
     p.add_argument("--model-url", metavar="URL", help="OpenAI-compatible endpoint for gated generations")
     p.add_argument("--model", metavar="NAME", help="model name for gated generations")
     p.add_argument("--model-key-env", default="OPENAI_API_KEY", help="environment variable holding the model's key")
+    p.add_argument("--no-certify", action="store_true",
+                   help="register tasks without certifying them (by default a task's pool, built from its reference, "
+                        "must pass the six V4V gates with its hidden suite at registration -- else 422 naming the task "
+                        "-- and no decision is made on an uncertified task); stored with every decision")
     p.add_argument("--forwarded-allow-ips", metavar="ADDRS", default="",
                    help="comma-separated addresses or networks of the reverse proxies whose X-Forwarded-For and "
                         "X-Forwarded-Proto headers are believed (e.g. 127.0.0.1 for a proxy on this machine); "
@@ -78,6 +82,7 @@ def config_from_args(args):
     except ValueError as exc:
         raise InvalidInput(str(exc).splitlines()[-1], field="limits") from None
     return ServiceConfig(clients=clients, journal=journal, warehouse=path, backend=args.backend, limits=limits,
+                         certify=not args.no_certify,
                          publish_seconds=args.publish_seconds, model_base_url=args.model_url,
                          model_name=args.model, model_key_env=args.model_key_env)
 

@@ -3,6 +3,7 @@ cut with one denominator ("about 43 %, not halved"), from any gate run and from 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from acceptgate import delivery
@@ -17,11 +18,13 @@ SEED_FIGURES = {"gated_all": "14.4%", "gated_delivered": "14.8%", "baseline_all"
                 "cut": "about 40% (43%), not halved"}
 
 
-def rows(cut: GateCut, *, seeded: bool) -> list[Row]:
-    """The four R532 rows for a cut; the seed's figures beside them only for conform vs off."""
+def rows(cut: GateCut, *, seeded: bool, basis: str = "measured") -> list[Row]:
+    """The four R532 rows for a cut; the seed's figures beside them only for conform vs off. ``basis``:
+    measured for a gate run's deliveries, demonstration for the seed's own counts (the arithmetic)."""
     g, b = cut.gated, cut.baseline
     seed = SEED_FIGURES if seeded else {}
-    return [
+    refuses = "" if b.refused else " (it refuses nothing here: over all tasks = over delivered)"
+    return [dataclasses.replace(r, basis=basis) for r in [
         Row("gated/false_over_all", f"{g.arm.upper()} false delivery / all tasks", seed.get("gated_all"),
             g.false_rate_over_all_tasks, f"{pct(g.false_rate_over_all_tasks)} ({g.false_deliveries}/{g.tasks})",
             "share", g.false_deliveries, g.tasks, g.as_row()),
@@ -29,13 +32,13 @@ def rows(cut: GateCut, *, seeded: bool) -> list[Row]:
             g.false_rate_over_delivered,
             f"{pct(g.false_rate_over_delivered)} ({g.false_deliveries}/{g.delivered})", "share",
             g.false_deliveries, g.delivered, g.as_row()),
-        Row("baseline/false_over_all", f"{b.arm.upper()} false delivery / all tasks", seed.get("baseline_all"),
+        Row("baseline/false_over_all", f"{b.arm.upper()} false delivery / all tasks{refuses}", seed.get("baseline_all"),
             b.false_rate_over_all_tasks, f"{pct(b.false_rate_over_all_tasks)} ({b.false_deliveries}/{b.tasks})",
             "share", b.false_deliveries, b.tasks, b.as_row()),
         Row("cut", f"relative cut, {g.arm.upper()} vs {b.arm.upper()}, same denominator", seed.get("cut"),
             cut.relative_cut, cut.verdict(), "ratio", None, None,
             {"halved": cut.halved}),
-    ]
+    ]]
 
 
 def golden() -> ExperimentResult:
@@ -43,9 +46,10 @@ def golden() -> ExperimentResult:
     counts = delivery.SEED_R532
     res = ExperimentResult("r532", "seed counts", {"counts": counts})
     res.inputs = [f"{k}\t{v}" for k, v in sorted(counts.items())]
+    # the seed's own counts through the arithmetic: true by construction, a check of the arithmetic only
     res.rows = [Row(f"golden/{r.key}", f"seed R532: {r.label}", r.seed_figure, r.measured, r.measured_text,
-                    r.unit, r.numerator, r.denominator, r.detail)
-                for r in rows(delivery.seed_r532_cut(counts), seeded=True)]
+                    r.unit, r.numerator, r.denominator, r.detail, basis="demonstration")
+                for r in rows(delivery.seed_r532_cut(counts), seeded=True, basis="demonstration")]
     return res
 
 

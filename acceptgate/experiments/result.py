@@ -9,6 +9,8 @@ from typing import Any
 from acceptgate.hashing import sha256_text
 from acceptgate import __version__
 
+BASES = ("measured", "demonstration")
+
 
 @dataclass(frozen=True)
 class Row:
@@ -21,6 +23,9 @@ class Row:
     numerator: int | None = None
     denominator: int | None = None
     detail: dict = field(default_factory=dict)
+    # measured: a quantity taken from data, which could have come out otherwise; demonstration: true by
+    # construction (the arithmetic on the seed's own counts, a baseline's definition, a suite built to do it)
+    basis: str = "measured"
 
 
 @dataclass
@@ -52,19 +57,19 @@ class ExperimentResult:
                               "seed_figure": r.seed_figure, "measured": r.measured,
                               "measured_text": r.measured_text, "unit": r.unit, "numerator": r.numerator,
                               "denominator": r.denominator, "detail": json.dumps(r.detail, sort_keys=True,
-                                                                                 default=str)}
+                                                                                 default=str), "basis": r.basis}
                              for i, r in enumerate(self.rows)],
                             columns=["run_id", "row_no", "row_key", "label", "seed_figure", "measured",
-                                     "measured_text", "unit", "numerator", "denominator", "detail"])
+                                     "measured_text", "unit", "numerator", "denominator", "detail", "basis"])
         for c in ("numerator", "denominator"):
             rows[c] = rows[c].astype("Int64")
         rows["measured"] = rows["measured"].astype("Float64")
         return {"experiment_runs": run, "experiment_rows": rows}
 
     def format(self) -> str:
-        head = ("row", "seed", "measured")
-        body = [(r.label, r.seed_figure or "—", r.measured_text) for r in self.rows]
-        widths = [max(len(x[i]) for x in [head, *body]) for i in range(3)]
+        head = ("row", "seed", "here", "basis")
+        body = [(r.label, r.seed_figure or "—", r.measured_text, r.basis) for r in self.rows]
+        widths = [max(len(x[i]) for x in [head, *body]) for i in range(4)]
         lines = [f"experiment {self.experiment} ({self.source}), run {self.run_id}"]
         lines += ["  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip() for x in [head, *body]]
         return "\n".join(lines + self.notes)

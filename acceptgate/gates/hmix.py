@@ -79,11 +79,17 @@ def _stop_reason(out: GateOutcome, caps: HmixCaps, elapsed: float) -> str | None
     return None
 
 
-def _send(log: MessageLog, state: _Round, attempt: int, elapsed: float, caps: HmixCaps) -> DrawContext:
+def _send(log: MessageLog, state: _Round, attempt: int, elapsed: float, caps: HmixCaps, sent: bool) -> DrawContext:
+    """The request of round ``attempt``, logged part by part. ``sent``: a model receives it; a replayed
+    source does not (it hands out its next recorded sample whatever it is told), so its parts are
+    recorded as never sent (role none, no request): the feedback reached no one."""
     messages = []
     for index, (role, purpose, parts) in enumerate(state.chat()):
         for part, (author, text) in enumerate(parts):
-            log.add(attempt, author, purpose, text, role=role, request=attempt, chat_index=index, part=part)
+            if sent:
+                log.add(attempt, author, purpose, text, role=role, request=attempt, chat_index=index, part=part)
+            else:
+                log.add(attempt, author, purpose, text, role="none", part=part)
         messages.append(ChatMessage(role, PART_JOINER.join(text for _, text in parts)))
     return DrawContext(arm=ARM, messages=tuple(messages), timeout_seconds=caps.wall_seconds - elapsed)
 
@@ -101,7 +107,7 @@ def run_hmix(task: PublicTask, source: CandidateSource, backend: Backend, *, cap
             out.stop_reason = stop
             break
         attempt = out.attempts_used + 1
-        context = _send(log, state, attempt, clock() - started, caps)
+        context = _send(log, state, attempt, clock() - started, caps, source.sends_messages)
         try:
             cand = source.draw(task, attempt, context)
         except SourceExhausted as exc:
@@ -112,7 +118,7 @@ def run_hmix(task: PublicTask, source: CandidateSource, backend: Backend, *, cap
             break
         reported = cand.usage.total
         out.tokens_used += reported or _estimate_tokens([m.content for m in context.messages] + [cand.raw])
-        log.add(attempt, "model", "generation", cand.raw, role="assistant")
+        log.add(attempt, "model", "generation", cand.raw, role="assistant" if source.sends_messages else "none")
         rec = AttemptRecord(attempt, cand)
         out.attempts.append(rec)
         failure = _judge(task, rec, backend, limits, allowed_imports)

@@ -117,6 +117,10 @@ class GateOutcome:
     messages: list[Message] = field(default_factory=list)
     tokens_used: int = 0
     wall_seconds: float = 0.0
+    # the task's certification this decision relied on: the certify run id, or "skipped" (--no-certify);
+    # and V's FPR on the attacks measured there (seed 002's FPR_h), beside every false-delivery rate
+    certification: str = "skipped"
+    v_fpr_h: float | None = None
 
     @property
     def delivered(self) -> Candidate | None:
@@ -141,4 +145,5 @@ class GateOutcome:
                 "stop_reason": self.stop_reason, "attempts_used": self.attempts_used,
                 "delivered_attempt": self.delivered_attempt,
                 "delivered_sha256": None if c is None else c.sha256,
-                "tokens_used": self.tokens_used, "wall_seconds": round(self.wall_seconds, 4)}
+                "tokens_used": self.tokens_used, "wall_seconds": round(self.wall_seconds, 4),
+                "certification": self.certification, "v_fpr_h": self.v_fpr_h}

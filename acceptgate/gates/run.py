@@ -19,17 +19,20 @@ from acceptgate import __version__, profiles, runids
 from acceptgate.delivery import ArmSummary, DeliveryRow, format_summary, summarize
 from acceptgate.errors import InvalidInput
 from acceptgate.hashing import sha256_file, sha256_text
-from acceptgate.gates import ARMS
+from acceptgate.gates import ARMS, DEFAULT_MAX_FPR_ATTACK, GATED_ARMS  # noqa: F401  (re-exported)
 from acceptgate.gates.records import GateOutcome
 from acceptgate.task import HIDDEN, VISIBLE, Task
 
 PIPELINE = "gate/1"
-STAGE_TABLES = {"gate": ("gate_decisions", "gate_attempts", "gate_messages"), "deliveries": ("deliveries",)}
+STAGE_TABLES = {"gate": ("gate_decisions", "gate_attempts", "gate_messages", "gate_exclusions"),
+                "deliveries": ("deliveries",)}
 RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
 Frames = Mapping[str, pd.DataFrame]
 
 DECISION_COLUMNS = ["run_id", "arm", "task_id", "source", "visible_spec_hash", "decision", "stop_reason",
-                    "attempts_used", "delivered_attempt", "delivered_sha256", "tokens_used", "wall_seconds"]
+                    "attempts_used", "delivered_attempt", "delivered_sha256", "tokens_used", "wall_seconds",
+                    "certification", "v_fpr_h"]
+EXCLUSION_COLUMNS = ["run_id", "task_id", "stage", "reason"]
 ATTEMPT_COLUMNS = ["run_id", "arm", "task_id", "attempt", "candidate_sha256", "origin", "sample_index",
                    "extraction", "program", "raw", "precheck", "v_verdict", "v_cases_passed", "v_cases_total",
                    "v_detail", "signature", "outcome", "prompt_tokens", "completion_tokens", "latency_seconds",
@@ -40,8 +43,11 @@ DELIVERY_COLUMNS = ["run_id", "arm", "task_id", "delivered", "refused", "attempt
                     "candidate_sha256", "hidden_spec_hash", "gt_verdict", "gt_first_failure", "gt_cases_total",
                     "false_delivery", "gt_seconds", "gt_profile"]
 RUN_COLUMNS = ["run_id", "run_id_origin", "pipeline", "acceptgate_version", "source", "source_sha256",
-               "tasks_from", "tasks_sha256", "task_count", "arms", "per_task", "backend", "gauge"]
+               "tasks_from", "tasks_sha256", "task_count", "arms", "per_task", "backend", "gauge", "certify",
+               "max_fpr_attack"]
 GAUGE_CHECKED, GAUGE_SKIPPED = "checked", "skipped"  # gate_runs.gauge: every suite gauged, or --no-gauge
+CERTIFY_CHECKED, CERTIFY_SKIPPED = "checked", "skipped"  # gate_runs.certify: every task certified, or --no-certify
+
 
 
 def check_arms(arms: list[str]) -> list[str]:
@@ -126,7 +132,7 @@ def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str 
     sd = suitefiles.read_suites(suites_dir)
     tasks = [Task(task_id=t.task_id, dataset=sd.dataset, entry_point=t.entry_point, prompt=t.prompt,
                   reference=t.reference, suites=dict(t.suites), reference_seconds=dict(t.reference_seconds),
-                  contract=t.contract)
+                  contract=t.contract, wrong_samples=list(t.wrong_samples))
              for t in sd.tasks.values()]
     recorded = {k: v for t in sd.tasks.values() for k, v in t.recorded_gauge().items()}
     known = set(sd.tasks) | {i.task_id for i in sd.issues}
@@ -213,18 +219,24 @@ class GateRun:
     per_task: int
     backend: str
     gauge: str = GAUGE_CHECKED
+    certify: str = CERTIFY_CHECKED
+    max_fpr_attack: float | None = None  # the policy's limit on V's measured FPR_h (None: no limit)
+    # tasks left out of the run before any gate, each (task id, stage: certification | gauge, reason)
+    exclusions: tuple[tuple[str, str, str], ...] = ()
 
     def frame(self) -> pd.DataFrame:
         row = {"run_id": self.run_id, "run_id_origin": self.run_id_origin, "pipeline": PIPELINE,
                "acceptgate_version": __version__, "source": self.source, "source_sha256": self.source_sha256,
                "tasks_from": self.tasks_from, "tasks_sha256": self.tasks_sha256, "task_count": self.task_count,
                "arms": ",".join(self.arms), "per_task": self.per_task, "backend": self.backend,
-               "gauge": self.gauge}
-        return pd.DataFrame([row], columns=RUN_COLUMNS)
+               "gauge": self.gauge, "certify": self.certify, "max_fpr_attack": self.max_fpr_attack}
+        return pd.DataFrame([row], columns=RUN_COLUMNS).astype({"max_fpr_attack": "Float64"})
 
 
 def make_run(*, source: str, tasks: list[Task], tasks_from: str, arms: list[str], per_task: int,
-             backend: str, run_id: str | None = None, gauge: str = GAUGE_CHECKED) -> GateRun:
+             backend: str, run_id: str | None = None, gauge: str = GAUGE_CHECKED, certify: str = CERTIFY_CHECKED,
+             max_fpr_attack: float | None = None,
+             exclusions: tuple[tuple[str, str, str], ...] = ()) -> GateRun:
     digest = tasks_sha256(tasks)
     src_hash = source_sha256(source)
     if run_id is None:
@@ -232,11 +244,15 @@ def make_run(*, source: str, tasks: list[Task], tasks_from: str, arms: list[str]
                   "backend": backend, "pipeline": PIPELINE}
         if gauge != GAUGE_CHECKED:  # a run without the gauge check is another run (gauged ids unchanged)
             inputs["gauge"] = gauge
+        if certify != CERTIFY_CHECKED:  # likewise without the certification precondition
+            inputs["certify"] = certify
+        if max_fpr_attack != DEFAULT_MAX_FPR_ATTACK:
+            inputs["max_fpr_attack"] = max_fpr_attack
         run_id, origin = runids.derive_run_id("gate", inputs), "derived"
     else:
         run_id, origin = runids.check_run_id(run_id), "user"
     return GateRun(run_id, origin, source, src_hash, tasks_from, digest, len(tasks), tuple(arms), per_task,
-                   backend, gauge)
+                   backend, gauge, certify, max_fpr_attack, tuple(exclusions))
 
 
 # -- frames -----------------------------------------------------------------------------------------
@@ -248,6 +264,7 @@ def _frame(rows: list[dict[str, Any]], columns: list[str], ints: tuple[str, ...]
 # The gate stage's tables: their columns and the integer columns that may be null (pandas Int64).
 GATE_STAGE_COLUMNS = {
     "gate_decisions": (DECISION_COLUMNS, ("attempts_used", "delivered_attempt", "tokens_used")),
+    "gate_exclusions": (EXCLUSION_COLUMNS, ()),
     "gate_attempts": (ATTEMPT_COLUMNS, ("attempt", "sample_index", "v_cases_passed", "v_cases_total",
                                         "prompt_tokens", "completion_tokens")),
     "gate_messages": (MESSAGE_COLUMNS, ("seq", "attempt", "request", "chat_index", "part")),
@@ -257,7 +274,8 @@ GATE_STAGE_COLUMNS = {
 def gate_stage_frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
     """One gate-stage table's frame from its rows (also rows kept elsewhere, e.g. the service's journal)."""
     columns, ints = GATE_STAGE_COLUMNS[table]
-    return _frame(rows, columns, ints)
+    frame = _frame(rows, columns, ints)
+    return frame.astype({"v_fpr_h": "Float64"}) if table == "gate_decisions" else frame
 
 
 def gate_frames(run: GateRun, outcomes: list[GateOutcome]) -> dict[str, pd.DataFrame]:
@@ -267,6 +285,8 @@ def gate_frames(run: GateRun, outcomes: list[GateOutcome]) -> dict[str, pd.DataF
         rows["gate_decisions"].append({**key, **{k: v for k, v in o.as_row().items() if k not in key}})
         rows["gate_attempts"] += [{**key, **a.as_row()} for a in o.attempts]
         rows["gate_messages"] += [{**key, **m.as_row()} for m in o.messages]
+    rows["gate_exclusions"] = [{"run_id": run.run_id, "task_id": t, "stage": stage, "reason": why}
+                               for t, stage, why in run.exclusions]
     return {table: gate_stage_frame(table, r) for table, r in rows.items()}
 
 
@@ -278,16 +298,37 @@ def delivery_frames(run: GateRun, rows: list[DeliveryRow]) -> dict[str, pd.DataF
 
 # -- summary ---------------------------------------------------------------------------------------
 
+def is_replay(source: str) -> bool:
+    """A replayed samples file (codet:, evalplus:): no model reads what a gate sends."""
+    return source.split(":", 1)[0] in ("codet", "evalplus")
+
+
 @dataclass
 class GateSummary:
     run: GateRun
     arms: dict[str, ArmSummary]
+    # arm -> the measured FPR_h of the V that gated it (mean over its tasks), as printed; OFF: no V
+    fpr_h: dict[str, str] | None = None
     seconds: dict[str, float] = field(default_factory=dict)  # per arm (gate) and 'deliveries'
     stages: list = field(default_factory=list)  # the run ledger's StageWrite of each stage written
     warehouse: str = ""
     coverage: SourceCoverage | None = None
     snapshot: str = ""
     timing: str = ""  # where the run's time went, by phase (printed with --verbose)
+
+    def certification_lines(self) -> list[str]:
+        run = self.run
+        if run.certify != CERTIFY_CHECKED:
+            out = ["certification: skipped (--no-certify): tasks used without a certification record"]
+        else:
+            limit = "none" if run.max_fpr_attack is None else f"{run.max_fpr_attack:g}%"
+            out = [f"certification: every task gated has a certification record for its suites and pool; V's FPR_h "
+                   f"measured there is shown beside each gated arm's rates (policy --max-fpr-attack: {limit})"]
+        if run.exclusions:
+            out.append(f"excluded before any gate: {len(run.exclusions)} tasks: " + "; ".join(
+                f"{t} ({stage}: {why[:160]})" for t, stage, why in run.exclusions[:5])
+                + (" ..." if len(run.exclusions) > 5 else "") + " (table gate_exclusions)")
+        return out
 
     def lines(self) -> list[str]:
         invalid = len(self.coverage.invalid) if self.coverage else 0
@@ -297,7 +338,11 @@ class GateSummary:
             out += self.coverage.lines()
         out.append("gauge: every visible and hidden suite used has a passing gauge record" if self.run.gauge == GAUGE_CHECKED
                    else "gauge: skipped (--no-gauge): suites used without the gauge check")
-        out += format_summary(self.arms).splitlines()
+        out += self.certification_lines()
+        out += format_summary(self.arms, fpr_h=self.fpr_h).splitlines()
+        if "hmix" in self.run.arms and is_replay(self.run.source):
+            out.append("hmix on a replayed source: resampling, not revision -- no model receives its feedback "
+                       "(recorded with role none); its rates measure redrawing recorded samples")
         for arm in self.run.arms:
             if arm in self.seconds and self.seconds[arm] > 0:
                 out.append(f"{arm}: {self.seconds[arm]:.1f} s, "
@@ -306,7 +351,7 @@ class GateSummary:
             out.append(f"GT scoring of delivered programs: {self.seconds['deliveries']:.1f} s")
         if self.warehouse:
             out.append(f"warehouse: {self.warehouse} (tables gate_runs, gate_decisions, gate_attempts, "
-                       f"gate_messages, deliveries; view gate_rates)")
+                       f"gate_messages, gate_exclusions, deliveries; view gate_rates)")
         if self.snapshot:
             out.append(f"snapshot: {self.snapshot} (read-only, for analysts: acceptgate sql \"...\")")
         return out
@@ -315,6 +360,19 @@ class GateSummary:
 def summarize_rows(run: GateRun, rows: list[DeliveryRow]) -> dict[str, ArmSummary]:
     by_arm = summarize(rows)
     return {arm: by_arm[arm] for arm in run.arms if arm in by_arm}
+
+
+def fpr_h_by_arm(run: GateRun, outcomes: list[GateOutcome]) -> dict[str, str]:
+    """arm -> the mean measured FPR_h of V over the tasks the arm gated, as printed ("-": OFF, no V;
+    "not measured": --no-certify)."""
+    out = {}
+    for arm in run.arms:
+        if arm not in GATED_ARMS:
+            out[arm] = "- (no V)"
+            continue
+        values = [o.v_fpr_h for o in outcomes if o.arm == arm and o.v_fpr_h is not None]
+        out[arm] = f"{sum(values) / len(values):.1f}% ({len(values)} tasks)" if values else "not measured"
+    return out
 
 
 def hidden_suites(tasks: list[Task]) -> dict[str, Any]:

@@ -2,11 +2,12 @@
 validated v4v_runs row, stage ``pools``, stage ``certification``, finish and publish), and the check a
 gate makes before it decides with a verifier (seed 002: "six gates first, then the agent").
 
-``require(path, verifier, spec_hashes)`` looks in the warehouse for a finished certification run in which
-``verifier`` passed every applicable V4V gate on every task, with decisions bound to the verifier version
-this code runs and to the very suites the gate will use (each task's spec hash). It returns that run's
-id, or raises InvalidInput saying what is missing and the command that certifies it. Nothing is decided
-by the verifier before this holds. ``acceptgate.v4v`` computes; this is its only warehouse I/O.
+``require_tasks(path, tasks)`` looks in the warehouse for each task's newest certificate (a finished
+certification run's row of v4v_task_certificates) bound to the task's exact suite hashes and pool key,
+and raises InvalidInput naming the first task that has none: a gate, the nightly chain and the service
+decide nothing on an uncertified task. Each certificate carries V's figures measured on the task (its
+FPR on the attacks, FPR_h), which the gate reports beside its false-delivery rates and its policy
+(``--max-fpr-attack``) reads. ``acceptgate.v4v`` computes; this is its only warehouse I/O.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from acceptgate.store import warehouse
 from acceptgate.errors import InvalidInput
 from acceptgate.pipelines import ledger
 from acceptgate.v4v.store import RESULT_TABLES, STAGE_TABLES, CertifyRun
-from acceptgate.v4v.verifiers import VERSION
 
 
 # -- writes (through the run ledger) ------------------------------------------------------------------
@@ -81,55 +81,63 @@ def task_seconds(path: str | Path, task_ids: list[str]) -> dict[str, float]:
 
 # -- the gate's precondition ------------------------------------------------------------------------
 
-# The verifier a gate decides with, and the suite it reads, by name. V is the visible suite; the gates
-# run it directly (gates/visible.py), so its certified version is the suite verifier's.
-GATE_VERIFIERS = {"V": ("visible", VERSION + ":suite")}
+CERTIFY_HINT = ("certify them first: acceptgate certify --suites DIR --dataset FILE (on the same suites directory "
+                "and the data set its references came from), or --no-certify to use uncertified tasks (stored with "
+                "every decision)")
 
 
 @dataclass(frozen=True)
-class Certified:
+class TaskCertification:
+    """The newest finished certification of one task for its exact suites and pool."""
+
+    task_id: str
     run_id: str
-    verifier: str
-    version: str
-    tasks: int
+    certified: bool
+    reason: str
+    v_tpr: float | None
+    v_tnr: float | None
+    v_fpr_h: float | None  # V's measured FPR on the attacks of this task's pool
 
 
-def require(path: str | os.PathLike, verifier: str, spec_hashes: Mapping[str, str]) -> Certified:
-    """The certification run that covers every (task, spec hash) with a passing certificate, or InvalidInput."""
-    if verifier not in GATE_VERIFIERS:
-        raise InvalidInput(f"a gate can decide with {', '.join(GATE_VERIFIERS)} only, not {verifier!r}",
-                           field="--verifier")
-    _, version = GATE_VERIFIERS[verifier]
-    how = ("certify it first: acceptgate certify --suites DIR --dataset FILE --verifier "
-           f"{verifier} (on the same suites directory)")
-    if not os.path.exists(path):
-        raise InvalidInput(f"no warehouse, so no certification of {verifier}: {how}", source=str(path),
-                           field="--verifier")
+def task_key(task) -> tuple[str | None, str, str]:
+    """(visible spec hash, hidden spec hash, pool key) of a Task: what its certificate must match."""
+    from acceptgate.v4v.candidates import pool_key
+
+    hashes = {k: s.spec_hash for k, s in task.suites.items()}
+    return (hashes.get("visible"), hashes["hidden"],
+            pool_key(task.task_id, task.entry_point, task.prompt, task.reference, hashes))
+
+
+def lookup(path: str | os.PathLike, tasks: list) -> dict[str, TaskCertification]:
+    """Per task (a ``Task`` with its reference and both suites), the newest certificate of a finished
+    certification run bound to the task's exact suite hashes and pool key; a task without one is absent."""
+    if not tasks or not os.path.exists(path):
+        return {}
+    keys = {t.task_id: task_key(t) for t in tasks}
     with warehouse.connect(path, read_only=True) as con:
         tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
-        if not {"v4v_runs", "v4v_verifier_summary", "v4v_decisions"} <= tables:
-            raise InvalidInput(f"no certification in this warehouse: {how}", source=str(path), field="--verifier")
-        runs = con.execute(
-            "select r.run_id from v4v_runs r join v4v_verifier_summary s using (run_id) "
-            "where r.status = 'ok' and s.verifier = ? and s.gates_passed = s.gates_applicable "
-            "order by r.finished_at desc", [verifier]).fetchall()
-        if not runs:
-            failed = con.execute("select run_id, failed_gates from v4v_verifier_summary where verifier = ? "
-                                 "and gates_passed < gates_applicable limit 1", [verifier]).fetchone()
-            why = f" (run {failed[0]} failed gates {failed[1]})" if failed else ""
-            raise InvalidInput(f"{verifier} has no passing certification{why}: {how}", field="--verifier")
-        best = None
-        for (run_id,) in runs:
-            bound = dict(con.execute(
-                "select task_id, any_value(spec_hash) from v4v_decisions where run_id = ? and verifier = ? "
-                "and verifier_version = ? group by task_id having count(distinct spec_hash) = 1",
-                [run_id, verifier, version]).fetchall())
-            missing = sorted(t for t, h in spec_hashes.items() if bound.get(t) != h)
-            if not missing:
-                return Certified(run_id, verifier, version, len(spec_hashes))
-            if best is None or len(missing) < len(best[1]):
-                best = (run_id, missing)
-    run_id, missing = best
-    raise InvalidInput(f"{verifier}'s passing certification (best: run {run_id}) does not cover {len(missing)} of "
-                       f"{len(spec_hashes)} tasks with these suites (e.g. {missing[0]}: not certified, or certified "
-                       f"on another spec hash or verifier version): {how}", field="--verifier")
+        if "v4v_task_certificates" not in tables:
+            return {}
+        rows = con.execute(
+            "select c.task_id, c.run_id, c.certified, c.reason, c.v_tpr, c.v_tnr, c.v_fpr_h, c.visible_spec_hash, "
+            "c.hidden_spec_hash, c.pool_key from v4v_task_certificates c join v4v_runs r using (run_id) "
+            "where r.status = 'ok' and c.task_id in (select unnest(?)) order by r.finished_at desc, c.run_id",
+            [list(keys)]).fetchall()
+    found: dict[str, TaskCertification] = {}
+    for tid, run_id, ok, reason, tpr, tnr, fpr, vis, hid, pool in rows:
+        if tid not in found and (vis, hid, pool) == keys[tid]:
+            found[tid] = TaskCertification(tid, run_id, bool(ok), reason, tpr, tnr, fpr)
+    return found
+
+
+def require_tasks(path: str | os.PathLike, tasks: list) -> dict[str, TaskCertification]:
+    """``lookup``, as the precondition of a gate: a task with no certification record for its exact
+    suites and pool is InvalidInput naming it (exit 2) before any work. A record that says the task
+    failed certification is returned: the caller excludes that task with the record's reason."""
+    found = lookup(path, tasks)
+    missing = [t.task_id for t in tasks if t.task_id not in found]
+    if missing:
+        more = f" (and {len(missing) - 1} more of {len(tasks)} tasks)" if len(missing) > 1 else ""
+        raise InvalidInput(f"task {missing[0]} has no certification record for its exact suites and pool in this "
+                           f"warehouse{more}: {CERTIFY_HINT}", source=str(path), field="--no-certify")
+    return found

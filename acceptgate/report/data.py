@@ -152,8 +152,20 @@ def false_delivery(con) -> pd.DataFrame:
                      "false_deliveries": rec["false_deliveries"],
                      "false_over_all": rec["false_rate_over_all_tasks"], "all_ci_low": lo_all, "all_ci_high": hi_all,
                      "false_over_delivered": rec["false_rate_over_delivered"],
-                     "delivered_ci_low": lo_del, "delivered_ci_high": hi_del})
+                     "delivered_ci_low": lo_del, "delivered_ci_high": hi_del,
+                     # beside every rate, the measured FPR_h of the V that gated it (a snapshot from before
+                     # the view had it: not measured)
+                     "v_fpr_h": rec.get("v_fpr_h"), "v_fpr_h_tasks": rec.get("v_fpr_h_tasks"),
+                     "rate_kind": rec.get("rate_kind") or ("no gate" if rec["arm"] == "off" else "gate")})
     return pd.DataFrame(rows)
+
+
+def _fpr_h(value, tasks, arm: str) -> str:
+    if arm == "off":
+        return "- (no V: ungated)"
+    if value is None or pd.isna(value):
+        return "not measured (--no-certify)"
+    return f"{value:.1f}% ({int(tasks)} tasks)"
 
 
 def _pct(rate, low, high) -> str:
@@ -173,6 +185,8 @@ def false_delivery_display(frame: pd.DataFrame) -> pd.DataFrame:
                                          zip(frame.false_over_all, frame.all_ci_low, frame.all_ci_high)]
     out["false / delivered [95% CI]"] = [_pct(r, lo, hi) for r, lo, hi in
                                          zip(frame.false_over_delivered, frame.delivered_ci_low, frame.delivered_ci_high)]
+    out["V FPR_h (measured)"] = [_fpr_h(v, n, a) for v, n, a in zip(frame.v_fpr_h, frame.v_fpr_h_tasks, frame.arm)]
+    out["kind"] = frame["rate_kind"].to_numpy()
     for col in ("tasks", "delivered", "refused", "false_deliveries", "run_id"):
         out[col] = frame[col].to_numpy()
     return out
@@ -241,9 +255,20 @@ def _v4v(r: Reader, s: Section) -> None:
               r.scalar("select max(run_id) from v4v_verifier_summary"))
     if not latest:
         return
+    if r.has("v4v_task_certificates"):
+        done = r.frame("select count(*) as tasks, count(*) filter (where certified) as certified "
+                       "from v4v_task_certificates where run_id = ?", [latest])
+        if int(done["tasks"].iloc[0]):
+            s.notes.append(f"task certification (GT with the construction labels, six gates): "
+                           f"{int(done['certified'].iloc[0])} of {int(done['tasks'].iloc[0])} tasks certified; the "
+                           "other verifiers are measured on the certified tasks (why a task failed: acceptgate sql "
+                           f"\"select task_id, reason from v4v_task_certificates where run_id = '{latest}' and not "
+                           "certified\"; GT's disagreements with labels: v4v_findings)")
+    has_role = "role" in r.frame("select * from v4v_verifier_summary limit 0").columns
+    extra = ("coalesce(role, 'measured') as role, round(heldout_ba_norm, 1) as heldout_ba_norm, " if has_role else "")
     summary = r.frame("select verifier, round(ba_norm, 1) as ba_norm, round(tpr, 1) as tpr, round(tnr, 1) as tnr, "
-                      "diagnosis, gates_passed || '/' || gates_applicable as gates_passed, family, tasks, "
-                      "round(fpr_attack, 1) as fpr_attack, round(100 * mutation_score, 1) as mutation_pct, "
+                      f"diagnosis, {extra}gates_passed || '/' || gates_applicable as gates_passed, family, tasks, "
+                      "round(fpr_attack, 1) as fpr_h, round(100 * mutation_score, 1) as mutation_pct, "
                       "errors_crash + errors_timeout + errors_malformed as errors "
                       "from v4v_verifier_summary where run_id = ? order by ba_norm desc nulls last, verifier", [latest])
     s.tables[f"verifiers of certification run {latest} (best BA_norm first)"] = summary
@@ -252,8 +277,11 @@ def _v4v(r: Reader, s: Section) -> None:
         s.notes.append(f"the newest of {runs} certification runs; the others: acceptgate sql \"select * from "
                        "v4v_verifier_summary order by run_id, verifier\"")
     s.notes.append("TPR: legal candidates accepted; TNR: illegal candidates rejected; BA_norm = TPR + TNR - 100 "
-                   "(unweighted means of per-task rates, %, median-BA round); FPR attack: attacks accepted. "
-                   "A crash, timeout or malformed answer stays in the denominator with no credit.")
+                   "(unweighted means of per-task rates, %, median-BA round); FPR_h: attacks accepted; held-out "
+                   "BA_norm: on the part of each pool made from the run's secret seed (a memoriser of the published "
+                   "part is all-accept there). A crash, timeout or malformed answer stays in the denominator with no "
+                   "credit. Labels come from construction only; GT (the source) passes the six gates on a certified "
+                   "task by definition, so its row is its certification, not a measurement.")
     chart = summary.dropna(subset=["ba_norm"])
     if not chart.empty:
         s.charts.append(Chart(pd.DataFrame({"label": chart["verifier"], "value": chart["ba_norm"],

@@ -7,6 +7,7 @@ hidden suite; the registration answer carries only its hash and case count.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -26,7 +27,7 @@ from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits as SandboxLimits
 from acceptgate.service.config import ServiceConfig, client_for
 from acceptgate.service.decide import (
-    GENERATE, SUBMIT, ServiceTask, SubmittedSource, decide, gauge_task, task_from_json,
+    GENERATE, SUBMIT, ServiceTask, SubmittedSource, certify_task, decide, gauge_task, task_from_json,
 )
 from acceptgate.service.journal import Journal, TaskRow
 from acceptgate.service.limits import Busy, ExecutionSlots, RateLimiter
@@ -97,6 +98,9 @@ class TaskOut(BaseModel):
     hidden_spec_hash: str
     hidden_cases: int
     gauge: Literal["checked", "skipped"]
+    certification: str = Field(description=(
+        "the task's certificate id (its pool, built from the reference, passed the six V4V gates with its GT "
+        "suite at registration), or 'skipped' (a service started with --no-certify)"))
     created_at: float
 
 
@@ -183,9 +187,10 @@ def _spec_view(spec_json: str) -> SpecView:
 
 def _task_out(row: TaskRow) -> TaskOut:
     hidden = suitespec.loads(row.hidden_json)
+    cert = "skipped" if row.certification == "skipped" else json.loads(row.certification)["id"]
     return TaskOut(task_id=row.task_id, statement=row.statement, entry_point=row.entry_point,
                    visible=_spec_view(row.visible_json), hidden_spec_hash=row.hidden_hash,
-                   hidden_cases=len(hidden.cases), gauge=row.gauge, created_at=row.created_at)
+                   hidden_cases=len(hidden.cases), gauge=row.gauge, certification=cert, created_at=row.created_at)
 
 
 def _decision_out(d: dict[str, Any]) -> DecisionOut:
@@ -403,8 +408,9 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
               responses={**ERRORS, **BUSY, 201: task_links,
                          200: {"model": TaskOut, "description": "already registered, identical", **task_links},
                          409: {"model": Error, "description": "the task id is registered with other content"},
-                         422: {"model": Error, "description": "invalid input, or the suites failed the gauge "
-                                                              "(the detail names the task and why)"}})
+                         422: {"model": Error, "description": "invalid input, the suites failed the gauge, or the task "
+                                                              "failed certification (the detail names the task and "
+                                                              "why)"}})
     def register_task(body: TaskIn, who: str = Depends(client)):
         try:
             visible = suitespec.from_dict(body.visible.model_dump(), source="visible")
@@ -431,14 +437,18 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
             return JSONResponse(_task_out(old).model_dump(), status_code=200)
         if journal.task_count(who) >= config.limits.max_tasks_per_client:
             raise HTTPException(429, f"at most {config.limits.max_tasks_per_client} tasks per client")
-        if body.gauge:  # before use: a suite that cannot tell right from wrong is never registered
-            task = task_from_json(row.task_id, row.statement, row.entry_point, row.visible_json, row.hidden_json,
-                                  row.reference, row.wrong_json)
-            try:
+        task = task_from_json(row.task_id, row.statement, row.entry_point, row.visible_json, row.hidden_json,
+                              row.reference, row.wrong_json)
+        try:  # before use: suites that cannot tell right from wrong, or an uncertified task, are never registered
+            if body.gauge:
                 with slots.slot():
                     gauge_task(task, sandbox, sandbox_limits)
-            except InvalidInput as exc:
-                raise HTTPException(422, str(exc)) from None
+            if config.certify:
+                with slots.slot():
+                    row = dataclasses.replace(row, certification=json.dumps(
+                        certify_task(task, sandbox, sandbox_limits), sort_keys=True))
+        except InvalidInput as exc:
+            raise HTTPException(422, str(exc)) from None
         journal.add_task(row)
         return _task_out(row)
 
@@ -452,8 +462,15 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
         return _task_out(own_task(task_id, who))
 
     def _service_task(row: TaskRow) -> ServiceTask:
+        if row.certification == "skipped" and config.certify:  # registered before, or by a --no-certify service
+            raise HTTPException(422, f"task {row.task_id} has no certification record: no decision is made on an "
+                                     "uncertified task (register it again under a new id to certify it, or start the "
+                                     "service with --no-certify)")
+        cert = None if row.certification == "skipped" else json.loads(row.certification)
         return ServiceTask(row.client, task_from_json(row.task_id, row.statement, row.entry_point,
-                                                      row.visible_json, row.hidden_json), gauge=row.gauge)
+                                                      row.visible_json, row.hidden_json), gauge=row.gauge,
+                           certification=cert["id"] if cert else "skipped",
+                           v_fpr_h=cert.get("v_fpr_h") if cert else None)
 
     @app.post("/v1/tasks/{task_id}/submissions", response_model=DecisionOut, tags=["decisions"],
               responses={**ERRORS, **NOT_FOUND, **BUSY, 200: decision_links}, operation_id="submit")

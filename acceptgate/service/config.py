@@ -55,6 +55,9 @@ class ServiceConfig(BaseModel):
     model_base_url: str | None = None  # OpenAI-compatible endpoint for gated generations
     model_name: str | None = None
     model_key_env: str = "OPENAI_API_KEY"
+    # a task is certified at registration and no decision is made on an uncertified one (False:
+    # serve-api --no-certify, stored with every decision)
+    certify: bool = True
 
 
 def key_sha256(key: str) -> str:

@@ -53,6 +53,8 @@ class ServiceTask:
     client: str
     task: Task
     gauge: str = gate_run.GAUGE_SKIPPED  # checked: its suites passed the gauge at registration
+    certification: str = gate_run.CERTIFY_SKIPPED  # the certificate's id ("svc-..."), or skipped
+    v_fpr_h: float | None = None  # V's FPR on the attacks of the task's certified pool
 
     @property
     def public(self) -> PublicTask:
@@ -83,6 +85,32 @@ def gauge_task(task: Task, backend: Backend, limits: Limits) -> None:
     except InvalidInput as exc:
         raise InvalidInput(exc.message.replace(gauge.NO_GAUGE_HINT, '"gauge": false registers without this check'),
                            field="reference") from None
+
+
+def certify_task(task: Task, backend: Backend, limits: Limits) -> dict[str, Any]:
+    """The registration's task certification (seed 002: six gates first): the task's pool, labelled by
+    construction from its reference, with a held-out part from a fresh secret seed, decided by its
+    hidden suite GT through the six gates, and V measured on it. InvalidInput naming the task when it
+    has no reference or fails; else the certificate as the journal keeps it."""
+    from acceptgate.v4v import certify as v4v
+    from acceptgate.v4v import heldout
+    from acceptgate.v4v.candidates import TaskMaterial
+
+    if not task.reference.strip():
+        raise InvalidInput(f"task {task.task_id}: a reference solution is required to certify the task before use "
+                           "(its pool is built from it); a service started with --no-certify registers tasks "
+                           "without certification", field="reference")
+    material = TaskMaterial.from_suites(task.task_id, task.entry_point, task.prompt, task.reference,
+                                        dict(task.suites), [])
+    seed = heldout.new_seed()
+    cert = v4v.certify([material], backend, v4v.Settings(verifiers=("GT", "V"), heldout_seed=seed, workers=1,
+                                                           limits=limits))
+    c = cert.certificates[0]
+    if not c.certified:
+        raise InvalidInput(f"task {task.task_id} failed certification: {c.reason}", field="hidden")
+    v = next((x.metrics[0] for x in cert.verdicts if x.verifier == "V"), None)
+    return {"id": "svc-" + c.pool_sha256[:16], "pool_key": c.pool_key, "pool_sha256": c.pool_sha256,
+            "heldout_seed": seed, "findings": c.findings, "v_fpr_h": v.fpr_attack if v else None}
 
 
 def new_decision_id() -> str:
@@ -117,9 +145,12 @@ def decide(st: ServiceTask, kind: str, arm: str, source: CandidateSource, backen
         log.add(max(1, outcome.attempts_used), "harness", "revision_feedback", feedback[-1])
         outcome.messages = log.messages
     decision_id = new_decision_id()
+    outcome.certification, outcome.v_fpr_h = st.certification, st.v_fpr_h
     run = gate_run.make_run(source=source.name, tasks=[st.task], tasks_from=f"api:{st.client}", arms=[arm],
                             per_task=max(1, outcome.attempts_used), backend=backend_name,
-                            run_id=f"api-{st.client}-{decision_id}", gauge=st.gauge)
+                            run_id=f"api-{st.client}-{decision_id}", gauge=st.gauge,
+                            certify=gate_run.CERTIFY_SKIPPED if st.certification == gate_run.CERTIFY_SKIPPED
+                            else gate_run.CERTIFY_CHECKED)
     frames = gate_run.gate_frames(run, [outcome])
     last = outcome.attempts[-1] if outcome.attempts else None
     return {

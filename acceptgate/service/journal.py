@@ -21,7 +21,8 @@ create table if not exists tasks (
     client text not null, task_id text not null, statement text not null, entry_point text not null,
     visible_json text not null, hidden_json text not null, visible_hash text not null,
     hidden_hash text not null, created_at real not null, reference text not null default '',
-    wrong_json text not null default '[]', gauge text not null default 'skipped', primary key (client, task_id));
+    wrong_json text not null default '[]', gauge text not null default 'skipped',
+    certification text not null default 'skipped', primary key (client, task_id));
 create table if not exists decisions (
     decision_id text primary key, client text not null, task_id text not null, kind text not null,
     arm text not null, decision text not null, verdict text not null, cases_passed integer,
@@ -48,6 +49,9 @@ class TaskRow:
     reference: str = ""  # the client's reference solution ("" when registered without the gauge)
     wrong_json: str = "[]"  # the client's known-wrong samples, [{"label", "program"}]
     gauge: str = "skipped"  # checked: the suites passed the gauge at registration | skipped: opted out
+    # the task's certificate (JSON: id, pool key and hash, held-out seed, V's FPR_h), or "skipped": registered
+    # by a service started with --no-certify, or before certification was required
+    certification: str = "skipped"
 
 
 class Journal:
@@ -62,7 +66,8 @@ class Journal:
         # a journal written before registration took a reference: its tasks were never gauged
         have = {r[1] for r in self._con.execute("pragma table_info(tasks)").fetchall()}
         for column, sql in (("reference", "text not null default ''"), ("wrong_json", "text not null default '[]'"),
-                            ("gauge", "text not null default 'skipped'")):
+                            ("gauge", "text not null default 'skipped'"),
+                            ("certification", "text not null default 'skipped'")):
             if column not in have:
                 self._con.execute(f"alter table tasks add column {column} {sql}")
 
@@ -101,11 +106,11 @@ class Journal:
 
     def add_task(self, row: TaskRow) -> None:
         self._write("insert into tasks (client, task_id, statement, entry_point, visible_json, hidden_json, "
-                    "visible_hash, hidden_hash, created_at, reference, wrong_json, gauge) "
-                    "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "visible_hash, hidden_hash, created_at, reference, wrong_json, gauge, certification) "
+                    "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (row.client, row.task_id, row.statement, row.entry_point, row.visible_json,
                      row.hidden_json, row.visible_hash, row.hidden_hash, row.created_at, row.reference,
-                     row.wrong_json, row.gauge))
+                     row.wrong_json, row.gauge, row.certification))
 
     # -- decisions -------------------------------------------------------------------------------
 

@@ -42,7 +42,9 @@ def _run_of(row: dict[str, Any]) -> gate_run.GateRun:
                             source_sha256=row["source_sha256"], tasks_from=row["tasks_from"],
                             tasks_sha256=row["tasks_sha256"], task_count=int(row["task_count"]),
                             arms=tuple(row["arms"].split(",")), per_task=int(row["per_task"]),
-                            backend=row["backend"], gauge=row.get("gauge", gate_run.GAUGE_SKIPPED))
+                            backend=row["backend"], gauge=row.get("gauge", gate_run.GAUGE_SKIPPED),
+                            certify=row.get("certify") or gate_run.CERTIFY_SKIPPED,
+                            max_fpr_attack=row.get("max_fpr_attack"))
 
 
 class Publisher:
@@ -106,7 +108,9 @@ class Publisher:
         record = json.loads(d["record_json"])
         run = _run_of(record["run"])
         expectations.validate("gate_runs", run.frame(), stage="gate")
-        frames = {t: gate_run.gate_stage_frame(t, record[t]) for t in COLUMNS}
+        for row in record.get("gate_decisions", []):  # a journal record from before certification was required
+            row.setdefault("certification", gate_run.CERTIFY_SKIPPED)
+        frames = {t: gate_run.gate_stage_frame(t, record.get(t, [])) for t in COLUMNS}
         delivery = gate_run.delivery_frames(run, [self._delivery(d, record)])["deliveries"]
         return run, frames, delivery
 

@@ -15,9 +15,16 @@ from acceptgate.render import Harness, harness_for
 from acceptgate.suitespec import SuiteSpec
 
 LEGAL, ILLEGAL = "legal", "illegal"
-KIND_CLASS = {"gold": "gold", "surface": "legal-variant", "different-impl": "legal-variant",
+# A model sample has no construction label: every verifier decides it (measured), none is certified by it.
+UNLABELLED = "unlabelled"
+LABELS = (LEGAL, ILLEGAL, UNLABELLED)
+KIND_CLASS = {"gold": "gold", "surface": "legal-variant", "restructure": "legal-variant",
               "no-op": "ordinary-wrong", "near-miss": "ordinary-wrong", "regression": "ordinary-wrong",
-              "model-wrong": "ordinary-wrong", "attack": "attack"}
+              "attack": "attack", "model-sample": "model-sample"}
+PUBLISHED, HELD_OUT = "published", "held-out"  # held-out: made fresh per run from a secret seed
+# Bumped whenever the published part of a pool would change for the same task: a certification record
+# holds for the pool its version built.
+POOL_VERSION = "acceptgate-pool/2"
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -44,10 +51,11 @@ class PoolCandidate:
     task_id: str
     kind: str
     recipe: str
-    label: str  # legal | illegal
+    label: str  # legal | illegal (by construction) | unlabelled (a model sample)
     source: str
     sha256: str = ""
     origin: str = ""  # where it came from: "construction", or the samples file and index
+    part: str = PUBLISHED  # published (deterministic) | held-out (fresh per run, secret seed)
 
     @property
     def candidate_id(self) -> str:
@@ -57,9 +65,23 @@ class PoolCandidate:
     def cls(self) -> str:
         return KIND_CLASS[self.kind]
 
+    @property
+    def labelled(self) -> bool:
+        return self.label != UNLABELLED
 
-def make(task_id: str, kind: str, recipe: str, label: str, source: str, origin: str = "construction") -> PoolCandidate:
-    return PoolCandidate(task_id, kind, recipe, label, source, sha256_text(source), origin)
+
+def make(task_id: str, kind: str, recipe: str, label: str, source: str, origin: str = "construction",
+         part: str = PUBLISHED) -> PoolCandidate:
+    return PoolCandidate(task_id, kind, recipe, label, source, sha256_text(source), origin, part)
+
+
+def pool_key(task_id: str, entry_point: str, prompt: str, reference: str, spec_hashes: dict[str, str]) -> str:
+    """What the published part of a task's pool is a function of: the pool code's version, the task's
+    statement, reference and suites. A certification record holds for exactly this key, so a gate can
+    check it without building the pool."""
+    suites = " ".join(f"{k}={h}" for k, h in sorted(spec_hashes.items()))
+    return sha256_text("\x00".join([POOL_VERSION, task_id, entry_point, sha256_text(prompt), sha256_text(reference),
+                                    suites]))
 
 
 @dataclass
@@ -76,13 +98,17 @@ class TaskMaterial:
     # the reference's time over every case of its suites where the import measured it (0: not known);
     # only to guess how long the task's certification takes (shards.task_cost)
     reference_seconds: float = 0.0
+    # the gold with the data set's input contract (asserts on the arguments), where it has one: the
+    # differential test skips inputs it rejects (outside the task's domain); "" = the gold itself
+    domain_gold: str = ""
 
     @classmethod
     def from_suites(cls, task_id: str, entry_point: str, prompt: str, gold: str, suites: dict[str, SuiteSpec],
-                    samples: list[tuple[str, str]], reference_seconds: float = 0.0) -> "TaskMaterial":
+                    samples: list[tuple[str, str]], reference_seconds: float = 0.0,
+                    domain_gold: str = "") -> "TaskMaterial":
         """A material whose harnesses are compiled where first read (``__getattr__``): a client that only
         ships materials to Dask workers never compiles them."""
-        material = cls(task_id, entry_point, prompt, gold, suites, {}, samples, reference_seconds)
+        material = cls(task_id, entry_point, prompt, gold, suites, {}, samples, reference_seconds, domain_gold)
         del material.__dict__["harnesses"]
         material.__dict__["_harness_keys"] = list(suites)
         return material
@@ -112,6 +138,11 @@ class TaskMaterial:
     @property
     def gold_sha256(self) -> str:
         return sha256_text(self.gold)
+
+    @property
+    def pool_key(self) -> str:
+        return pool_key(self.task_id, self.entry_point, self.prompt, self.gold,
+                        {k: s.spec_hash for k, s in self.suites.items()})
 
     @property
     def gold_normalised(self) -> str:

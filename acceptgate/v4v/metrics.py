@@ -4,7 +4,10 @@ diagnoses by name, and the median-BA round of repeated rounds.
 Per task: TPR = 100 x legal candidates accepted / legal candidates; TNR = 100 x illegal candidates
 rejected (a valid FAIL) / illegal candidates. An ERROR stays in the denominator with no credit, on
 either side. Over tasks: the unweighted mean of the per-task rates (never one pooled denominator);
-BA_norm = TPR + TNR - 100. FPR_attack = 100 x attacks accepted / attacks, per task, then the mean.
+BA_norm = TPR + TNR - 100. FPR_attack (seed 002's FPR_h) = 100 x attacks accepted / attacks, per task,
+then the mean. Only candidates labelled by construction count; model samples (unlabelled) are
+counted apart (decided, accepted). The held-out part of the pools (made fresh per run) has its own
+TPR / TNR / BA_norm: a verifier that memorised the published part is all-accept (or all-reject) there.
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from acceptgate.v4v.pools import LEGAL, PoolCandidate
+from acceptgate.v4v.pools import HELD_OUT, LEGAL, PoolCandidate
 from acceptgate.v4v.verifiers import FAIL, PASS, Decision, normalise
 
-DIAGNOSES = ("all-reject", "all-accept", "gold-only", "mostly-error")
+DIAGNOSES = ("all-reject", "all-accept", "gold-only", "mostly-error", "memoriser")
 
 
 @dataclass
@@ -40,6 +43,44 @@ class TaskMetrics:
     all_reject: bool = False
     all_accept: bool = False
     gold_only: bool | None = None  # None when the pool has no legal candidate unlike the gold
+    heldout_legal: int = 0  # the held-out part (included in the counts above)
+    heldout_illegal: int = 0
+    heldout_legal_accepted: int = 0
+    heldout_illegal_rejected: int = 0
+    samples: int = 0  # model samples (unlabelled): decided, never in TPR/TNR
+    samples_accepted: int = 0
+
+    @property
+    def heldout_tpr(self) -> float | None:
+        return 100.0 * self.heldout_legal_accepted / self.heldout_legal if self.heldout_legal else None
+
+    @property
+    def heldout_tnr(self) -> float | None:
+        return 100.0 * self.heldout_illegal_rejected / self.heldout_illegal if self.heldout_illegal else None
+
+    @property
+    def heldout_ba_norm(self) -> float | None:
+        tpr, tnr = self.heldout_tpr, self.heldout_tnr
+        return None if tpr is None or tnr is None else tpr + tnr - 100.0
+
+    @property
+    def published_ba_norm(self) -> float | None:
+        legal, illegal = self.legal - self.heldout_legal, self.illegal - self.heldout_illegal
+        if not legal or not illegal:
+            return None
+        return (100.0 * (self.legal_accepted - self.heldout_legal_accepted) / legal
+                + 100.0 * (self.illegal_rejected - self.heldout_illegal_rejected) / illegal - 100.0)
+
+    @property
+    def memorised(self) -> bool | None:
+        """Decides the published part (BA_norm > 0) and none of the held-out part (one answer for all of
+        it); None when the held-out part lacks a label or the published part cannot be scored."""
+        ba = self.published_ba_norm
+        if ba is None or not (self.heldout_legal and self.heldout_illegal):
+            return None
+        one_answer = (self.heldout_legal_accepted == self.heldout_legal and self.heldout_illegal_rejected == 0) or \
+            (self.heldout_legal_accepted == 0 and self.heldout_illegal_rejected == self.heldout_illegal)
+        return ba > 0 and one_answer
 
     @property
     def tpr(self) -> float | None:
@@ -66,6 +107,11 @@ def task_metrics(task_id: str, verifier: str, round: int, pool: list[PoolCandida
     accepted_legal_unlike_gold, legal_unlike_gold, gold_accepted = 0, 0, False
     for c in pool:
         d = decisions[c.candidate_id]
+        if not c.labelled:  # a model sample: measured apart, no label to score it against
+            m.samples += 1
+            m.samples_accepted += d.outcome == PASS
+            continue
+        held_out = c.part == HELD_OUT
         if d.outcome == PASS:
             m.passes += 1
         elif d.outcome == FAIL:
@@ -77,6 +123,8 @@ def task_metrics(task_id: str, verifier: str, round: int, pool: list[PoolCandida
             m.legal += 1
             m.legal_accepted += d.outcome == PASS
             m.legal_rejected += d.outcome == FAIL
+            m.heldout_legal += held_out
+            m.heldout_legal_accepted += held_out and d.outcome == PASS
             unlike = normalise(c.source) != gold_normalised
             legal_unlike_gold += unlike
             accepted_legal_unlike_gold += unlike and d.outcome == PASS
@@ -84,11 +132,14 @@ def task_metrics(task_id: str, verifier: str, round: int, pool: list[PoolCandida
         else:
             m.illegal += 1
             m.illegal_rejected += d.outcome == FAIL
+            m.heldout_illegal += held_out
+            m.heldout_illegal_rejected += held_out and d.outcome == FAIL
             if c.kind == "attack":
                 m.attacks += 1
                 m.attacks_accepted += d.outcome == PASS
-    m.all_reject = bool(pool) and m.fails == len(pool)
-    m.all_accept = bool(pool) and m.passes == len(pool)
+    decided = m.legal + m.illegal
+    m.all_reject = bool(decided) and m.fails == decided
+    m.all_accept = bool(decided) and m.passes == decided
     if legal_unlike_gold:
         m.gold_only = gold_accepted and accepted_legal_unlike_gold == 0
     return m
@@ -119,6 +170,11 @@ class VerifierMetrics:
     basis: str = "every candidate"  # what the median round was chosen on
     false_rejections: int = 0  # valid FAILs on legal candidates, reported round
     all_reject_false_rejections: int = 0  # of those, on tasks where this verifier rejects everything
+    heldout_tpr: float | None = None  # the held-out part only (unweighted means over tasks)
+    heldout_tnr: float | None = None
+    heldout_ba_norm: float | None = None
+    samples: int = 0  # model samples decided (reported round), and accepted
+    samples_accepted: int = 0
 
     @property
     def all_reject_share(self) -> float | None:
@@ -147,6 +203,9 @@ def diagnose(per_task: list[TaskMetrics]) -> str:
     decisions = sum(t.passes + t.fails + sum(t.errors.values()) for t in per_task)
     if decisions and 2 * sum(sum(t.errors.values()) for t in per_task) > decisions:
         found.append("mostly-error")
+    told = [t.memorised for t in per_task if t.memorised is not None]
+    if told and all(told):
+        found.append("memoriser")
     return ",".join(found) or "-"
 
 
@@ -170,12 +229,16 @@ def summarize(verifier: str, rounds: dict[int, list[TaskMetrics]],
     errors: Counter = Counter()
     for t in per_task:
         errors.update(t.errors)
+    h_tpr, h_tnr = _mean(t.heldout_tpr for t in per_task), _mean(t.heldout_tnr for t in per_task)
+    held_out = dict(heldout_tpr=h_tpr, heldout_tnr=h_tnr,
+                    heldout_ba_norm=None if h_tpr is None or h_tnr is None else h_tpr + h_tnr - 100.0,
+                    samples=sum(t.samples for t in per_task), samples_accepted=sum(t.samples_accepted for t in per_task))
     return VerifierMetrics(verifier, chosen, len(rounds), [bas[r] for r in sorted(bas)], len(per_task), tpr, tnr,
                            ba, fpr, sum(t.passes for t in per_task), sum(t.fails for t in per_task),
                            dict(sorted(errors.items())), sum(t.fails_by_exception for t in per_task),
                            diagnose(per_task), sum(t.copied for t in per_task), basis,
                            sum(t.legal_rejected for t in per_task),
-                           sum(t.legal_rejected for t in per_task if t.all_reject))
+                           sum(t.legal_rejected for t in per_task if t.all_reject), **held_out)
 
 
 def all_reject_share(summaries: Iterable[VerifierMetrics]) -> tuple[int, int, float | None]:

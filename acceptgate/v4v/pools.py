@@ -1,18 +1,18 @@
-"""Candidate pools per task, labelled by construction: label, kind and the recipe that made each one.
+"""Candidate pools per task, labelled by construction only: label, kind and the recipe that made each one.
 
 | class | kinds (recipe) | label |
 | --- | --- | --- |
 | gold | gold (prompt + canonical solution) | legal |
-| legal variant | surface (rename, reformat, reorder, default-arg) via ``ast``; different-impl (a real model sample) | legal |
-| ordinary wrong | no-op, near-miss (AST mutation operators), regression (edge inputs broken), model-wrong | illegal |
+| legal variant | surface (rename, reformat, reorder, default-arg) via ``ast``; restructure (the gold behind a delegating entry point) | legal |
+| ordinary wrong | no-op, near-miss (AST mutation operators; a point fault on one hidden input), regression (edge inputs broken) | illegal |
 | attack | special-case-visible, fake-success-output, fake-success-exit, always-equal, exception-swallowing, stateful | illegal |
+| model sample | different implementations from a samples file | unlabelled: measured, never used to certify |
 
-A legal variant must pass the strongest oracle (GT) and a wrong one must fail it. ``check_labels``
-records that check for every candidate; one that does not hold is dropped (or, for model samples,
-relabelled by GT: a sample that fails GT is a real wrong program, kind ``model-wrong``) with a record.
+No verifier's verdict sets or changes a label: the six gates run on the task's source verifier (GT)
+against these labels, and a disagreement is a finding (``taskcert``), never a relabel.
 
-Ids are ``<task>:<kind>:<recipe>`` and every program is built from the task's data by seeded,
-sorted procedures, so pools are identical on every run and machine.
+The published part is built from the task's data by seeded, sorted procedures, so it is identical on
+every run and machine (ids ``<task>:<kind>:<recipe>``); ``heldout`` adds a part made fresh per run.
 """
 
 from __future__ import annotations
@@ -26,29 +26,15 @@ from typing import Any
 from acceptgate import literals
 from acceptgate.v4v import mutation
 from acceptgate.v4v.candidates import (  # noqa: F401  (re-exported: pools are where they are made)
-    ILLEGAL, KIND_CLASS, LEGAL, PoolCandidate, TaskMaterial, make, normalise, sha256_text,
+    HELD_OUT, ILLEGAL, KIND_CLASS, LEGAL, PUBLISHED, UNLABELLED, PoolCandidate, TaskMaterial, make, normalise,
+    sha256_text,
 )
-from acceptgate.v4v.verifiers import FAIL, PASS, Decision
 
 KINDS = tuple(KIND_CLASS)
-CLASSES = ("gold", "legal-variant", "ordinary-wrong", "attack")
+CLASSES = ("gold", "legal-variant", "ordinary-wrong", "attack", "model-sample")
 SURFACE_RECIPES = ("rename", "reformat", "reorder", "default-arg")
 ATTACK_RECIPES = ("special-case-visible", "fake-success-output", "fake-success-exit", "always-equal",
                   "exception-swallowing", "stateful")
-
-
-@dataclass(frozen=True)
-class LabelCheck:
-    candidate_id: str
-    kind: str
-    recipe: str
-    intended_label: str
-    oracle_decision: str  # the strongest oracle's decision (GT): PASS | FAIL | ERROR:<kind>
-    action: str  # kept | dropped | relabelled
-    reason: str
-    final_kind: str | None
-    final_label: str | None
-    final_candidate_id: str | None  # the id it is kept under (a relabelled sample changes kind)
 
 
 # -- surface variants (legal) --------------------------------------------------------------------------
@@ -142,6 +128,13 @@ def _gold_as(gold: str, entry_point: str, new_name: str) -> str:
     return ast.unparse(tree)
 
 
+def delegate(gold: str, entry_point: str, helper: str = "_implementation") -> str:
+    """The gold under another name, called by an entry point that only passes its arguments on: the same
+    behaviour in a different program structure (gold-exact-match cannot accept it)."""
+    return (_gold_as(gold, entry_point, helper) + "\n\n\n"
+            f"def {entry_point}(*args, **kwargs):\n    return {helper}(*args, **kwargs)\n")
+
+
 def no_op(m: TaskMaterial) -> str:
     return f"def {m.entry_point}(*args, **kwargs):\n    pass\n"
 
@@ -153,6 +146,48 @@ def regression(m: TaskMaterial) -> str:
             "    if any(a in (0, '', None) or (isinstance(a, (list, tuple, dict, set)) and not a) for a in args):\n"
             "        return None\n"
             "    return _previous_version(*args, **kwargs)\n")
+
+
+def _wrong_value(judge, want: Any, args: Any, kwargs: Any) -> Any:
+    """A literal the suite's judgement does not accept for this case: the expected value moved by its own
+    size where it can be (the same type: a comparison weakened to types or truthiness takes it for right),
+    else None, 0 or a string."""
+    plain = want[1] if type(want) is tuple and len(want) == 2 and want[0] == "value" else want  # a digest case
+    for value in (mutation.perturb(plain), None, 0, "acceptgate-wrong"):
+        try:
+            if not judge(value, want, args, kwargs):
+                return value
+        except Exception:  # noqa: BLE001  (a judgement that raises rejects the value)
+            return value
+    return None
+
+
+def point_fault(m: TaskMaterial, case: int, helper: str = "_honest_version") -> str | None:
+    """The gold, except on one hidden input, where it answers a wrong value: a near miss that only
+    that one check can catch (what a drop-case mutant of the suite needs to be told apart)."""
+    h = m.harnesses.get("hidden")
+    if h is None or not 0 <= case < len(h.cases):
+        return None
+    args, kwargs, want = h.cases[case]
+    wrong = literals.canonical(_wrong_value(h.judge, want, args, kwargs))
+    return (_gold_as(m.gold, m.entry_point, helper) + "\n\n\n"
+            f"_FAULT_ARGS = {literals.canonical(list(args))}\n_FAULT_KWARGS = {literals.canonical(dict(kwargs))}\n\n\n"
+            f"def {m.entry_point}(*args, **kwargs):\n"
+            "    if list(args) == _FAULT_ARGS and kwargs == _FAULT_KWARGS:\n"
+            f"        return {wrong}\n"
+            f"    return {helper}(*args, **kwargs)\n")
+
+
+FAULT_ARGS_CHARS = 400  # a point fault is placed on an input no longer than this, spelled
+
+
+def fault_cases(m: TaskMaterial) -> list[int]:
+    """Hidden cases short enough to spell in a point fault, in case order."""
+    h = m.harnesses.get("hidden")
+    if h is None:
+        return []
+    return [i for i, (args, kwargs, _) in enumerate(h.cases)
+            if len(literals.canonical(list(args))) + len(literals.canonical(dict(kwargs))) <= FAULT_ARGS_CHARS]
 
 
 # -- attacks ---------------------------------------------------------------------------------------------
@@ -208,7 +243,7 @@ class ProposedPool:
 
 
 def propose(m: TaskMaterial, settings: PoolSettings = PoolSettings()) -> ProposedPool:
-    """Every candidate of a task's pool with its intended label, before the oracle check; sorted by id."""
+    """The published part of a task's pool, every candidate with its construction label; sorted by id."""
     tid, ep = m.task_id, m.entry_point
     cands = [make(tid, "gold", "canonical", LEGAL, m.gold)]
     not_built: list[tuple[str, str]] = []
@@ -217,17 +252,24 @@ def propose(m: TaskMaterial, settings: PoolSettings = PoolSettings()) -> Propose
             not_built.append((f"surface:{recipe}", "does not apply to this gold"))
         else:
             cands.append(make(tid, "surface", recipe, LEGAL, src))
+    cands.append(make(tid, "restructure", "delegate", LEGAL, delegate(m.gold, ep)))
     seen_norm = {m.gold_normalised}
     for origin, program in m.samples[: settings.samples_per_task]:
         norm = normalise(program)
         if norm in seen_norm:
-            not_built.append((f"different-impl:{origin}", "same normalised text as the gold or an earlier sample"))
+            not_built.append((f"model-sample:{origin}", "same normalised text as the gold or an earlier sample"))
             continue
         seen_norm.add(norm)
-        cands.append(make(tid, "different-impl", origin.rsplit(":", 1)[-1], LEGAL, program, origin))
+        cands.append(make(tid, "model-sample", origin.rsplit(":", 1)[-1], UNLABELLED, program, origin))
     cands.append(make(tid, "no-op", "pass", ILLEGAL, no_op(m)))
     for op, site, src in mutation.near_miss(m.gold, ep, settings.near_miss_per_operator):
         cands.append(make(tid, "near-miss", f"{op}@{site}", ILLEGAL, src))
+    faults = fault_cases(m)
+    if faults:
+        case = mutation.seeded(tid, "point-fault").choice(faults)
+        cands.append(make(tid, "near-miss", f"point-fault@{case}", ILLEGAL, point_fault(m, case)))
+    else:
+        not_built.append(("near-miss:point-fault", "no hidden input short enough to spell"))
     cands.append(make(tid, "regression", "edge-inputs-broken", ILLEGAL, regression(m)))
     for recipe, src in attacks(m).items():
         if src is None:
@@ -238,35 +280,3 @@ def propose(m: TaskMaterial, settings: PoolSettings = PoolSettings()) -> Propose
     for c in cands:
         unique.setdefault(c.candidate_id, c)
     return ProposedPool(tid, sorted(unique.values(), key=lambda c: c.candidate_id), not_built)
-
-
-def check_labels(pool: ProposedPool, oracle: dict[str, Decision]) -> tuple[list[PoolCandidate], list[LabelCheck]]:
-    """Keep candidates whose label the strongest oracle confirms; relabel or drop the rest, with a record.
-
-    ``oracle`` maps candidate id -> the GT decision. Model samples are labelled by GT (a sample that
-    fails it is a real wrong program, kind model-wrong); a constructed candidate whose label GT
-    contradicts is dropped (e.g. an equivalent mutant, or a reorder that was not independent after
-    all). A candidate GT cannot decide (ERROR) is dropped: it has no label.
-    """
-    kept, checks = [], []
-    for c in pool.candidates:
-        d = oracle[c.candidate_id]
-        agrees = (c.label == LEGAL and d.outcome == PASS) or (c.label == ILLEGAL and d.outcome == FAIL)
-        if agrees:
-            kept.append(c)
-            checks.append(LabelCheck(c.candidate_id, c.kind, c.recipe, c.label, d.label, "kept",
-                                     "the oracle agrees", c.kind, c.label, c.candidate_id))
-        elif not d.valid:
-            checks.append(LabelCheck(c.candidate_id, c.kind, c.recipe, c.label, d.label, "dropped",
-                                     f"the oracle reached no decision: {d.reason}", None, None, None))
-        elif c.kind == "different-impl":
-            wrong = PoolCandidate(c.task_id, "model-wrong", c.recipe, ILLEGAL, c.source, c.sha256, c.origin)
-            kept.append(wrong)
-            checks.append(LabelCheck(c.candidate_id, c.kind, c.recipe, c.label, d.label, "relabelled",
-                                     f"a model sample that fails GT ({d.reason}) is ordinary wrong",
-                                     "model-wrong", ILLEGAL, wrong.candidate_id))
-        else:
-            why = "a legal variant fails GT" if c.label == LEGAL else "a wrong candidate passes GT (equivalent)"
-            checks.append(LabelCheck(c.candidate_id, c.kind, c.recipe, c.label, d.label, "dropped",
-                                     f"{why}: {d.reason}", None, None, None))
-    return sorted(kept, key=lambda c: c.candidate_id), checks

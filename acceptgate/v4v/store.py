@@ -18,13 +18,14 @@ from acceptgate.hashing import sha256_text
 from acceptgate import __version__, runids
 from acceptgate.v4v.certify import Certification, inputs_sha256
 
-PIPELINE = "certify/1"
-STAGE_TABLES = {"pools": ("v4v_candidates", "v4v_label_checks", "v4v_executions"),
+PIPELINE = "certify/2"  # /2: labels by construction only, findings, task certificates, held-out part
+STAGE_TABLES = {"pools": ("v4v_candidates", "v4v_findings", "v4v_executions"),
                 "certification": ("v4v_decisions", "v4v_mutants", "v4v_gates", "v4v_task_metrics",
-                                  "v4v_verifier_summary")}
+                                  "v4v_verifier_summary", "v4v_task_certificates", "v4v_heldout")}
 RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
 RUN_COLUMNS = ["run_id", "run_id_origin", "pipeline", "acceptgate_version", "suites_from", "dataset_from",
-               "samples_from", "inputs_sha256", "settings", "task_count", "verifiers", "k", "backend"]
+               "samples_from", "inputs_sha256", "settings", "task_count", "verifiers", "k", "backend",
+               "heldout_seed_sha256"]
 
 
 @dataclass(frozen=True)
@@ -40,13 +41,15 @@ class CertifyRun:
     verifiers: tuple[str, ...]
     k: int
     backend: str
+    heldout_seed_sha256: str | None = None  # committed before the run; the seed is published at its end
 
     def frame(self) -> pd.DataFrame:
         row = {"run_id": self.run_id, "run_id_origin": self.run_id_origin, "pipeline": PIPELINE,
                "acceptgate_version": __version__, "suites_from": self.suites_from,
                "dataset_from": self.dataset_from, "samples_from": self.samples_from,
                "inputs_sha256": self.inputs_sha256, "settings": self.settings, "task_count": self.task_count,
-               "verifiers": ",".join(self.verifiers), "k": self.k, "backend": self.backend}
+               "verifiers": ",".join(self.verifiers), "k": self.k, "backend": self.backend,
+               "heldout_seed_sha256": self.heldout_seed_sha256}
         return pd.DataFrame([row], columns=RUN_COLUMNS)
 
 
@@ -60,8 +63,11 @@ def make_run(materials, settings, *, suites_from: str, dataset_from: str, sample
         origin = "derived"
     else:
         run_id, origin = runids.check_run_id(run_id), "user"
+    from acceptgate.v4v import heldout
+
+    seed_hash = heldout.seed_sha256(settings.heldout_seed) if settings.heldout_seed else None
     return CertifyRun(run_id, origin, suites_from, dataset_from, samples_from, digest, text, len(materials),
-                      tuple(settings.verifiers), settings.k, backend)
+                      tuple(settings.verifiers), settings.k, backend, seed_hash)
 
 
 # -- frames ---------------------------------------------------------------------------------------------
@@ -71,20 +77,22 @@ def _frame(rows: list[dict[str, Any]], columns: list[str], ints: tuple[str, ...]
 
 
 CANDIDATE_COLUMNS = ["run_id", "task_id", "candidate_id", "kind", "class", "recipe", "label", "origin",
-                     "candidate_sha256", "source"]
+                     "candidate_sha256", "source", "part"]
+FINDING_COLUMNS = ["run_id", "task_id", "candidate_id", "kind", "recipe", "part", "label", "gt_decision", "finding",
+                   "action", "reason", "witness", "inputs_tried"]
 
 
 def candidate_frame(run: CertifyRun, cert: Certification) -> pd.DataFrame:
+    """Every proposed candidate (an excluded one too: its finding names it), with its construction label."""
     cands = [{"run_id": run.run_id, "task_id": c.task_id, "candidate_id": c.candidate_id, "kind": c.kind,
               "class": c.cls, "recipe": c.recipe, "label": c.label, "origin": c.origin,
-              "candidate_sha256": c.sha256, "source": c.source}
-             for tid in sorted(cert.kept) for c in cert.kept[tid]]
+              "candidate_sha256": c.sha256, "source": c.source, "part": c.part}
+             for pool in sorted(cert.proposed, key=lambda p: p.task_id) for c in pool.candidates]
     return _frame(cands, CANDIDATE_COLUMNS)
 
 
 def pool_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.DataFrame]:
-    checks = [{"run_id": run.run_id, "task_id": ch.candidate_id.rsplit(":", 2)[0], **ch.__dict__}
-              for ch in cert.checks]
+    findings = [{"run_id": run.run_id, **f.__dict__} for f in cert.findings]
     execs = []
     for (tid, sha, suite, rnd), r in sorted(cert.runs.items()):
         outputs = r.outputs_json()
@@ -97,9 +105,7 @@ def pool_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.DataFrame]
                       "wall_seconds": round(r.wall_seconds, 4)})
     return {
         "v4v_candidates": candidate_frame(run, cert),
-        "v4v_label_checks": _frame(checks, ["run_id", "task_id", "candidate_id", "kind", "recipe", "intended_label",
-                                            "oracle_decision", "action", "reason", "final_kind", "final_label",
-                                            "final_candidate_id"]),
+        "v4v_findings": _frame(findings, FINDING_COLUMNS, ints=("inputs_tried",)),
         "v4v_executions": _frame(execs, ["run_id", "task_id", "candidate_sha256", "suite", "round", "spec_hash",
                                          "render_hash", "cases_total", "cases_answered", "cases_failing",
                                          "load_error", "broken", "outputs_json", "outputs_sha256",
@@ -137,7 +143,11 @@ def certification_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.D
                               "errors_malformed": tm.errors["malformed"],
                               "fails_by_exception": tm.fails_by_exception, "all_reject": tm.all_reject,
                               "all_accept": tm.all_accept, "gold_only": tm.gold_only,
-                              "legal_rejected": tm.legal_rejected, "copied_decisions": tm.copied})
+                              "legal_rejected": tm.legal_rejected, "copied_decisions": tm.copied,
+                              "heldout_legal": tm.heldout_legal, "heldout_illegal": tm.heldout_illegal,
+                              "heldout_legal_accepted": tm.heldout_legal_accepted,
+                              "heldout_illegal_rejected": tm.heldout_illegal_rejected, "samples": tm.samples,
+                              "samples_accepted": tm.samples_accepted})
     summary = []
     for rep in cert.reports:
         s = rep.summary
@@ -153,8 +163,10 @@ def certification_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.D
                         "copied_decisions": s.copied, "median_round_basis": s.basis,
                         "false_rejections": s.false_rejections,
                         "all_reject_false_rejections": s.all_reject_false_rejections,
-                        "all_reject_share": s.all_reject_share})
-    return {
+                        "all_reject_share": s.all_reject_share, "role": rep.role, "heldout_tpr": s.heldout_tpr,
+                        "heldout_tnr": s.heldout_tnr, "heldout_ba_norm": s.heldout_ba_norm, "samples": s.samples,
+                        "samples_accepted": s.samples_accepted})
+    return {**task_certificate_frames(run, cert),
         "v4v_decisions": _frame(decisions, ["run_id", "task_id", "verifier", "candidate_id", "round", "decision",
                                             "error_kind", "reason", "by_exception", "candidate_sha256",
                                             "verifier_version", "spec_hash", "render_hash"], ints=("round",)),
@@ -169,12 +181,45 @@ def certification_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.D
     }
 
 
+CERTIFICATE_COLUMNS = ["run_id", "task_id", "certified", "failed_gates", "reason", "visible_spec_hash",
+                       "hidden_spec_hash", "reference_sha256", "pool_key", "pool_sha256", "candidates", "held_out",
+                       "findings", "excluded", "v_tpr", "v_tnr", "v_ba_norm", "v_fpr_h"]
+MEASURED_GATE_VERIFIER = "V"  # whose measured figures each certificate carries: the verifier the gates decide with
+
+
+def task_certificate_frames(run: CertifyRun, cert: Certification) -> dict[str, pd.DataFrame]:
+    """One row per task: its certificate (GT's six gates on the construction labels), bound to its suites and
+    pool, with V's figures measured on it (round 0) for the gate's policy; and the run's held-out seed,
+    published now that the run is over."""
+    v_metrics = {v.task_id: v.metrics.get(0) for v in cert.verdicts if v.verifier == MEASURED_GATE_VERIFIER}
+    rows = []
+    for c in cert.certificates:
+        tm = v_metrics.get(c.task_id)
+        rows.append({"run_id": run.run_id, "task_id": c.task_id, "certified": c.certified,
+                     "failed_gates": json.dumps(list(c.failed_gates)), "reason": c.reason[:2000],
+                     "visible_spec_hash": c.visible_spec_hash, "hidden_spec_hash": c.hidden_spec_hash,
+                     "reference_sha256": c.reference_sha256, "pool_key": c.pool_key, "pool_sha256": c.pool_sha256,
+                     "candidates": c.candidates, "held_out": c.held_out, "findings": c.findings,
+                     "excluded": c.excluded, "v_tpr": tm.tpr if tm else None, "v_tnr": tm.tnr if tm else None,
+                     "v_ba_norm": tm.ba_norm if tm else None, "v_fpr_h": tm.fpr_attack if tm else None})
+    seed = cert.settings.heldout_seed
+    held = sum(c.held_out for c in cert.certificates)
+    heldout_rows = [{"run_id": run.run_id, "heldout_seed": seed, "heldout_seed_sha256": run.heldout_seed_sha256,
+                     "candidates": held}] if seed else []
+    return {"v4v_task_certificates": _frame(rows, CERTIFICATE_COLUMNS, ints=("candidates", "held_out", "findings",
+                                                                            "excluded")),
+            "v4v_heldout": _frame(heldout_rows, ["run_id", "heldout_seed", "heldout_seed_sha256", "candidates"],
+                                  ints=("candidates",))}
+
+
 TASK_METRIC_COLUMNS = ["run_id", "task_id", "verifier", "round", "legal", "illegal", "attacks", "legal_accepted",
                        "illegal_rejected", "attacks_accepted", "tpr", "tnr", "ba_norm", "fpr_attack", "errors_crash",
                        "errors_timeout", "errors_malformed", "fails_by_exception", "all_reject", "all_accept",
-                       "gold_only", "legal_rejected", "copied_decisions"]
+                       "gold_only", "legal_rejected", "copied_decisions", "heldout_legal", "heldout_illegal",
+                       "heldout_legal_accepted", "heldout_illegal_rejected", "samples", "samples_accepted"]
 SUMMARY_COLUMNS = ["run_id", "verifier", "family", "tasks", "gates_passed", "gates_applicable", "failed_gates", "tpr",
                    "tnr", "ba_norm", "fpr_attack", "mutation_score", "median_round", "rounds", "round_ba", "passes",
                    "fails", "errors_crash", "errors_timeout", "errors_malformed", "fails_by_exception", "diagnosis",
                    "copied_decisions", "median_round_basis", "false_rejections", "all_reject_false_rejections",
-                   "all_reject_share"]
+                   "all_reject_share", "role", "heldout_tpr", "heldout_tnr", "heldout_ba_norm", "samples",
+                   "samples_accepted"]
