@@ -55,7 +55,7 @@ def _cell(value) -> str:
     text = str(value)
     if len(text) > MAX_CELL:
         text = text[:MAX_CELL] + f"… ({len(text) - MAX_CELL} more characters)"
-    width = " long" if len(text) > 40 else " mid" if len(text) > 24 else ""
+    width = " long" if len(text) > 40 else " mid" if len(text) > 16 else ""  # ids, rates with intervals: wrap
     return f'<td class="text{width}">{html.escape(text)}</td>'
 
 
