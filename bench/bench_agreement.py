@@ -47,12 +47,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from acceptgate import suitefiles  # noqa: E402
-from acceptgate.score import load_suites, load_timing  # noqa: E402
+from acceptgate.datasets import suitefiles  # noqa: E402
+from acceptgate.scoring.score import load_suites, load_timing  # noqa: E402
 from acceptgate.sandbox import backend as backends  # noqa: E402
 from acceptgate.sandbox.backend import Limits  # noqa: E402
-from acceptgate.score import score_samples  # noqa: E402
-from acceptgate.sources.replay import read_samples  # noqa: E402
+from acceptgate.scoring.score import score_samples  # noqa: E402
+from acceptgate.datasets.samples import read_samples  # noqa: E402
 
 SHARED = Path(os.environ.get("ACCEPTGATE_SHARED_DATA", REPO.parent / "shared" / "data"))
 DATA = {"humanevalplus": SHARED / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz",

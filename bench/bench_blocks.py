@@ -36,11 +36,11 @@ from pathlib import Path
 
 from bench_samples import HEP_LIMITS, HUMANEVALPLUS, SHARED, human_eval_problems, load_samples
 
-from acceptgate import render
-from acceptgate.importers import humanevalplus, mbppplus
+from acceptgate.suites import render
+from acceptgate.datasets.importers import humanevalplus, mbppplus
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.executor import block_plan, execute_many
-from acceptgate.task import HIDDEN
+from acceptgate.datasets.task import HIDDEN
 
 REPO = Path(__file__).resolve().parents[1]
 MBPPPLUS = SHARED / "mbppplus" / "MbppPlus-399.jsonl.gz"

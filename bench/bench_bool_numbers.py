@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from acceptgate.experiments import layer4  # noqa: E402
+from acceptgate.pipelines.experiments import layer4  # noqa: E402
 from acceptgate.v4v import runs  # noqa: E402
 
 
@@ -60,7 +60,7 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--json", default=str(REPO / "bench" / "out" / "bool_numbers.json"))
     args = p.parse_args()
-    from acceptgate.importers.common import read_jsonl
+    from acceptgate.datasets.importers.common import read_jsonl
     from acceptgate.sandbox import backend as backends
     from acceptgate.v4v import certify as C
 

@@ -61,7 +61,7 @@ def main() -> None:
     with serve.local_server(free_port()) as api:
         os.environ["PREFECT_API_URL"] = api
         log: list[dict] = []
-        from acceptgate import shards
+        from acceptgate.pipelines import shards
         from acceptgate.store import expectations
         from acceptgate.cli import main as cli
         from acceptgate.pipelines import certify as certify_io

@@ -33,8 +33,10 @@ def main() -> None:
     args = ap.parse_args()
 
     from acceptgate.tasks import _prefect_env  # noqa: F401
-    from acceptgate import score, shards, suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.scoring import score
+    from acceptgate.pipelines import shards
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
     from acceptgate.sandbox import backend as backends
     from acceptgate.sources.codet import evalplus_lines
     from acceptgate.flows import score_sharded, serve

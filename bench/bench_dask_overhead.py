@@ -6,7 +6,7 @@ LocalCluster starts), in turn, ``--rounds`` times; plain `distributed` (no Prefe
     python3 bench/bench_dask_overhead.py --tasks 2 --rounds 2
 
 Prints each shard's seconds (execute = round 0 + labels, repeat = re-runs from reset) and the load
-average. The shard function is `acceptgate.shards.certify_shard` with `--workers 1` settings, so the
+average. The shard function is `acceptgate.pipelines.shards.certify_shard` with `--workers 1` settings, so the
 four differ only in the process that runs it. Interleaved rounds, because on a shared machine the
 load moves between runs.
 """
@@ -29,8 +29,7 @@ CODET = SHARED / "samples" / "codet_codegen16B.jsonl.gz"
 
 
 def run_shard(shard, settings) -> tuple[float, dict]:
-    from acceptgate import shards
-
+    from acceptgate.pipelines import shards
     started = time.monotonic()
     result = shards.certify_shard(shard, "local", settings)
     return time.monotonic() - started, result.seconds
@@ -84,7 +83,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
 
-    from acceptgate import shards
+    from acceptgate.pipelines import shards
     from acceptgate.v4v import certify as core
     from bench_scale import import_suites
 

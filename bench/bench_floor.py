@@ -53,11 +53,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_samples  # noqa: E402
-from acceptgate import dialects, render  # noqa: E402
-from acceptgate.parallel import parallel_map  # noqa: E402
+from acceptgate.suites import dialects, render  # noqa: E402
+from acceptgate._util.parallel import parallel_map  # noqa: E402
 from acceptgate.sandbox import hostprobe  # noqa: E402
 from acceptgate.sandbox.backend import PRELOAD  # noqa: E402
-from acceptgate.task import HIDDEN  # noqa: E402
+from acceptgate.datasets.task import HIDDEN  # noqa: E402
 
 DIGEST = "<digest>"  # stands for an expected value held as a hash: not compared
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_agreement import DATA  # noqa: E402  (the same data files as the other benches)
 
-from acceptgate import ingest  # noqa: E402
+from acceptgate.scoring import ingest  # noqa: E402
 from acceptgate.sandbox import backend as backends  # noqa: E402
 
 LOADERS = ("humanevalplus", "mbppplus")

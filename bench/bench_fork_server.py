@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox import local
 from acceptgate.sandbox.executor import execute
 

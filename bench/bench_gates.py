@@ -16,13 +16,13 @@ import os
 import tempfile
 import time
 
-from acceptgate import delivery
+from acceptgate.gates import delivery
 from acceptgate.gates import public_tasks, run_arm
 from acceptgate.gates import run as core
 from acceptgate.sandbox import backend as backends
-from acceptgate.score import score_samples
+from acceptgate.scoring.score import score_samples
 from acceptgate.sources.codet import CodetSource
-from acceptgate.sources.replay import read_samples
+from acceptgate.datasets.samples import read_samples
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ import os
 import statistics
 import time
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox.backend import BackendUnavailable, Limits
 from acceptgate.sandbox.docker.pool import ContainerConfig
 from acceptgate.sandbox.docker_backend import DockerBackend

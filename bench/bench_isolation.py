@@ -17,7 +17,7 @@ import os
 import statistics
 import time
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox.backend import BackendUnavailable
 from acceptgate.sandbox.executor import execute
 from acceptgate.sandbox.local import LocalBackend

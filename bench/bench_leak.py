@@ -105,8 +105,8 @@ def bench_match(args) -> None:
 # -- history -----------------------------------------------------------------------------------
 
 def synthetic_tasks(n_tasks: int, cases: int, rng: random.Random):
-    from acceptgate import suitespec
-    from acceptgate.task import HIDDEN, VISIBLE, Task
+    from acceptgate.suites import suitespec
+    from acceptgate.datasets.task import HIDDEN, VISIBLE, Task
 
     tasks = []
     for k in range(n_tasks):
@@ -264,10 +264,9 @@ def bench_backfill_cli(tasks, history: Path, planted: dict, path: Path, workdir:
     import subprocess
     import sys
 
-    from acceptgate import suitefiles
-
+    from acceptgate.datasets import suitefiles
     from acceptgate.store import warehouse
-    from acceptgate.task import ImportResult
+    from acceptgate.datasets.task import ImportResult
 
     suites = suitefiles.write_suites(ImportResult("synthetic", "bench_leak.py", "-", tasks, []), workdir / "suites")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

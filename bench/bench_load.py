@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from acceptgate import suitefiles  # noqa: E402
+from acceptgate.datasets import suitefiles  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,12 +49,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acceptgate import render
-from acceptgate.importers import humaneval, humanevalplus
+from acceptgate.suites import render
+from acceptgate.datasets.importers import humaneval, humanevalplus
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import ExecutionResult, execute_many
-from acceptgate.task import HIDDEN, ImportResult
+from acceptgate.datasets.task import HIDDEN, ImportResult
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ACCEPTGATE_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -395,9 +395,9 @@ def round_trip_floor(backend: backends.Backend, calls: int = 3000, repeats: int 
     """What one call at a time costs by itself: raw frames to one runner answering ``f(x) = x``, each
     call written after the previous answer, against every call written ahead (what the harness no
     longer does), and one at a time from a worker pinned to a CPU with its sandbox, as a batch's
-    workers are (acceptgate/affinity.py). CPU µs per call of this process and of the sandbox (its
+    workers are (acceptgate/_util/affinity.py). CPU µs per call of this process and of the sandbox (its
     counter), medians."""
-    from acceptgate.parallel import parallel_map
+    from acceptgate._util.parallel import parallel_map
 
     import marshal
     import statistics
@@ -433,8 +433,7 @@ def round_trip_floor(backend: backends.Backend, calls: int = 3000, repeats: int 
             proc.close()
 
     out = {}
-    from acceptgate import affinity
-
+    from acceptgate._util import affinity
     pinnable = affinity.worker_pins(1) is not None  # not with --no-pin, nor on one CPU
     for key in ("one_at_a_time", "written_ahead") + (("pinned",) if pinnable else ()):
         if key == "pinned":  # the same calls from a pool's one pinned worker thread
@@ -706,11 +705,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--breakdown", action="store_true",
                         help="profile acceptgate on HumanEval+ per stage instead (no references run)")
     parser.add_argument("--no-pin", action="store_true",
-                        help="acceptgate's workers not pinned to CPUs (acceptgate/affinity.py): the before of stop 37")
+                        help="acceptgate's workers not pinned to CPUs (acceptgate/_util/affinity.py): the before of stop 37")
     args = parser.parse_args(argv)
     if args.no_pin:
-        from acceptgate import affinity
-
+        from acceptgate._util import affinity
         affinity.ENABLED = False
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     global METER

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from acceptgate import render, suitespec  # noqa: E402
+from acceptgate.suites import render, suitespec  # noqa: E402
 from acceptgate.sandbox import local  # noqa: E402
 from acceptgate.sandbox.executor import execute  # noqa: E402
 

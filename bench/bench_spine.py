@@ -19,11 +19,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from acceptgate import render
-from acceptgate.importers import humaneval
+from acceptgate.suites import render
+from acceptgate.datasets.importers import humaneval
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.executor import execute_many
-from acceptgate.task import HIDDEN
+from acceptgate.datasets.task import HIDDEN
 
 
 def bench_acceptgate(jobs, backend, workers):

@@ -27,11 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_samples  # noqa: E402
 
-from acceptgate import render  # noqa: E402
+from acceptgate.suites import render  # noqa: E402
 from acceptgate.sandbox import backend as backends  # noqa: E402
 from acceptgate.sandbox import executor  # noqa: E402
 from acceptgate.sandbox.executor import execute_many  # noqa: E402
-from acceptgate.task import HIDDEN  # noqa: E402
+from acceptgate.datasets.task import HIDDEN  # noqa: E402
 
 LIMITS = {"HumanEval": bench_samples.HE_LIMITS, "HumanEval+": bench_samples.HEP_LIMITS}
 

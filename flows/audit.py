@@ -12,11 +12,11 @@ import time
 from prefect import flow
 from prefect.utilities.annotations import quote
 
-from acceptgate import audit as core
-from acceptgate import shards
+from acceptgate.pipelines import audit as core
+from acceptgate.pipelines import shards
 from acceptgate._util.phases import Phases
 from acceptgate.tasks.publish import summary_artifact
-from acceptgate.daskcluster import DaskCluster
+from acceptgate.pipelines.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
 from acceptgate.tasks.audit import (audit_shard, execute_stage, gauge_stage, import_stage, prepare_warehouse, publish,
                          suites_stage, write_execute)

@@ -14,11 +14,11 @@ import time
 from prefect import flow
 from prefect.utilities.annotations import quote
 
-from acceptgate import shards
+from acceptgate.pipelines import shards
 from acceptgate.leak import audit as core
 from acceptgate.leak.matcher import DEFAULT
 from acceptgate.pipelines import leak as leak_io
-from acceptgate.daskcluster import DaskCluster
+from acceptgate.pipelines.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import leak_tasks as t
 

@@ -15,11 +15,11 @@ import time
 from prefect import flow
 from prefect.utilities.annotations import quote
 
-from acceptgate import shards
+from acceptgate.pipelines import shards
 from acceptgate._util.phases import Phases
 from acceptgate.v4v import certify as core
 from acceptgate.v4v import heldout, store
-from acceptgate.daskcluster import DaskCluster
+from acceptgate.pipelines.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import certify_tasks as t
 

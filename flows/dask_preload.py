@@ -11,7 +11,7 @@ _prefect_env.apply()
 import prefect.task_engine  # noqa: F401,E402
 
 import acceptgate.sandbox.local  # noqa: F401,E402
-import acceptgate.shards  # noqa: F401,E402
+import acceptgate.pipelines.shards  # noqa: F401,E402
 import acceptgate.v4v.certify  # noqa: F401,E402
 import acceptgate.tasks.certify_tasks  # noqa: F401,E402
 import acceptgate.tasks.gate_tasks  # noqa: F401,E402

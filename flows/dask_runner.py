@@ -1,14 +1,14 @@
 """Shards on Dask: one Prefect task run per shard, on Prefect's ``DaskTaskRunner`` (``prefect-dask``),
-for every sharded stage (``acceptgate.shards``). Used from inside a flow run, so a flow takes a plain
+for every sharded stage (``acceptgate.pipelines.shards``). Used from inside a flow run, so a flow takes a plain
 ``dask`` parameter (``N``, a ``tls://host:port`` cluster with its credentials: an
-``acceptgate.daskcluster.DaskCluster``; the CLI's ``--dask`` and ``--dask-tls-*``):
+``acceptgate.pipelines.daskcluster.DaskCluster``; the CLI's ``--dask`` and ``--dask-tls-*``):
 
     results = dask_runner.map_shards(gate_tasks.gate_shard, batches, dask, arms=arms, ...)
 
 Everything else of the flow -- loading inputs, the run ledger, every warehouse write -- stays in the
 flow's own process: the cluster computes rows, the client writes them (one writer).
 
-Every cluster authenticates with mutual TLS (``acceptgate.daskcluster``): a LocalCluster on loopback
+Every cluster authenticates with mutual TLS (``acceptgate.pipelines.daskcluster``): a LocalCluster on loopback
 under a CA made for it in memory, an existing one with the client certificate the operator gives.
 
 The Dask workers must reach the Prefect API (``PREFECT_API_URL`` in their environment): every shard is
@@ -21,8 +21,8 @@ import contextlib
 import threading
 from typing import Callable, Iterator
 
-from acceptgate import daskcluster, shards
-from acceptgate.daskcluster import DaskCluster
+from acceptgate.pipelines import daskcluster, shards
+from acceptgate.pipelines.daskcluster import DaskCluster
 
 LOOPBACK = "127.0.0.1"
 
@@ -74,14 +74,13 @@ _NANNY = None
 
 def _nanny_class():
     """distributed's Nanny, except that a worker process that dies once a stop was requested (the
-    stop kills every child: ``acceptgate.interrupt``) is not restarted: a fresh worker would outlive
+    stop kills every child: ``acceptgate._util.interrupt``) is not restarted: a fresh worker would outlive
     the scheduler that closes next and print distributed's heartbeat traceback."""
     global _NANNY
     if _NANNY is None:
         from distributed import Nanny
 
-        from acceptgate import interrupt
-
+        from acceptgate._util import interrupt
         class StopAwareNanny(Nanny):
             async def _on_worker_exit(self, exitcode):
                 if interrupt.requested():

@@ -1,5 +1,5 @@
 """The ``gate`` flow: tasks -> one gate per arm -> write decisions/attempts/messages -> score the
-delivered programs on GT (under the scoring profile, ``acceptgate.profiles``) -> write deliveries ->
+delivered programs on GT (under the scoring profile, ``acceptgate.scoring.profiles``) -> write deliveries ->
 per-arm summary. Run it with ``acceptgate gate``.
 
 The flow only sequences the tasks; every stage validates its rows (Great Expectations) before it
@@ -13,11 +13,11 @@ import time
 from prefect import flow
 from prefect.utilities.annotations import quote
 
-from acceptgate import shards
+from acceptgate.pipelines import shards
 from acceptgate._util.phases import Phases
 from acceptgate.gates import run as core
 from acceptgate.sandbox.backend import Limits
-from acceptgate.daskcluster import DaskCluster
+from acceptgate.pipelines.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import gate_tasks as t
 

@@ -1,5 +1,5 @@
 """The ``history-backfill`` flow: select past runs by run id, date range and arm, then run each
-stage of ``acceptgate.schedule.BACKFILL_STAGES`` over them (today: the leak audit's backfill flow,
+stage of ``acceptgate.pipelines.schedule.BACKFILL_STAGES`` over them (today: the leak audit's backfill flow,
 ``flows/backfill.py``, when installed). Served by ``acceptgate serve`` (deployment
 ``history-backfill/backfill``), triggered on demand:
 
@@ -13,7 +13,7 @@ import datetime as dt
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import schedule
+from acceptgate.pipelines import schedule
 from acceptgate.flows.nightly import run_stage
 from acceptgate.tasks import publish
 

@@ -1,4 +1,4 @@
-"""The ``nightly`` flow: every stage of ``acceptgate.schedule.NIGHTLY_STAGES`` as a sub-flow, in order,
+"""The ``nightly`` flow: every stage of ``acceptgate.pipelines.schedule.NIGHTLY_STAGES`` as a sub-flow, in order,
 then one snapshot for analysts. Served by ``acceptgate serve`` (deployment ``nightly/nightly``).
 
 A stage whose flow module is not installed is skipped by an explicit check, logged as a warning and
@@ -18,8 +18,8 @@ from typing import Iterator
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import daskcluster, schedule
-from acceptgate.daskcluster import DaskCluster
+from acceptgate.pipelines import daskcluster, schedule
+from acceptgate.pipelines.daskcluster import DaskCluster
 from acceptgate.flows import stage_flows
 from acceptgate.tasks import publish
 
@@ -44,7 +44,7 @@ def nightly(warehouse: str | None = None, backend: str = "local", limit: int | N
     ``judge_records`` / ``judge_cards`` / ``judge_memory`` (backend ``rules`` by default, ``replay`` when
     ``judge_replay`` is given). ``dask``: N (a LocalCluster of N workers) or a TLS scheduler with the
     client's credentials (``{"address": "tls://host:8786", "tls": {"ca_file": ..., "cert": ..., "key": ...}}``,
-    ``acceptgate.daskcluster.DaskCluster``): the stages that run in shards (audit's executions, certify, the gates) run them
+    ``acceptgate.pipelines.daskcluster.DaskCluster``): the stages that run in shards (audit's executions, certify, the gates) run them
     there; every write stays here. The certify stage runs before the gates, which gate only the tasks it
     certified (``no_certify``: gate uncertified tasks, stored with every decision); ``max_fpr_attack``:
     the gates' policy on V's measured FPR_h (default: the gate command's)."""

@@ -5,7 +5,7 @@ Dask cluster through Prefect's ``DaskTaskRunner`` (``prefect-dask``).
     an existing cluster:             run(..., dask=DaskCluster(address="tls://scheduler:8786", tls=...))
                                      (acceptgate score --dask tls://... --dask-tls-ca-file ... ...)
 
-Both over mutual TLS (``acceptgate.daskcluster``).
+Both over mutual TLS (``acceptgate.pipelines.daskcluster``).
 
 Every Dask worker runs its shards in its own sandbox backend, so each worker host needs the sandbox
 prerequisites (docs/orchestration.md). Shards carry their samples and suites; nothing is read
@@ -19,8 +19,10 @@ import time
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import daskcluster, score, shards
-from acceptgate.daskcluster import DaskCluster
+from acceptgate.pipelines import daskcluster, shards
+
+from acceptgate.scoring import score
+from acceptgate.pipelines.daskcluster import DaskCluster
 from acceptgate.sandbox.backend import Limits
 
 

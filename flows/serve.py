@@ -3,7 +3,7 @@ worker, no pull step), against a Prefect server this module starts on loopback o
 ``PREFECT_API_URL`` it is given. ``acceptgate serve`` is its command line.
 
 Deployments:
-    nightly/nightly            the chain of acceptgate.schedule.NIGHTLY_STAGES, on a cron (UTC)
+    nightly/nightly            the chain of acceptgate.pipelines.schedule.NIGHTLY_STAGES, on a cron (UTC)
     history-backfill/backfill  on demand, with parameters run_ids / since / until / arms
 
 The served flows carry the operator's configuration themselves (``flows/served.py``): a run created
@@ -32,8 +32,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from acceptgate import schedule
-
+from acceptgate.pipelines import schedule
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 4200
 STARTUP_TIMEOUT = 120.0  # a cold server start takes 10-20 s, longer on a busy 2-core machine

@@ -18,7 +18,7 @@ import inspect
 import typing
 from typing import Any, Callable
 
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 
 # What a run of a served deployment may set, with the service's defaults when it sets nothing.
 NIGHTLY_PER_RUN = ("limit", "arms", "profile", "judge_embedder")

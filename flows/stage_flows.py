@@ -1,4 +1,4 @@
-"""Which flow implements each stage of the chains in ``acceptgate.schedule``, and the explicit check that
+"""Which flow implements each stage of the chains in ``acceptgate.pipelines.schedule``, and the explicit check that
 it is installed. Here, in the flows layer, not in the core: the core declares its stages by name and
 never names nor imports a flow. Prefect-free (importing a flow module imports Prefect; this one does not).
 """
@@ -10,9 +10,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any, Callable
 
-from acceptgate import schedule
-
-# stage name -> (flow module, attribute holding the Prefect flow)
+from acceptgate.pipelines import schedule  # stage name -> (flow module, attribute holding the Prefect flow)
 FLOWS: dict[str, tuple[str, str]] = {
     "audit": ("acceptgate.flows.audit", "audit"),
     "gates": ("acceptgate.flows.gate", "gate"),

@@ -101,10 +101,9 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 def start_temporary_server(say: Callable[[str], None] | None = None) -> str | None:
     """Start the temporary Prefect server unless PREFECT_API_URL is set (then None); it is stopped when
-    this process exits, after everything else (``acceptgate.interrupt.keep_until_exit``). Call it
+    this process exits, after everything else (``acceptgate._util.interrupt.keep_until_exit``). Call it
     before ``prefect`` is imported: its URL goes into the environment Prefect reads its settings from."""
-    from acceptgate import interrupt
-
+    from acceptgate._util import interrupt
     apply()
     if os.environ.get("PREFECT_API_URL"):
         return None
@@ -129,12 +128,12 @@ def start_temporary_server(say: Callable[[str], None] | None = None) -> str | No
 def bridge_signals() -> None:
     """Prefect's flow engine swaps its own SIGTERM handler in while a flow runs (it raises
     TerminationSignal); make that handler also acceptgate's stop request, so that a SIGTERM during a
-    flow stops the sandboxes at once and is reported like a SIGINT (``acceptgate.interrupt``)."""
+    flow stops the sandboxes at once and is reported like a SIGINT (``acceptgate._util.interrupt``)."""
     from prefect.exceptions import TerminationSignal
     from prefect.utilities import engine
 
-    from acceptgate import interrupt
-    from acceptgate.errors import Interrupted
+    from acceptgate._util import interrupt
+    from acceptgate._util.errors import Interrupted
 
     class FlowInterrupted(Interrupted, TerminationSignal):
         def __init__(self, signum: int) -> None:

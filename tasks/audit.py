@@ -1,4 +1,4 @@
-"""Prefect tasks of the audit flow: one per stage, each a thin call into ``acceptgate.audit``.
+"""Prefect tasks of the audit flow: one per stage, each a thin call into ``acceptgate.pipelines.audit``.
 
 Stages are coarse (one task per stage, not per execution): the executions inside a stage run in
 parallel sandbox processes already. Results stay in memory (no caching, no persisted results): the
@@ -13,8 +13,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import audit, shards
-
+from acceptgate.pipelines import audit, shards
 from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}

@@ -12,7 +12,11 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import gauge, shards, suitefiles
+from acceptgate.scoring import gauge
+
+from acceptgate.pipelines import shards
+
+from acceptgate.datasets import suitefiles
 from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as core
 from acceptgate.pipelines import certify as certify_io

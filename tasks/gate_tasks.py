@@ -1,4 +1,4 @@
-"""Prefect tasks of the gate flow: thin calls into ``acceptgate.gates`` and ``acceptgate.delivery``.
+"""Prefect tasks of the gate flow: thin calls into ``acceptgate.gates`` and ``acceptgate.gates.delivery``.
 
 One task per stage and one per arm (the work inside runs in parallel sandbox processes or HTTP
 calls already). No caching, no persisted results: the warehouse is the record. Sources and sandbox
@@ -13,8 +13,10 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import delivery, shards
-from acceptgate import gauge as gauges
+from acceptgate.gates import delivery
+
+from acceptgate.pipelines import shards
+from acceptgate.scoring import gauge as gauges
 from acceptgate.gates import HmixCaps, arm_tasks, run_arm
 from acceptgate.gates import run as core
 from acceptgate.gates.records import GateOutcome
@@ -25,7 +27,7 @@ from acceptgate.pipelines.ledger import StageWrite
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sources import open_source
-from acceptgate.task import Task
+from acceptgate.datasets.task import Task
 from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}

@@ -13,8 +13,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate import shards
-
+from acceptgate.pipelines import shards
 from acceptgate.leak import audit
 from acceptgate.pipelines import leak as leak_io
 from acceptgate.leak.material import TaskMaterial

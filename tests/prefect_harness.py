@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
-from acceptgate.interrupt import pid_alive
+from acceptgate._util.interrupt import pid_alive
 
 # A server start is a wait on its health check, not a measurement: with several pytest-xdist workers on a
 # busy 2-core machine a cold start (the SQLite migrations) has taken over 120 s, so the backstop is generous.

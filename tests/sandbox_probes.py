@@ -9,7 +9,7 @@ from pathlib import Path
 # names itself after the tag and leaves a detached survivor, then waits to be killed.
 DYING_HARNESS = r'''
 import json, sys, threading, time
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox import local
 from acceptgate.sandbox.executor import execute
 tag, options = sys.argv[1], json.loads(sys.argv[2])

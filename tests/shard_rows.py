@@ -56,8 +56,8 @@ def suites_and_samples(root: Path, humanevalplus_path, codet_samples_path, backe
                        per_task: int) -> tuple[str, str]:
     """The first ``tasks`` HumanEval+ tasks as a suites directory under root, and ``per_task`` CodeT
     samples of each in EvalPlus format: the inputs both the sharded and the single-process run score."""
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
     from acceptgate.sources.codet import evalplus_lines
 
     suites_dir = suitefiles.write_suites(humanevalplus.load(humanevalplus_path, backend, limit=tasks), root / "suites")

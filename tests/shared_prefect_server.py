@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from acceptgate.tasks import _prefect_env  # noqa: E402  (offline settings; launch_server/stop_server)
-from acceptgate.interrupt import pid_alive  # noqa: E402
+from acceptgate._util.interrupt import pid_alive  # noqa: E402
 
 
 TEMPLATE = "template-prefect.db"  # prefect_harness.seed_prefect_home reads it

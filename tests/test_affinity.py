@@ -1,4 +1,4 @@
-"""CPU pins of batch workers (acceptgate/affinity.py): each worker and the sandbox it drives on one CPU,
+"""CPU pins of batch workers (acceptgate/_util/affinity.py): each worker and the sandbox it drives on one CPU,
 only inside a pinned parallel map, never leaking to helper threads or unpinned callers."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from acceptgate import affinity
-from acceptgate.parallel import parallel_map
+from acceptgate._util import affinity
+from acceptgate._util.parallel import parallel_map
 from acceptgate.sandbox.executor import run_calls
 
 CPUS = sorted(affinity.process_cpus())
@@ -67,8 +67,8 @@ def test_a_helper_thread_started_by_a_pinned_worker_unpins_itself():
 
 HOLDER = """
 import sys, threading
-from acceptgate import affinity
-from acceptgate.parallel import parallel_map
+from acceptgate._util import affinity
+from acceptgate._util.parallel import parallel_map
 affinity.claims_prefix = lambda: sys.argv[1]
 def hold(_):
     print(affinity.current(), flush=True)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from acceptgate.literals import LiteralError
+from acceptgate.suites.literals import LiteralError
 from acceptgate.sandbox import answers
 
 

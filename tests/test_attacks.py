@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import pytest
 
-from acceptgate import literals, render, suitespec
+from acceptgate.suites import literals, render, suitespec
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import execute
 
@@ -221,8 +221,7 @@ class Context:
         return ("value", 1)
 
     def _make_digest_big(self) -> tuple:
-        from acceptgate import dialects
-
+        from acceptgate.suites import dialects
         return ("sha256", *dialects.equality_digest("b" * 1_000_000))
 
     def _make_all_syscalls(self) -> list:
@@ -269,7 +268,7 @@ class Outcome:
 
 CHILD_HARNESS = r"""
 import json, os, resource, sys, time
-from acceptgate import literals, render, suitespec
+from acceptgate.suites import literals, render, suitespec
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import execute
@@ -535,8 +534,8 @@ CROSSING = ATTACK_DIR / "crossing"
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_nothing_crosses_between_executions_through_score(sandbox_backend, workers, tmp_path):
-    from acceptgate.score import score_samples
-    from acceptgate.sources.replay import read_samples
+    from acceptgate.scoring.score import score_samples
+    from acceptgate.datasets.samples import read_samples
 
     secret = "AGLEAK" + secrets.token_hex(8)
     suites = {
@@ -581,7 +580,7 @@ def test_docs_show_the_threat_model_as_written():
 
 BATCH_HARNESS = r"""
 import json, resource, sys, time
-from acceptgate import literals, render, suitespec
+from acceptgate.suites import literals, render, suitespec
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.executor import execute_many
 job = json.loads(sys.stdin.read())

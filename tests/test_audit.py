@@ -14,13 +14,14 @@ import sys
 import pytest
 
 from acceptgate._util import settings
-from acceptgate import audit, runids, suitespec
-
+from acceptgate.pipelines import audit
+from acceptgate._util import runids
+from acceptgate.suites import suitespec
 from acceptgate.store import warehouse
 from acceptgate.cli import main
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.store.expectations import EXPECTATIONS_DIR, ExpectationFailed
-from acceptgate.task import HIDDEN, VISIBLE, ImportIssue, ImportResult, Task, WrongSample
+from acceptgate.datasets.task import HIDDEN, VISIBLE, ImportIssue, ImportResult, Task, WrongSample
 
 STAGE_TABLES = [t for ts in audit.STAGE_TABLES.values() for t in ts]
 
@@ -236,7 +237,7 @@ def test_the_cli_rejects_an_unusable_warehouse_path_with_exit_2(tmp_path, capsys
 
 
 def test_the_core_never_imports_prefect():
-    code = ("import sys, acceptgate.audit, acceptgate.store.warehouse, acceptgate.store.expectations, "
+    code = ("import sys, acceptgate.pipelines.audit, acceptgate.store.warehouse, acceptgate.store.expectations, "
             "acceptgate.cli.audit_cmd; from acceptgate.cli import build_parser; build_parser(); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('prefect', 'great_expectations')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -8,8 +8,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from acceptgate import audit
-
+from acceptgate.pipelines import audit
 from acceptgate.store import warehouse
 from acceptgate.cli import main
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox.backend import PRELOAD, Limits
 from acceptgate.sandbox.executor import VERDICTS, execute, execute_many, run_calls
 

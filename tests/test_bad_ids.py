@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory, humanevalplus_path, local_backend):
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
 
     root = tmp_path_factory.mktemp("bad-ids")
     suites = suitefiles.write_suites(humanevalplus.load(humanevalplus_path, local_backend, limit=2), root / "suites")

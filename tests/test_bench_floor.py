@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import bench_floor  # noqa: E402
-from acceptgate import dialects  # noqa: E402
+from acceptgate.suites import dialects  # noqa: E402
 from acceptgate.sandbox import hostprobe  # noqa: E402
 
 CASE_LIMIT = 0.3  # CPU seconds per case (the bench uses 1 s), short to keep the test short

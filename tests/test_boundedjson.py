@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from acceptgate import boundedjson
-from acceptgate.boundedjson import JSONInputError
+from acceptgate._util import boundedjson
+from acceptgate._util.boundedjson import JSONInputError
 
 
 def test_reads_what_json_reads():

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import FIRST_BLOCK, block_plan, execute, run_calls
 
@@ -302,8 +302,8 @@ def test_a_learner_keeping_notes_never_passes_a_hidden_suite(backend, tmp_path):
     executions. Run 50 times against one hidden suite -- one execution at a time, and as 50 samples of one
     task in one samples file (score, hidden) -- it never passes: every case of a block is called whatever
     its answers were, and the only news is at a block's end, that every answer so far passed."""
-    from acceptgate.score import score_samples
-    from acceptgate.sources.replay import read_samples
+    from acceptgate.scoring.score import score_samples
+    from acceptgate.datasets.samples import read_samples
 
     key = secrets.randbelow(10**9)
     spec = _learner_suite(key)

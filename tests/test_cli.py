@@ -105,11 +105,11 @@ def test_invalid_input_exits_2(args):
 def test_gate_source_coverage_names_invalid_records_and_tasks_without_samples(tmp_path):
     """gate --source evalplus: a bad line and an unknown task id are invalid records (named, counted,
     never drawn); a task without samples is not gated (named), instead of being counted as refused."""
-    from acceptgate import suitespec
-    from acceptgate.errors import InvalidInput
+    from acceptgate.suites import suitespec
+    from acceptgate._util.errors import InvalidInput
     from acceptgate.gates import run as core
     from acceptgate.sources.replay import ReplaySource
-    from acceptgate.task import HIDDEN, VISIBLE, Task
+    from acceptgate.datasets.task import HIDDEN, VISIBLE, Task
 
     spec = suitespec.build("python-call/1", "f", [((1,), {}, 1)])
     tasks = [Task(f"T/{i}", "test", "f", "def f(x):\n", "", suites={VISIBLE: spec, HIDDEN: spec}) for i in range(3)]
@@ -138,7 +138,7 @@ def test_gate_source_coverage_names_invalid_records_and_tasks_without_samples(tm
 
 
 def test_codet_source_counts_a_bad_row_as_invalid_unless_strict(tmp_path):
-    from acceptgate.errors import InvalidInput
+    from acceptgate._util.errors import InvalidInput
     from acceptgate.sources.codet import CodetSource
 
     prompts = {"T/0": ("def f(x):\n", "f"), "T/1": ("def g(x):\n", "g")}

@@ -18,12 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import dialects, gauge, literals, render, suitespec
-from acceptgate.importers import mbpp_inputs, mbppplus
-from acceptgate.importers.report import summary
+from acceptgate.suites import dialects, literals, render, suitespec
+
+from acceptgate.scoring import gauge
+from acceptgate.datasets.importers import mbpp_inputs, mbppplus
+from acceptgate.datasets.importers.report import summary
 from acceptgate.sandbox import answers
 from acceptgate.sandbox.executor import execute, run_calls
-from acceptgate.task import HIDDEN, VISIBLE
+from acceptgate.datasets.task import HIDDEN, VISIBLE
 
 NAMES = {"inf": math.inf, "nan": math.nan}
 PARTS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5e-300, 1e300, 5e-324, 1e16, 123.456, math.inf, -math.inf, math.nan]

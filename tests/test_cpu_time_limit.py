@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox.backend import Limits, wall_backstop
 from acceptgate.sandbox.executor import TIMEOUT_CLOCKS, execute, run_calls
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from acceptgate import audit
-
+from acceptgate.pipelines import audit
 from acceptgate.store import warehouse
 from acceptgate.cli import main
 from writer_process import cli_env, kill_group, start, wait_stopped

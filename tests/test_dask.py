@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from acceptgate import score, shards
-from acceptgate.daskcluster import DaskCluster
+from acceptgate.scoring import score
+
+from acceptgate.pipelines import shards
+from acceptgate.pipelines.daskcluster import DaskCluster
 from shard_rows import suites_and_samples
 
 pytestmark = pytest.mark.prefect

@@ -37,14 +37,12 @@ class Cluster:
                     "PYTHONPATH": os.pathsep.join(p for p in [str(Path(__file__).resolve().parents[1]),
                                                               os.environ.get("PYTHONPATH", "")] if p)}
         self.address = ""
-        from acceptgate import clustertls
-
+        from acceptgate.pipelines import clustertls
         self.creds = clustertls.write_credentials(root / "creds")
         self.dask = None  # the DaskCluster acceptgate is given: the address and the client's credentials
 
     def tls(self, role: str) -> list[str]:
-        from acceptgate import clustertls
-
+        from acceptgate.pipelines import clustertls
         files = clustertls.role_files(self.creds, role)
         return ["--tls-ca-file", str(files.ca_file), "--tls-cert", str(files.cert), "--tls-key", str(files.key)]
 
@@ -86,7 +84,7 @@ class Cluster:
                        "--local-directory", str(self.root / f"worker{n}" / "dask"), *self.tls("worker"))
         from distributed import Client
 
-        from acceptgate import clustertls, daskcluster
+        from acceptgate.pipelines import clustertls, daskcluster
         from acceptgate.flows import dask_runner
 
         client_files = clustertls.role_files(self.creds, "client")
@@ -159,7 +157,8 @@ def api_env(monkeypatch):
 
 
 def test_score_on_the_cluster_gives_the_single_process_verdicts(cluster, inputs, api_env, local_backend):
-    from acceptgate import score, shards
+    from acceptgate.scoring import score
+    from acceptgate.pipelines import shards
     from acceptgate.flows import score_sharded
 
     suites_dir, samples = inputs
@@ -287,8 +286,7 @@ def test_a_worker_killed_in_its_shard(cluster, inputs, api_env, tmp_path):
 
     import psutil
 
-    from acceptgate import suitefiles
-
+    from acceptgate.datasets import suitefiles
     from acceptgate.store import warehouse
 
     suites_dir, _ = inputs

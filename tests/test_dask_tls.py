@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import clustertls, daskcluster
-from acceptgate.daskcluster import DaskCluster, DaskTLS
-from acceptgate.errors import InvalidInput
+from acceptgate.pipelines import clustertls, daskcluster
+from acceptgate.pipelines.daskcluster import DaskCluster, DaskTLS
+from acceptgate._util.errors import InvalidInput
 
 START_SECONDS = 120  # a process start on a loaded 2-core machine
 REFUSED_WITHIN = 20  # seconds a refused client may take to give up

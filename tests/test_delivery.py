@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from acceptgate import suitespec
-from acceptgate.delivery import (
+from acceptgate.suites import suitespec
+from acceptgate.gates.delivery import (
     ArmSummary, DeliveryRow, format_summary, paired_table, relative_reduction, score_deliveries,
     seed_self_check, summarize,
 )
 from acceptgate.gates import run_gate
 from acceptgate.sources.base import PublicTask
-from acceptgate.sources.replay import ReplaySource, Sample, SampleFile
+from acceptgate.sources.replay import ReplaySource
+from acceptgate.datasets.samples import Sample, SampleFile
 
 PROMPT = 'def absval(x):\n    """>>> absval(-2)\n    2\n    """\n'
 VIS = suitespec.build("python-call/1", "absval", [((-2,), {}, 2), ((3,), {}, 3)])
@@ -93,7 +94,7 @@ def test_delivery_row_is_flat():
 def test_score_deliveries_under_the_evalplus_profile(local_backend):
     """The evalplus profile gives each GT input max(1 s, 4 x the reference's time): a delivered program
     that needs 1.1 s of CPU per input passes the default profile's 10 s per execution and times out here."""
-    from acceptgate.profiles import MissingTiming
+    from acceptgate.scoring.profiles import MissingTiming
 
     body = "    import time\n    t = time.process_time()\n    while time.process_time() - t < 1.1: pass\n    return abs(x)\n"
     src = ReplaySource(SampleFile("m", [Sample("T/slow", 0, 0, body, "completion")], []))

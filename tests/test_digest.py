@@ -10,13 +10,13 @@ import time
 
 import pytest
 
-from acceptgate import dialects, literals, render, suitespec
-from acceptgate.importers import common, humanevalplus
-from acceptgate.importers.report import coverage_line, summary
+from acceptgate.suites import dialects, literals, render, suitespec
+from acceptgate.datasets.importers import common, humanevalplus
+from acceptgate.datasets.importers.report import coverage_line, summary
 from acceptgate.sandbox import answers
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import execute, run_calls
-from acceptgate.task import HIDDEN
+from acceptgate.datasets.task import HIDDEN
 
 HUGE = 7 ** 400_000  # 337,000 decimal digits: beyond CPython's decimal limit
 

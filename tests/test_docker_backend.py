@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import BackendUnavailable, Limits
 from acceptgate.sandbox.executor import execute, run_calls
@@ -496,8 +496,8 @@ def test_a_container_killed_mid_execution_is_a_crash_on_either_channel(docker_en
 def test_a_container_runs_on_its_workers_cpu_and_an_unpinned_caller_gets_every_cpu(docker, monkeypatch):
     import secrets
 
-    from acceptgate import affinity
-    from acceptgate.parallel import parallel_map
+    from acceptgate._util import affinity
+    from acceptgate._util.parallel import parallel_map
 
     prefix = f"acceptgate-test-{secrets.token_hex(6)}-"  # not other test processes' claims
     monkeypatch.setattr(affinity, "claims_prefix", lambda: prefix)

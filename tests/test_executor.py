@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import VERDICTS, execute, run_calls
 

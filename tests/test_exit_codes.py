@@ -173,8 +173,9 @@ class Inputs:
         return path
 
     def _suites(self) -> Path:
-        from acceptgate import suitefiles, suitespec
-        from acceptgate.task import HIDDEN, VISIBLE, ImportResult, Task
+        from acceptgate.datasets import suitefiles
+        from acceptgate.suites import suitespec
+        from acceptgate.datasets.task import HIDDEN, VISIBLE, ImportResult, Task
 
         visible = suitespec.build("python-call/1", "double", [((2,), {}, 4)])
         hidden = suitespec.build("python-call/1", "double", [((2,), {}, 4), ((-3,), {}, -6)])
@@ -478,9 +479,10 @@ def test_gate_names_unknown_task_ids_and_tasks_without_samples(tmp_path, prefect
     written), and a task without samples is named 'not gated' instead of counted as refused. (The command
     in this process, as tests/test_gate_flow.py runs it: the table above already runs gate in a subprocess,
     and a subprocess would pay Prefect's and Great Expectations' imports again.)"""
-    from acceptgate import suitefiles, suitespec
+    from acceptgate.datasets import suitefiles
+    from acceptgate.suites import suitespec
     from acceptgate.cli import main
-    from acceptgate.task import HIDDEN, VISIBLE, ImportResult, Task
+    from acceptgate.datasets.task import HIDDEN, VISIBLE, ImportResult, Task
 
     spec = suitespec.build("python-call/1", "double", [((2,), {}, 4)])
     tasks = [Task(f"T/{i}", "test", "double", PROMPT, PROMPT + "    return 2 * x\n", suites={VISIBLE: spec, HIDDEN: spec})

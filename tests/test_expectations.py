@@ -15,13 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from acceptgate import audit
-
+from acceptgate.pipelines import audit
 from acceptgate.store import expectations, warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.store.expectations import ExpectationFailed
 from acceptgate.sandbox.executor import CASE_STATUSES, VERDICTS
-from acceptgate.task import SUITE_KINDS
+from acceptgate.datasets.task import SUITE_KINDS
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from acceptgate import delivery
-
+from acceptgate.gates import delivery
 from acceptgate.store import warehouse
 from acceptgate.cli import main
-from acceptgate.experiments import r532
+from acceptgate.pipelines.experiments import r532
 
 
 def test_r532_golden_case_reproduces_the_seed():
@@ -80,7 +79,7 @@ def test_experiment_r532_unknown_gate_run_is_invalid_input(tmp_path, capsys):
 # -- seed 000 layer 4 ------------------------------------------------------------------------------------
 
 def _outcome(tid, **kw):
-    from acceptgate.experiments.layer4 import TaskOutcome
+    from acceptgate.pipelines.experiments.layer4 import TaskOutcome
 
     code = {"plain": [True, True, False], "gauge_reference": True, "gauge_wrong": False, "stateful": [False, False, False]}
     given = kw.pop("code", {})
@@ -96,7 +95,7 @@ def _outcome(tid, **kw):
 
 
 def test_layer4_rows_from_constructed_outcomes():
-    from acceptgate.experiments.layer4 import summarize
+    from acceptgate.pipelines.experiments.layer4 import summarize
 
     outcomes = [_outcome("a"),
                 _outcome("b", human_eval={"smuggled": False}, v_samples=[False, False], weak_samples=[True, False]),
@@ -131,7 +130,7 @@ def test_the_smuggling_payload_comes_from_the_sample_and_beats_human_evals_harne
     import gzip
     import json
 
-    from acceptgate.experiments import layer4
+    from acceptgate.pipelines.experiments import layer4
 
     row = json.loads(next(iter(gzip.open(humanevalplus_path, "rt"))))
     problem = {k: row[k] for k in ("task_id", "prompt", "test", "entry_point")}
@@ -140,7 +139,7 @@ def test_the_smuggling_payload_comes_from_the_sample_and_beats_human_evals_harne
 
 
 def test_every_smuggling_attempt_is_refused_by_suitespec():
-    from acceptgate.experiments.layer4 import data_smuggling, smuggling_attempts
+    from acceptgate.pipelines.experiments.layer4 import data_smuggling, smuggling_attempts
 
     assert len(smuggling_attempts("f")) == 5
     assert data_smuggling("f") == (0, 5)
@@ -165,8 +164,8 @@ def test_experiment_seed000_layer4_on_humanevalplus(tmp_path, capsys, humanevalp
 
 def test_experiment_seed002_prints_the_table_with_the_all_reject_share(tmp_path, capsys, humanevalplus_path,
                                                                       local_backend):
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
 
     suites = suitefiles.write_suites(humanevalplus.load(humanevalplus_path, local_backend, limit=2), tmp_path / "s")
     path = tmp_path / "w.duckdb"
@@ -191,7 +190,7 @@ def test_experiment_seed002_prints_the_table_with_the_all_reject_share(tmp_path,
 
 def test_experiment_rows_expectations_allow_a_missing_share_and_refuse_one_above_1():
     from acceptgate.store import expectations
-    from acceptgate.experiments.result import ExperimentResult, Row
+    from acceptgate.pipelines.experiments.result import ExperimentResult, Row
 
     res = ExperimentResult("seed002", "constructed", {})
     res.rows = [Row("a", "a", None, None, "n/a", "share"), Row("b", "b", None, 0.5, "1/2", "share"),

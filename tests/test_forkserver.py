@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox import cgroup, hostprobe, local
 from acceptgate.sandbox.backend import Limits

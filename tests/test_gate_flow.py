@@ -27,8 +27,8 @@ KNOWN_CONFORM = {
 @pytest.fixture(scope="module")
 def suites_14(tmp_path_factory, humanevalplus_path, local_backend):
     """The first 14 HumanEval+ tasks, imported once and written as a suites directory."""
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
 
     result = humanevalplus.load(humanevalplus_path, local_backend, limit=14)
     return suitefiles.write_suites(result, tmp_path_factory.mktemp("gate") / "suites")
@@ -96,8 +96,8 @@ def test_gate_cli_scores_gt_under_the_evalplus_profile(prefect_harness, tmp_path
                                                       humanevalplus_path, local_backend, capsys):
     """`gate --profile evalplus`: GT scored with EvalPlus's per-input limits from the import's timing, the
     profile stored in every deliveries row; suites without timing are refused before anything is written."""
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
 
     path = tmp_path / "w.duckdb"
     source = f"codet:{codet_samples_path}"
@@ -144,7 +144,7 @@ def test_gate_cli_bad_input_exits_2(argv, fragment, codet_samples_path, humaneva
 
 def test_gate_flow_hmix_through_a_local_endpoint(prefect_harness, tmp_path, suites_14, monkeypatch):
     """H-MIX over two real tasks against a scripted OpenAI-compatible server on 127.0.0.1."""
-    from acceptgate import suitefiles
+    from acceptgate.datasets import suitefiles
     from acceptgate.sources.openai_chat import ChatConfig
     from acceptgate.flows.gate import gate
     from test_openai_chat import ChatServer
@@ -189,14 +189,15 @@ def test_gate_flow_hmix_through_a_local_endpoint(prefect_harness, tmp_path, suit
 
 def test_gate_expectations_catch_inconsistent_rows(local_backend, tmp_path):
     """The stage checks can fail: a delivered attempt that failed V, a false_delivery flag that lies."""
-    from acceptgate import suitespec
+    from acceptgate.suites import suitespec
     from acceptgate.store import expectations
-    from acceptgate.delivery import score_deliveries
+    from acceptgate.gates.delivery import score_deliveries
     from acceptgate.gates import run_gate
     from acceptgate.gates import run as core
     from acceptgate.sources.base import PublicTask
-    from acceptgate.sources.replay import ReplaySource, Sample, SampleFile
-    from acceptgate.task import HIDDEN, VISIBLE, Task
+    from acceptgate.sources.replay import ReplaySource
+    from acceptgate.datasets.samples import Sample, SampleFile
+    from acceptgate.datasets.task import HIDDEN, VISIBLE, Task
 
     vis = suitespec.build("python-call/1", "inc", [((1,), {}, 2)])
     gt = suitespec.build("python-call/1", "inc", [((1,), {}, 2), ((5,), {}, 6)])

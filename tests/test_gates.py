@@ -6,7 +6,7 @@ import inspect
 
 import pytest
 
-from acceptgate import suitespec
+from acceptgate.suites import suitespec
 from acceptgate.gates import ARMS, public_tasks, run_arm, run_gate
 from acceptgate.gates import conform, hmix, off
 from acceptgate.gates.feedback import from_execution, from_precheck, truncate
@@ -15,8 +15,9 @@ from acceptgate.gates.visible import run_visible
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sources.base import PublicTask
 from acceptgate.sources.codet import CodetSource
-from acceptgate.sources.replay import ReplaySource, Sample, SampleFile
-from acceptgate.task import HIDDEN, VISIBLE, Task
+from acceptgate.sources.replay import ReplaySource
+from acceptgate.datasets.samples import Sample, SampleFile
+from acceptgate.datasets.task import HIDDEN, VISIBLE, Task
 
 PROMPT = 'def add(a, b):\n    """Add.\n    >>> add(1, 2)\n    3\n    """\n'
 VIS = suitespec.build("python-call/1", "add", [((1, 2), {}, 3), ((5, 5), {}, 10)])

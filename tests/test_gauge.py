@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import gauge, suitespec
-from acceptgate.importers import humaneval
-from acceptgate.task import HIDDEN, VISIBLE, Task, WrongSample
+from acceptgate.scoring import gauge
+
+from acceptgate.suites import suitespec
+from acceptgate.datasets.importers import humaneval
+from acceptgate.datasets.task import HIDDEN, VISIBLE, Task, WrongSample
 
 
 def subset(numbers: list[int], dst: Path) -> Path:
@@ -100,7 +102,7 @@ def test_a_generic_sample_right_on_every_hidden_input_is_noted_a_known_wrong_one
 def test_humaneval_4_return_true_fails_the_visible_gauge(tmp_path, humanevalplus_path, local_backend):
     """HumanEval/4's docstring example expects 1.0, and True == 1.0: ``return True`` passes V and fails
     the reference on the hidden inputs, so V's gauge fails naming it (the gate then excludes the task)."""
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets.importers import humanevalplus
 
     rows = [r for r in map(json.loads, gzip.open(humanevalplus_path, "rt")) if r["task_id"] == "HumanEval/4"]
     path = tmp_path / "he4.jsonl"
@@ -186,7 +188,7 @@ def test_require_computes_stores_then_reuses_records_by_spec_hash(local_backend,
 
 
 def test_require_refuses_a_failing_suite_or_one_it_cannot_check_naming_the_task(local_backend, tmp_path):
-    from acceptgate.errors import InvalidInput
+    from acceptgate._util.errors import InvalidInput
 
     # "return n > 0" is wrong, yet every case of this visible suite agrees with it: the suite cannot tell
     lax = is_even_task(visible=[((2,), {}, True)], hidden=[((2,), {}, True), ((3,), {}, False)],
@@ -209,8 +211,8 @@ def test_require_refuses_a_failing_suite_or_one_it_cannot_check_naming_the_task(
 def _broken_suites(humanevalplus_path: Path, out: Path) -> Path:
     """HumanEval/0 with its canonical solution as reference and a hidden suite whose second expected
     value is wrong: the reference fails it, so the gauge must refuse the suite."""
-    from acceptgate import suitefiles
-    from acceptgate.task import ImportResult
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.task import ImportResult
 
     with gzip.open(humanevalplus_path, "rt", encoding="utf-8") as f:
         row = next(r for r in map(json.loads, f) if r["task_id"] == "HumanEval/0")

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from acceptgate._util import settings
-from acceptgate import suitefiles
+from acceptgate.datasets import suitefiles
 from acceptgate.cli import main
 
 
@@ -116,7 +116,7 @@ def _two_tasks(tmp_path, humanevalplus_path, name="two.jsonl"):
 @pytest.fixture
 def counted_loads(monkeypatch):
     """How many times a data set is really imported (its importer called)."""
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets.importers import humanevalplus
 
     calls = []
     real = humanevalplus.load
@@ -126,7 +126,8 @@ def counted_loads(monkeypatch):
 
 def test_the_flows_import_once_then_read_the_suites_from_the_cache(tmp_path, private_cache, humanevalplus_path,
                                                                    local_backend, counted_loads):
-    from acceptgate import audit, ingest
+    from acceptgate.pipelines import audit
+    from acceptgate.scoring import ingest
     from acceptgate.gates import run as gate_run
 
     data = _two_tasks(tmp_path, humanevalplus_path)
@@ -183,8 +184,9 @@ def test_a_cache_entry_that_does_not_read_is_imported_again_never_run(
     """An entry is read with the suites directory's one reader: a spec planted with code where the
     renderer pastes text (a case, an entry point, a dialect name), or with another value, is refused
     (the grammar, the registry, the manifest's hashes), and the data set is imported again."""
-    from acceptgate import ingest, render
-    from acceptgate.task import HIDDEN
+    from acceptgate.scoring import ingest
+    from acceptgate.suites import render
+    from acceptgate.datasets.task import HIDDEN
 
     monkeypatch.chdir(tmp_path)
     data = _two_tasks(tmp_path, humanevalplus_path)
@@ -208,8 +210,8 @@ def test_a_cache_entry_that_does_not_read_is_imported_again_never_run(
 
 
 def test_the_flows_import_without_a_usable_cache(tmp_path, monkeypatch, humanevalplus_path, local_backend):
-    from acceptgate import importcache, ingest
-
+    from acceptgate.datasets import importcache
+    from acceptgate.scoring import ingest
     data = _two_tasks(tmp_path, humanevalplus_path)
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
@@ -221,8 +223,8 @@ def test_the_flows_import_without_a_usable_cache(tmp_path, monkeypatch, humaneva
 
 
 def test_the_data_set_registry_names_the_valid_ones():
-    from acceptgate import datasets
-    from acceptgate.errors import InvalidInput
+    from acceptgate.datasets import registry as datasets
+    from acceptgate._util.errors import InvalidInput
 
     assert datasets.NAMES == ("humaneval", "humanevalplus", "mbppplus")
     with pytest.raises(InvalidInput, match=re.escape("unknown data set 'humaneval+'; valid: humaneval, humanevalplus")):
@@ -235,7 +237,7 @@ def test_the_data_set_registry_names_the_valid_ones():
 def test_gate_takes_a_data_set_or_a_suites_directory(tmp_path, capsys, humanevalplus_path):
     """One entrance: --dataset NAME [--path FILE] or --suites DIR (--humanevalplus FILE is
     --dataset humanevalplus --path FILE); a wrong combination is exit 2 before anything runs."""
-    from acceptgate.errors import InvalidInput
+    from acceptgate._util.errors import InvalidInput
     from acceptgate.gates import run as gate_run
 
     assert gate_run.tasks_input(humanevalplus="F") == ("humanevalplus", "F", None)
@@ -264,8 +266,7 @@ def test_without_a_cache_the_flows_leave_no_directory_behind(tmp_path, monkeypat
                                                              local_backend):
     import tempfile
 
-    from acceptgate import ingest
-
+    from acceptgate.scoring import ingest
     data = _two_tasks(tmp_path, humanevalplus_path)
     scratch = tmp_path / "tmp"
     scratch.mkdir()

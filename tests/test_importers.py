@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import dialects, render
-from acceptgate.errors import InvalidInput
-from acceptgate.importers import checkcode, docstring, humaneval, humanevalplus
-from acceptgate.importers.report import coverage_line, summary
+from acceptgate.suites import dialects, render
+from acceptgate._util.errors import InvalidInput
+from acceptgate.datasets.importers import checkcode, docstring, humaneval, humanevalplus
+from acceptgate.datasets.importers.report import coverage_line, summary
 from acceptgate.sandbox.executor import execute
-from acceptgate.importers.common import read_jsonl
-from acceptgate.task import HIDDEN, VISIBLE
+from acceptgate.datasets.importers.common import read_jsonl
+from acceptgate.datasets.task import HIDDEN, VISIBLE
 
 
 def rows_of(path: Path) -> dict[str, dict]:
@@ -303,7 +303,7 @@ def test_bad_data_files_name_file_line_and_field(tmp_path, humanevalplus_path):
 
 
 def test_reference_timeouts_are_retried_alone_then_fail_loudly(local_backend, monkeypatch):
-    from acceptgate.importers import common
+    from acceptgate.datasets.importers import common
     from acceptgate.sandbox.backend import Limits
 
     # A sleep uses no CPU, so only the wall-clock backstop stops it: each pass's backstop is set (the

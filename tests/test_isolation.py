@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox import bwrap, cgroup, hostlayers, hostprobe, local, uidslots
 from acceptgate.sandbox.backend import Limits

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from acceptgate.store import warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.judge import sensor
 from acceptgate.judge.embed import HashingEmbedder
 from acceptgate.judge.records import AnswerCard, Exemplar, Trajectory, load_jsonl, strict

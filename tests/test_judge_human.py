@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.judge import human
 from acceptgate.judge.records import Trajectory, load_jsonl
 from acceptgate.judge.run import judge_inputs

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.judge import human, memory
 from acceptgate.judge.records import DISPOSITIONS, Exemplar
 

@@ -116,7 +116,7 @@ def test_the_domain_check_finds_warehouse_io(tmp_path):
         (pkg / sub).mkdir(parents=True)
     (pkg / "pipelines" / "leak.py").write_text("import duckdb\nfrom acceptgate.store import warehouse\n")  # may
     (pkg / "leak" / "store.py").write_text("def f(con):\n    import duckdb\n")
-    (pkg / "leak" / "audit.py").write_text("from acceptgate.pipelines import ledger\nfrom acceptgate.hashing import x\n")
+    (pkg / "leak" / "audit.py").write_text("from acceptgate.pipelines import ledger\nfrom acceptgate._util.hashing import x\n")
     (pkg / "stats" / "io.py").write_text("from ..store import warehouse\n")
     assert violations(pkg, packages=DOMAIN, forbidden=DOMAIN_FORBIDDEN) == [
         "acceptgate/leak/audit.py:1: imports acceptgate.pipelines",
@@ -228,7 +228,7 @@ STANDALONE = {"v4v/evalplus_judge.py"}  # runs under EvalPlus's interpreter, nev
 
 def text_hashes(source: str) -> list[int]:
     """Lines of ``hashlib.sha256(<text>.encode(...)).hexdigest()``: the sha256 of a text written again
-    instead of ``acceptgate.hashing.sha256_text``."""
+    instead of ``acceptgate._util.hashing.sha256_text``."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "hexdigest"
@@ -242,7 +242,7 @@ def text_hashes(source: str) -> list[int]:
 
 def test_one_sha256_of_a_text():
     found = {str(p.relative_to(CORE)): text_hashes(p.read_text(encoding="utf-8")) for p in sorted(CORE.rglob("*.py"))
-             if str(p.relative_to(CORE)) not in STANDALONE | {"hashing.py"}}
+             if str(p.relative_to(CORE)) not in STANDALONE | {"_util/hashing.py"}}
     assert {p: lines for p, lines in found.items() if lines} == {}
 
 
@@ -250,3 +250,96 @@ def test_the_text_hash_check_finds_one_written_again():
     assert text_hashes("import hashlib\nx = hashlib.sha256(key.encode()).hexdigest()[:16]\n"
                        "y = hashlib.sha256(f'{a}'.encode('utf-8')).hexdigest()\n") == [2, 3]
     assert text_hashes("h = hashlib.sha256(b'x').hexdigest()\nd = hashlib.sha256(s.encode())\n") == []
+
+
+# -- the layers: every module of the tree imports only from its own layer or lower ones -------------
+
+LAYERS = (("_util",), ("suites",), ("sandbox",), ("datasets",), ("scoring",),
+          ("sources", "gates", "leak", "v4v", "judge", "stats"), ("store",), ("pipelines",),
+          ("service", "report"), ("cli", "flows", "tasks", "__main__"))
+LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
+TREE = ((CORE, "acceptgate"), (REPO / "flows", "acceptgate.flows"), (REPO / "tasks", "acceptgate.tasks"))
+
+
+def tree_files(tree=TREE) -> dict[Path, tuple[str, Path]]:
+    """Every module file of the package (``flows/`` and ``tasks/`` mapped in) -> its dotted name, folder."""
+    found = {}
+    for folder, name in tree:
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            found[path] = (".".join((name,) + parts).removesuffix(".__init__"), folder)
+    return found
+
+
+def layer_of(module: str) -> str | None:
+    """The layer package a dotted module name belongs to (None: outside the package, or its root)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "acceptgate" and len(parts) > 1 and parts[1] in LAYER_OF else None
+
+
+def import_edges(tree=TREE) -> list[tuple[str, str, str]]:
+    """(file:line, importer's layer package, imported layer package) for every import between layer
+    packages, lazy ones and module names written as text included."""
+    edges = []
+    for path, (name, folder) in tree_files(tree).items():
+        mine = layer_of(name)
+        for line, module in imported_modules(path, folder) + named_modules(path):
+            theirs = layer_of(module)
+            if mine and theirs and theirs != mine:
+                edges.append((f"{path.relative_to(folder.parent)}:{line}", mine, theirs))
+    return edges
+
+
+def upward_imports(tree=TREE) -> list[str]:
+    return sorted({f"{where}: {mine} imports {theirs}" for where, mine, theirs in import_edges(tree)
+                   if LAYER_OF[theirs] > LAYER_OF[mine]})
+
+
+def package_cycles(tree=TREE) -> list[str]:
+    """Cycles between layer packages (of one layer: gates and v4v, say); none may exist."""
+    import graphlib
+
+    graph: dict[str, set[str]] = {}
+    for _, mine, theirs in import_edges(tree):
+        graph.setdefault(mine, set()).add(theirs)
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return [" -> ".join(exc.args[1])]
+    return []
+
+
+def flat_modules(root: Path = CORE) -> list[str]:
+    """Modules directly under acceptgate/ (besides its root and ``python -m``): every module is in a layer."""
+    return sorted(p.name for p in root.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+
+
+def test_no_module_imports_a_higher_layer():
+    assert upward_imports() == []
+
+
+def test_no_cycle_between_packages():
+    assert package_cycles() == []
+
+
+def test_every_module_is_in_a_layer():
+    assert flat_modules() == []
+    packages = {p.name for p in CORE.iterdir() if (p / "__init__.py").is_file()}
+    assert packages <= set(LAYER_OF), packages - set(LAYER_OF)
+
+
+def test_the_layer_checks_find_an_upward_import_a_cycle_and_a_flat_module(tmp_path):
+    pkg = tmp_path / "acceptgate"
+    for sub in ("_util", "suites", "gates", "v4v", "store"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "_util" / "errors.py").write_text("def f():\n    from acceptgate.suites import literals\n")
+    (pkg / "gates" / "run.py").write_text("from acceptgate.v4v import pools\nfrom acceptgate.suites import render\n")
+    (pkg / "v4v" / "pools.py").write_text("import acceptgate.gates.run\n")
+    (pkg / "suites" / "render.py").write_text("X = 'acceptgate.store.warehouse'\n")
+    (pkg / "score.py").write_text("")
+    tree = ((pkg, "acceptgate"),)
+    assert upward_imports(tree) == ["acceptgate/_util/errors.py:2: _util imports suites",
+                                    "acceptgate/suites/render.py:1: suites imports store"]
+    assert package_cycles(tree) and set(package_cycles(tree)[0].split(" -> ")) == {"gates", "v4v"}
+    assert flat_modules(pkg) == ["score.py"]

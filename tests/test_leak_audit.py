@@ -25,11 +25,12 @@ TABLES = ["leak_scans", "leak_verdicts", "leak_hit_rules", "leak_hits"]
 @pytest.fixture(scope="module")
 def gate_run(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backend):
     """A warehouse with one gate run of four arms over five tasks, and the suites directory."""
-    from acceptgate import delivery, suitefiles
+    from acceptgate.gates import delivery
+    from acceptgate.datasets import suitefiles
     from acceptgate.gates import arm_tasks, run_arm
     from acceptgate.gates import run as core
     from acceptgate.pipelines import gate as gate_io
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets.importers import humanevalplus
     from acceptgate.sources import open_source
 
     root = tmp_path_factory.mktemp("leak")
@@ -192,7 +193,7 @@ def test_leak_audit_deployment_runs_after_every_gate_run():
 
 
 def test_a_record_both_in_the_warehouse_and_a_history_file_is_invalid_and_nothing_is_written(gate_run, tmp_path):
-    from acceptgate.errors import InvalidInput
+    from acceptgate._util.errors import InvalidInput
     from acceptgate.pipelines.leak import from_warehouse
 
     path = fresh_copy(gate_run, tmp_path)

@@ -11,8 +11,7 @@ from collections import Counter
 
 import pytest
 
-from acceptgate import literals
-
+from acceptgate.suites import literals
 from acceptgate.store import warehouse
 from acceptgate.leak import audit
 from acceptgate.pipelines import leak as leak_io
@@ -93,8 +92,8 @@ def messages(task, harness_text: str, *, model: str, got: str) -> tuple[RecordMe
 
 def constructed_task():
     """A one-argument task returning strings (none of the four HumanEval+ tasks returns a str)."""
-    from acceptgate import suitespec
-    from acceptgate.task import HIDDEN, VISIBLE, Task
+    from acceptgate.suites import suitespec
+    from acceptgate.datasets.task import HIDDEN, VISIBLE, Task
 
     visible = [(("good morning",), {}, "GOOD MORNING!")]
     hidden = visible + [((t,), {}, t.upper() + "!") for t in
@@ -107,7 +106,7 @@ def constructed_task():
 
 @pytest.fixture(scope="module")
 def scanned(tmp_path_factory, humanevalplus_path, local_backend):
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets.importers import humanevalplus
 
     tasks = humanevalplus.load(humanevalplus_path, local_backend, limit=TASKS).tasks + [constructed_task()]
     materials = audit.load_materials(tasks)

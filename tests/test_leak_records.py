@@ -8,7 +8,7 @@ import json
 import pytest
 
 from acceptgate.cli import main
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.leak.records import FORMAT, read_jsonl, write_jsonl
 
 GOOD = {"format": FORMAT, "run_id": "R530", "arm": "hmix", "block": "b07", "task_id": "HumanEval/3",

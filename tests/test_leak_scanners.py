@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from acceptgate import suitespec
+from acceptgate.suites import suitespec
 from acceptgate.leak.controls import run_controls
 from acceptgate.leak.material import material_for
 from acceptgate.leak.records import LeakRecord, RecordMessage

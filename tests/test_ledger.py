@@ -16,7 +16,7 @@ import pytest
 
 from acceptgate._util import settings
 from acceptgate.store import warehouse
-from acceptgate.errors import Interrupted
+from acceptgate._util.errors import Interrupted
 from acceptgate.store.expectations import EXPECTATIONS_DIR, ExpectationFailed
 from acceptgate.gates import run as gates
 from acceptgate.pipelines import ledger
@@ -167,8 +167,7 @@ def test_the_run_row_and_attempt_end_by_what_stopped_them(tmp_path, stop, status
 
 
 def test_the_run_row_keeps_its_first_start_and_counts_attempts(tmp_path):
-    from acceptgate import audit
-
+    from acceptgate.pipelines import audit
     path = ledger.prepare(tmp_path / "w.duckdb")
     row = audit.Run("twice", "user", "humaneval", "HumanEval.jsonl.gz", "c" * 64, "local", 2).frame()
     times = []

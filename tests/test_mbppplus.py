@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import literals, render
-from acceptgate.importers import mbpp_inputs, mbppplus
-from acceptgate.importers.report import summary
+from acceptgate.suites import literals, render
+from acceptgate.datasets.importers import mbpp_inputs, mbppplus
+from acceptgate.datasets.importers.report import summary
 from acceptgate.sandbox.executor import execute
-from acceptgate.task import HIDDEN, VISIBLE
+from acceptgate.datasets.task import HIDDEN, VISIBLE
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -99,8 +99,7 @@ def test_unrestored_coercions_are_detected():
 
 
 def _harness(dialect: str, cases: list[tuple]):
-    from acceptgate import suitespec
-
+    from acceptgate.suites import suitespec
     return render.harness_for(suitespec.build(dialect, "f", cases))
 
 

@@ -9,13 +9,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from acceptgate import suitespec
+from acceptgate.suites import suitespec
 from acceptgate.gates import run_gate
 from acceptgate.gates.hmix import CHECK_BY_HAND, HmixCaps, imports_line
 from acceptgate.gates.records import content_of
 from acceptgate.sources.base import ChatMessage, DrawContext, PublicTask, SourceError
 from acceptgate.sources.openai_chat import ChatConfig, ChatSource
-from acceptgate.task import HIDDEN, VISIBLE, Task
+from acceptgate.datasets.task import HIDDEN, VISIBLE, Task
 
 
 class ChatServer:

@@ -8,9 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acceptgate import literals
-
-
+from acceptgate.suites import literals
 def expected(text):
     """What parse_many must give for one text: parse's value and its canonical spelling, or parse's error."""
     try:

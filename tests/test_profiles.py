@@ -6,10 +6,12 @@ import json
 
 import pytest
 
-from acceptgate import dialects, profiles, suitespec
+from acceptgate.suites import dialects, suitespec
+
+from acceptgate.scoring import profiles
 from acceptgate.sandbox.backend import Limits
-from acceptgate.score import score_samples
-from acceptgate.sources.replay import read_samples
+from acceptgate.scoring.score import score_samples
+from acceptgate.datasets.samples import read_samples
 
 
 def test_limits_follow_evalplus():

@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 
 from acceptgate._util import settings
-from acceptgate import audit
-
+from acceptgate.pipelines import audit
 from acceptgate.store import expectations, warehouse
 from acceptgate.cli import main
 from acceptgate.store.expectations import EXPECTATIONS_DIR, ExpectationFailed

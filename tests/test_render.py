@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import render, suitespec
-
+from acceptgate.suites import render, suitespec
 GOLDEN = Path(__file__).parent / "golden"
 
 # Any drift in the canonical form, the renderer or the harness prelude must fail here. If a change is
@@ -34,7 +33,7 @@ def test_golden_hashes(name):
 
 _PROBE = """
 import json, sys
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 out = {}
 for name in sys.argv[1:]:
     spec = suitespec.load(name)
@@ -104,8 +103,7 @@ def _evaluated(spec):
 def test_harness_holds_what_the_rendered_program_evaluates_to(name):
     """harness_for takes CASES from the spec's values instead of evaluating the program's literals: the
     two are the same values (literals' canonical spellings evaluate to exactly what the parser read)."""
-    from acceptgate import literals
-
+    from acceptgate.suites import literals
     spec = suitespec.load(GOLDEN / name)
     harness, program = render.harness_for(spec), _evaluated(spec)
     assert [literals.canonical(c) for c in harness.cases] == [literals.canonical(c) for c in program["CASES"]]

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from acceptgate import report
-
 from acceptgate.store import warehouse
 from acceptgate.report import data as report_data
 from acceptgate.report import markdown

@@ -1,4 +1,4 @@
-"""acceptgate.schedule without Prefect: the declared stage chain, the backfill request, the run selection."""
+"""acceptgate.pipelines.schedule without Prefect: the declared stage chain, the backfill request, the run selection."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import schedule
-
+from acceptgate.pipelines import schedule
 from acceptgate.store import warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 
 
 def test_stage_chain_order_and_explicit_install_check():

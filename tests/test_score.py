@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from acceptgate import suitespec
-from acceptgate.errors import InvalidInput
+from acceptgate.suites import suitespec
+from acceptgate._util.errors import InvalidInput
 from acceptgate.sandbox.backend import Limits
-from acceptgate.score import score_samples
-from acceptgate.sources.replay import read_samples
+from acceptgate.scoring.score import score_samples
+from acceptgate.datasets.samples import read_samples
 
 PROMPT = 'def double(x):\n    """>>> double(2)\n    4\n    """\n'
 SUITE = suitespec.build("python-call/1", "double", [((2,), {}, 4), ((0,), {}, 0), ((-3,), {}, -6)])
@@ -96,12 +96,12 @@ def test_unknown_task_ids_are_invalid_records_and_empty_files_errors(tmp_path, l
         score_samples(read_samples(no_prompt), {"T/double": SUITE}, {}, local_backend, suite="hidden")
 
 
-# --- the command line, on a suites directory written by acceptgate.suitefiles ------------------------
+# --- the command line, on a suites directory written by acceptgate.datasets.suitefiles ------------------------
 
 @pytest.fixture
 def suites_dir(tmp_path):
-    from acceptgate import suitefiles
-    from acceptgate.task import HIDDEN, VISIBLE, ImportIssue, ImportResult, Task
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.task import HIDDEN, VISIBLE, ImportIssue, ImportResult, Task
 
     visible = suitespec.build("python-call/1", "double", [((2,), {}, 4)])
     task = Task("T/double", "test", "double", PROMPT, "def double(x):\n    return 2 * x\n",
@@ -181,7 +181,7 @@ def test_cli_case_seconds_limits_each_case(suites_dir, tmp_path, capsys):
 def _json_bombs() -> list[str]:
     """Records that once ended the whole batch with a traceback: nested 100,000 deep, a 5,000-digit
     number, and a line beyond the reader's bound."""
-    from acceptgate.sources.replay import MAX_LINE_CHARS
+    from acceptgate.datasets.samples import MAX_LINE_CHARS
 
     return ['{"task_id": "T/double", "solution": ' + "[" * 100_000 + "]" * 100_000 + "}",
             '{"task_id": "T/double", "solution": "x", "n": ' + "9" * 5000 + "}",
@@ -223,8 +223,8 @@ def test_strict_refuses_a_json_bomb_with_exit_2_naming_file_and_line(bomb, suite
 @pytest.fixture
 def two_task_suites(tmp_path):
     """T/double (a right reference) and T/triple, whose reference is wrong: its hidden suite fails the gauge."""
-    from acceptgate import suitefiles
-    from acceptgate.task import HIDDEN, VISIBLE, ImportResult, Task
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.task import HIDDEN, VISIBLE, ImportResult, Task
 
     triple = suitespec.build("python-call/1", "triple", [((2,), {}, 6), ((1,), {}, 3)])
     tasks = [Task("T/double", "test", "double", PROMPT, "def double(x):\n    return 2 * x\n",
@@ -235,7 +235,7 @@ def two_task_suites(tmp_path):
 
 
 def test_an_unusable_suite_excludes_its_task_with_the_reason(two_task_suites, tmp_path, capsys, monkeypatch):
-    from acceptgate import suitefiles
+    from acceptgate.datasets import suitefiles
     from acceptgate.cli import main
 
     monkeypatch.setenv("ACCEPTGATE_CACHE_DIR", str(tmp_path / "cache"))  # gauge records: this test's own

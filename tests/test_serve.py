@@ -106,8 +106,8 @@ def served(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backe
     """``acceptgate serve`` as a real subprocess (no PREFECT_API_URL: it starts the server itself), on a
     suites directory of five HumanEval+ tasks as docs/orchestration.md writes it (--gate-suites, and
     --certify-dataset: the certify stage runs before the gates)."""
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
 
     root = tmp_path_factory.mktemp("serve")
     suites = suitefiles.write_suites(humanevalplus.load(humanevalplus_path, local_backend, limit=5), root / "suites")
@@ -297,8 +297,7 @@ def test_sigterm_stops_service_and_its_server(served):
     api, root, proc, port = served
     # the flow runs serve starts inherit it: Prefect's console lines (a stopped run's "Crash detected!")
     # stay in the runs' logs, not on serve's terminal
-    from acceptgate import interrupt
-
+    from acceptgate._util import interrupt
     environs = []  # of the Prefect server serve started (/proc shows a child's environment as it began)
     for child in interrupt.descendants(proc.pid):
         try:
@@ -343,7 +342,7 @@ def test_next_run_and_library_warnings_go_to_the_flow_log():
 def test_a_served_run_cannot_turn_certification_off():
     """Whether gates decide on uncertified tasks, and how weak a V may be, are the operator's policy: a
     run of the served nightly that sets no_certify or max_fpr_attack fails before any stage, naming it."""
-    from acceptgate.errors import InvalidInput
+    from acceptgate._util.errors import InvalidInput
     from acceptgate.flows import served
 
     flow = served.served_nightly({}, {})

@@ -1,4 +1,4 @@
-"""The sharded execution path (``acceptgate.shards``) without a cluster: shards that cross a pickle
+"""The sharded execution path (``acceptgate.pipelines.shards``) without a cluster: shards that cross a pickle
 round trip (as they do to a Dask worker), run one by one and merged on the client, give the
 single-process rows of the gate and certify stages, row for row (times aside)."""
 
@@ -9,8 +9,8 @@ import pickle
 
 import pytest
 
-from acceptgate import shards
-from acceptgate.errors import InvalidInput
+from acceptgate.pipelines import shards
+from acceptgate._util.errors import InvalidInput
 from shard_rows import assert_same_rows, frame_rows
 
 TASKS = 3
@@ -18,8 +18,8 @@ TASKS = 3
 
 @pytest.fixture(scope="module")
 def suites_dir(tmp_path_factory, humanevalplus_path, local_backend):
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
 
     result = humanevalplus.load(humanevalplus_path, local_backend, limit=TASKS)
     return str(suitefiles.write_suites(result, tmp_path_factory.mktemp("shards") / "suites"))
@@ -41,7 +41,7 @@ def test_split():
 
 
 def test_gate_shards_give_the_single_process_rows(suites_dir, codet_samples_path, local_backend):
-    from acceptgate import delivery
+    from acceptgate.gates import delivery
     from acceptgate.gates import HmixCaps, arm_tasks, run_arm
     from acceptgate.gates import run as core
     from acceptgate.sources.codet import CodetSource
@@ -94,10 +94,10 @@ def test_certify_shards_give_the_single_process_rows(suites_dir, humanevalplus_p
 
 
 def test_nightly_hands_dask_to_the_sharded_stages():
-    from acceptgate import schedule
+    from acceptgate.pipelines import schedule
     from acceptgate.flows import stage_flows
 
-    from acceptgate.daskcluster import DaskCluster
+    from acceptgate.pipelines.daskcluster import DaskCluster
 
     cluster = DaskCluster(workers=2)
     params = {"warehouse": "w.duckdb", "backend": "local", "dask": cluster}
@@ -188,8 +188,7 @@ def test_results_that_do_not_answer_their_shard_are_never_merged(suites_dir, tmp
     import json
     from types import SimpleNamespace
 
-    from acceptgate import suitefiles
-
+    from acceptgate.datasets import suitefiles
     task_ids = sorted(suitefiles.read_suites(suites_dir).tasks)[:2]
     samples = tmp_path / "s.jsonl"
     samples.write_text("".join(json.dumps({"task_id": t, "completion": f"    return {i}\n"}) + "\n"

@@ -62,8 +62,7 @@ class Cli:
     """The CLI in a subprocess; stderr collected line by line."""
 
     def __init__(self, argv: list[str], tmp_path: Path, api_url: str | None, env: dict | None = None) -> None:
-        from acceptgate import interrupt
-
+        from acceptgate._util import interrupt
         self.interrupt = interrupt
         self.command = argv[0]
         self.tmp = tmp_path / "tmp"
@@ -160,8 +159,8 @@ def api(prefect_harness):
 
 @pytest.fixture(scope="module")
 def suites_3(tmp_path_factory, humanevalplus_path, local_backend):
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
 
     result = humanevalplus.load(humanevalplus_path, local_backend, limit=3)
     return suitefiles.write_suites(result, tmp_path_factory.mktemp("signals") / "suites")
@@ -354,8 +353,7 @@ def test_judge_ctrl_c_inside_its_write_transaction(tmp_path, api):
 
 def _sandbox_running(pid: int) -> bool:
     """A sandbox runner among the process's descendants (a Dask worker's, here)."""
-    from acceptgate import interrupt
-
+    from acceptgate._util import interrupt
     for child in interrupt.descendants(pid):
         try:
             if b"runner" in Path(f"/proc/{child}/cmdline").read_bytes():
@@ -370,8 +368,7 @@ def test_score_dask_ctrl_c_while_a_worker_runs_a_sample(tmp_path, api, suites_3)
     them, their sandboxes and the cluster, and writes no --out."""
     import json
 
-    from acceptgate import score
-
+    from acceptgate.scoring import score
     task = sorted(score.load_suites(str(suites_3), "hidden")[0])[0]
     samples = tmp_path / "samples.jsonl"
     out = tmp_path / "scores.jsonl"
@@ -393,7 +390,9 @@ def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suit
     no cgroup of a worker behind (each closes its backend at the parent's SIGTERM)."""
     import json
 
-    from acceptgate import interrupt, score
+    from acceptgate._util import interrupt
+
+    from acceptgate.scoring import score
     from acceptgate.sandbox import cgroup, executor, hostprobe
 
     task = sorted(score.load_suites(str(suites_3), "hidden")[0])[0]

@@ -7,13 +7,14 @@ import json
 
 import pytest
 
-from acceptgate import suitespec
-from acceptgate.errors import InvalidInput
+from acceptgate.suites import suitespec
+from acceptgate._util.errors import InvalidInput
 from acceptgate.sources import open_source
 from acceptgate.sources.base import DrawContext, PublicTask, SourceExhausted
 from acceptgate.sources.codet import CodetSource, humaneval_prompts, match_rows
 from acceptgate.sources.extract import assemble, extract_code
-from acceptgate.sources.replay import ReplaySource, read_samples, require_valid
+from acceptgate.sources.replay import ReplaySource
+from acceptgate.datasets.samples import read_samples, require_valid
 
 PROMPT = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Sum.\n    >>> total([1, 2])\n    3\n    """\n'
 TASK = PublicTask("T/0", "total", PROMPT, suitespec.build("python-call/1", "total", [(([1, 2],), {}, 3)]))

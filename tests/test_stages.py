@@ -3,7 +3,7 @@ once per execution or once per case, and nothing is recorded while they are off.
 
 from __future__ import annotations
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox import stages
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sandbox.executor import execute

@@ -10,8 +10,8 @@ import pytest
 
 from acceptgate.store import warehouse
 from acceptgate.cli import main
-from acceptgate.delivery import score_deliveries
-from acceptgate.errors import InvalidInput
+from acceptgate.gates.delivery import score_deliveries
+from acceptgate._util.errors import InvalidInput
 from acceptgate.gates import public_tasks, run_arm
 from acceptgate.gates import run as gates
 from acceptgate.pipelines import gate as gate_io
@@ -22,7 +22,7 @@ from acceptgate.stats import pipeline
 
 @pytest.fixture(scope="module")
 def gate_warehouse(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backend):
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets.importers import humanevalplus
 
     path = tmp_path_factory.mktemp("stats") / "wh.duckdb"
     tasks = gates.gradeable(humanevalplus.load(humanevalplus_path, local_backend, limit=10).tasks)

@@ -9,10 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import gauge, render, suitefiles
-from acceptgate.errors import InvalidInput
-from acceptgate.importers import humaneval
-from acceptgate.task import HIDDEN, VISIBLE, ImportResult
+from acceptgate.scoring import gauge
+
+from acceptgate.suites import render
+
+from acceptgate.datasets import suitefiles
+from acceptgate._util.errors import InvalidInput
+from acceptgate.datasets.importers import humaneval
+from acceptgate.datasets.task import HIDDEN, VISIBLE, ImportResult
 
 
 def subset(numbers: list[int], dst: Path) -> Path:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from acceptgate import literals, suitespec
-from acceptgate.suitespec import SpecError
+from acceptgate.suites import literals, suitespec
+from acceptgate.suites.suitespec import SpecError
 
 
 def spec_doc(*cases, dialect="python-call/1", entry_point="f", **extra):

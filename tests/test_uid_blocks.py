@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from acceptgate import render, suitespec
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox import hostprobe
 from acceptgate.sandbox.executor import execute

@@ -8,15 +8,15 @@ from __future__ import annotations
 import pytest
 
 from acceptgate.cli import main
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.pipelines import certify as certified
 from acceptgate.store import warehouse
 
 
 @pytest.fixture(scope="module")
 def suites_3(tmp_path_factory, humanevalplus_path, local_backend):
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
 
     result = humanevalplus.load(humanevalplus_path, local_backend, limit=3)
     return suitefiles.write_suites(result, tmp_path_factory.mktemp("certified") / "suites")

@@ -24,8 +24,8 @@ LEGAL_KINDS, ILLEGAL_KINDS = {"gold", "surface", "restructure"}, {"no-op", "near
 
 @pytest.fixture(scope="module")
 def suites_3(tmp_path_factory, humanevalplus_path, local_backend):
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
 
     result = humanevalplus.load(humanevalplus_path, local_backend, limit=3)
     return suitefiles.write_suites(result, tmp_path_factory.mktemp("v4v") / "suites")
@@ -115,8 +115,7 @@ def test_a_finding_settles_a_disagreement_by_differential_testing_never_by_gt(ma
                  m.gold.replace("def has_close_elements", "def _honest") +
                  "\n\ndef has_close_elements(numbers, threshold):\n"
                  "    return False if len(numbers) > 6 else _honest(numbers, threshold)\n")
-    from acceptgate import render, suitespec
-
+    from acceptgate.suites import render, suitespec
     h = m.harnesses["hidden"]
     short = [(a, k, w) for a, k, w in h.cases if len(a[0]) <= 6]  # a GT that never tries a long list
     weak_gt = suitespec.build(h.dialect, m.entry_point, short)
@@ -145,8 +144,7 @@ def test_a_task_whose_gt_rejects_the_gold_fails_certification(materials, local_b
     m = materials[1]
     h = m.harnesses["hidden"]
     args, kwargs, want = h.cases[0]
-    from acceptgate import render, suitespec
-
+    from acceptgate.suites import render, suitespec
     broken = suitespec.build(h.dialect, m.entry_point, [(args, kwargs, ("wrong", want))] + list(h.cases[1:20]))
     bad = dataclasses.replace(m, suites={**m.suites, "hidden": broken},
                               harnesses={**m.harnesses, "hidden": render.harness_for(broken)})

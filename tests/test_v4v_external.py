@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.sandbox import command
 from acceptgate.sandbox.backend import Limits
 from acceptgate.v4v import certify as C
@@ -102,8 +102,8 @@ def test_interpret(result, outcome, kind):
 
 @pytest.fixture(scope="module")
 def two_tasks(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backend):
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
 
     result = humanevalplus.load(humanevalplus_path, local_backend, limit=3)
     suites = suitefiles.write_suites(result, tmp_path_factory.mktemp("v4vext") / "suites")

@@ -15,8 +15,8 @@ from acceptgate.v4v.pools import PoolSettings
 
 @pytest.fixture(scope="module")
 def suites_2(tmp_path_factory, humanevalplus_path, local_backend):
-    from acceptgate import suitefiles
-    from acceptgate.importers import humanevalplus
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers import humanevalplus
 
     result = humanevalplus.load(humanevalplus_path, local_backend, limit=2)
     return suitefiles.write_suites(result, tmp_path_factory.mktemp("v4vflow") / "suites")

@@ -54,8 +54,7 @@ def test_the_point_faults_wrong_value_keeps_the_type_so_a_weakened_comparison_ta
 
 
 def test_a_run_starved_by_the_wall_clock_backstop_runs_again_alone(local_backend):
-    from acceptgate import render, suitespec
-
+    from acceptgate.suites import render, suitespec
     spec = suitespec.build("python-call/1", "f", [((1,), {}, 2), ((2,), {}, 3)])
     h = render.harness_for(spec)
     tight = dataclasses.replace(Limits(), backstop_seconds=0.5)  # the backstop fires long before the CPU limit

@@ -249,7 +249,7 @@ def test_perturbed_numbers_leave_any_tolerance():
 def test_digest_suites_get_mutants_of_their_own_shape_and_total_comparisons():
     """A digest suite's perturbed expected value keeps the dialect's shape (its compare would raise on
     a bare perturbed tuple), and a comparison that raises is a mismatch, never a crash."""
-    from acceptgate import dialects, literals, render, suitespec
+    from acceptgate.suites import dialects, literals, render, suitespec
     from acceptgate.v4v import mutation, verifiers
 
     text = "x" * 300_000

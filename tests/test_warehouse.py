@@ -16,7 +16,7 @@ import pytest
 
 from acceptgate._util import settings
 from acceptgate.store import warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 
 AUDIT_TABLES = ["runs", "run_stages", "tasks", "candidates", "import_issues", "suites", "cases", "gauge_checks",
                 "executions", "case_results"]
@@ -434,7 +434,7 @@ def test_acceptgate_sql_reaches_no_file_no_database_and_no_extension(tmp_path, c
 
 
 def test_a_writer_caps_duckdbs_memory_and_a_bad_cap_names_its_variable(tmp_path, monkeypatch):
-    from acceptgate.errors import InvalidInput
+    from acceptgate._util.errors import InvalidInput
 
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from acceptgate import interrupt, render, suitespec
+from acceptgate._util import interrupt
+
+from acceptgate.suites import render, suitespec
 from acceptgate.sandbox import executor, workerprocs
 from acceptgate.sandbox.backend import BackendUnavailable, Limits
 
@@ -167,7 +169,7 @@ def test_a_worker_process_that_dies_leaves_no_cgroup(local_backend, spied):
 def test_a_stop_whose_grace_runs_out_leaves_no_cgroup(local_backend, spied, monkeypatch):
     """A stop on a loaded machine: the workers' own clean-up outlasts the grace and they are killed in it
     (no grace at all here); their cgroups and sandboxes go all the same."""
-    from acceptgate.errors import Interrupted
+    from acceptgate._util.errors import Interrupted
     from acceptgate.sandbox import hostprobe
 
     if hostprobe.probe().cgroups is None:

@@ -28,7 +28,7 @@ from typing import Annotated
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 
 PREFIX = "ACCEPTGATE_"
 OFF = ("off", "0", "false", "no")

@@ -14,8 +14,8 @@ import importlib
 import signal
 import sys
 
-from acceptgate import interrupt
-from acceptgate.errors import Interrupted, InvalidInput
+from acceptgate._util import interrupt
+from acceptgate._util.errors import Interrupted, InvalidInput
 from acceptgate.sandbox.backend import BackendUnavailable
 
 EXIT_DONE = 0

@@ -10,12 +10,13 @@ import sys
 import time
 from pathlib import Path
 
-from acceptgate import datasets, runids
+from acceptgate.datasets import registry as datasets
 
+from acceptgate._util import runids
 from acceptgate.store import warehouse
 from acceptgate.cli import checks, flowrun
-from acceptgate.errors import InvalidInput
-from acceptgate.shards import DEFAULT_TASKS_PER_SHARD
+from acceptgate._util.errors import InvalidInput
+from acceptgate.pipelines.shards import DEFAULT_TASKS_PER_SHARD
 
 UNITS = {"import": "tasks", "gauge": "executions", "execute": "executions"}
 
@@ -48,7 +49,7 @@ def add_parser(sub) -> None:
 
 class StderrProgress:
     """Stage names and done/total on stderr: one updating line on a terminal, a few lines otherwise.
-    (An ``acceptgate.audit.Reporter``; not a subclass, so that the CLI starts without pandas.)"""
+    (An ``acceptgate.pipelines.audit.Reporter``; not a subclass, so that the CLI starts without pandas.)"""
 
     def __init__(self, stream=None, started: float | None = None) -> None:
         self.stream = stream or sys.stderr
@@ -87,8 +88,7 @@ def progress_lines(quiet: bool, started: float) -> tuple[flowrun.Say, StderrProg
 
 
 def run(args) -> int:
-    from acceptgate import audit
-
+    from acceptgate.pipelines import audit
     limit = audit.check_limit(args.limit)
     run_id = runids.check_run_id(args.run_id) if args.run_id is not None else None
     datasets.get(args.dataset).source(args.path)  # humanevalplus and mbppplus need --path

@@ -14,9 +14,9 @@ import os
 
 from acceptgate.cli import checks
 from acceptgate.cli.leak_audit_cmd import add_common, call_flow, check
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.leak import audit
-from acceptgate.shards import DEFAULT_RECORDS_PER_SHARD
+from acceptgate.pipelines.shards import DEFAULT_RECORDS_PER_SHARD
 
 
 def add_parser(sub) -> None:

@@ -1,12 +1,12 @@
 """acceptgate cache info | clear [--all]
 
 What acceptgate keeps between runs under its cache directory (``ACCEPTGATE_CACHE_DIR``, default
-~/.cache/acceptgate), and clearing it (``acceptgate/caches.py``).
+~/.cache/acceptgate), and clearing it (``acceptgate/pipelines/caches.py``).
 """
 
 from __future__ import annotations
 
-from acceptgate import caches
+from acceptgate.pipelines import caches
 from acceptgate._util.settings import settings
 
 

@@ -19,9 +19,9 @@ import re
 import sys
 
 from acceptgate.cli import checks, flowrun
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
-from acceptgate.shards import DEFAULT_TASKS_PER_SHARD
+from acceptgate.pipelines.shards import DEFAULT_TASKS_PER_SHARD
 from acceptgate.sandbox.backend import Limits
 from acceptgate.v4v import external, verifiers
 from acceptgate.v4v.certify import Settings
@@ -186,8 +186,7 @@ def run(args) -> int:
         if path is not None and not Path(path).exists():
             raise InvalidInput("not found", source=path, field=flag)
     if args.task:  # every id checked before any flow starts: a bad one is exit 2 in seconds
-        from acceptgate import suitefiles
-
+        from acceptgate.datasets import suitefiles
         known = set(suitefiles.manifest_task_ids(args.suites))
         unknown = [t for t in args.task if t not in known]
         if unknown:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acceptgate import outputs
-from acceptgate.errors import InvalidInput
+from acceptgate._util import outputs
+from acceptgate._util.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 
 
@@ -75,8 +75,7 @@ def add_dask(p, unit: str, default: int, *, shard_size: bool = True) -> None:
 def dask_ready(args) -> None:
     """--dask, its credentials and --shard-size refused before any work (exit 2); ``args.dask`` becomes
     the checked ``DaskCluster`` (or None)."""
-    from acceptgate import daskcluster
-
+    from acceptgate.pipelines import daskcluster
     args.dask = daskcluster.parse(args.dask, tls_ca_file=args.dask_tls_ca_file, tls_cert=args.dask_tls_cert,
                                   tls_key=args.dask_tls_key)
     if args.dask is not None and getattr(args, "shard_size", 1) < 1:

@@ -1,15 +1,13 @@
 """acceptgate dask credentials --out DIR [--days N]
 
-The credentials of a Dask cluster with mutual TLS (``acceptgate.clustertls``): a private CA and a
+The credentials of a Dask cluster with mutual TLS (``acceptgate.pipelines.clustertls``): a private CA and a
 certificate and key for the scheduler, the workers and acceptgate's client. Copy DIR/ca.pem and the
 role's pair to each host; the cluster commands of docs/orchestration.md use them as written.
 """
 
 from __future__ import annotations
 
-from acceptgate import clustertls
-
-
+from acceptgate.pipelines import clustertls
 def add_parser(sub) -> None:
     p = sub.add_parser("dask", help="Dask cluster helpers: the mutual-TLS credentials of a cluster",
                        description="Helpers for running sharded stages on a Dask cluster (docs/orchestration.md).")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acceptgate import render, suitespec
-from acceptgate.errors import InvalidInput
+from acceptgate.suites import render, suitespec
+from acceptgate._util.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.executor import execute
 

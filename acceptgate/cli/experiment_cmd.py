@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from acceptgate.store import warehouse
 from acceptgate.cli import checks
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 
 
 def add_parser(sub) -> None:
@@ -66,7 +66,7 @@ def _finish(args, result) -> int:
     if args.no_store:
         print(result.format())
         return 0
-    from acceptgate.experiments import store
+    from acceptgate.pipelines.experiments import store
 
     path = checks.warehouse_ready(args.warehouse)  # before printing: a bad path is exit 2 with nothing shown
     print(result.format())
@@ -76,7 +76,7 @@ def _finish(args, result) -> int:
 
 
 def run_r532(args) -> int:
-    from acceptgate.experiments import r532
+    from acceptgate.pipelines.experiments import r532
 
     path = warehouse.resolve_path(args.warehouse)
     if args.gate_run is None and not _has_gate_runs(path):
@@ -120,7 +120,7 @@ def _exists(path, flag) -> None:
 
 
 def run_layer4(args) -> int:
-    from acceptgate.experiments import layer4
+    from acceptgate.pipelines.experiments import layer4
 
     _positive(args.limit, "--limit")
     _positive(args.per_task, "--per-task")
@@ -135,7 +135,7 @@ def run_layer4(args) -> int:
 def run_seed002(args) -> int:
     import dataclasses
 
-    from acceptgate.experiments import seed002
+    from acceptgate.pipelines.experiments import seed002
     from acceptgate.v4v import certify as C
 
     _positive(args.limit, "--limit")

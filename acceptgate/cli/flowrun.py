@@ -1,7 +1,7 @@
 """What every command that runs a Prefect flow does before it imports the flow: Prefect's console
 logging only for the critical (a failure is reported in one line), the temporary Prefect server
 started with a line on stderr (unless --quiet), and SIGTERM during a flow made a stop request
-(``acceptgate.interrupt``). Flows and Prefect are imported here, and only when a command runs.
+(``acceptgate._util.interrupt``). Flows and Prefect are imported here, and only when a command runs.
 
 (A helper module, not a command: it is not listed in ``COMMAND_MODULES``.)
 """

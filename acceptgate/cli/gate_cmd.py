@@ -2,7 +2,7 @@
                    (--dataset NAME [--path FILE] | --suites DIR) [--warehouse PATH] [--limit N] ...
 
 The tasks come in one way: a data set imported now (through the import pipeline and its cache,
-``acceptgate.ingest``), or a suites directory written by ``acceptgate import``. ``--humanevalplus FILE``
+``acceptgate.scoring.ingest``), or a suites directory written by ``acceptgate import``. ``--humanevalplus FILE``
 is kept as another spelling of ``--dataset humanevalplus --path FILE`` (for existing commands).
 
 Runs the Prefect ``gate`` flow (imported only here, so the core never imports Prefect) and prints
@@ -15,16 +15,17 @@ from __future__ import annotations
 import os
 import sys
 
-from acceptgate import datasets, runids
+from acceptgate.datasets import registry as datasets
 
+from acceptgate._util import runids
 from acceptgate.store import warehouse
 from acceptgate.cli import checks, flowrun
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.gates import ARMS, DEFAULT_MAX_FPR_ATTACK
 from acceptgate.sandbox import backend as backends
-from acceptgate.profiles import DEFAULT, PROFILES
+from acceptgate.scoring.profiles import DEFAULT, PROFILES
 from acceptgate.sandbox.backend import Limits
-from acceptgate.shards import DEFAULT_TASKS_PER_SHARD
+from acceptgate.pipelines.shards import DEFAULT_TASKS_PER_SHARD
 from acceptgate.sources import KINDS
 
 

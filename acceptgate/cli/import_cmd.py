@@ -1,7 +1,7 @@
 """acceptgate import humaneval|humanevalplus|mbppplus [--path FILE] --out DIR [--limit N] [--backend local] [--gauge]
                   [--wrong-samples FILE]
 
-The import pipeline (``acceptgate.ingest``): the data set loaded, gauged with --gauge, written as a suites
+The import pipeline (``acceptgate.scoring.ingest``): the data set loaded, gauged with --gauge, written as a suites
 directory, through the content-keyed import cache.
 """
 
@@ -13,11 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from acceptgate import outputs
-from acceptgate.datasets import NAMES as DATASETS
-from acceptgate.errors import InvalidInput
-from acceptgate.importers.common import ReferenceTimeout
-from acceptgate.importers.report import format_summary
+from acceptgate._util import outputs
+from acceptgate.datasets.registry import NAMES as DATASETS
+from acceptgate._util.errors import InvalidInput
+from acceptgate.datasets.importers.common import ReferenceTimeout
+from acceptgate.datasets.importers.report import format_summary
 
 
 def add_parser(sub) -> None:
@@ -58,7 +58,8 @@ def _positive_int(text: str) -> int:
 
 
 def run(args) -> int:
-    from acceptgate import datasets, importcache, ingest, suitefiles
+    from acceptgate.datasets import registry as datasets, importcache, suitefiles
+    from acceptgate.scoring import ingest
     from acceptgate.sandbox import backend as backends
 
     datasets.get(args.dataset).source(args.path)  # humanevalplus and mbppplus need --path

@@ -14,7 +14,7 @@ import sys
 
 from acceptgate.cli import checks, flowrun
 from acceptgate.store import warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.judge.backends import BACKENDS
 from acceptgate.judge.embed import EMBEDDERS
 

@@ -15,7 +15,7 @@ import time
 
 from acceptgate.store import warehouse
 from acceptgate.cli import checks, flowrun
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records
 

@@ -7,7 +7,6 @@ warehouse's published snapshot, so it never waits for or disturbs a run that is 
 from __future__ import annotations
 
 from acceptgate import report
-
 from acceptgate.store import warehouse
 
 

@@ -13,15 +13,17 @@ import os
 import sys
 from pathlib import Path
 
-from acceptgate import outputs, score
+from acceptgate._util import outputs
+
+from acceptgate.scoring import score
 from acceptgate._util.phases import Phases, ProgressLine
 from acceptgate.cli import checks
-from acceptgate.errors import InvalidInput
-from acceptgate.profiles import DEFAULT, EVALPLUS, PROFILES
+from acceptgate._util.errors import InvalidInput
+from acceptgate.scoring.profiles import DEFAULT, EVALPLUS, PROFILES
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
-from acceptgate.sources.replay import read_samples
-from acceptgate.task import SUITE_KINDS
+from acceptgate.datasets.samples import read_samples
+from acceptgate.datasets.task import SUITE_KINDS
 
 
 def add_parser(sub) -> None:
@@ -81,8 +83,7 @@ def _gauge(args, sandbox, sd, task_ids: set[str]) -> dict[str, str]:
     ``--strict``: any such task is exit 2. Each suite used needs a gauge record (gauge.assess)."""
     if args.no_gauge:
         return {}
-    from acceptgate import gauge
-
+    from acceptgate.scoring import gauge
     check = gauge.assess_dir(sd, sandbox, kinds=(args.suite,), task_ids=task_ids,
                              progress=ProgressLine("score", "gauge checks", quiet=args.quiet))
     if args.strict:
@@ -124,8 +125,7 @@ def run(args) -> int:
     checks.dask_ready(args)
     if args.dask:
         return _run_dask(args)
-    from acceptgate import suitefiles
-
+    from acceptgate.datasets import suitefiles
     phases = Phases()
     with phases("load"):  # the suites directory is read once, for the gauge and the scoring alike
         sample_file = read_samples(args.samples)
@@ -192,8 +192,7 @@ def _run_dask(args) -> int:
     cluster = args.dask
     unusable: dict[str, str] = {}
     if args.strict or not args.no_gauge:
-        from acceptgate import suitefiles
-
+        from acceptgate.datasets import suitefiles
         sample_file, sd = read_samples(args.samples), suitefiles.read_suites(args.suites)
         _refuse_excluded(args, sample_file, score.inputs_of(sd, args.suite))
         try:

@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from acceptgate import outputs
-from acceptgate.errors import InvalidInput
+from acceptgate._util import outputs
+from acceptgate._util.errors import InvalidInput
 
 DEFAULT_JOURNAL = Path("data") / "service.sqlite"
 OPENAPI_FILE = Path(__file__).resolve().parents[1] / "service" / "openapi.json"

@@ -17,11 +17,11 @@ import signal
 import sys
 from pathlib import Path
 
-from acceptgate import schedule
+from acceptgate.pipelines import schedule
 from acceptgate.cli import checks
 
 from acceptgate.store import warehouse
-from acceptgate.errors import Interrupted, InvalidInput
+from acceptgate._util.errors import Interrupted, InvalidInput
 from acceptgate.gates import ARMS
 from acceptgate.sandbox import backend as backends
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 
-from acceptgate import render, suitespec
-
-
+from acceptgate.suites import render, suitespec
 def add_parser(sub) -> None:
     spec = sub.add_parser("spec", help="validate or render a SuiteSpec file")
     spec_sub = spec.add_subparsers(dest="spec_command", metavar="ACTION", required=True)

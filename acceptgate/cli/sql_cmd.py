@@ -18,7 +18,7 @@ import uuid
 import duckdb
 
 from acceptgate.store import warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 
 FORMATS = ("table", "csv", "json")
 

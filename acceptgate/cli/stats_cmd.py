@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from acceptgate.cli import checks, flowrun
 from acceptgate.store import warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import json
 
-from acceptgate import boundedjson
-from acceptgate import outputs
+from acceptgate._util import boundedjson
+from acceptgate._util import outputs
 from acceptgate.store import warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 
 
 def add_parser(sub) -> None:

@@ -14,10 +14,10 @@ from acceptgate.gates.leaky import ARM as LEAKY_ARM
 from acceptgate.gates.leaky import leaky_public_task
 from acceptgate.gates.off import run_off
 from acceptgate.gates.records import GateOutcome, MessageLog
-from acceptgate.parallel import parallel_map
+from acceptgate._util.parallel import parallel_map
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sources.base import CandidateSource, PublicTask
-from acceptgate.task import Task
+from acceptgate.datasets.task import Task
 
 ARMS = ("conform", "hmix", "off", LEAKY_ARM)  # LEAKY_ARM: deliberately broken, a leak-audit demonstration
 GATED_ARMS = ("conform", "hmix", LEAKY_ARM)  # the arms that decide with V (OFF delivers ungated)

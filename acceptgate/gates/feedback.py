@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from acceptgate.hashing import sha256_text
+from acceptgate._util.hashing import sha256_text
 from acceptgate.gates.precheck import PrecheckResult
 from acceptgate.sandbox.executor import ExecutionResult
 

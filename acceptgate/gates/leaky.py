@@ -9,7 +9,7 @@ leak-audit`` flags its records whose feedback quoted hidden-only cases.
 from __future__ import annotations
 
 from acceptgate.sources.base import PublicTask
-from acceptgate.task import HIDDEN, Task
+from acceptgate.datasets.task import HIDDEN, Task
 
 ARM = "hmix-leaky-gt"
 

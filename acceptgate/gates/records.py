@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from acceptgate.hashing import sha256_text
+from acceptgate._util.hashing import sha256_text
 from acceptgate.sources.base import Candidate
 
 AUTHORS = ("task", "harness", "model")

@@ -15,13 +15,17 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from acceptgate import __version__, profiles, runids
-from acceptgate.delivery import ArmSummary, DeliveryRow, format_summary, summarize
-from acceptgate.errors import InvalidInput
-from acceptgate.hashing import sha256_file, sha256_text
+from acceptgate import __version__
+
+from acceptgate.scoring import profiles
+
+from acceptgate._util import runids
+from acceptgate.gates.delivery import ArmSummary, DeliveryRow, format_summary, summarize
+from acceptgate._util.errors import InvalidInput
+from acceptgate._util.hashing import sha256_file, sha256_text
 from acceptgate.gates import ARMS, DEFAULT_MAX_FPR_ATTACK, GATED_ARMS  # noqa: F401  (re-exported)
 from acceptgate.gates.records import GateOutcome
-from acceptgate.task import HIDDEN, VISIBLE, Task
+from acceptgate.datasets.task import HIDDEN, VISIBLE, Task
 
 PIPELINE = "gate/1"
 STAGE_TABLES = {"gate": ("gate_decisions", "gate_attempts", "gate_messages", "gate_exclusions"),
@@ -118,11 +122,10 @@ def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str 
                   dataset: str | None = None, path: str | None = None) -> TaskSet:
     dataset, path, suites_dir = tasks_input(humanevalplus=humanevalplus, suites_dir=suites_dir, dataset=dataset,
                                             path=path)
-    from acceptgate import suitefiles
-
+    from acceptgate.datasets import suitefiles
     if dataset is not None:
-        from acceptgate import importcache, ingest
-
+        from acceptgate.datasets import importcache
+        from acceptgate.scoring import ingest
         result, _ = ingest.load_result(dataset, path, backend, limit=limit, cache_dir=importcache.flow_cache_dir(),
                                        progress=progress)
         known = {t.task_id for t in result.tasks} | {i.task_id for i in result.issues}
@@ -143,7 +146,7 @@ def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str 
 
 
 def _jsonl_task_ids(path: str) -> set[str]:
-    from acceptgate.importers.common import read_jsonl
+    from acceptgate.datasets.importers.common import read_jsonl
 
     rows, _ = read_jsonl(path, {"task_id": str})
     return {r["task_id"] for r in rows}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from acceptgate.render import Harness, harness_for
+from acceptgate.suites.render import Harness, harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import ExecutionResult, execute
 from acceptgate.sources.base import PublicTask

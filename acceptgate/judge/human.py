@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from acceptgate.hashing import sha256_text
-from acceptgate.errors import InvalidInput
+from acceptgate._util.hashing import sha256_text
+from acceptgate._util.errors import InvalidInput
 from acceptgate.judge.records import Loaded, RecordError, Trajectory, load_jsonl
 
 SCENARIO = ("Assume you are the developer responsible for this task and the coding agent has completed the run shown "

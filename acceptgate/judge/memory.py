@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from acceptgate.hashing import sha256_text
-from acceptgate.errors import InvalidInput
+from acceptgate._util.hashing import sha256_text
+from acceptgate._util.errors import InvalidInput
 from acceptgate.judge.records import DISPOSITIONS, Exemplar
 
 PATTERNS = ("both", "e_plus_only", "e_minus_only", "neither")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.stats import accuracy, cohen_kappa
 from acceptgate.stats.paired import PairedData
 from acceptgate.stats.pipeline import Measured

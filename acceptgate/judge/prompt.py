@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from acceptgate.hashing import sha256_text
+from acceptgate._util.hashing import sha256_text
 from acceptgate.judge.records import AnswerCard, Trajectory
 from acceptgate.judge.retrieval import Retrieved
 from acceptgate.judge.schema import SCHEMA_TEXT

@@ -20,8 +20,8 @@ from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from acceptgate import boundedjson
-from acceptgate.errors import InvalidInput
+from acceptgate._util import boundedjson
+from acceptgate._util.errors import InvalidInput
 
 DISPOSITIONS = ("avoid", "transfer", "mitigate", "accept")
 CONDITIONS = ("E+", "E-")

@@ -15,9 +15,11 @@ from typing import Callable
 
 import pandas as pd
 
-from acceptgate import __version__, runids
-from acceptgate.errors import InvalidInput
-from acceptgate.hashing import sha256_file, sha256_text
+from acceptgate import __version__
+
+from acceptgate._util import runids
+from acceptgate._util.errors import InvalidInput
+from acceptgate._util.hashing import sha256_file, sha256_text
 from acceptgate.judge import sensor
 from acceptgate.judge.prompt import assemble
 from acceptgate.judge.records import (

@@ -22,9 +22,9 @@ from datetime import datetime, timezone
 from itertools import groupby
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from acceptgate.hashing import sha256_text
-from acceptgate import runids
-from acceptgate.errors import InvalidInput
+from acceptgate._util.hashing import sha256_text
+from acceptgate._util import runids
+from acceptgate._util.errors import InvalidInput
 from acceptgate.leak import records as records_mod
 from acceptgate.leak.controls import run_controls
 from acceptgate.leak.material import TaskMaterial, materials_for_tasks

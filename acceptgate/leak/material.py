@@ -26,9 +26,9 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from acceptgate.hashing import sha256_text
-from acceptgate import literals
-from acceptgate.suitespec import Case, SuiteSpec
+from acceptgate._util.hashing import sha256_text
+from acceptgate.suites import literals
+from acceptgate.suites.suitespec import Case, SuiteSpec
 
 MATERIAL_VERSION = "leak-material/2"  # /2: every value alone, JSON spellings
 ALONE_CHARS = 8  # a quoted/canonical rendering this long stands alone
@@ -189,8 +189,8 @@ def material_for(task_id: str, prompt: str, hidden: SuiteSpec, visible: SuiteSpe
 
 
 def materials_for_tasks(tasks) -> dict[str, TaskMaterial]:
-    """task id -> material, for tasks (``acceptgate.task.Task``) that have a hidden suite."""
-    from acceptgate.task import HIDDEN, VISIBLE
+    """task id -> material, for tasks (``acceptgate.datasets.task.Task``) that have a hidden suite."""
+    from acceptgate.datasets.task import HIDDEN, VISIBLE
 
     return {t.task_id: material_for(t.task_id, t.prompt, t.suites[HIDDEN], t.suites.get(VISIBLE))
             for t in tasks if HIDDEN in t.suites}

@@ -41,8 +41,8 @@ from typing import Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from acceptgate.hashing import sha256_text
-from acceptgate.errors import InvalidInput
+from acceptgate._util.hashing import sha256_text
+from acceptgate._util.errors import InvalidInput
 from acceptgate.gates.records import AUTHORS, PURPOSES, ROLES
 
 FORMAT = "acceptgate-leak-record/1"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from acceptgate.hashing import sha256_text
+from acceptgate._util.hashing import sha256_text
 from acceptgate.leak.controls import ControlResult
 from acceptgate.leak.material import TaskMaterial
 from acceptgate.leak.records import LeakRecord

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.pipelines import certify as certified
 
 CERTIFICATION, GAUGE = "certification", "gauge"
@@ -43,7 +43,7 @@ def admit(tasks: list, backend, *, warehouse: str | os.PathLike | None, certify:
           max_fpr_attack: float | None, recorded_gauge: dict | None = None, store: Path | None = None,
           progress=None) -> Admission:
     """The three checks above, in order (cheapest first)."""
-    from acceptgate import gauge as gauges
+    from acceptgate.scoring import gauge as gauges
     from acceptgate.store import warehouse as wh
 
     out = Admission(list(tasks))

@@ -20,7 +20,7 @@ from typing import Mapping
 import pandas as pd
 
 from acceptgate.store import warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.pipelines import ledger
 from acceptgate.v4v.store import RESULT_TABLES, STAGE_TABLES, CertifyRun
 

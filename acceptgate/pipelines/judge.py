@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from acceptgate.store import warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.judge import metrics
 from acceptgate.judge import run as core
 from acceptgate.pipelines import ledger

@@ -200,7 +200,7 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
     ``publish`` (else ``publish_result`` later) publishes it with the scanned runs.
     ``history``: the selection's history files already read (``read_history``, e.g. by the command's
     input check), so they are read once; without it they are read here. Either way it is closed here.
-    ``scan_many``: scans a batch's runs elsewhere (record shards on a cluster, ``acceptgate.shards``),
+    ``scan_many``: scans a batch's runs elsewhere (record shards on a cluster, ``acceptgate.pipelines.shards``),
     the scans in the order given; the writes stay here.
     """
     matchers.check_name(matcher)

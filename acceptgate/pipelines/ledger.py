@@ -33,7 +33,7 @@ What each step does:
   ``<name>.snapshot.duckdb``; the attempt ends 'ok'.
 - ``Run.fail(exc)`` / an exception through ``run`` or ``Run.guard()``: the attempt and the run's row
   end 'failed' with the stage (``exc.stage`` when it has one) and the error -- or 'interrupted' when
-  the exception is a stop request (KeyboardInterrupt, ``acceptgate.errors.Interrupted``, SystemExit
+  the exception is a stop request (KeyboardInterrupt, ``acceptgate._util.errors.Interrupted``, SystemExit
   with code 130 or 143). Nothing is published; the snapshot keeps what it had.
 
 A pipeline whose stages are separate steps (the Prefect flows run one task per stage) keeps the
@@ -56,7 +56,7 @@ import duckdb
 import pandas as pd
 
 from acceptgate.store import expectations, warehouse
-from acceptgate.errors import Interrupted
+from acceptgate._util.errors import Interrupted
 
 STOP_EXIT_CODES = (130, 143)  # 128 + SIGINT, 128 + SIGTERM
 STOP_TIMEOUT = 10.0  # seconds to wait for the live file when recording a stop: the user wants out

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from acceptgate.store import warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.pipelines import ledger
 from acceptgate.stats.paired import PairedData
 from acceptgate.stats.pipeline import GATE_MEASURES, TABLES, Measured, StatsResult

@@ -7,8 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acceptgate import outputs
-
+from acceptgate._util import outputs
 from acceptgate.store import warehouse
 
 if TYPE_CHECKING:

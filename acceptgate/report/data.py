@@ -15,7 +15,7 @@ from typing import Callable
 
 import pandas as pd
 from acceptgate.store import warehouse
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.gates.leaky import ARM as DEMO_ARM, DEMO_NOTE, label_arm
 
 MAX_ROWS = 20  # rows per summary table; the rest is one `acceptgate sql` away (and the page says so)

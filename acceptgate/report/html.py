@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from acceptgate import outputs
+from acceptgate._util import outputs
 from acceptgate.report.data import Chart, ReportData, Section, false_delivery_display
 from acceptgate.report.svg import interval_chart
 

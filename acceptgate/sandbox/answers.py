@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from acceptgate.literals import LiteralError, hash_guard
+from acceptgate.suites.literals import LiteralError, hash_guard
 
 MAX_DEPTH = 100  # as the runner's own check
 MAX_DECIMAL_DIGITS = sys.int_info.default_max_str_digits  # 4300: the longest decimal repr writes

@@ -31,7 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from acceptgate import interrupt
+from acceptgate._util import interrupt
 from acceptgate.sandbox import bwrap, cgroup, seccomp
 from acceptgate.sandbox.backend import BackendUnavailable, ExitStatus, Isolation, Limits, MiB
 from acceptgate.sandbox.local import GATE_SCRIPT, LocalBackend, _release, make_workdir

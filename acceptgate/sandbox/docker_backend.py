@@ -26,7 +26,7 @@ import os
 import signal
 import time
 
-from acceptgate import affinity
+from acceptgate._util import affinity
 from acceptgate._util.settings import env_name, settings
 from acceptgate.sandbox import cgroup, residency, seccomp
 from acceptgate.sandbox.backend import (

@@ -23,10 +23,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
-from acceptgate import dialects, forksafe, interrupt, literals
-from acceptgate.hashing import sha256_bytes, sha256_text
-from acceptgate.parallel import parallel_map
-from acceptgate.render import NONLITERAL, Harness
+from acceptgate.suites import dialects, literals
+
+from acceptgate._util import forksafe, interrupt
+from acceptgate._util.hashing import sha256_bytes, sha256_text
+from acceptgate._util.parallel import parallel_map
+from acceptgate.suites.render import NONLITERAL, Harness
 from acceptgate.sandbox import answers, stages, workerprocs
 from acceptgate.sandbox.backend import HASH_SEED, Backend, BackendUnavailable, ExitStatus, Limits, SandboxProcess
 

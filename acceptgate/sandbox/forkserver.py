@@ -42,7 +42,7 @@ from importlib import resources
 from queue import SimpleQueue
 from typing import Callable
 
-from acceptgate import affinity, forksafe
+from acceptgate._util import affinity, forksafe
 from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp, stdlib_image
 from acceptgate.sandbox.backend import (PYTHON_FLAGS, BackendUnavailable, ExitStatus, Limits, RunnerPipes,
                                         SandboxProcess, runner_source)

@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from acceptgate import forksafe
+from acceptgate._util import forksafe
 from acceptgate.sandbox.hostlayers import SANDBOX_UID, Bwrap, Cgroups
 
 # Per-slot uids for the RLIMIT_NPROC fallback: a block per harness process, far above normal users.

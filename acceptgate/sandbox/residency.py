@@ -28,8 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from acceptgate import forksafe
-
+from acceptgate._util import forksafe
 REFRESH_SECONDS = 300.0
 CHUNK = 1 << 20
 # Pinned when at most this big: the Docker image's layers (~50 MB) and the local view (the interpreter,

@@ -29,7 +29,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from acceptgate import forksafe
+from acceptgate._util import forksafe
 from acceptgate.sandbox import hostprobe
 
 # lib-dynload modules a fork server does not import: test modules, terminal and GUI bindings, the
@@ -91,9 +91,9 @@ def _key(python: str) -> str:
 
 
 def _cache_dir() -> Path:
-    from acceptgate import importcache
+    from acceptgate._util.settings import settings
 
-    return importcache.default_dir() / "stdlib-images"
+    return settings().imports_dir / "stdlib-images"
 
 
 def _build(python: str) -> bytes:

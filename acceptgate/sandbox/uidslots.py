@@ -11,7 +11,7 @@ import signal
 import threading
 import time
 
-from acceptgate import forksafe
+from acceptgate._util import forksafe
 from acceptgate.sandbox.backend import BackendUnavailable
 
 

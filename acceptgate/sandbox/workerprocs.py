@@ -36,8 +36,8 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-from acceptgate import affinity, interrupt
-from acceptgate.errors import Interrupted
+from acceptgate._util import affinity, interrupt
+from acceptgate._util.errors import Interrupted
 from acceptgate.sandbox import cgroup
 from acceptgate.sandbox.backend import ExitStatus
 

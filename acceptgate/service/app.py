@@ -21,8 +21,12 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from acceptgate import __version__, boundedjson, suitespec
-from acceptgate.errors import InvalidInput
+from acceptgate import __version__
+
+from acceptgate._util import boundedjson
+
+from acceptgate.suites import suitespec
+from acceptgate._util.errors import InvalidInput
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits as SandboxLimits
 from acceptgate.service.config import ServiceConfig, client_for

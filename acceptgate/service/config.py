@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from acceptgate.hashing import sha256_text
-from acceptgate import boundedjson, outputs
-from acceptgate.errors import InvalidInput
+from acceptgate._util.hashing import sha256_text
+from acceptgate._util import boundedjson, outputs
+from acceptgate._util.errors import InvalidInput
 
 CLIENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$"
 

@@ -16,15 +16,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from acceptgate import suitespec
-from acceptgate.errors import InvalidInput
+from acceptgate.suites import suitespec
+from acceptgate._util.errors import InvalidInput
 from acceptgate.gates import run as gate_run
 from acceptgate.gates import run_gate
 from acceptgate.gates.conform import run_conform
 from acceptgate.gates.records import MessageLog
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sources.base import Candidate, CandidateSource, DrawContext, PublicTask, SourceExhausted
-from acceptgate.task import HIDDEN, VISIBLE, Task, WrongSample
+from acceptgate.datasets.task import HIDDEN, VISIBLE, Task, WrongSample
 
 SUBMIT = "submission"
 GENERATE = "generation"
@@ -74,8 +74,7 @@ def gauge_task(task: Task, backend: Backend, limits: Limits) -> None:
     """The registration's gauge: the reference passes both suites and every known wrong sample (the
     client's, else the generic ones written from the signature) is blocked by each. InvalidInput
     naming the task otherwise."""
-    from acceptgate import gauge
-
+    from acceptgate.scoring import gauge
     if not task.reference.strip():
         raise InvalidInput(f"task {task.task_id}: a reference solution is required to gauge its suites before "
                            f"use (or \"gauge\": false to register without the check, stored with every decision)",

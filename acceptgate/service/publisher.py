@@ -19,13 +19,12 @@ from typing import Any
 
 import pandas as pd
 
-from acceptgate import suitespec
-
+from acceptgate.suites import suitespec
 from acceptgate.store import expectations, warehouse
-from acceptgate.delivery import DeliveryRow
+from acceptgate.gates.delivery import DeliveryRow
 from acceptgate.gates import run as gate_run
 from acceptgate.pipelines import ledger
-from acceptgate.render import harness_for
+from acceptgate.suites.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import execute
 from acceptgate.service.journal import Journal

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.sources.base import (
     Candidate, CandidateSource, ChatMessage, DrawContext, PublicTask, SourceError, SourceExhausted, Usage,
 )

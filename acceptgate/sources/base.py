@@ -14,9 +14,9 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any
 
-from acceptgate.hashing import sha256_text
-from acceptgate.suitespec import SuiteSpec
-from acceptgate.task import VISIBLE, Task
+from acceptgate._util.hashing import sha256_text
+from acceptgate.suites.suitespec import SuiteSpec
+from acceptgate.datasets.task import VISIBLE, Task
 
 
 class SourceError(RuntimeError):
@@ -116,7 +116,7 @@ class CandidateSource(abc.ABC):
 
     def carried(self, task_ids: set[str]) -> "CandidateSource | None":
         """This source's candidates for ``task_ids`` only, as a plain picklable object a shard can carry
-        to another machine (``acceptgate.shards``); None: it holds nothing to carry (a live model),
+        to another machine (``acceptgate.pipelines.shards``); None: it holds nothing to carry (a live model),
         and the shard opens it by name where it runs."""
         return None
 

@@ -14,10 +14,10 @@ import gzip
 import re
 from pathlib import Path
 
-from acceptgate import boundedjson
-from acceptgate.errors import InvalidInput
+from acceptgate._util import boundedjson
+from acceptgate._util.errors import InvalidInput
 from acceptgate.sources.base import Candidate, CandidateSource, DrawContext, PublicTask, SourceExhausted
-from acceptgate.sources.replay import LineProblem
+from acceptgate.datasets.samples import LineProblem
 
 _DEF = re.compile(r"^def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", re.M)
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import httpx
 
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.sources.base import (
     Candidate, CandidateSource, DrawContext, PublicTask, SourceError, Usage,
 )

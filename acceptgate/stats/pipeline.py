@@ -17,9 +17,10 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from acceptgate.hashing import sha256_text
-from acceptgate import __version__, runids
-from acceptgate.errors import InvalidInput
+from acceptgate._util.hashing import sha256_text
+from acceptgate import __version__
+from acceptgate._util import runids
+from acceptgate._util.errors import InvalidInput
 from acceptgate.gates.leaky import ARM as DEMO_ARM, DEMO_NOTE
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, PairedData, PairedEffect, paired_effects
 from acceptgate.stats import seed004

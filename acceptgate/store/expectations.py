@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from acceptgate import boundedjson
+from acceptgate._util import boundedjson
 from acceptgate._util.resources import data_dir
 from acceptgate._util.settings import env_name, settings
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 
 EXPECTATIONS_DIR = data_dir("acceptgate.expectations")
 ENV_DIR = env_name("expectations")

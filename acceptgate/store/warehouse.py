@@ -55,9 +55,9 @@ import duckdb
 
 from acceptgate._util.resources import data_dir
 from acceptgate._util.settings import Settings, env_name, settings
-from acceptgate.hashing import sha256_text
-from acceptgate.errors import InvalidInput
-from acceptgate.interrupt import pid_alive
+from acceptgate._util.hashing import sha256_text
+from acceptgate._util.errors import InvalidInput
+from acceptgate._util.interrupt import pid_alive
 
 SQL_DIR = data_dir("acceptgate.sql")
 DEFAULT_PATH = Settings.model_fields["warehouse"].default
@@ -437,7 +437,7 @@ def fail_attempt(path: str | os.PathLike, run_id: str, stage: str | None, error:
                  timeout: float | None = None, status: str | None = None) -> None:
     """End the run's running attempt 'failed' (or 'interrupted': a stop request, SIGINT / SIGTERM),
     naming the stage and the error. Publishes nothing."""
-    from acceptgate.errors import Interrupted
+    from acceptgate._util.errors import Interrupted
 
     if status is None:
         status = "interrupted" if isinstance(error, (Interrupted, KeyboardInterrupt)) else "failed"

@@ -10,9 +10,9 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from acceptgate.hashing import sha256_text
-from acceptgate.render import Harness, harness_for
-from acceptgate.suitespec import SuiteSpec
+from acceptgate._util.hashing import sha256_text
+from acceptgate.suites.render import Harness, harness_for
+from acceptgate.suites.suitespec import SuiteSpec
 
 LEGAL, ILLEGAL = "legal", "illegal"
 # A model sample has no construction label: every verifier decides it (measured), none is certified by it.
@@ -115,7 +115,7 @@ class TaskMaterial:
 
     def __getstate__(self) -> dict:
         # A harness holds functions compiled from its suite, in no importable module: a copy for another
-        # process (a Dask worker, acceptgate.shards) carries the suites and compiles its own harnesses.
+        # process (a Dask worker, acceptgate.pipelines.shards) carries the suites and compiles its own harnesses.
         state = {k: v for k, v in self.__dict__.items() if k not in ("_gold_norm", "_harness_keys")}
         keys = self.__dict__.get("_harness_keys")
         state["harnesses"] = sorted(keys if keys is not None else self.harnesses)

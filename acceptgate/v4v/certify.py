@@ -21,11 +21,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-from acceptgate.hashing import sha256_text
-from acceptgate.errors import InvalidInput
-from acceptgate.parallel import parallel_map
+from acceptgate._util.hashing import sha256_text
+from acceptgate._util.errors import InvalidInput
+from acceptgate._util.parallel import parallel_map
 from acceptgate.sandbox.backend import Backend, Limits
-from acceptgate.task import HIDDEN, VISIBLE
+from acceptgate.datasets.task import HIDDEN, VISIBLE
 from acceptgate.v4v import differential, external, gates, heldout, metrics, mutation, pools, runs, taskcert
 from acceptgate.v4v.candidates import HELD_OUT, POOL_VERSION
 from acceptgate.v4v.external import ExternalOptions
@@ -93,9 +93,9 @@ def load_materials(suites_dir: str, dataset: str, samples: str | None = None, *,
                    task_ids: list[str] | None = None) -> list[TaskMaterial]:
     """Tasks with a hidden suite (the oracle that checks labels), their gold from the HumanEval+ file
     (prompt + canonical solution) and, with ``samples``, the CodeT model samples as programs."""
-    from acceptgate import suitefiles
-    from acceptgate.importers.common import read_jsonl
-    from acceptgate.importers.humanevalplus import FIELDS
+    from acceptgate.datasets import suitefiles
+    from acceptgate.datasets.importers.common import read_jsonl
+    from acceptgate.datasets.importers.humanevalplus import FIELDS
 
     sd = suitefiles.read_suites(suites_dir)
     rows, _ = read_jsonl(dataset, FIELDS)

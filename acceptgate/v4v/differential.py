@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from acceptgate import dialects, literals
+from acceptgate.suites import dialects, literals
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import run_calls
 from acceptgate.v4v import mutation

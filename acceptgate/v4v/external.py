@@ -27,11 +27,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from acceptgate.errors import InvalidInput
+from acceptgate._util.errors import InvalidInput
 from acceptgate.sandbox import command as sandbox_command
 from acceptgate.sandbox.backend import Backend, BackendUnavailable, Limits, MiB
 from acceptgate.sandbox.executor import run_calls
-from acceptgate.hashing import sha256_text
+from acceptgate._util.hashing import sha256_text
 from acceptgate.v4v.verifiers import FAIL, PASS, VERSION, Binding, Decision, Verifier, error
 
 ENTRY = "verify"

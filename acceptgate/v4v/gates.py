@@ -19,10 +19,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from acceptgate import literals
-from acceptgate.render import Harness
+from acceptgate.suites import literals
+from acceptgate.suites.render import Harness
 from acceptgate.v4v.pools import LEGAL, PoolCandidate
-from acceptgate.hashing import sha256_text
+from acceptgate._util.hashing import sha256_text
 from acceptgate.v4v.verifiers import FAIL, PASS, Decision, normalise
 
 GATES = ("replay", "repeatability", "provenance", "input-label-consistency", "trivial-baselines", "mutation")

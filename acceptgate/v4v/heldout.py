@@ -21,8 +21,8 @@ import copy
 import random
 import secrets
 
-from acceptgate import literals
-from acceptgate.hashing import sha256_text
+from acceptgate.suites import literals
+from acceptgate._util.hashing import sha256_text
 from acceptgate.v4v import mutation, pools
 from acceptgate.v4v.candidates import HELD_OUT, ILLEGAL, LEGAL, PoolCandidate, TaskMaterial, make
 

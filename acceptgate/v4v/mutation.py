@@ -14,9 +14,9 @@ import math
 import random
 from typing import Any, Iterator
 
-from acceptgate.hashing import sha256_text
-from acceptgate import dialects, literals
-from acceptgate.render import Harness
+from acceptgate._util.hashing import sha256_text
+from acceptgate.suites import dialects, literals
+from acceptgate.suites.render import Harness
 from acceptgate.v4v.verifiers import WEAKENINGS, SuiteMutation
 
 # -- near-miss mutants of a program ------------------------------------------------------------------

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from acceptgate import literals
+from acceptgate.suites import literals
 from acceptgate.v4v import mutation
 from acceptgate.v4v.candidates import (  # noqa: F401  (re-exported: pools are where they are made)
     HELD_OUT, ILLEGAL, KIND_CLASS, LEGAL, PUBLISHED, UNLABELLED, PoolCandidate, TaskMaterial, make, normalise,

@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from acceptgate import literals
-from acceptgate.parallel import parallel_map
-from acceptgate.render import Harness
+from acceptgate.suites import literals
+from acceptgate._util.parallel import parallel_map
+from acceptgate.suites.render import Harness
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import run_calls
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from acceptgate.hashing import sha256_text
-from acceptgate import __version__, runids
+from acceptgate._util.hashing import sha256_text
+from acceptgate import __version__
+from acceptgate._util import runids
 from acceptgate.v4v.certify import Certification, inputs_sha256
 
 PIPELINE = "certify/2"  # /2: labels by construction only, findings, task certificates, held-out part

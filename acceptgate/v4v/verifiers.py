@@ -23,8 +23,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from acceptgate import literals
-from acceptgate.hashing import sha256_text
+from acceptgate.suites import literals
+from acceptgate._util.hashing import sha256_text
 
 from acceptgate.v4v.candidates import normalise  # noqa: F401  (re-exported)
 

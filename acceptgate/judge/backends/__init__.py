@@ -26,7 +26,7 @@ class JudgeBackend(Protocol):
 
 
 def create(name: str, *, replay_path: str | None = None, chat_config=None, strict: bool = False) -> JudgeBackend:
-    from acceptgate.errors import InvalidInput
+    from acceptgate._util.errors import InvalidInput
 
     if name == "rules":
         from acceptgate.judge.backends.rules import RuleSensorJudge

@@ -35,12 +35,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 
-from acceptgate import affinity
+from acceptgate._util import affinity
 from acceptgate.sandbox import seccomp
 from acceptgate.sandbox.backend import PRELOAD, BackendUnavailable, Limits, runner_source
 from acceptgate.sandbox.stdlib_image import EXTENSIONS_SKIPPED
 from acceptgate.sandbox.docker.stream import KeeperStream, StreamClosed, StreamError
-from acceptgate.interrupt import pid_alive
+from acceptgate._util.interrupt import pid_alive
 
 log = logging.getLogger(__name__)
 

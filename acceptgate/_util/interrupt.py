@@ -1,0 +1,214 @@
+"""Stopping on SIGINT / SIGTERM: within seconds, nothing half-published, no process or temp dir left.
+
+``install()`` (the CLI's first act) replaces both signals' handlers. The first signal sets ``STOP``,
+kills this process's sandbox children (so the threads waiting on them return at once) and raises
+``errors.Interrupted(signum)`` in the main thread; the run being made unwinds through its ledger,
+which marks the attempt 'interrupted' and publishes nothing. Work not started yet refuses to start
+(``check()``, called before each sandbox execution). Later signals are ignored: the stop is under way.
+
+``finish(signum)`` ends the process: the threads still running get a few seconds to clean up, the
+exit handlers run (the temporary Prefect server is stopped last, by ``keep_until_exit``), every
+remaining descendant is killed, and the process exits 128 + signum without waiting for anything else.
+"""
+
+from __future__ import annotations
+
+import _thread
+import atexit
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Callable
+
+from acceptgate._util.errors import Interrupted
+
+STOP = threading.Event()
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_received: list[int] = []
+_spared: set[int] = set()  # process groups stopped by their own exit handler, not in the signal handler
+_lost = threading.Event()  # the Interrupted raised was swallowed (raised inside a __del__ or a callback)
+
+
+def requested() -> bool:
+    return STOP.is_set()
+
+
+def check() -> None:
+    """Raise Interrupted when a stop was requested: called before work that would start a process."""
+    if STOP.is_set():
+        raise Interrupted(_received[0] if _received else signal.SIGINT)
+
+
+def request(signum: int) -> bool:
+    """Record a stop request; True for the first one. Kills the sandbox children at once."""
+    first = not STOP.is_set()
+    if first:
+        _received.append(signum)
+        STOP.set()
+        kill_descendants(spare=_spared, keep=_resource_tracker())
+    return first
+
+
+def should_raise(signum: int) -> bool:
+    """For a signal handler: raise Interrupted now? On the first signal, and again when the one raised
+    was swallowed; later signals are ignored while the stop is under way."""
+    if request(signum):
+        return True
+    if _lost.is_set():
+        _lost.clear()
+        return True
+    return False
+
+
+def _handler(signum, frame) -> None:
+    if should_raise(signum):
+        raise Interrupted(signum)
+
+
+def _unraisable(args) -> None:
+    """A signal that lands in a finalizer or a weakref callback has its exception printed and dropped
+    ("Exception ignored in ..."): deliver it again to the main thread instead."""
+    if isinstance(args.exc_value, Interrupted):
+        _lost.set()
+        _thread.interrupt_main(args.exc_value.signum)
+        return
+    sys.__unraisablehook__(args)
+
+
+def install() -> dict:
+    """SIGINT and SIGTERM raise Interrupted in the main thread; returns the previous handlers (none
+    installed outside the main thread, where Python allows no handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {"unraisablehook": sys.unraisablehook}
+    sys.unraisablehook = _unraisable
+    previous.update({sig: signal.signal(sig, _handler) for sig in SIGNALS})
+    return previous
+
+
+def restore(previous: dict) -> None:
+    for key, handler in previous.items():
+        if key == "unraisablehook":
+            sys.unraisablehook = handler
+        else:
+            signal.signal(key, handler)
+
+
+def keep_until_exit(pgid: int | None, stop: Callable[[], None]) -> None:
+    """A helper process group (the temporary Prefect server) that a signal must not kill before the
+    run has recorded how it ended: stopped by ``stop`` at exit, after the exit handlers registered
+    later (LIFO). ``pgid`` may be given later with ``spare``."""
+    if pgid is not None:
+        spare(pgid)
+    atexit.register(stop)
+
+
+def spare(pgid: int) -> None:
+    _spared.add(pgid)
+
+
+def unspare(pgid: int) -> None:
+    """The group has ended (its number may be reused): no longer spared."""
+    _spared.discard(pgid)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's counts); a zombie -- dead, not yet reaped -- is gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """Every process below ``pid`` (default: this one), from /proc, parents before children."""
+    root = os.getpid() if pid is None else pid
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], list(children.get(root, []))
+    while todo:
+        p = todo.pop(0)
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def _resource_tracker() -> set[int]:
+    """Python's multiprocessing resource tracker (Dask's local cluster starts one): killed before the exit
+    handlers that still unregister with it, it is relaunched and prints a traceback per name it never
+    saw. It goes in the last sweep, after them."""
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    pid = getattr(getattr(tracker, "_resource_tracker", None), "_pid", None)
+    return {pid} if pid else set()
+
+
+def kill_descendants(spare: set[int] = frozenset(), keep: set[int] = frozenset()) -> int:
+    """SIGKILL every descendant except those in a process group of ``spare`` (and their children) and
+    the processes ``keep``."""
+    killed = 0
+    for _ in range(3):  # a child may fork while we look
+        found = 0
+        for p in descendants():
+            try:
+                if p in keep or os.getpgid(p) in spare:
+                    continue
+                os.kill(p, signal.SIGKILL)
+                found += 1
+            except (ProcessLookupError, PermissionError):
+                continue
+        killed += found
+        if not found:
+            break
+    return killed
+
+
+def _exit_handlers() -> None:
+    """What a normal exit runs and os._exit skips: the threading module's exit calls (services that
+    drain a queue, e.g. Prefect's log shipping), then the atexit handlers (last: the helpers)."""
+    for call in reversed(getattr(threading, "_threading_atexits", [])):  # noqa: SLF001
+        try:
+            call()
+        except Exception:  # noqa: BLE001  (one failing handler must not keep the others from running)
+            pass
+    atexit._run_exitfuncs()  # noqa: SLF001
+
+
+def finish(signum: int, message: str, grace: float = 10.0) -> None:
+    """Print the one line, clean up, and exit 128 + signum (never returns)."""
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    STOP.set()
+    kill_descendants(spare=_spared, keep=_resource_tracker())
+    deadline = time.monotonic() + grace
+    for t in threading.enumerate():  # they remove their sandboxes' work dirs once their process is gone
+        if t is not threading.main_thread() and not t.daemon:
+            t.join(max(0.0, deadline - time.monotonic()))
+    runner = threading.Thread(target=_exit_handlers, daemon=True)
+    runner.start()
+    runner.join(max(2.0, deadline - time.monotonic()))
+    kill_descendants()  # the helpers too, if their exit handler could not stop them
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    print(message, file=sys.stderr, flush=True)
+    os._exit(128 + signum)

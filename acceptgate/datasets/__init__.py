@@ -1,0 +1,1 @@
+"""datasets: see docs/architecture.md."""

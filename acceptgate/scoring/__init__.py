@@ -1,0 +1,1 @@
+"""scoring: see docs/architecture.md."""

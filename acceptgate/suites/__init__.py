@@ -1,0 +1,1 @@
+"""suites: see docs/architecture.md."""
