@@ -33,6 +33,14 @@ def runner_source() -> bytes:
     return resources.files("acceptgate.sandbox").joinpath(RUNNER_SOURCE_NAME).read_bytes()
 
 
+ZYGOTE_SOURCE_NAME = "zygote.py"
+
+
+def zygote_source() -> str:
+    """The fork server's program (``zygote.py``), run as ``python -c`` text in the sandbox."""
+    return resources.files("acceptgate.sandbox").joinpath(ZYGOTE_SOURCE_NAME).read_text()
+
+
 # What a fork server (the local zygote, the docker keeper's) imports before any execution, so that no
 # runner pays for it: what the runner needs, and the standard modules candidates import most (typing
 # alone costs ~10 ms per fresh interpreter). Every module here also costs every execution (a bigger

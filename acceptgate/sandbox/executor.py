@@ -769,6 +769,21 @@ def _collector_spared() -> Iterator[None]:
                 gc.unfreeze()
 
 
+def _runner_ended(proc, chan: "_Channel", limits: Limits, started: float, run: "_Run") -> None:
+    """The runner closed its pipe: its exit status says why (a crash, a signal, the CPU limit)."""
+    result = run.result
+    status = proc.wait(timeout=max(0.5, chan.wall_deadline - time.monotonic()))
+    if status.returncode is None:
+        proc.kill()
+        status = proc.wait(timeout=2.0)
+    result.verdict, result.detail = _classify_exit(status, time.monotonic() - started, limits,
+                                                   chan.cpu_used() if chan.measured else None)
+    if result.verdict == "timeout":
+        result.timeout_clock = "cpu"  # SIGXCPU with the limit used
+    result.exit = status.describe()
+    run.ended(result.verdict)
+
+
 def execute(
     harness: Harness,
     source: str,
@@ -816,16 +831,7 @@ def execute(
         result.detail = str(exc)
         run.ended("protocol")
     except (EOFError, BrokenPipeError, ConnectionError):
-        status = proc.wait(timeout=max(0.5, chan.wall_deadline - time.monotonic()))
-        if status.returncode is None:
-            proc.kill()
-            status = proc.wait(timeout=2.0)
-        result.verdict, result.detail = _classify_exit(status, time.monotonic() - started, limits,
-                                                       chan.cpu_used() if chan.measured else None)
-        if result.verdict == "timeout":
-            result.timeout_clock = "cpu"  # SIGXCPU with the limit used
-        result.exit = status.describe()
-        run.ended(result.verdict)
+        _runner_ended(proc, chan, limits, started, run)
     except BackendUnavailable:
         if held is not None:
             held.close()

@@ -38,16 +38,14 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from queue import SimpleQueue
 from typing import Callable
 
 from acceptgate._util import affinity, forksafe
 from acceptgate.sandbox import bwrap, cgroup, hostprobe, seccomp, stdlib_image
 from acceptgate.sandbox.backend import (PYTHON_FLAGS, BackendUnavailable, ExitStatus, Limits, RunnerPipes,
-                                        SandboxProcess, runner_source)
+                                        SandboxProcess, runner_source, zygote_source)
 
-ZYGOTE_SOURCE_NAME = "zygote.py"
 # Processes of a slot that are not the execution's: bwrap, bwrap's init and the fork server (the
 # next execution's environment is built only after the current one has ended). pids.max = the
 # execution's cap + these; the execution's own init counts against its cap.
@@ -55,10 +53,6 @@ RESIDENT_PROCESSES = 3
 START_SECONDS = 30.0  # a slot's first start (bubblewrap + interpreter); generous on a loaded host
 ANSWER_SECONDS = 10.0  # the fork server's answer to a run request
 GONE_SECONDS = 5.0  # for every process of an ended execution to be gone
-
-
-def zygote_source() -> str:
-    return resources.files("acceptgate.sandbox").joinpath(ZYGOTE_SOURCE_NAME).read_text()
 
 
 class SlotBroken(Exception):

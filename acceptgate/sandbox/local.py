@@ -42,7 +42,7 @@ from acceptgate.sandbox import bwrap, cgroup, forkserver, hostprobe, residency, 
 from acceptgate.sandbox.uidslots import UidSlots, slot_pool
 from acceptgate.sandbox.backend import (
     HASH_SEED, PYTHON_FLAGS, SANDBOX_ENV, Backend, BackendUnavailable, ExitStatus, Isolation, Limits, MiB, RunnerPipes,
-    SandboxProcess, register, runner_source,
+    SandboxProcess, register, runner_source, zygote_source,
     time_limit_text,
 )
 
@@ -236,7 +236,7 @@ class LocalBackend(Backend):
         # bubblewrap the fork server's one-shot mode starts it, in a root of its own (zygote.py once).
         inner = [self.python, *PYTHON_FLAGS, "-c", self._runner]
         if self.plan.namespaces:
-            inner = [self.python, *PYTHON_FLAGS, "-c", forkserver.zygote_source(), "once",
+            inner = [self.python, *PYTHON_FLAGS, "-c", zygote_source(), "once",
                      str(bwrap.SCRATCH_BYTES), self._runner, seccomp.bpf().hex(),
                      ",".join(stdlib_image.preload(self.python)), str(stdlib_fd)]
         script = ""

@@ -72,10 +72,10 @@ def extension_modules(python: str) -> tuple[str, ...]:
 
 def _key(python: str) -> str:
     """What the image depends on: the interpreter, every source file's stat, the builder's code."""
-    from acceptgate.sandbox import forkserver
+    from acceptgate.sandbox.backend import zygote_source
 
     stdlib = hostprobe.stdlib_dir(python)
-    digest = hashlib.sha256(forkserver.zygote_source().encode())
+    digest = hashlib.sha256(zygote_source().encode())
     st = os.stat(python)
     digest.update(f"{os.path.realpath(python)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     for top, dirs, files in os.walk(stdlib):
@@ -97,10 +97,10 @@ def _cache_dir() -> Path:
 
 
 def _build(python: str) -> bytes:
-    from acceptgate.sandbox import forkserver
+    from acceptgate.sandbox.backend import zygote_source
 
     try:
-        proc = subprocess.run([python, "-I", "-S", "-B", "-c", forkserver.zygote_source(), "index",
+        proc = subprocess.run([python, "-I", "-S", "-B", "-c", zygote_source(), "index",
                                hostprobe.stdlib_dir(python)], capture_output=True, timeout=BUILD_SECONDS,
                               env={}, cwd="/")
     except (OSError, subprocess.SubprocessError) as exc:

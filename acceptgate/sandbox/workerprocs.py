@@ -70,18 +70,7 @@ def map_jobs(call: Callable[[Any, Any], Any], jobs: Sequence[Any], queue: Any,
     todo_r, todo_w = os.pipe()
     children: dict[int, int] = {}  # result pipe -> pid
     try:
-        for _ in range(workers):
-            out_r, out_w = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover (the child ends in os._exit)
-                os.close(out_r)
-                os.close(todo_w)
-                for fd in children:
-                    os.close(fd)
-                _child(call, jobs, factory, todo_r, out_w, workers)
-            os.close(out_w)
-            children[out_r] = pid
-            _own_group(pid)
+        _fork_children(children, call, jobs, factory, todo_r, todo_w, workers)
         os.close(todo_r)
         todo_r = -1
         left = len(jobs)
@@ -145,6 +134,23 @@ def map_jobs(call: Callable[[Any, Any], Any], jobs: Sequence[Any], queue: Any,
         _stop(list(children.values()))
         for pid in children.values():
             interrupt.unspare(pid)
+
+
+def _fork_children(children: dict[int, int], call, jobs, factory, todo_r: int, todo_w: int, workers: int) -> None:
+    """``workers`` forked children reading job indices from ``todo_r``; ``children`` gets each one's
+    result pipe -> pid as it starts (so a failure half-way still stops those already running)."""
+    for _ in range(workers):
+        out_r, out_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (the child ends in os._exit)
+            os.close(out_r)
+            os.close(todo_w)
+            for fd in children:
+                os.close(fd)
+            _child(call, jobs, factory, todo_r, out_w, workers)
+        os.close(out_w)
+        children[out_r] = pid
+        _own_group(pid)
 
 
 def _own_group(pid: int) -> None:

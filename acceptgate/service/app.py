@@ -324,38 +324,79 @@ class _LazyBackend(backends.Backend):
                 self._backend = None
 
 
-def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
-    """The service as an ASGI app. ``backend``: a sandbox backend to use (default: create config.backend)."""
+@dataclasses.dataclass
+class _Service:
+    """What the routes share: the configuration, the journal, the sandbox and the limits."""
+
+    config: ServiceConfig
+    journal: Journal
+    sandbox: Any
+    slots: ExecutionSlots
+    rate: RateLimiter
+    anonymous: RateLimiter  # calls without a valid key, per client address (they add no journal row)
+    publisher: Publisher | None
+    limits: SandboxLimits = dataclasses.field(default_factory=SandboxLimits)
+
+    def own_task(self, task_id: str, who: str) -> TaskRow:
+        row = self.journal.task(who, task_id)
+        if row is None:
+            raise HTTPException(404, f"no task {task_id!r} for this client")
+        return row
+
+    def service_task(self, row: TaskRow) -> ServiceTask:
+        if row.certification == "skipped" and self.config.certify:  # registered before, or by a --no-certify service
+            raise HTTPException(422, f"task {row.task_id} has no certification record: no decision is made on an "
+                                     "uncertified task (register it again under a new id to certify it, or start the "
+                                     "service with --no-certify)")
+        cert = None if row.certification == "skipped" else json.loads(row.certification)
+        return ServiceTask(row.client, task_from_json(row.task_id, row.statement, row.entry_point,
+                                                      row.visible_json, row.hidden_json), gauge=row.gauge,
+                           certification=cert["id"] if cert else "skipped",
+                           v_fpr_h=cert.get("v_fpr_h") if cert else None)
+
+
+def _service(config: ServiceConfig, backend) -> _Service:
     journal = Journal(config.journal)
     sandbox = backend if backend is not None else _LazyBackend(config.backend)
-    sandbox_limits = SandboxLimits()
     slots = ExecutionSlots(config.limits.max_executions, config.limits.queue_size, config.limits.queue_wait_seconds)
-    rate = RateLimiter(config.limits.rate_per_minute, config.limits.burst)
-    publisher = None
+    svc = _Service(config, journal, sandbox, slots, RateLimiter(config.limits.rate_per_minute, config.limits.burst),
+                   RateLimiter(config.limits.rate_per_minute, config.limits.burst), None)
     if config.warehouse is not None:
-        publisher = Publisher(journal, config.warehouse, sandbox, interval=config.publish_seconds,
-                              limits=sandbox_limits, slots=slots)
+        svc.publisher = Publisher(journal, config.warehouse, sandbox, interval=config.publish_seconds,
+                                  limits=svc.limits, slots=slots)
+    return svc
+
+
+def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
+    """The service as an ASGI app. ``backend``: a sandbox backend to use (default: create config.backend)."""
+    svc = _service(config, backend)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        if publisher:
-            publisher.start()
+        if svc.publisher:
+            svc.publisher.start()
         try:
             yield
         finally:
-            if publisher:
-                publisher.stop()
+            if svc.publisher:
+                svc.publisher.stop()
             if backend is None:
-                sandbox.close()
-            journal.close()
+                svc.sandbox.close()
+            svc.journal.close()
 
     app = FastAPI(title="acceptgate gate service", version=__version__, lifespan=lifespan,
                   description="Ask the acceptance gate to deliver or refuse a candidate. Hidden suites are "
                               "registered here and never returned.")
-    app.state.journal, app.state.publisher, app.state.slots = journal, publisher, slots
-    app.add_middleware(_BodyLimit, limit=config.limits.max_request_bytes, journal=journal)
-    bearer = HTTPBearer(auto_error=False, description="the client's API key")
+    app.state.journal, app.state.publisher, app.state.slots = svc.journal, svc.publisher, svc.slots
+    app.add_middleware(_BodyLimit, limit=config.limits.max_request_bytes, journal=svc.journal)
+    _add_error_handlers(app)
+    client = _client_dependency(svc)
+    _add_task_routes(app, svc, client)
+    _add_decision_routes(app, svc, client)
+    return app
 
+
+def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
         err = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
@@ -378,120 +419,117 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
         return JSONResponse({"detail": exc.reason}, status_code=code,
                             headers={"Retry-After": str(max(1, round(exc.retry_after)))})
 
-    # Calls without a valid key: limited per client address (they add no journal row; see _BodyLimit).
-    anonymous = RateLimiter(config.limits.rate_per_minute, config.limits.burst)
+
+def _client_dependency(svc: _Service):
+    """The dependency that names the calling client from its key (401 and the anonymous limit without one)."""
+    bearer = HTTPBearer(auto_error=False, description="the client's API key")
 
     def client(request: Request, creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> str:
-        who = client_for(config.clients, creds.credentials if creds else None)
+        who = client_for(svc.config.clients, creds.credentials if creds else None)
         if who is None:
-            anonymous.take("address:" + (request.client.host if request.client else "unknown"))
+            svc.anonymous.take("address:" + (request.client.host if request.client else "unknown"))
             raise HTTPException(401, "a valid API key is required (Authorization: Bearer <key>)",
                                 headers={"WWW-Authenticate": "Bearer"})
         request.state.client = who
-        rate.take(who)
+        svc.rate.take(who)
         return who
+    return client
 
-    def own_task(task_id: str, who: str) -> TaskRow:
-        row = journal.task(who, task_id)
-        if row is None:
-            raise HTTPException(404, f"no task {task_id!r} for this client")
-        return row
 
-    task_links = {"links": {
-        "GetTask": {"operationId": "get_task", "parameters": {"task_id": "$response.body#/task_id"}},
-        "Submit": {"operationId": "submit", "parameters": {"task_id": "$response.body#/task_id"}},
-        "Generate": {"operationId": "generate", "parameters": {"task_id": "$response.body#/task_id"}}}}
-    decision_links = {"links": {
-        "GetDecision": {"operationId": "get_decision", "parameters": {"decision_id": "$response.body#/decision_id"}}}}
+_TASK_LINKS = {"links": {
+    "GetTask": {"operationId": "get_task", "parameters": {"task_id": "$response.body#/task_id"}},
+    "Submit": {"operationId": "submit", "parameters": {"task_id": "$response.body#/task_id"}},
+    "Generate": {"operationId": "generate", "parameters": {"task_id": "$response.body#/task_id"}}}}
+_DECISION_LINKS = {"links": {
+    "GetDecision": {"operationId": "get_decision", "parameters": {"decision_id": "$response.body#/decision_id"}}}}
 
+
+def _add_task_routes(app: FastAPI, svc: _Service, client) -> None:
     @app.get("/v1/health", response_model=Health, tags=["service"], operation_id="health")
     def health() -> Health:
         return Health(status="ok", version=__version__)
 
     @app.post("/v1/tasks", response_model=TaskOut, status_code=201, tags=["tasks"], operation_id="register_task",
-              responses={**ERRORS, **BUSY, 201: task_links,
-                         200: {"model": TaskOut, "description": "already registered, identical", **task_links},
+              responses={**ERRORS, **BUSY, 201: _TASK_LINKS,
+                         200: {"model": TaskOut, "description": "already registered, identical", **_TASK_LINKS},
                          409: {"model": Error, "description": "the task id is registered with other content"},
                          422: {"model": Error, "description": "invalid input, the suites failed the gauge, or the task "
                                                               "failed certification (the detail names the task and "
                                                               "why)"}})
     def register_task(body: TaskIn, who: str = Depends(client)):
-        try:
-            visible = suitespec.from_dict(body.visible.model_dump(), source="visible")
-            hidden = suitespec.from_dict(body.hidden.model_dump(), source="hidden")
-        except InvalidInput as exc:
-            raise HTTPException(422, str(exc)) from None
-        for name, spec in (("visible", visible), ("hidden", hidden)):
-            if spec.entry_point != body.entry_point:
-                raise HTTPException(422, f"{name}.entry_point: {spec.entry_point!r} is not the task's "
-                                         f"entry point {body.entry_point!r}")
-        reference = body.reference or ""
-        wrong_json = json.dumps([w.model_dump() for w in body.wrong_samples], sort_keys=True)
-        row = TaskRow(client=who, task_id=body.task_id, statement=body.statement, entry_point=body.entry_point,
-                      visible_json=visible.to_json(), hidden_json=hidden.to_json(),
-                      visible_hash=visible.spec_hash, hidden_hash=hidden.spec_hash, created_at=time.time(),
-                      reference=reference, wrong_json=wrong_json, gauge="checked" if body.gauge else "skipped")
-        old = journal.task(who, body.task_id)
-        if old is not None:
-            same = (old.statement, old.entry_point, old.visible_hash, old.hidden_hash, old.reference,
-                    old.wrong_json, old.gauge) == (row.statement, row.entry_point, row.visible_hash,
-                                                   row.hidden_hash, row.reference, row.wrong_json, row.gauge)
-            if not same:
-                raise HTTPException(409, f"task {body.task_id!r} is registered with other content")
-            return JSONResponse(_task_out(old).model_dump(), status_code=200)
-        if journal.task_count(who) >= config.limits.max_tasks_per_client:
-            raise HTTPException(429, f"at most {config.limits.max_tasks_per_client} tasks per client")
-        task = task_from_json(row.task_id, row.statement, row.entry_point, row.visible_json, row.hidden_json,
-                              row.reference, row.wrong_json)
-        try:  # before use: suites that cannot tell right from wrong, or an uncertified task, are never registered
-            if body.gauge:
-                with slots.slot():
-                    gauge_task(task, sandbox, sandbox_limits)
-            if config.certify:
-                with slots.slot():
-                    row = dataclasses.replace(row, certification=json.dumps(
-                        certify_task(task, sandbox, sandbox_limits), sort_keys=True))
-        except InvalidInput as exc:
-            raise HTTPException(422, str(exc)) from None
-        journal.add_task(row)
-        return _task_out(row)
+        return _register(svc, body, who)
 
     @app.get("/v1/tasks", response_model=TaskList, tags=["tasks"], responses=ERRORS, operation_id="list_tasks")
     def list_tasks(who: str = Depends(client)) -> TaskList:
-        return TaskList(tasks=[_task_out(r) for r in journal.tasks(who)])
+        return TaskList(tasks=[_task_out(r) for r in svc.journal.tasks(who)])
 
     @app.get("/v1/tasks/{task_id}", response_model=TaskOut, tags=["tasks"], responses={**ERRORS, **NOT_FOUND},
              operation_id="get_task")
     def get_task(task_id: str, who: str = Depends(client)) -> TaskOut:
-        return _task_out(own_task(task_id, who))
+        return _task_out(svc.own_task(task_id, who))
 
-    def _service_task(row: TaskRow) -> ServiceTask:
-        if row.certification == "skipped" and config.certify:  # registered before, or by a --no-certify service
-            raise HTTPException(422, f"task {row.task_id} has no certification record: no decision is made on an "
-                                     "uncertified task (register it again under a new id to certify it, or start the "
-                                     "service with --no-certify)")
-        cert = None if row.certification == "skipped" else json.loads(row.certification)
-        return ServiceTask(row.client, task_from_json(row.task_id, row.statement, row.entry_point,
-                                                      row.visible_json, row.hidden_json), gauge=row.gauge,
-                           certification=cert["id"] if cert else "skipped",
-                           v_fpr_h=cert.get("v_fpr_h") if cert else None)
+
+def _register(svc: _Service, body: TaskIn, who: str):
+    """A task registered once, as sent; the same body again is 200, other content under its id 409."""
+    try:
+        visible = suitespec.from_dict(body.visible.model_dump(), source="visible")
+        hidden = suitespec.from_dict(body.hidden.model_dump(), source="hidden")
+    except InvalidInput as exc:
+        raise HTTPException(422, str(exc)) from None
+    for name, spec in (("visible", visible), ("hidden", hidden)):
+        if spec.entry_point != body.entry_point:
+            raise HTTPException(422, f"{name}.entry_point: {spec.entry_point!r} is not the task's "
+                                     f"entry point {body.entry_point!r}")
+    wrong_json = json.dumps([w.model_dump() for w in body.wrong_samples], sort_keys=True)
+    row = TaskRow(client=who, task_id=body.task_id, statement=body.statement, entry_point=body.entry_point,
+                  visible_json=visible.to_json(), hidden_json=hidden.to_json(),
+                  visible_hash=visible.spec_hash, hidden_hash=hidden.spec_hash, created_at=time.time(),
+                  reference=body.reference or "", wrong_json=wrong_json, gauge="checked" if body.gauge else "skipped")
+    old = svc.journal.task(who, body.task_id)
+    if old is not None:
+        same = (old.statement, old.entry_point, old.visible_hash, old.hidden_hash, old.reference,
+                old.wrong_json, old.gauge) == (row.statement, row.entry_point, row.visible_hash,
+                                               row.hidden_hash, row.reference, row.wrong_json, row.gauge)
+        if not same:
+            raise HTTPException(409, f"task {body.task_id!r} is registered with other content")
+        return JSONResponse(_task_out(old).model_dump(), status_code=200)
+    if svc.journal.task_count(who) >= svc.config.limits.max_tasks_per_client:
+        raise HTTPException(429, f"at most {svc.config.limits.max_tasks_per_client} tasks per client")
+    task = task_from_json(row.task_id, row.statement, row.entry_point, row.visible_json, row.hidden_json,
+                          row.reference, row.wrong_json)
+    try:  # before use: suites that cannot tell right from wrong, or an uncertified task, are never registered
+        if body.gauge:
+            with svc.slots.slot():
+                gauge_task(task, svc.sandbox, svc.limits)
+        if svc.config.certify:
+            with svc.slots.slot():
+                row = dataclasses.replace(row, certification=json.dumps(
+                    certify_task(task, svc.sandbox, svc.limits), sort_keys=True))
+    except InvalidInput as exc:
+        raise HTTPException(422, str(exc)) from None
+    svc.journal.add_task(row)
+    return _task_out(row)
+
+
+def _add_decision_routes(app: FastAPI, svc: _Service, client) -> None:
+    config, journal, sandbox, slots = svc.config, svc.journal, svc.sandbox, svc.slots
 
     @app.post("/v1/tasks/{task_id}/submissions", response_model=DecisionOut, tags=["decisions"],
-              responses={**ERRORS, **NOT_FOUND, **BUSY, 200: decision_links}, operation_id="submit")
+              responses={**ERRORS, **NOT_FOUND, **BUSY, 200: _DECISION_LINKS}, operation_id="submit")
     def submit(task_id: str, body: SubmissionIn, who: str = Depends(client)) -> DecisionOut:
-        st = _service_task(own_task(task_id, who))
+        st = svc.service_task(svc.own_task(task_id, who))
         with slots.slot():
             d = decide(st, SUBMIT, "conform", SubmittedSource(who, body.program), sandbox,
-                       backend_name=config.backend, limits=sandbox_limits)
+                       backend_name=config.backend, limits=svc.limits)
         journal.add_decision(d)
         return _decision_out(d)
 
     @app.post("/v1/tasks/{task_id}/generations", response_model=DecisionOut, tags=["decisions"],
-              responses={**ERRORS, **NOT_FOUND, **BUSY, 200: decision_links,
+              responses={**ERRORS, **NOT_FOUND, **BUSY, 200: _DECISION_LINKS,
                          403: {"model": Error, "description": "the service has no model endpoint configured"}},
               operation_id="generate")
     def generate(task_id: str, body: GenerationIn, who: str = Depends(client)) -> DecisionOut:
-        st = _service_task(own_task(task_id, who))
+        st = svc.service_task(svc.own_task(task_id, who))
         if not (config.model_base_url and config.model_name):
             raise HTTPException(403, "gated generation is not enabled on this service: it was started without "
                                      "a model endpoint (serve-api --model-url URL --model NAME)")
@@ -502,7 +540,7 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
         try:
             with slots.slot():
                 d = decide(st, GENERATE, body.arm, source, sandbox, backend_name=config.backend,
-                           limits=sandbox_limits)
+                           limits=svc.limits)
         finally:
             source.close()
         journal.add_decision(d)
@@ -525,5 +563,3 @@ def create_app(config: ServiceConfig, *, backend=None) -> FastAPI:
     @app.get("/v1/latency", response_model=LatencyOut, tags=["service"], responses=ERRORS, operation_id="latency")
     def latency(who: str = Depends(client)) -> LatencyOut:
         return LatencyOut(routes=latency_summary(journal.calls(who)))
-
-    return app

@@ -17,8 +17,9 @@ from typing import Any, Callable
 
 from acceptgate.suites import dialects
 from acceptgate._util.hashing import sha256_text
-from acceptgate.suites.suitespec import SuiteSpec
 
+# ``SuiteSpec`` in the annotations is suitespec.SuiteSpec, not imported: suitespec imports this module
+# (for render_hash), and annotations are never evaluated here.
 RENDERER_VERSION = "acceptgate-harness/1"
 
 
