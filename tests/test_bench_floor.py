@@ -51,9 +51,10 @@ def test_a_looping_case_counts_its_cpu_limit_and_no_more():
                                 "                pass\n        except BaseException:\n            pass\n"}, CASES)
     used, expired, called = found["loops_at_3"]
     assert (expired, called) == (1, 4)
-    # The CPU timer fires on the kernel's tick-sampled CPU time, which can run a few ticks ahead of the
-    # precise counter read here (0.285 s measured for the 0.3 s timer on a loaded machine).
-    assert CASE_LIMIT - TICKS <= used <= CASE_LIMIT + 0.1
+    # The CPU timer fires on the kernel's tick-sampled CPU time, which can run ahead of the precise
+    # counter read here (0.285 s measured for the 0.3 s timer on a loaded machine, 0.199 s at load 8):
+    # the timer ended the case, and it never counts more than the limit.
+    assert CASE_LIMIT / 2 <= used <= CASE_LIMIT + 0.1
     # A candidate that catches the timer's exception is ended by the kernel's backstop; it counts the
     # sample's limit at most.
     used, _, _ = found["swallows"]

@@ -102,13 +102,22 @@ def test_the_docs_have_examples_and_every_page_in_the_nav_exists():
     assert {e.page for e in found} >= {"README.md", "docs/quickstart.md"}
 
 
-# The suite's two halves, each in a working copy of its own so that they run side by side: the README,
-# the quickstart and the command pages; then the concept and operations pages.
-FIRST_HALF = ("README.md", "docs/quickstart.md", "docs/commands/")
+# The examples in three parts, each in a working copy of its own so that they run side by side: the
+# README, the quickstart and the command pages that build on them; the suite and experiment command
+# pages, which make their own inputs; the concept and operations pages.
+PARTS = {
+    "main": ("README.md", "docs/quickstart.md", "docs/commands/"),
+    "own-inputs": ("docs/commands/suites.md", "docs/commands/experiment.md"),
+}
 
 
-def half(found: list[Example], first: bool) -> list[Example]:
-    return [e for e in found if e.page.startswith(FIRST_HALF) == first]
+def part(found: list[Example], name: str) -> list[Example]:
+    """The examples of one part, in navigation order ("pages": every page of no other part)."""
+    def of(e: Example) -> str:
+        if e.page.startswith(PARTS["own-inputs"]):
+            return "own-inputs"
+        return "main" if e.page.startswith(PARTS["main"]) else "pages"
+    return [e for e in found if of(e) == name]
 
 
 def run(found: list[Example], cwd: Path) -> list[str]:
@@ -131,8 +140,9 @@ def run(found: list[Example], cwd: Path) -> list[str]:
 
 
 def test_every_documented_command_runs_as_written(tmp_path):
-    """The README, the quickstart and the command pages (the other pages: test_doc_examples_pages.py)."""
-    failures = run(half(all_examples(), first=True), working_copy(tmp_path))
+    """The README, the quickstart and the command pages that build on them (the others:
+    test_doc_examples_pages.py)."""
+    failures = run(part(all_examples(), "main"), working_copy(tmp_path))
     assert failures == [], "\n\n".join(failures)
 
 

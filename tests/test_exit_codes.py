@@ -505,4 +505,5 @@ def test_gate_names_unknown_task_ids_and_tasks_without_samples(tmp_path, prefect
     assert "invalid record" in default.err and "unknown task id 'T/unknown'" in default.err
     assert "not gated: 1 tasks without samples" in default.out and "T/1" in default.out
     table = [line.split() for line in default.out.splitlines() if line.startswith("conform ")]
-    assert table == [["conform", "1", "1", "0", "0", "0.0%", "0.0%"]]  # T/1 is not a refusal
+    # T/1 is not a refusal; V's FPR_h is not measured (--no-certify)
+    assert table == [["conform", "1", "1", "0", "0", "0.0%", "0.0%", "not", "measured"]]
