@@ -53,16 +53,10 @@ def _renamed(gold: str, entry_point: str, rng: random.Random) -> str | None:
     fn = pools._entry_def(tree, entry_point)
     if fn is None:
         return None
-    local = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
-    local |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    local = pools.local_names(fn)
     if not local:
         return None
-    mapping = {name: f"{name}{_name(rng, 'v')}" for name in sorted(local)}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and node.id in mapping:
-            node.id = mapping[node.id]
-        elif isinstance(node, ast.arg) and node.arg in mapping:
-            node.arg = mapping[node.arg]
+    pools.rename_locals(fn, {name: f"{name}{_name(rng, 'v')}" for name in sorted(local)})
     return ast.unparse(tree)
 
 

@@ -46,24 +46,31 @@ def _entry_def(tree: ast.Module, entry_point: str) -> ast.FunctionDef | None:
     return None
 
 
-def _rename(tree: ast.Module, entry_point: str) -> str | None:
-    fn = _entry_def(tree, entry_point)
-    if fn is None:
-        return None
+def local_names(fn: ast.FunctionDef) -> set[str]:
+    """The function's parameters and every name it assigns."""
     local = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            local.add(node.id)
-    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
-        a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
-    mapping = {name: f"{name}_v" for name in sorted(local) if f"{name}_v" not in taken}
-    if not mapping:
-        return None
+    return local | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def rename_locals(fn: ast.FunctionDef, mapping: dict[str, str]) -> None:
+    """Each name of ``mapping`` renamed inside ``fn``, parameters included (a semantics-preserving change)."""
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and node.id in mapping:
             node.id = mapping[node.id]
         elif isinstance(node, ast.arg) and node.arg in mapping:
             node.arg = mapping[node.arg]
+
+
+def _rename(tree: ast.Module, entry_point: str) -> str | None:
+    fn = _entry_def(tree, entry_point)
+    if fn is None:
+        return None
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+    mapping = {name: f"{name}_v" for name in sorted(local_names(fn)) if f"{name}_v" not in taken}
+    if not mapping:
+        return None
+    rename_locals(fn, mapping)
     return ast.unparse(tree)
 
 
