@@ -14,7 +14,7 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from acceptgate.pipelines import shards
-from acceptgate._util.phases import Phases
+from acceptgate._util.phases import Phases, tenths
 from acceptgate.gates import run as core
 from acceptgate.sandbox.backend import Limits
 from acceptgate.pipelines.daskcluster import DaskCluster
@@ -53,8 +53,8 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
     timed = Phases()  # where the run's time went (--verbose)
     tasks, tasks_from, coverage, admitted, spent = t.load_tasks(
         backend, humanevalplus, suites_dir, limit, source, per_task, chat_config, strict, gauge, dataset,
-        dataset_path, certify, warehouse, max_fpr_attack, quote(_counter(say, "loading tasks")),
-        quote(_counter(say, "gauge check")), quote(say))
+        dataset_path, certify, warehouse, max_fpr_attack, quote(tenths(say, "loading tasks")),
+        quote(tenths(say, "gauge check")), quote(say))
     for phase, wall in spent.items():
         timed.add(phase, wall)
     core.check_profile(profile, tasks)  # GT's scoring profile: refused here, before any gate runs
@@ -85,7 +85,7 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
                     say(f"arm {arm}: gating {len(tasks)} tasks")
                     arm_outcomes, seconds[arm] = t.gate_arm(arm, quote(tasks), source, backend, per_task,
                                                             chat_config, workers, limits, strict,
-                                                            quote(_counter(say, f"arm {arm}")), quote(admitted))
+                                                            quote(tenths(say, f"arm {arm}")), quote(admitted))
                     outcomes += arm_outcomes
             with timed("write"):
                 gate_write = t.write_gate_stage(path, run, quote(outcomes))
@@ -93,7 +93,7 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
             scoring = time.monotonic()
             rows, delivery_write, seconds["deliveries"] = t.score_deliveries(path, run, quote(tasks), quote(outcomes),
                                                                              backend, workers, limits, profile,
-                                                                             quote(_counter(say, "deliveries")))
+                                                                             quote(tenths(say, "deliveries")))
             timed.add("execute", seconds["deliveries"])  # the task's scoring; its rows' write is the rest
             timed.add("write", time.monotonic() - scoring - seconds["deliveries"])
     with timed("write"):
@@ -111,7 +111,7 @@ def _gate_on_dask(tasks, arms, source, backend, per_task, chat_config, workers, 
     with open_source(source, per_task=per_task, chat_config=chat_config, strict=strict) as src:
         batches = shards.gate_shards(tasks, src, shard_size)
     say(f"gating {len(tasks)} tasks in {len(batches)} shards on Dask ({dask}), arms {', '.join(arms)}")
-    results = dask_runner.map_shards(t.gate_shard, batches, dask, progress=_counter(say, "gate shards"),
+    results = dask_runner.map_shards(t.gate_shard, batches, dask, progress=tenths(say, "gate shards"),
                                      arms=arms, backend=backend, source_spec=source, per_task=per_task,
                                      chat_config=chat_config,
                                      strict=strict, workers=workers, limits=limits, profile=profile,
@@ -120,14 +120,3 @@ def _gate_on_dask(tasks, arms, source, backend, per_task, chat_config, workers, 
     admitted.stamp(outcomes)
     say("shards per worker: " + ", ".join(f"{w} {n} tasks" for w, n in sorted(by_worker.items())))
     return outcomes, rows, seconds
-
-
-def _counter(say, what: str):
-    """done/total of a stage as about ten lines."""
-    shown = [0]
-
-    def progress(done: int, total: int) -> None:
-        if done == total or done - shown[0] >= max(1, total // 10):
-            shown[0] = done
-            say(f"{what}: {done}/{total}")
-    return progress

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator, TextIO
+from typing import Callable, Iterator, TextIO
 
 
 class Phases:
@@ -66,3 +66,14 @@ class ProgressLine:
         pct = 100 * done / total if total else 100.0
         print(f"{self.command}: {self.what} {done}/{total} ({pct:.0f}%), {now - self.started:.1f} s",
               file=self.stream or sys.stderr, flush=True)
+
+
+def tenths(say: Callable[[str], None], what: str) -> Callable[[int, int], None]:
+    """done/total of a stage as about ten lines ``<what>: done/total`` through ``say``."""
+    shown = [0]
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done - shown[0] >= max(1, total // 10):
+            shown[0] = done
+            say(f"{what}: {done}/{total}")
+    return progress

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from acceptgate._util import outputs
+from acceptgate._util.phases import tenths
 from acceptgate.datasets.registry import NAMES as DATASETS
 from acceptgate._util.errors import InvalidInput
 from acceptgate.datasets.importers.common import ReferenceTimeout
@@ -81,8 +82,8 @@ def run(args) -> int:
     with backend:
         try:
             imported = ingest.import_dataset(args.dataset, args.path, backend, out=args.out, limit=args.limit,
-                                             gauge=args.gauge, cache_dir=cache_dir, progress=_progress("import"),
-                                             gauge_progress=_progress("gauge"), wrong_samples=args.wrong_samples)
+                                             gauge=args.gauge, cache_dir=cache_dir, progress=tenths(_say, "import"),
+                                             gauge_progress=tenths(_say, "gauge"), wrong_samples=args.wrong_samples)
         except ReferenceTimeout as exc:  # an input the reference cannot answer: no silent drop
             print(f"acceptgate import: import failed: {exc}", file=sys.stderr)
             return 1
@@ -95,9 +96,5 @@ def run(args) -> int:
     return 0
 
 
-def _progress(stage: str):
-    def report(done: int, total: int) -> None:
-        step = max(1, total // 10)
-        if done == total or done % step == 0:
-            print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
-    return report
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
