@@ -74,6 +74,15 @@ def write_suites(result: ImportResult, out_dir: str | Path, *, gauge: list | Non
     An existing out_dir is replaced only if it is a suite directory (has a manifest) or empty.
     ``gauge`` (GaugeResult list) adds each suite's gauge verdict and reasons to the manifest.
     """
+    def fill(tmp: Path) -> None:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; the suites are ordinary files
+        _write_tree(result, tmp, gauge)
+    return _replace_atomically(out_dir, fill)
+
+
+def _replace_atomically(out_dir: str | Path, fill) -> Path:
+    """``fill(tmp)`` builds the directory beside ``out_dir``, which then takes its place in one rename;
+    nothing is left half-written. Only a suite directory or an empty one is replaced."""
     out = Path(out_dir)
     if out.exists() and not _replaceable(out):
         raise InvalidInput("exists and is not a suite directory (no manifest.json); refusing to replace it",
@@ -81,8 +90,7 @@ def write_suites(result: ImportResult, out_dir: str | Path, *, gauge: list | Non
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; the suites are ordinary files
-        _write_tree(result, tmp, gauge)
+        fill(tmp)
         _swap_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -104,20 +112,10 @@ def replaceable(out: str | Path) -> bool:
 def copy_suites(src: str | Path, out_dir: str | Path) -> Path:
     """Put a copy of an existing suite directory (e.g. a cached import) at out_dir, atomically, with
     the same rule as write_suites for what may be replaced."""
-    out = Path(out_dir)
-    if out.exists() and not _replaceable(out):
-        raise InvalidInput("exists and is not a suite directory (no manifest.json); refusing to replace it",
-                           source=str(out))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
+    def fill(tmp: Path) -> None:
         os.rmdir(tmp)
         shutil.copytree(src, tmp)
-        _swap_into_place(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+    return _replace_atomically(out_dir, fill)
 
 
 def _replaceable(out: Path) -> bool:
