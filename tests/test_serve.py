@@ -29,9 +29,25 @@ pytestmark = pytest.mark.prefect
 REPO = Path(__file__).resolve().parents[1]
 STARTUP = 240  # seconds: server start plus deployment registration on a loaded machine
 RUN_TIMEOUT = 300
+
+
+class _RetryBusy(httpx.HTTPTransport):
+    """A 503 is the busy server's "try again" (its SQLite database locked on a loaded machine): Prefect's
+    own client retries it, so every call the tests make does too, whatever the method."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        for _ in range(30):
+            response = super().handle_request(request)
+            if response.status_code != 503:
+                return response
+            response.close()
+            time.sleep(2)
+        return response
+
+
 # One client for every call to the served API: the tests poll it each second, and a new client costs a
 # TLS context (36 ms of CPU) even for plain http.
-HTTP = httpx.Client(timeout=10, verify=ssl.create_default_context())
+HTTP = httpx.Client(timeout=10, transport=_RetryBusy(verify=ssl.create_default_context()))
 
 
 def _free_port() -> int:
@@ -85,11 +101,7 @@ def _wait_terminal(api: str, flow_run_id: str, timeout: float = RUN_TIMEOUT) -> 
 def _trigger(api: str, name: str, parameters: dict) -> str:
     dep = _deployment_id(api, name)
     assert dep, f"deployment {name} not registered"
-    for _ in range(30):  # a 503 is the busy server's "try again" (Prefect's own client retries it too)
-        r = HTTP.post(f"{api}/deployments/{dep}/create_flow_run", json={"parameters": parameters})
-        if r.status_code != 503:
-            break
-        time.sleep(2)
+    r = HTTP.post(f"{api}/deployments/{dep}/create_flow_run", json={"parameters": parameters})
     assert r.status_code == 201, r.text
     return r.json()["id"]
 

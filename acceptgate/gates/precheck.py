@@ -8,6 +8,7 @@ level. A failure comes with the text replied to the model: why the code cannot l
 from __future__ import annotations
 
 import ast
+from acceptgate._util import pyast
 from dataclasses import dataclass
 
 # Stated in H-MIX's first prompt; anything else is refused before execution.
@@ -86,7 +87,7 @@ def _defines_entry(tree: ast.Module, entry_point: str) -> bool:
 def precheck(program: str, entry_point: str, *,
              allowed_imports: tuple[str, ...] = ALLOWED_IMPORTS) -> PrecheckResult:
     try:
-        tree = ast.parse(program)
+        tree = pyast.parse(program)
     except SyntaxError as exc:
         where = f"line {exc.lineno}: " if exc.lineno else ""
         return PrecheckResult(False, "syntax", type(exc).__name__, f"{where}{exc.msg}")

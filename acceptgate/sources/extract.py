@@ -10,6 +10,7 @@ rewrites ``def f(xs: List[int])`` usually leaves out ``from typing import List``
 from __future__ import annotations
 
 import ast
+from acceptgate._util import pyast
 import re
 from dataclasses import dataclass
 
@@ -26,7 +27,7 @@ class Extraction:
 
 def _parses(code: str) -> bool:
     try:
-        ast.parse(code)
+        pyast.parse(code)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -65,7 +66,7 @@ def extract_code(reply: str, entry_point: str) -> Extraction:
 def _prompt_preamble(prompt: str, entry_point: str) -> str:
     """The prompt's top-level statements except the entry point's own definition."""
     try:
-        tree = ast.parse(prompt)
+        tree = pyast.parse(prompt)
     except SyntaxError:
         return ""
     lines = prompt.splitlines()

@@ -23,6 +23,7 @@ holds exactly the value the spec's parser read.
 from __future__ import annotations
 
 import ast
+from acceptgate._util import pyast
 import itertools
 import json
 import math
@@ -202,7 +203,7 @@ def parse(text: str, *, max_chars: int = MAX_TEXT_CHARS, max_depth: int = MAX_DE
     # CPython's parser refuses more than 200 nested brackets with a SyntaxError, so parsing
     # itself cannot blow the stack; _convert then enforces max_depth.
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = pyast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise LiteralError("syntax error", exc.msg) from None
     except (RecursionError, MemoryError):

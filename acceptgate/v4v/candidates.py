@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceptgate._util import pyast
 from acceptgate._util.hashing import sha256_text
 from acceptgate.suites.render import Harness, harness_for
 from acceptgate.suites.suitespec import SuiteSpec
@@ -34,7 +35,7 @@ def normalise(source: str) -> str:
     Text that does not parse is only stripped of surrounding whitespace.
     """
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError):
         return source.strip()
     for node in ast.walk(tree):

@@ -21,6 +21,7 @@ import copy
 import random
 import secrets
 
+from acceptgate._util import pyast
 from acceptgate.suites import literals
 from acceptgate._util.hashing import sha256_text
 from acceptgate.v4v import mutation, pools
@@ -49,7 +50,7 @@ def _name(rng: random.Random, stem: str) -> str:
 
 
 def _renamed(gold: str, entry_point: str, rng: random.Random) -> str | None:
-    tree = ast.parse(gold)
+    tree = pyast.parse(gold)
     fn = pools._entry_def(tree, entry_point)
     if fn is None:
         return None
@@ -61,21 +62,21 @@ def _renamed(gold: str, entry_point: str, rng: random.Random) -> str | None:
 
 
 def _unused_assignment(gold: str, entry_point: str, rng: random.Random) -> str | None:
-    tree = ast.parse(gold)
+    tree = pyast.parse(gold)
     fn = pools._entry_def(tree, entry_point)
     if fn is None:
         return None
     body = fn.body
     at = 1 if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
         and isinstance(body[0].value.value, str) else 0
-    stmt = ast.parse(f"{_name(rng, 'unused')} = {rng.randrange(10 ** 6)}").body[0]
+    stmt = pyast.parse(f"{_name(rng, 'unused')} = {rng.randrange(10 ** 6)}").body[0]
     body.insert(at, stmt)
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
 def _near_miss(gold: str, entry_point: str, rng: random.Random) -> tuple[str, str] | None:
     """(recipe, program): a random operator at a random site of the entry point, then renamed apart."""
-    tree = ast.parse(gold)
+    tree = pyast.parse(gold)
     base = ast.unparse(tree)
     docs = mutation._docstrings(tree)
     options = [(op, k) for op in mutation.NEAR_MISS_OPERATORS

@@ -14,6 +14,7 @@ import math
 import random
 from typing import Any, Iterator
 
+from acceptgate._util import pyast
 from acceptgate._util.hashing import sha256_text
 from acceptgate.suites import dialects, literals
 from acceptgate.suites.render import Harness
@@ -120,7 +121,7 @@ def near_miss(source: str, entry_point: str, per_operator: int = 1) -> Iterator[
 
     Sites are looked for in the entry point's function (helpers outside it are left alone).
     """
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     base = ast.unparse(tree)
     for op in NEAR_MISS_OPERATORS:
         sites = _sites(op, _entry(tree, entry_point), _docstrings(tree))

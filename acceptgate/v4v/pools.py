@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from acceptgate._util import pyast
 from acceptgate.suites import literals
 from acceptgate.v4v import mutation
 from acceptgate.v4v.candidates import (  # noqa: F401  (re-exported: pools are where they are made)
@@ -114,7 +115,7 @@ def _default_arg(tree: ast.Module, entry_point: str) -> str | None:
 
 def surface_variants(gold: str, entry_point: str) -> dict[str, str | None]:
     """recipe -> program (None when the recipe does not apply to this gold)."""
-    tree = ast.parse(gold)
+    tree = pyast.parse(gold)
     reformatted = "# reformatted: comments and layout differ, code does not\n\n" + ast.unparse(tree).replace(
         "\n", "\n\n", 1) + "\n"
     return {"rename": _rename(copy.deepcopy(tree), entry_point), "reformat": reformatted,
@@ -126,7 +127,7 @@ def surface_variants(gold: str, entry_point: str) -> dict[str, str | None]:
 
 def _gold_as(gold: str, entry_point: str, new_name: str) -> str:
     """The gold program with its entry point renamed (recursive calls follow the rename)."""
-    tree = ast.parse(gold)
+    tree = pyast.parse(gold)
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == entry_point:
             node.name = new_name

@@ -20,6 +20,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceptgate._util import pyast
 from acceptgate.datasets.importers.pyexpr import NotAValue, call_arguments, is_call_to, value_of
 
 CANDIDATE = "candidate"
@@ -47,7 +48,7 @@ class Skipped:
 
 def check_function(test_source: str) -> ast.FunctionDef | None:
     try:
-        tree = ast.parse(test_source)
+        tree = pyast.parse(test_source)
     except SyntaxError:
         return None
     for node in tree.body:

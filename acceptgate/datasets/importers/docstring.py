@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceptgate._util import pyast
 from acceptgate.suites import literals
 from acceptgate.datasets.importers.pyexpr import NotAValue, call_arguments, is_call_to, value_of
 from acceptgate.datasets.importers.signature import binding_error
@@ -48,10 +49,10 @@ class Skipped:
 def function_def(prompt: str, entry_point: str) -> ast.FunctionDef | None:
     """The entry point's def in the prompt (the prompt is a stub whose body is the docstring)."""
     try:
-        tree = ast.parse(prompt)
+        tree = pyast.parse(prompt)
     except SyntaxError:
         try:  # a prompt that ends without a body
-            tree = ast.parse(prompt.rstrip() + "\n    pass\n")
+            tree = pyast.parse(prompt.rstrip() + "\n    pass\n")
         except SyntaxError:
             return None
     found = None
@@ -218,7 +219,7 @@ def _call_at(doc: str, pos: int, entry_point: str) -> tuple[ast.Call | None, int
             return None, pos
         end += 1
         try:
-            node = ast.parse(doc[pos:end], mode="eval").body
+            node = pyast.parse(doc[pos:end], mode="eval").body
         except SyntaxError:
             continue
         if is_call_to(node, entry_point):
@@ -364,7 +365,7 @@ def _literal(text: str) -> tuple[Any, bool]:
     if text.strip() in _PROSE_BOOLS:  # "f(x) => true": prose spelling of a bool
         return _PROSE_BOOLS[text.strip()], True
     try:
-        return value_of(ast.parse(text.strip(), mode="eval").body), True
+        return value_of(pyast.parse(text.strip(), mode="eval").body), True
     except (SyntaxError, NotAValue, ValueError, RecursionError):
         return None, False
 
