@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -232,6 +233,40 @@ def import_suites(dataset: str, limit: int | None, out: Path, path: Path | None 
     return out
 
 
+@dataclass
+class CommandRow:
+    task_id: str
+    line: int
+    verdict: str
+    detail: str
+
+
+@dataclass
+class CommandScore:
+    rows: list[CommandRow]
+    passed: int
+    unusable: dict[str, str]  # task id -> the gauge's reason
+
+
+def score_command(suites_dir: Path, samples: Path, profile: str, workers: int, tmp: Path) -> CommandScore:
+    """``acceptgate score`` as a user runs it: a fresh process, the gauge on (each suite's gauge computed
+    and kept in a fresh store on its first use), its JSON lines read back."""
+    out = tmp / f"scores-{profile}.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(tmp / f"cache-{profile}")}
+    proc = subprocess.run([sys.executable, "-m", "acceptgate", "score", "--suites", str(suites_dir), "--samples",
+                           str(samples), "--suite", "hidden", "--profile", profile, "--workers", str(workers),
+                           "--out", str(out)], env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"acceptgate score exited {proc.returncode}: {(proc.stderr or proc.stdout)[-2000:]}")
+    rows, unusable = [], {}
+    for text in out.read_text(encoding="utf-8").splitlines():
+        d = json.loads(text)
+        rows.append(CommandRow(d["task_id"], d["line"], d["verdict"], d.get("detail") or d.get("reason") or ""))
+        if d["verdict"] == "unusable":
+            unusable[d["task_id"]] = d.get("reason") or d.get("detail") or ""
+    return CommandScore(rows, sum(r.verdict == "pass" for r in rows), unusable)
+
+
 def cause(row, excluded_cases: dict[str, list[str]], ours_pass: bool, theirs_detail: str) -> str:
     if row is None:
         return "not scored here: the task was excluded at import"
@@ -260,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
                                                "needs --evalplus-results and one dataset")
     p.add_argument("--evalplus-results", type=Path, help="EvalPlus 0.3.1's *_eval_results.json for --samples, "
                                                         "computed elsewhere (EvalPlus is not run here)")
+    p.add_argument("--command", action="store_true",
+                   help="score with the 'acceptgate score' command (a fresh process per profile, the gauge on) "
+                        "instead of in-process; unusable tasks are listed")
     args = p.parse_args(argv)
     if (args.samples is None) != (args.evalplus_results is None) or (args.samples and "," in args.datasets):
         p.error("--samples and --evalplus-results go together, with a single --datasets")
@@ -300,11 +338,14 @@ def main(argv: list[str] | None = None) -> int:
                      "profiles": {}}
             suites, prompts, excluded = load_suites(str(suites_dir), "hidden")
             for profile in args.profiles.split(","):
-                timing = load_timing(str(suites_dir), "hidden") if profile == "evalplus" else None
                 started = time.monotonic()
-                scored = score_samples(read_samples(str(sample_path)), suites, prompts, backend, suite="hidden",
-                                       excluded=excluded, workers=args.workers, limits=Limits(),
-                                       profile=profile, reference_seconds=timing)
+                if args.command:
+                    scored = score_command(suites_dir, sample_path, profile, args.workers, tmp)
+                else:
+                    timing = load_timing(str(suites_dir), "hidden") if profile == "evalplus" else None
+                    scored = score_samples(read_samples(str(sample_path)), suites, prompts, backend, suite="hidden",
+                                           excluded=excluded, workers=args.workers, limits=Limits(),
+                                           profile=profile, reference_seconds=timing)
                 seconds = time.monotonic() - started
                 by_line = {r.line: r for r in scored.rows}
                 agree, disagreements = 0, []
@@ -322,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
                 entry["profiles"][profile] = {
                     "agree": agree, "of": len(samples), "agreement": round(100 * agree / len(samples), 2),
                     "seconds": round(seconds, 1), "samples_per_second": round(len(samples) / seconds, 2),
-                    "passed": scored.passed, "disagreements": disagreements}
+                    "passed": scored.passed, "disagreements": disagreements,
+                    "unusable": getattr(scored, "unusable", {})}
                 print(f"{dataset} profile {profile}: agree {agree}/{len(samples)} "
                       f"({100 * agree / len(samples):.2f}%); acceptgate {len(samples) / seconds:.1f} samples/s, "
                       + ("EvalPlus verdicts from " + str(args.evalplus_results) if args.samples else
