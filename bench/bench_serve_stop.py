@@ -114,22 +114,34 @@ def _kind(pid: int) -> str:
     return "other"
 
 
+def _ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cmd(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:90]
+    except OSError:
+        return "?"
+
+
 def _watch(proc: subprocess.Popen, tree: list[int], sent: float, timeout: float = 120) -> dict[str, float]:
-    """Until serve exits: when the last process of each kind in its tree (as it was at the signal) ended,
-    in seconds after the signal -- where the stop's time goes."""
-    kinds: dict[str, list[int]] = {}
-    for pid in tree:
-        kinds.setdefault(_kind(pid), []).append(pid)
+    """Until serve exits: when each process of its tree (as it was at the signal) ended, in seconds after
+    the signal, by command line (the last of each) -- where the stop's time goes."""
+    names = {pid: f"{_kind(pid)} {pid} (parent {_ppid(pid)}): {_cmd(pid)}" for pid in tree}
     gone: dict[str, float] = {}
     deadline = sent + timeout
     while time.monotonic() < deadline:
-        now = time.monotonic() - sent
-        for kind, pids in kinds.items():
-            if kind not in gone and not _alive(pids):
-                gone[kind] = round(now, 2)
+        now = round(time.monotonic() - sent, 2)
+        for pid, name in names.items():
+            if not _alive([pid]):
+                gone.setdefault(name, now)
         if proc.poll() is not None:
             gone["serve"] = round(time.monotonic() - sent, 2)
-            return gone
+            return dict(sorted(gone.items(), key=lambda kv: kv[1]))
         time.sleep(0.05)
     proc.wait(1)
     return gone
