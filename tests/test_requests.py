@@ -138,3 +138,22 @@ def test_a_served_run_is_checked_as_its_request():
     assert err.value.field == "arms"
     with pytest.raises(ValueError, match="no per-run or fixed field 'colour'"):
         served.served_nightly({"colour": "red"}, {})
+
+
+def test_a_command_builds_the_request_its_flow_takes_naming_options_in_errors(tmp_path):
+    from acceptgate.cli import build_parser, gate_cmd
+
+    argv = ["gate", "--arm", "conform,off", "--source", "codet:s.jsonl", "--suites", str(tmp_path), "--limit", "3",
+            "--no-certify", "--wall-seconds", "4"]
+    args = build_parser().parse_args(argv)
+    request = gate_cmd.request_of(args, ["conform", "off"], None)
+    assert (request.suites_dir, request.limit, request.certify, request.limits.wall_seconds) == (str(tmp_path), 3,
+                                                                                               False, 4.0)
+    for option, value in (("--per-task", "9"), ("--shard-size", "0"), ("--profile", "evalplus")):
+        bad = build_parser().parse_args(argv + [option, value])
+        if option == "--profile":  # a valid value: no error
+            assert gate_cmd.request_of(bad, ["conform"], None).profile == "evalplus"
+            continue
+        with pytest.raises(InvalidInput) as err:
+            gate_cmd.request_of(bad, ["conform"], None)
+        assert (err.value.field, err.value.record) == (option, "gate")
