@@ -16,40 +16,40 @@ from acceptgate.pipelines import audit as core
 from acceptgate.pipelines import shards
 from acceptgate._util.phases import Phases
 from acceptgate.tasks.publish import summary_artifact
-from acceptgate.pipelines.daskcluster import DaskCluster
+from acceptgate.pipelines.requests import AuditRequest
 from acceptgate.flows import dask_runner
 from acceptgate.tasks.audit import (audit_shard, execute_stage, gauge_stage, import_stage, prepare_warehouse, publish,
                          suites_stage, write_execute)
 
 
 @flow(name="audit", persist_result=False, log_prints=False)
-def audit(limit: int | None = None, warehouse: str | None = None, backend: str = "local",
-          run_id: str | None = None, dataset: str = "humaneval", data_path: str | None = None,
-          dask: DaskCluster | str | None = None, shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> core.Summary:
+def audit(request: AuditRequest) -> core.Summary:
     """``dask``: N (a LocalCluster) or a scheduler address: the execution stage (references and wrong
     samples on every suite) runs in shards of ``shard_size`` tasks there; its rows are written here.
     The run id is the single-process one."""
     started = time.monotonic()
+    r = request
     timed = Phases()  # where the run's time went, by stage (each stage's rows written in it; --verbose)
     with timed("write"):
-        path = prepare_warehouse(warehouse)
+        path = prepare_warehouse(r.warehouse)
     with timed("load (import)"):
-        imp = import_stage(path, backend, limit, run_id, dataset, data_path)  # records the attempt
+        imp = import_stage(path, backend=r.backend, limit=r.limit, run_id=r.run_id, dataset=r.dataset,
+                           data_path=r.data_path)  # records the attempt
     # quote(): stage results hold thousands of nested dataclasses; without it Prefect walks every one
     # of them looking for futures before each task (tens of seconds on the full data set).
     with core.ledger_run(path, imp.run).guard():  # also between stages: an error or stop ends the attempt
         with timed("suites"):
             suites = suites_stage(path, quote(imp))
         with timed("gauge"):
-            gauge = gauge_stage(path, quote(imp), quote(suites), backend)
+            gauge = gauge_stage(path, quote(imp), quote(suites), backend=r.backend)
         with timed("execute"):
-            if dask:
-                batches = shards.audit_shards(imp.imported.tasks, gauge.gauges, shard_size)
-                results = dask_runner.map_shards(audit_shard, batches, dask, backend=backend)
+            if r.dask:
+                batches = shards.audit_shards(imp.imported.tasks, gauge.gauges, r.shard_size)
+                results = dask_runner.map_shards(audit_shard, batches, r.dask, backend=r.backend)
                 executed = write_execute(path, quote(imp), quote(suites), quote(gauge),
                                          quote(shards.merge_audit(results)))
             else:
-                executed = execute_stage(path, quote(imp), quote(suites), quote(gauge), backend)
+                executed = execute_stage(path, quote(imp), quote(suites), quote(gauge), backend=r.backend)
         with timed("write"):
             summary = publish(path, quote(imp), quote(suites), quote(gauge), quote(executed), started)
     summary_artifact(path, summary.lines())  # the report's summary, on this flow run in the Prefect UI
@@ -57,12 +57,7 @@ def audit(limit: int | None = None, warehouse: str | None = None, backend: str =
     return summary
 
 
-def run(*, limit: int | None = None, warehouse: str | None = None, backend: str = "local",
-        run_id: str | None = None, reporter: core.Reporter | None = None, dataset: str = "humaneval",
-        data_path: str | None = None, dask: DaskCluster | str | None = None,
-        shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> core.Summary:
+def run(request: AuditRequest, reporter: core.Reporter | None = None) -> core.Summary:
     """Run the flow with a progress reporter (the CLI's entry point)."""
-    reporter = reporter or core.Reporter()
-    with core.reporting(reporter):
-        return audit(limit=limit, warehouse=warehouse, backend=backend, run_id=run_id, dataset=dataset,
-                     data_path=data_path, dask=dask, shard_size=shard_size)
+    with core.reporting(reporter or core.Reporter()):
+        return audit(request)

@@ -4,7 +4,7 @@ and jsonl history files) for hidden-test material.
 Resumable and idempotent: scans are committed in batches of whole runs, and a record whose inputs hash
 matches its stored verdict is skipped, so an interrupted backfill continues where it stopped and a
 repeated one writes nothing new. Run it with ``acceptgate backfill`` or the ``leak-backfill``
-deployment (its parameters are this function's).
+deployment (its parameters are the request's fields).
 """
 
 from __future__ import annotations
@@ -16,46 +16,44 @@ from prefect.utilities.annotations import quote
 
 from acceptgate.pipelines import shards
 from acceptgate.leak import audit as core
-from acceptgate.leak.matcher import DEFAULT
 from acceptgate.pipelines import leak as leak_io
-from acceptgate.pipelines.daskcluster import DaskCluster
+from acceptgate.pipelines.requests import LeakBackfillRequest
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import leak_tasks as t
 
 
 @flow(name="leak-backfill", persist_result=False, log_prints=False)
-def backfill(suites_dir: str | None = None, humanevalplus: str | None = None, warehouse: str | None = None,
-             since: str | None = None, until: str | None = None, run_ids: list[str] | None = None,
-             arms: list[str] | None = None, history: list[str] | None = None, include_warehouse: bool = True,
-             matcher: str = DEFAULT, rescan: bool = False, batch_records: int = core.BATCH_RECORDS,
-             backend: str = "local", progress=None, spooled=None, dask: DaskCluster | str | None = None,
-             shard_size: int = shards.DEFAULT_RECORDS_PER_SHARD) -> core.AuditResult:
+def backfill(request: LeakBackfillRequest, progress=None, spooled=None) -> core.AuditResult:
     """``dask``: N (a LocalCluster) or a scheduler address: each batch's runs are scanned in record
-    shards of about ``shard_size`` records (whole runs) there; every write stays here."""
+    shards of about ``shard_size`` records (whole runs) there; every write stays here. ``progress`` and
+    ``spooled``: the command's hooks, as for the leak audit."""
     started = time.monotonic()
-    selection = core.Selection(run_ids=tuple(run_ids) if run_ids else None, since=core.parse_time(since, "since"),
-                               until=core.parse_time(until, "until"), arms=tuple(arms) if arms else None,
-                               history=tuple(history or ()), warehouse_runs=include_warehouse)
+    r = request
+    selection = core.Selection(run_ids=tuple(r.run_ids) if r.run_ids else None,
+                               since=core.parse_time(r.since, "since"), until=core.parse_time(r.until, "until"),
+                               arms=tuple(r.arms) if r.arms else None, history=tuple(r.history),
+                               warehouse_runs=r.include_warehouse)
     # the history files already read by the command's input check (read once), else read first
     spool = spooled if spooled is not None else t.read_history(selection)
     try:
-        path = t.prepare_warehouse(warehouse)
+        path = t.prepare_warehouse(r.warehouse)
         material = time.monotonic()
-        materials = t.hidden_material(suites_dir, humanevalplus, backend)
+        materials = t.hidden_material(suites_dir=r.suites_dir, humanevalplus=r.humanevalplus, backend=r.backend)
         material = time.monotonic() - material
-        if dask:
+        if r.dask:
             # the scan in this flow, not in a task: shards are submitted from the flow's own context
             # (a task run's context, with its parameters, cannot travel to a Dask worker)
-            with dask_runner.cluster(dask) as run:
+            with dask_runner.cluster(r.dask) as run:
                 def scan_many(runs):
-                    return shards.merge_leak(run(t.leak_shard, shards.leak_shards(runs, materials, matcher,
-                                                                                    shard_size)))
-                result = leak_io.run_audit(path, materials, selection, matcher=matcher, rescan=rescan,
-                                        progress=progress, batch_records=batch_records, publish=False,
-                                        history=spool, kind="leak-backfill", scan_many=scan_many)
+                    return shards.merge_leak(run(t.leak_shard, shards.leak_shards(runs, materials, r.matcher,
+                                                                                    r.shard_size)))
+                result = leak_io.run_audit(path, materials, selection, matcher=r.matcher, rescan=r.rescan,
+                                           progress=progress, batch_records=r.batch_records, publish=False,
+                                           history=spool, kind="leak-backfill", scan_many=scan_many)
         else:
-            result = t.scan(path, quote(materials), selection, matcher, rescan, batch_records,
-                            quote(progress), quote(spool), kind="leak-backfill")
+            result = t.scan(path, quote(materials), selection, matcher=r.matcher, rescan=r.rescan,
+                            batch_records=r.batch_records, progress=quote(progress), history=quote(spool),
+                            kind="leak-backfill")
         publish = time.monotonic()
         result = t.publish(path, quote(result))
         return leak_io.with_flow_times(result, started=started, material=material, publish=time.monotonic() - publish)

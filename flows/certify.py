@@ -19,7 +19,7 @@ from acceptgate.pipelines import shards
 from acceptgate._util.phases import Phases
 from acceptgate.v4v import certify as core
 from acceptgate.v4v import heldout, store
-from acceptgate.pipelines.daskcluster import DaskCluster
+from acceptgate.pipelines.requests import CertifyRequest
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import certify_tasks as t
 
@@ -64,14 +64,9 @@ class CertifySummary:
 
 
 @flow(name="certify", persist_result=False, log_prints=False)
-def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse: str | None = None,
-            backend: str = "local", run_id: str | None = None, limit: int | None = None,
-            task_ids: list[str] | None = None, settings: core.Settings = core.Settings(),
-            verifier_commands: list[str] | None = None, verifier_mounts: list[str] | None = None,
-            evalplus_venv: str | None = None, gauge: bool = True, dask: DaskCluster | str | None = None,
-            shard_size: int = shards.DEFAULT_TASKS_PER_SHARD) -> CertifySummary:
+def certify(request: CertifyRequest) -> CertifySummary:
     """``verifier_commands``, ``verifier_mounts`` and ``evalplus_venv``: external verifiers to certify
-    besides ``settings.verifiers`` (plain parameters, for deployments; the CLI puts them in settings).
+    besides ``settings.verifiers`` (plain fields, for deployments; the CLI puts them in settings).
     ``gauge``: gauge both suites of every task with the gold (a failing hidden suite fails that task's
     certification, a failing visible one is noted on it); False (``--no-gauge``) skips the check,
     recorded in v4v_runs.settings. ``settings.heldout_seed``: the held-out part's secret seed (a fresh
@@ -79,42 +74,44 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
     ``dask``: N (a LocalCluster) or a scheduler address: pools, executions and decisions run in shards of
     ``shard_size`` tasks on the cluster; the gates and metrics are computed here from their rows, and
     written here. The run id is the single-process one (it derives from the inputs and settings)."""
+    r = request
     started = time.monotonic()
     timed = Phases()  # where the run's time went (--verbose)
-    settings = core.with_external(settings, verifier_commands or [], verifier_mounts or [], evalplus_venv, dataset)
+    settings = core.with_external(r.settings, r.verifier_commands, r.verifier_mounts, r.evalplus_venv, r.dataset)
     settings = core.with_source(dataclasses.replace(settings, heldout_seed=settings.heldout_seed or heldout.new_seed()))
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
     with timed("load"):
-        materials = t.load_materials(suites_dir, dataset, samples, limit, task_ids)
+        materials = t.load_materials(suites_dir=r.suites_dir, dataset=r.dataset, samples=r.samples, limit=r.limit,
+                                     task_ids=r.task_ids)
     with contextlib.ExitStack() as cluster:
         # the cluster starts now, in the background, while the suites are checked and the run recorded
-        run_shards = cluster.enter_context(dask_runner.cluster(dask)) if dask else None
+        run_shards = cluster.enter_context(dask_runner.cluster(r.dask)) if r.dask else None
         with timed("gauge"):
-            gauge_failures = t.check_gauge(suites_dir, quote(materials), backend) if gauge else {}
+            gauge_failures = t.check_gauge(r.suites_dir, quote(materials), backend=r.backend) if r.gauge else {}
         with timed("write"):
-            path = t.prepare_warehouse(warehouse)
-        run = store.make_run(materials, settings, suites_from=suites_dir, dataset_from=dataset,
-                             samples_from=samples, backend=backend, run_id=run_id)
+            path = t.prepare_warehouse(r.warehouse)
+        run = store.make_run(materials, settings, suites_from=r.suites_dir, dataset_from=r.dataset,
+                             samples_from=r.samples, backend=r.backend, run_id=r.run_id)
         run = dataclasses.replace(run, settings=json.dumps({**json.loads(run.settings),
-                                                            "gauge": "checked" if gauge else "skipped"},
+                                                            "gauge": "checked" if r.gauge else "skipped"},
                                                            sort_keys=True))
         # how long each task took the last time (read before this attempt replaces a previous one's rows)
-        history = t.task_seconds(path, [m.task_id for m in materials]) if dask else {}
+        history = t.task_seconds(path, [m.task_id for m in materials]) if r.dask else {}
         with timed("write"):
             ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
         # quote(): materials hold ~10^5 nested cases and runs every output; Prefect must not walk them
         with ledger_run.guard():
             with timed("execute"):
                 if run_shards is not None:
-                    batches = shards.certify_shards(materials, shard_size, history)
+                    batches = shards.certify_shards(materials, r.shard_size, history)
                     report = core.current_progress()
-                    results = run_shards(t.certify_shard, batches, backend=backend, settings=settings,
+                    results = run_shards(t.certify_shard, batches, backend=r.backend, settings=settings,
                                          progress=(lambda d, n: report("shards", d, n)) if report else None)
                     cluster.close()  # the workers go before the client merges and writes
                     cert = shards.merge_certify(materials, results, settings)
                 else:
-                    stage = t.pools_and_runs(quote(materials), backend, settings)
-                    cert = t.evaluate(quote(materials), quote(stage), backend, settings)
+                    stage = t.pools_and_runs(quote(materials), backend=r.backend, settings=settings)
+                    cert = t.evaluate(quote(materials), quote(stage), backend=r.backend, settings=settings)
             cert.certificates = core.with_gauge(cert.certificates, gauge_failures)
             with timed("write"):
                 rows = t.write_pools(path, run, quote(cert))
@@ -125,7 +122,7 @@ def certify(suites_dir: str, dataset: str, samples: str | None = None, warehouse
     return CertifySummary(run, cert, rows, str(path), wall, timing=timed.line("certify"))
 
 
-def run(reporter: core.Progress = None, **kwargs) -> CertifySummary:
+def run(request: CertifyRequest, reporter: core.Progress = None) -> CertifySummary:
     """Run the flow with a progress reporter (the CLI's entry point)."""
     with core.reporting(reporter):
-        return certify(**kwargs)
+        return certify(request)

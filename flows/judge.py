@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from prefect import flow
 
-from acceptgate.judge.run import Inputs, JudgeRun
+from acceptgate.judge.run import JudgeRun
+from acceptgate.pipelines.requests import JudgeRequest
 from acceptgate.tasks import judge_tasks as t
 
 
 @flow(name="judge", persist_result=False, log_prints=False)
-def judge(inputs: Inputs, backend: str = "rules", embedder: str = "minilm", warehouse: str | None = None,
-          strict: bool = False, chat_config=None) -> JudgeRun:
-    path = t.prepare_warehouse(warehouse)
-    run = t.judge_trajectories(path, inputs, backend, embedder, strict, chat_config)  # records the attempt
+def judge(request: JudgeRequest) -> JudgeRun:
+    r = request
+    path = t.prepare_warehouse(r.warehouse)
+    run = t.judge_trajectories(path, r.inputs(), backend=r.backend, embedder=r.embedder, strict=r.strict,
+                               chat_config=r.chat_config)  # records the attempt
     t.write_verdicts(path, run)
     return run

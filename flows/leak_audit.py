@@ -13,29 +13,29 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from acceptgate.leak import audit as core
-from acceptgate.leak.matcher import DEFAULT
 from acceptgate.pipelines import leak as leak_io
+from acceptgate.pipelines.requests import LeakAuditRequest
 from acceptgate.tasks import leak_tasks as t
 
 
 @flow(name="leak-audit", persist_result=False, log_prints=False)
-def leak_audit(suites_dir: str | None = None, humanevalplus: str | None = None, warehouse: str | None = None,
-               run_ids: list[str] | None = None, arms: list[str] | None = None, history: list[str] | None = None,
-               matcher: str = DEFAULT, rescan: bool = False, backend: str = "local",
-               progress=None, spooled=None) -> core.AuditResult:
+def leak_audit(request: LeakAuditRequest, progress=None, spooled=None) -> core.AuditResult:
+    """``progress`` (a callable per scanned batch) and ``spooled`` (the history files the command's input
+    check already read) are the command's hooks, not part of the request."""
     started = time.monotonic()
-    selection = core.Selection(run_ids=tuple(run_ids) if run_ids else None, arms=tuple(arms) if arms else None,
-                               history=tuple(history or ()))
+    r = request
+    selection = core.Selection(run_ids=tuple(r.run_ids) if r.run_ids else None, arms=tuple(r.arms) if r.arms else None,
+                               history=tuple(r.history))
     # the history files already read by the command's input check (read once), else read first
     spool = spooled if spooled is not None else t.read_history(selection)
     try:
-        path = t.prepare_warehouse(warehouse)
+        path = t.prepare_warehouse(r.warehouse)
         material = time.monotonic()
-        materials = t.hidden_material(suites_dir, humanevalplus, backend)
+        materials = t.hidden_material(suites_dir=r.suites_dir, humanevalplus=r.humanevalplus, backend=r.backend)
         material = time.monotonic() - material
         # quote(): the material holds ~10^5 needles; without it Prefect walks each one looking for futures
-        result = t.scan(path, quote(materials), selection, matcher, rescan, core.BATCH_RECORDS,
-                        quote(progress), quote(spool))
+        result = t.scan(path, quote(materials), selection, matcher=r.matcher, rescan=r.rescan,
+                        batch_records=core.BATCH_RECORDS, progress=quote(progress), history=quote(spool))
         publish = time.monotonic()
         result = t.publish(path, quote(result))
         return leak_io.with_flow_times(result, started=started, material=material, publish=time.monotonic() - publish)

@@ -18,8 +18,8 @@ from typing import Iterator
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate.pipelines import daskcluster, schedule
-from acceptgate.pipelines.daskcluster import DaskCluster
+from acceptgate.pipelines import schedule
+from acceptgate.pipelines.requests import NightlyRequest
 from acceptgate.flows import stage_flows
 from acceptgate.tasks import publish
 
@@ -30,15 +30,7 @@ def import_suites(humanevalplus: str, warehouse: str, backend: str, limit: int |
 
 
 @flow(name="nightly", persist_result=False, log_prints=False)
-def nightly(warehouse: str | None = None, backend: str = "local", limit: int | None = None,
-            gate_source: str | None = None, gate_suites: str | None = None, gate_humanevalplus: str | None = None,
-            arms: list[str] | None = None, gate_base_url: str | None = None, gate_model: str | None = None,
-            gate_api_key_env: str = "OPENAI_API_KEY", certify_dataset: str | None = None,
-            certify_samples: str | None = None, profile: str = "default", judge_records: str | None = None,
-            judge_cards: str | None = None, judge_memory: str | None = None, judge_backend: str | None = None,
-            judge_replay: str | None = None, judge_human_labels: str | None = None,
-            judge_embedder: str = "minilm", dask: DaskCluster | str | None = None, no_certify: bool = False,
-            max_fpr_attack: float | None = None) -> schedule.ChainSummary:
+def nightly(request: NightlyRequest) -> schedule.ChainSummary:
     """``gate_source = "openai"`` gates a live OpenAI-compatible model (``gate_base_url``, ``gate_model``;
     the key from the environment variable ``gate_api_key_env``). The judge stage runs on
     ``judge_records`` / ``judge_cards`` / ``judge_memory`` (backend ``rules`` by default, ``replay`` when
@@ -47,25 +39,20 @@ def nightly(warehouse: str | None = None, backend: str = "local", limit: int | N
     ``acceptgate.pipelines.daskcluster.DaskCluster``): the stages that run in shards (audit's executions, certify, the gates) run them
     there; every write stays here. The certify stage runs before the gates, which gate only the tasks it
     certified (``no_certify``: gate uncertified tasks, stored with every decision); ``max_fpr_attack``:
-    the gates' policy on V's measured FPR_h (default: the gate command's)."""
+    the gates' policy on V's measured FPR_h (default: the gate command's). A misconfigured request (a
+    live source without its model, a bad ``dask``) fails when it is validated, before any stage runs."""
     logger = get_run_logger()
-    params = {"backend": backend, "limit": limit, "gate_source": gate_source, "gate_suites": gate_suites,
-              "gate_humanevalplus": gate_humanevalplus, "arms": arms, "gate_base_url": gate_base_url,
-              "gate_model": gate_model, "gate_api_key_env": gate_api_key_env, "certify_dataset": certify_dataset,
-              "certify_samples": certify_samples, "profile": profile, "judge_records": judge_records,
-              "judge_cards": judge_cards, "judge_memory": judge_memory, "judge_backend": judge_backend,
-              "judge_replay": judge_replay, "judge_human_labels": judge_human_labels,
-              "judge_embedder": judge_embedder, "dask": daskcluster.parse(dask),  # a bad value fails here
-              "no_certify": no_certify, "max_fpr_attack": max_fpr_attack}
-    schedule.check_parameters(params)  # a misconfigured live source fails the night before any stage runs
-    path = publish.prepare_warehouse(warehouse)
-    params["warehouse"] = str(path)
-    if gate_humanevalplus and not gate_suites and Path(gate_humanevalplus).exists():
+    path = publish.prepare_warehouse(request.warehouse)
+    request = request.model_copy(update={"warehouse": str(path)})
+    if request.gate_humanevalplus and not request.gate_suites and Path(request.gate_humanevalplus).exists():
         # one import for every stage; certify takes only a suites directory
-        params["gate_suites"] = import_suites(gate_humanevalplus, str(path), backend, limit)
+        suites = import_suites(humanevalplus=request.gate_humanevalplus, warehouse=str(path), backend=request.backend,
+                               limit=request.limit)
+        request = request.model_copy(update={"gate_suites": suites})
     summary = schedule.ChainSummary("nightly")
+    produced: dict[str, str] = {}
     for stage in schedule.NIGHTLY_STAGES:
-        summary.stages.append(run_stage(stage, params, logger))
+        summary.stages.append(run_stage(stage, request, produced, logger))
     summary.snapshot = str(publish.publish_snapshot(path))
     publish.summary_artifact(path, summary.lines())
     logger.info("\n".join(summary.lines()))
@@ -87,27 +74,28 @@ def warnings_to_log(logger) -> Iterator[list]:
         logger.warning("%s: %s (%s:%s)", w.category.__name__, w.message, Path(w.filename).name, w.lineno)
 
 
-def run_stage(stage: schedule.Stage, params: dict, logger) -> schedule.StageOutcome:
-    """Run one stage's flow as a sub-flow, or record why it is skipped. A stage that ``produces`` a run
-    id puts it in ``params`` for the stages after it."""
+def run_stage(stage: schedule.Stage, request, produced: dict, logger) -> schedule.StageOutcome:
+    """Run one stage's flow as a sub-flow on the request its Stage builds from the chain's ``request``, or
+    record why it is skipped. A stage that ``produces`` a run id puts it in ``produced`` for the stages
+    after it."""
     module = stage_flows.module_of(stage)
     if not stage_flows.installed(module):
         logger.warning("stage %s skipped: its flow module %s is not installed", stage.name, module)
         return schedule.StageOutcome(stage.name, "skipped", f"{module} not installed")
     fn = stage_flows.load(stage)
-    kwargs = stage.call_arguments(fn, params)
-    if isinstance(kwargs, schedule.Skip):
-        logger.warning("stage %s skipped: %s", stage.name, kwargs.reason)
-        return schedule.StageOutcome(stage.name, "skipped", kwargs.reason)
+    stage_request = stage.request(request, produced)
+    if isinstance(stage_request, schedule.Skip):
+        logger.warning("stage %s skipped: %s", stage.name, stage_request.reason)
+        return schedule.StageOutcome(stage.name, "skipped", stage_request.reason)
     logger.info("stage %s: %s", stage.name, stage.what)
     say(f"stage {stage.name}: {stage.what}")
     started = time.monotonic()
     with warnings_to_log(logger) as caught:
-        result = fn(**kwargs)
+        result = fn(stage_request)
     run_id = schedule.run_id_of(result)
     noted = f"; {len(caught)} library warnings in the flow run's log" if caught else ""
     say(f"stage {stage.name}: done in {time.monotonic() - started:.1f} s{noted}")
     if stage.produces:
-        params[stage.produces] = run_id
+        produced[stage.produces] = run_id
     lines = result.lines() if hasattr(result, "lines") else [f"run {run_id}"] if run_id else []
     return schedule.StageOutcome(stage.name, "ok", lines[0] if lines else "")

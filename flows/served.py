@@ -7,9 +7,9 @@ the model endpoint, its model and the variable holding its key, the Dask cluster
 the warehouse and every input file are the serve process's own values, held in the flow object itself
 (``served_flow``: a closure, which Prefect's runner pickles into each flow run's process; it runs the
 served flow object, never code named by the stored deployment). A run may set only what changes how
-much or which part of the work is done (``NIGHTLY_PER_RUN``, ``BACKFILL_PER_RUN``); a run given any
-other parameter of the chain fails at once, naming it, before any stage runs: nothing is read, sent or
-written.
+much or which part of the work is done: the fields of ``NightlyPerRun`` and ``BackfillPerRun``
+(``acceptgate.pipelines.requests``); a run given any other field of the chain's request fails at once,
+naming it, before any stage runs: nothing is read, sent or written.
 """
 
 from __future__ import annotations
@@ -18,11 +18,16 @@ import inspect
 import typing
 from typing import Any, Callable
 
-from acceptgate._util.errors import InvalidInput
+from pydantic import BaseModel
 
-# What a run of a served deployment may set, with the service's defaults when it sets nothing.
-NIGHTLY_PER_RUN = ("limit", "arms", "profile", "judge_embedder")
-BACKFILL_PER_RUN = ("run_ids", "since", "until", "arms")
+from acceptgate._util.errors import InvalidInput
+from acceptgate.pipelines import requests
+from acceptgate.pipelines.requests import BackfillPerRun, HistoryBackfillRequest, NightlyPerRun, NightlyRequest
+
+# What a run of a served deployment may set, with the service's defaults when it sets nothing: the
+# fields of the per-run request types (pipelines/requests.py), nothing else.
+NIGHTLY_PER_RUN = tuple(NightlyPerRun.model_fields)
+BACKFILL_PER_RUN = tuple(BackfillPerRun.model_fields)
 
 
 def refuse_fixed(flow_name: str, given: dict[str, Any], per_run: typing.Iterable[str]) -> None:
@@ -36,29 +41,31 @@ def refuse_fixed(flow_name: str, given: dict[str, Any], per_run: typing.Iterable
                            field=fixed[0])
 
 
-def served_flow(name: str, chain: Callable[..., Any], fixed: dict[str, Any], per_run: dict[str, Any],
-                description: str):
-    """A Prefect flow named ``name`` that runs ``chain`` (a flow's function) with ``fixed`` and the run's
-    own values of the ``per_run`` parameters (their defaults: ``per_run``'s values).
+def served_flow(name: str, chain: Callable[[BaseModel], Any], kind: type[BaseModel], per_run_kind: type[BaseModel],
+                fixed: dict[str, Any], per_run: dict[str, Any], description: str):
+    """A Prefect flow named ``name`` that runs ``chain`` (a flow's function) on the request ``kind`` made of
+    ``fixed`` and the run's own values of the per-run fields (``per_run_kind``'s; their defaults:
+    ``per_run``'s values, else the request's).
 
-    Its signature lists the per-run parameters, then every other parameter of ``chain`` with default
-    None (so that Prefect hands a run's attempt to set one to this function, which refuses it with a
-    clear message, instead of failing on an unknown name)."""
+    Its signature lists the per-run fields, then every other field of ``kind`` with default None (so
+    that Prefect hands a run's attempt to set one to this function, which refuses it with a clear
+    message, instead of failing on an unknown name)."""
     from prefect import flow
 
-    hints = typing.get_type_hints(chain)
-    accepted = inspect.signature(chain).parameters
-    unknown = sorted(set(per_run) - set(accepted)) + sorted(set(fixed) - set(accepted))
+    fields, own = kind.model_fields, per_run_kind.model_fields
+    unknown = sorted(set(own) - set(fields)) + sorted(set(fixed) - set(fields)) + sorted(set(per_run) - set(own))
     if unknown:
-        raise ValueError(f"{chain.__name__} has no parameter {unknown[0]!r}")
-    params = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=per_run[n], annotation=hints.get(n, Any))
-              for n in per_run]
+        raise ValueError(f"{kind.__name__} has no per-run or fixed field {unknown[0]!r}")
+    defaults = {n: per_run[n] if n in per_run else fields[n].get_default(call_default_factory=True) for n in own}
+    params = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=defaults[n], annotation=own[n].annotation)
+              for n in own]
     params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any)
-               for n in accepted if n not in per_run]
+               for n in fields if n not in own]
 
     def served(**given: Any) -> Any:
-        refuse_fixed(name, given, per_run)
-        return chain(**{**fixed, **{n: given.get(n, default) for n, default in per_run.items()}})
+        refuse_fixed(name, given, own)
+        values = {**fixed, **{n: given.get(n, default) for n, default in defaults.items()}}
+        return chain(requests.build(kind, values, record=f"{name} flow run"))
 
     served.__signature__ = inspect.Signature(params)  # what Prefect binds a run's parameters against
     served.__name__ = served.__qualname__ = f"served_{name.replace('-', '_')}"
@@ -69,7 +76,8 @@ def served_flow(name: str, chain: Callable[..., Any], fixed: dict[str, Any], per
 def served_nightly(fixed: dict[str, Any], per_run: dict[str, Any]):
     from acceptgate.flows.nightly import nightly
 
-    return served_flow("nightly", nightly.fn, fixed, {n: per_run.get(n, _default(nightly.fn, n)) for n in NIGHTLY_PER_RUN},
+    return served_flow("nightly", nightly.fn, NightlyRequest, NightlyPerRun, fixed,
+                       {n: v for n, v in per_run.items() if v is not None},
                        "The nightly chain with the service's fixed configuration; a run may set "
                        + ", ".join(NIGHTLY_PER_RUN) + ".")
 
@@ -77,12 +85,6 @@ def served_nightly(fixed: dict[str, Any], per_run: dict[str, Any]):
 def served_backfill(fixed: dict[str, Any]):
     from acceptgate.flows.history_backfill import history_backfill
 
-    return served_flow("history-backfill", history_backfill.fn, fixed,
-                       {n: _default(history_backfill.fn, n) for n in BACKFILL_PER_RUN},
+    return served_flow("history-backfill", history_backfill.fn, HistoryBackfillRequest, BackfillPerRun, fixed, {},
                        "Backfill past runs with the service's fixed configuration; a run sets "
                        + ", ".join(BACKFILL_PER_RUN) + ".")
-
-
-def _default(fn: Callable[..., Any], name: str) -> Any:
-    default = inspect.signature(fn).parameters[name].default
-    return None if default is inspect.Parameter.empty else default

@@ -11,6 +11,7 @@ import pytest
 from acceptgate.pipelines import audit
 from acceptgate.store import warehouse
 from acceptgate.cli import main
+from acceptgate.pipelines.requests import AuditRequest
 
 pytestmark = pytest.mark.prefect
 
@@ -23,7 +24,7 @@ def test_the_audit_flow_twice_writes_every_stage_once(prefect_harness, tmp_path,
     from acceptgate.flows.audit import audit as audit_flow
 
     path = tmp_path / "w.duckdb"
-    first = audit_flow(limit=3, warehouse=str(path), backend="local")
+    first = audit_flow(AuditRequest(limit=3, warehouse=str(path), backend="local"))
     assert first.imported["tasks_imported"] + first.imported["tasks_excluded"] == 3
     counts = warehouse.row_counts(path, TABLES)
     assert all(counts[t] > 0 for t in POPULATED), counts

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from shard_rows import assert_same_rows, suites_and_samples, table_rows
+from acceptgate.pipelines.requests import AuditRequest, CertifyRequest, GateRequest, LeakBackfillRequest
 
 pytestmark = pytest.mark.prefect
 
@@ -177,8 +178,8 @@ def test_score_on_the_cluster_gives_the_single_process_verdicts(cluster, inputs,
 def _gate(warehouse: Path, suites_dir: str, codet: str, **kw):
     from acceptgate.flows.gate import gate
 
-    return gate(certify=False, arms=["conform", "hmix", "off"], source=f"codet:{codet}", suites_dir=suites_dir,
-                warehouse=str(warehouse), per_task=2, gauge=False, **kw)
+    return gate(GateRequest(certify=False, arms=["conform", "hmix", "off"], source=f"codet:{codet}",
+                            suites_dir=suites_dir, warehouse=str(warehouse), per_task=2, gauge=False, **kw))
 
 
 def test_gate_on_the_cluster_gives_the_single_process_rows(cluster, inputs, api_env, tmp_path, codet_samples_path):
@@ -206,8 +207,8 @@ def _certify(warehouse: Path, suites_dir: str, dataset: str, samples: str, **kw)
 
     # one held-out seed for both runs: the held-out part is made from it (a fresh one per run otherwise)
     settings = C.Settings(pool=PoolSettings(samples_per_task=2), repeat_sample=0, workers=1, heldout_seed=HELDOUT_SEED)
-    return certify(suites_dir=suites_dir, dataset=dataset, samples=samples, warehouse=str(warehouse),
-                   settings=settings, gauge=False, **kw)
+    return certify(CertifyRequest(suites_dir=suites_dir, dataset=dataset, samples=samples, warehouse=str(warehouse),
+                                  settings=settings, gauge=False, **kw))
 
 
 def test_certify_on_the_cluster_gives_the_single_process_rows(cluster, inputs, api_env, tmp_path,
@@ -227,8 +228,8 @@ def test_audit_execution_stage_on_the_cluster_gives_the_single_process_rows(clus
     from acceptgate.flows.audit import audit
 
     kw = {"limit": TASKS, "dataset": "humanevalplus", "data_path": str(humanevalplus_path)}
-    single = audit(warehouse=str(tmp_path / "single.duckdb"), **kw)
-    sharded = audit(warehouse=str(tmp_path / "dask.duckdb"), dask=cluster.dask, shard_size=1, **kw)
+    single = audit(AuditRequest(warehouse=str(tmp_path / "single.duckdb"), **kw))
+    sharded = audit(AuditRequest(warehouse=str(tmp_path / "dask.duckdb"), dask=cluster.dask, shard_size=1, **kw))
     assert sharded.run_id == single.run_id
     want = table_rows(tmp_path / "single.duckdb", "audit")
     assert len(want["executions"]) > TASKS and len(want["case_results"]) > 0
@@ -247,13 +248,13 @@ def test_backfill_on_the_cluster_gives_the_single_process_rows(cluster, inputs, 
     _gate_arms = ["conform", "hmix-leaky-gt"]
     from acceptgate.flows.gate import gate
 
-    gate(certify=False, arms=_gate_arms, source=f"codet:{codet_samples_path}", suites_dir=suites_dir,
-         warehouse=str(tmp_path / "g.duckdb"), per_task=2, gauge=False)
+    gate(GateRequest(certify=False, arms=_gate_arms, source=f"codet:{codet_samples_path}", suites_dir=suites_dir,
+                     warehouse=str(tmp_path / "g.duckdb"), per_task=2, gauge=False))
     for name in ("single", "dask"):
         shutil.copy(tmp_path / "g.duckdb", tmp_path / f"{name}.duckdb")
-    single = backfill(suites_dir=suites_dir, warehouse=str(tmp_path / "single.duckdb"))
-    sharded = backfill(suites_dir=suites_dir, warehouse=str(tmp_path / "dask.duckdb"), dask=cluster.dask,
-                       shard_size=1)
+    single = backfill(LeakBackfillRequest(suites_dir=suites_dir, warehouse=str(tmp_path / "single.duckdb")))
+    sharded = backfill(LeakBackfillRequest(suites_dir=suites_dir, warehouse=str(tmp_path / "dask.duckdb"),
+                                           dask=cluster.dask, shard_size=1))
     assert sharded.run_id == single.run_id and sharded.scanned == single.scanned == 2 * TASKS
     want = table_rows(tmp_path / "single.duckdb", "leak")
     got = table_rows(tmp_path / "dask.duckdb", "leak")
@@ -317,8 +318,8 @@ def test_a_worker_killed_in_its_shard(cluster, inputs, api_env, tmp_path):
     from acceptgate.flows.gate import gate
 
     path = tmp_path / "dask.duckdb"
-    summary = gate(certify=False, arms=["conform"], source=source, suites_dir=suites_dir, warehouse=str(path), per_task=1,
-                   gauge=False, dask=cluster.dask, shard_size=1)
+    summary = gate(GateRequest(certify=False, arms=["conform"], source=source, suites_dir=suites_dir,
+                               warehouse=str(path), per_task=1, gauge=False, dask=cluster.dask, shard_size=1))
     watcher.join(timeout=60)
     assert killed, "no worker was seen running a shard"
     assert cluster.procs[killed["name"]].wait(timeout=30) == -signal.SIGKILL
@@ -328,8 +329,8 @@ def test_a_worker_killed_in_its_shard(cluster, inputs, api_env, tmp_path):
     # (the same Prefect task run); the run completes once, with every row, as if nothing had died.
     with warehouse.connect(path, read_only=True) as con:
         assert con.execute("select status from run_attempts").fetchall() == [("ok",)]
-    single = gate(certify=False, arms=["conform"], source=source, suites_dir=suites_dir, warehouse=str(tmp_path / "s.duckdb"),
-                  per_task=1, gauge=False)
+    single = gate(GateRequest(certify=False, arms=["conform"], source=source, suites_dir=suites_dir,
+                              warehouse=str(tmp_path / "s.duckdb"), per_task=1, gauge=False))
     assert summary.run.run_id == single.run.run_id
     want = table_rows(tmp_path / "s.duckdb", "gate")
     assert len(want["gate_decisions"]) == TASKS and len(want["deliveries"]) == TASKS

@@ -9,6 +9,7 @@ import pytest
 
 from acceptgate.store import warehouse
 from acceptgate.cli import main
+from acceptgate.pipelines.requests import GateRequest
 
 pytestmark = pytest.mark.prefect
 
@@ -39,7 +40,8 @@ def test_gate_flow_conform_and_off_on_codet(prefect_harness, tmp_path, suites_14
 
     path = tmp_path / "w.duckdb"
     source = f"codet:{codet_samples_path}"
-    summary = gate(certify=False, arms=["conform", "off"], source=source, suites_dir=str(suites_14), warehouse=str(path))
+    summary = gate(GateRequest(certify=False, arms=["conform", "off"], source=source, suites_dir=str(suites_14),
+                               warehouse=str(path)))
     conform, off = summary.arms["conform"], summary.arms["off"]
     # HumanEval/4 is excluded: its V passes `return True` (True == 1.0), which fails the hidden suite, so
     # V's gauge fails (test_return_true_for_humaneval_4_is_refused_by_the_gauge_not_delivered); 13 tasks gated
@@ -161,8 +163,8 @@ def test_gate_flow_hmix_through_a_local_endpoint(prefect_harness, tmp_path, suit
     with ChatServer(reply) as server:
         config = ChatConfig(base_url=server.base_url, model="scripted-1", api_key_env="TEST_CHAT_KEY",
                             backoff_seconds=0.01)
-        summary = gate(certify=False, arms=["hmix"], source="openai", suites_dir=str(suites_14), limit=2,
-                       warehouse=str(tmp_path / "w.duckdb"), chat_config=config, workers=1)
+        summary = gate(GateRequest(certify=False, arms=["hmix"], source="openai", suites_dir=str(suites_14), limit=2,
+                                   warehouse=str(tmp_path / "w.duckdb"), chat_config=config, workers=1))
     assert summary.arms["hmix"].delivered == 1 and summary.arms["hmix"].refused == 1
     with warehouse.connect(tmp_path / "w.duckdb", read_only=True) as con:
         decisions = con.execute("select task_id, decision, attempts_used, stop_reason from gate_decisions "

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from acceptgate.pipelines.requests import NightlyRequest
 
 pytestmark = pytest.mark.prefect
 
@@ -74,13 +75,13 @@ def test_nightly_chain_with_a_live_model_reaches_snapshot_sql_and_report(prefect
     path = tmp_path / "w.duckdb"
     monkeypatch.setenv("NIGHTLY_CHAT_KEY", "sk-test")
     with ChatServer(_scripted_model(tasks)) as server:
-        summary = nightly(warehouse=str(path), limit=TASKS, gate_source="openai",
-                          gate_humanevalplus=str(humanevalplus_path), arms=["conform", "hmix", "off"],
-                          gate_base_url=server.base_url, gate_model="scripted-1",
-                          gate_api_key_env="NIGHTLY_CHAT_KEY", judge_records=str(DEMO / "trajectories.jsonl"),
-                          judge_cards=str(DEMO / "cards.jsonl"), judge_memory=str(DEMO / "memory.jsonl"),
-                          judge_replay=str(DEMO / "replay.jsonl"),
-                          judge_human_labels=str(DEMO / "human_labels.jsonl"), judge_embedder="hashing")
+        summary = nightly(NightlyRequest(
+            warehouse=str(path), limit=TASKS, gate_source="openai", gate_humanevalplus=str(humanevalplus_path),
+            arms=["conform", "hmix", "off"], gate_base_url=server.base_url, gate_model="scripted-1",
+            gate_api_key_env="NIGHTLY_CHAT_KEY", judge_records=str(DEMO / "trajectories.jsonl"),
+            judge_cards=str(DEMO / "cards.jsonl"), judge_memory=str(DEMO / "memory.jsonl"),
+            judge_replay=str(DEMO / "replay.jsonl"), judge_human_labels=str(DEMO / "human_labels.jsonl"),
+            judge_embedder="hashing"))
     outcomes = {s.name: s.status for s in summary.stages}
     assert outcomes == {"audit": "ok", "gates": "ok", "leak-audit": "ok", "certify": "ok", "stats": "ok",
                         "judge": "ok", "judge-stats": "ok"}, summary.lines()

@@ -10,6 +10,7 @@ One server for the module (10-40 s cold on a busy machine); each flow run costs 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import signal
@@ -218,8 +219,9 @@ def test_work_pool_path_as_documented(served, tmp_path):
     for name in ("nightly/nightly-pool", "history-backfill/backfill-pool", "audit/audit-weekly-docker"):
         assert _deployment_id(api, name), name
     warehouse = tmp_path / "pool.duckdb"
-    out = _run(prefect + ["deployment", "run", "nightly/nightly-pool", "--param", "limit=1",
-                          "--param", f"warehouse={warehouse}"], env)
+    # the flow's one parameter is its request: a run that sets it gives the whole request
+    request = json.dumps({"limit": 1, "warehouse": str(warehouse)})
+    out = _run(prefect + ["deployment", "run", "nightly/nightly-pool", "--param", f"request={request}"], env)
     flow_run_id = re.search(r"UUID: ([0-9a-f-]{36})", out.stdout).group(1)
     # started elsewhere, the worker runs the flow in the directory the deploy recorded (no ACCEPTGATE_HOME):
     # the entry point flows/nightly.py is a path relative to it

@@ -93,30 +93,32 @@ def test_certify_shards_give_the_single_process_rows(suites_dir, humanevalplus_p
     assert {"backend", "judge", "report"} <= set(merged.seconds)
 
 
-def test_nightly_hands_dask_to_the_sharded_stages():
+def test_nightly_hands_dask_to_the_sharded_stages(tmp_path):
     from acceptgate.pipelines import schedule
-    from acceptgate.flows import stage_flows
-
     from acceptgate.pipelines.daskcluster import DaskCluster
+    from acceptgate.pipelines.requests import NightlyRequest
 
     cluster = DaskCluster(workers=2)
-    params = {"warehouse": "w.duckdb", "backend": "local", "dask": cluster}
-    audit = next(s for s in schedule.NIGHTLY_STAGES if s.name == "audit")
-    assert audit.call_arguments(stage_flows.load(audit), params)["dask"] == cluster
-    for name in ("certify", "gates"):  # their flows take it too (the chain passes what a flow names)
-        import inspect
-
+    files = {n: tmp_path / n for n in ("suites", "hep.jsonl", "codet.jsonl")}
+    files["suites"].mkdir()
+    for f in ("hep.jsonl", "codet.jsonl"):
+        files[f].write_text("")
+    nightly = NightlyRequest(warehouse="w.duckdb", dask="2", shard_size=3, gate_suites=str(files["suites"]),
+                             certify_dataset=str(files["hep.jsonl"]), gate_source=f"codet:{files['codet.jsonl']}")
+    assert nightly.dask == cluster
+    for name in ("audit", "certify", "gates"):  # the stages whose work runs in shards
         stage = next(s for s in schedule.NIGHTLY_STAGES if s.name == name)
-        assert "dask" in inspect.signature(stage_flows.load(stage).fn).parameters
+        request = stage.request(nightly, {})
+        assert (request.dask, request.shard_size) == (cluster, 3), name
 
 
-@pytest.mark.prefect
-def test_nightly_refuses_a_bad_dask_value_before_any_stage(prefect_harness, tmp_path):
-    from acceptgate.flows.nightly import nightly
+def test_nightly_refuses_a_bad_dask_value_before_any_stage():
+    from acceptgate.pipelines import requests
 
-    with pytest.raises(InvalidInput, match="--dask"):
-        nightly(warehouse=str(tmp_path / "w.duckdb"), dask="0")
-    assert not (tmp_path / "w.duckdb").exists()
+    for value in ("0", "tcp://127.0.0.1:9"):
+        with pytest.raises(InvalidInput) as err:
+            requests.build(requests.NightlyRequest, {"warehouse": "w.duckdb", "dask": value})
+        assert err.value.field == "dask"
 
 
 def test_cli_dask_errors_exit_2_before_any_work(tmp_path, suites_dir, humanevalplus_path, codet_samples_path, capsys):

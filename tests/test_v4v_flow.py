@@ -11,6 +11,7 @@ from acceptgate.store import warehouse
 from acceptgate.cli import main
 from acceptgate.v4v import certify as C
 from acceptgate.v4v.pools import PoolSettings
+from acceptgate.pipelines.requests import CertifyRequest
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +30,9 @@ def test_certify_flow_writes_the_v4v_tables(prefect_harness, tmp_path, suites_2,
     path = tmp_path / "w.duckdb"
     settings = C.Settings(pool=PoolSettings(samples_per_task=2), repeat_sample=0)
     judge = Path(__file__).resolve().parent / "judges" / "defines_entry.py"
-    summary = certify(suites_dir=str(suites_2), dataset=str(humanevalplus_path), samples=str(codet_samples_path),
-                      warehouse=str(path), settings=settings,
-                      verifier_commands=[f"python3 {judge} {{file}} {{entry_point}}"])
+    summary = certify(CertifyRequest(suites_dir=str(suites_2), dataset=str(humanevalplus_path),
+                                     samples=str(codet_samples_path), warehouse=str(path), settings=settings,
+                                     verifier_commands=[f"python3 {judge} {{file}} {{entry_point}}"]))
     text = "\n".join(summary.lines())
     assert "always-reject" in text and "all-reject" in text and "BA_norm" in text
     # where the time went (what --verbose prints)

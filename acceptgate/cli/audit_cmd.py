@@ -87,8 +87,12 @@ def progress_lines(quiet: bool, started: float) -> tuple[flowrun.Say, StderrProg
     return say, None if quiet else StderrProgress(started=started)
 
 
+OPTIONS = {"limit": "--limit", "warehouse": "--warehouse", "backend": "--backend", "run_id": "--run-id",
+           "dataset": "--dataset", "data_path": "--path", "dask": "--dask", "shard_size": "--shard-size"}
+
+
 def run(args) -> int:
-    from acceptgate.pipelines import audit
+    from acceptgate.pipelines import audit, requests
     limit = audit.check_limit(args.limit)
     run_id = runids.check_run_id(args.run_id) if args.run_id is not None else None
     datasets.get(args.dataset).source(args.path)  # humanevalplus and mbppplus need --path
@@ -97,6 +101,10 @@ def run(args) -> int:
     started = time.monotonic()
     # Before any work, and before the warehouse file exists: a run that cannot finish leaves nothing.
     checks.dask_ready(args)
+    request = requests.build(requests.AuditRequest, {
+        "limit": limit, "warehouse": args.warehouse, "backend": args.backend, "run_id": run_id,
+        "dataset": args.dataset, "data_path": args.path, "dask": args.dask, "shard_size": args.shard_size},
+        options=OPTIONS, record="audit")
     checks.backend_ready(args.backend)
     path = checks.warehouse_ready(args.warehouse)  # last: it may wait for another process's lock
     # Prefect's console handler only for the critical: a stage failure is reported below in one
@@ -106,10 +114,7 @@ def run(args) -> int:
     from acceptgate.flows import audit as audit_flow  # Prefect is imported here, and only here
 
     # A failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
-    summary = audit_flow.run(limit=limit, warehouse=str(path), backend=args.backend, run_id=run_id,
-                             reporter=reporter, dataset=args.dataset,
-                             data_path=args.path,
-                             dask=args.dask, shard_size=args.shard_size)
+    summary = audit_flow.run(request.model_copy(update={"warehouse": str(path)}), reporter)
     summary.total_seconds = time.monotonic() - started
     print("\n".join(summary.lines()))
     if args.verbose:

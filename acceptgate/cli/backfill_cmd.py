@@ -13,9 +13,10 @@ import datetime
 import os
 
 from acceptgate.cli import checks
-from acceptgate.cli.leak_audit_cmd import add_common, call_flow, check
+from acceptgate.cli.leak_audit_cmd import add_common, call_flow, check, request_of
 from acceptgate._util.errors import InvalidInput
 from acceptgate.leak import audit
+from acceptgate.pipelines.requests import LeakBackfillRequest
 from acceptgate.pipelines.shards import DEFAULT_RECORDS_PER_SHARD
 
 
@@ -53,11 +54,11 @@ def run(args) -> int:
         from acceptgate.flows.backfill import backfill
         return backfill
 
-    return call_flow("backfill", args.quiet, load, history, suites_dir=args.suites, humanevalplus=args.humanevalplus, warehouse=path,
-                     since=args.since, until=args.until, run_ids=args.run_ids, arms=args.arms, history=args.history,
-                     include_warehouse=not args.no_warehouse_runs, matcher=args.matcher, rescan=args.rescan,
-                     batch_records=args.batch_records, backend=args.backend, dask=args.dask,
-                     shard_size=args.shard_size)
+    args.warehouse = path
+    request = request_of(LeakBackfillRequest, args, since=args.since, until=args.until,
+                         include_warehouse=not args.no_warehouse_runs, batch_records=args.batch_records,
+                         dask=args.dask, shard_size=args.shard_size)
+    return call_flow("backfill", args.quiet, load, request, history)
 
 
 def _recorded_tasks(args, since, until) -> None:

@@ -177,6 +177,11 @@ def _settings(args) -> Settings:
                     external=options, heldout_seed=args.heldout_seed or "")
 
 
+OPTIONS = {"suites_dir": "--suites", "dataset": "--dataset", "samples": "--samples", "warehouse": "--warehouse",
+           "backend": "--backend", "run_id": "--run-id", "limit": "--limit", "task_ids": "--task",
+           "gauge": "--no-gauge", "dask": "--dask", "shard_size": "--shard-size"}  # field -> its option
+
+
 def run(args) -> int:
     settings = _settings(args)
     if args.limit is not None and args.limit < 1:
@@ -199,6 +204,13 @@ def run(args) -> int:
                            field="--backend")
     if any(n.startswith("cmd:") or n == "evalplus" for n in settings.verifiers) and not args.backend.startswith("local"):
         raise backends.BackendUnavailable(f"command verifiers run on the local backends only, not {args.backend!r}")
+    from acceptgate.pipelines import requests
+
+    request = requests.build(requests.CertifyRequest, {
+        "suites_dir": args.suites, "dataset": args.dataset, "samples": args.samples, "warehouse": str(path),
+        "backend": args.backend, "run_id": args.run_id, "limit": args.limit, "task_ids": args.task,
+        "settings": settings, "gauge": not args.no_gauge, "dask": args.dask, "shard_size": args.shard_size},
+        options=OPTIONS, record="certify")
     say = flowrun.Say("certify", args.quiet)
     flowrun.prepare(say)
     from acceptgate.flows import certify as certify_flow  # Prefect is imported here, and only here
@@ -208,10 +220,7 @@ def run(args) -> int:
                 BarProgress() if sys.stderr.isatty() else LineProgress(say))
     # a failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     with progress as bar:
-        summary = certify_flow.run(bar, suites_dir=args.suites, dataset=args.dataset, samples=args.samples,
-                                   warehouse=str(path), backend=args.backend, run_id=args.run_id,
-                                   limit=args.limit, task_ids=args.task, settings=settings,
-                                   gauge=not args.no_gauge, dask=args.dask, shard_size=args.shard_size)
+        summary = certify_flow.run(request.model_copy(update={"warehouse": str(path)}), bar)
     print("\n".join(summary.lines()))
     if args.verbose:
         print(summary.timing, file=sys.stderr)

@@ -149,12 +149,32 @@ def _require_certified(args, src, path) -> None:
     certified.require_tasks(path, core.covered(loaded.tasks, coverage))
 
 
+OPTIONS = {"arms": "--arm", "suites_dir": "--suites", "dataset_path": "--path", "chat_config": "--source",
+           "limits": "--wall-seconds", "gauge": "--no-gauge", "certify": "--no-certify"}  # field -> its option
+
+
+def request_of(args, arms: list[str], chat_config):
+    """The gate request the options ask for (InvalidInput naming the option otherwise)."""
+    from acceptgate.pipelines import requests
+
+    values = {"arms": arms, "source": args.source, "humanevalplus": args.humanevalplus, "dataset": args.dataset,
+              "dataset_path": args.path, "suites_dir": args.suites, "warehouse": args.warehouse,
+              "backend": args.backend, "run_id": args.run_id, "per_task": args.per_task, "limit": args.limit,
+              "workers": args.workers, "chat_config": chat_config,
+              "limits": Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1),
+              "strict": args.strict, "profile": args.profile, "gauge": not args.no_gauge, "dask": args.dask,
+              "shard_size": args.shard_size, "certify": not args.no_certify, "max_fpr_attack": args.max_fpr_attack}
+    options = {name: OPTIONS.get(name, "--" + name.replace("_", "-")) for name in values}
+    return requests.build(requests.GateRequest, values, options=options, record="gate")
+
+
 def run(args) -> int:
     arms = _arms(args.arm)
     _check(args)
     from acceptgate.sources import open_source
 
     chat_config = _chat_config(args)
+    request = request_of(args, arms, chat_config)  # every option checked before the source is read
     # Before any work: the source and its file (--strict: exit 2 at the first invalid record), the
     # warehouse (writable, not locked, no file created yet) and the sandbox backend. Invalid records
     # are named on stderr after the run, with those the flow finds (task ids the tasks do not know).
@@ -163,21 +183,13 @@ def run(args) -> int:
         path = checks.warehouse_ready(args.warehouse)  # last: it may wait for another process's lock
         if args.suites and not args.no_certify:  # uncertified tasks: exit 2 here, before Prefect starts
             _require_certified(args, src, path)
+    request = request.model_copy(update={"warehouse": str(path)})
     say = flowrun.Say("gate", args.quiet)
     flowrun.prepare(say)
     from acceptgate.flows import gate as gate_flow  # Prefect is imported here, and only here
 
     # A failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
-    summary = gate_flow.gate(arms=arms, source=args.source, humanevalplus=args.humanevalplus,
-                             dataset=args.dataset, dataset_path=args.path,
-                             suites_dir=args.suites, warehouse=str(path), backend=args.backend,
-                             run_id=args.run_id, per_task=args.per_task, limit=args.limit,
-                             workers=args.workers, chat_config=chat_config,
-                             limits=Limits(wall_seconds=args.wall_seconds, cpu_seconds=int(args.wall_seconds) + 1),
-                             strict=args.strict, profile=args.profile, gauge=not args.no_gauge,
-                             progress=None if args.quiet else say, dask=args.dask,
-                             shard_size=args.shard_size, certify=not args.no_certify,
-                             max_fpr_attack=args.max_fpr_attack)
+    summary = gate_flow.gate(request, progress=None if args.quiet else say)
     for record in summary.coverage.invalid if summary.coverage else ():
         print(f"acceptgate gate: invalid record: {record}", file=sys.stderr)
     print("\n".join(summary.lines()))

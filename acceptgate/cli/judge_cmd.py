@@ -50,11 +50,16 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+OPTIONS = {"records": "--records", "cards": "--cards", "memory": "--memory", "replay": "--replay",
+           "human_labels": "--human-labels", "backend": "--backend", "embedder": "--embedder",
+           "chat_config": "--backend", "warehouse": "--warehouse"}  # field -> its option
+
+
 def run(args) -> int:
     from acceptgate.judge.records import AnswerCard, Exemplar, HumanLabel, RecordedOutput, Trajectory, load_jsonl, strict
-    from acceptgate.judge.run import Inputs, summary_lines
+    from acceptgate.judge.run import summary_lines
+    from acceptgate.pipelines import requests
 
-    inputs = Inputs(args.records, args.cards, args.memory, args.replay, args.human_labels)
     files = [(args.records, "--records", Trajectory), (args.cards, "--cards", AnswerCard),
              (args.memory, "--memory", Exemplar), (args.replay, "--replay", RecordedOutput),
              (args.human_labels, "--human-labels", HumanLabel)]
@@ -78,6 +83,11 @@ def run(args) -> int:
         raise InvalidInput("the replay backend needs --replay FILE", field="--replay")
     from acceptgate.judge import embed
 
+    request = requests.build(requests.JudgeRequest, {
+        "records": args.records, "cards": args.cards, "memory": args.memory, "replay": args.replay,
+        "human_labels": args.human_labels, "backend": args.backend, "embedder": args.embedder,
+        "strict": args.strict, "chat_config": chat_config, "warehouse": args.warehouse},
+        options=OPTIONS, record="judge")
     embed.get(args.embedder)  # an unavailable encoder is exit 3 before anything is written
     path = checks.warehouse_ready(args.warehouse)  # unwritable: exit 2; held by another process: exit 4
     say = flowrun.Say("judge", args.quiet)
@@ -87,8 +97,7 @@ def run(args) -> int:
     say(f"judging the trajectories of {args.records} (backend {args.backend}, embedder {args.embedder})")
 
     # a failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
-    result = judge_flow.judge(inputs=inputs, backend=args.backend, embedder=args.embedder,
-                              warehouse=str(path), strict=args.strict, chat_config=chat_config)
+    result = judge_flow.judge(request.model_copy(update={"warehouse": str(path)}))
     for name, issue in result.issues:
         print(f"acceptgate judge: invalid {name} input: {issue}", file=sys.stderr)
     print("\n".join(summary_lines(result, show_exemplars=not args.quiet)))

@@ -78,7 +78,8 @@ def check(args) -> tuple[str, records.History | None]:
         raise
 
 
-def call_flow(name: str, quiet: bool, load, spooled: records.History | None = None, **kwargs) -> int:
+def call_flow(name: str, quiet: bool, load, request, spooled: records.History | None = None) -> int:
+    """Run the flow ``load()`` returns on ``request``, with the command's progress lines."""
     say = flowrun.Say(name, quiet)
     flowrun.prepare(say)
     fn = load()  # Prefect is imported here, and only here
@@ -89,7 +90,7 @@ def call_flow(name: str, quiet: bool, load, spooled: records.History | None = No
     say("loading the tasks' hidden material")
     # a failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     try:
-        result = fn(**kwargs, progress=None if quiet else progress, spooled=spooled)
+        result = fn(request, progress=None if quiet else progress, spooled=spooled)
     finally:
         if spooled is not None:
             spooled.close()
@@ -99,13 +100,32 @@ def call_flow(name: str, quiet: bool, load, spooled: records.History | None = No
     return 0
 
 
+OPTIONS = {"suites_dir": "--suites", "humanevalplus": "--humanevalplus", "warehouse": "--warehouse",
+           "run_ids": "--run-id", "arms": "--arm", "history": "--history", "matcher": "--matcher",
+           "rescan": "--rescan", "backend": "--backend", "since": "--since", "until": "--until",
+           "include_warehouse": "--no-warehouse-runs", "batch_records": "--batch-records", "dask": "--dask",
+           "shard_size": "--shard-size"}  # field -> its option (leak-audit and backfill)
+
+
+def request_of(kind, args, **values):
+    """The request the command's shared options and ``values`` ask for (InvalidInput naming the option)."""
+    from acceptgate.pipelines import requests
+
+    shared = {"suites_dir": args.suites, "humanevalplus": args.humanevalplus, "warehouse": args.warehouse,
+              "run_ids": args.run_ids, "arms": args.arms, "history": args.history or [], "matcher": args.matcher,
+              "rescan": args.rescan, "backend": args.backend}
+    return requests.build(kind, {**shared, **values}, options=OPTIONS, record=kind.__name__)
+
+
 def run(args) -> int:
+    from acceptgate.pipelines.requests import LeakAuditRequest
+
+    request_of(LeakAuditRequest, args)  # every option checked before any file is read
     path, history = check(args)
 
     def load():
         from acceptgate.flows.leak_audit import leak_audit
         return leak_audit
 
-    return call_flow("leak-audit", args.quiet, load, history, suites_dir=args.suites, humanevalplus=args.humanevalplus,
-                     warehouse=path, run_ids=args.run_ids, arms=args.arms, history=args.history,
-                     matcher=args.matcher, rescan=args.rescan, backend=args.backend)
+    args.warehouse = path
+    return call_flow("leak-audit", args.quiet, load, request_of(LeakAuditRequest, args), history)

@@ -17,7 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
-from acceptgate.pipelines import schedule
+from acceptgate.pipelines import requests, schedule
 from acceptgate.cli import checks
 
 from acceptgate.store import warehouse
@@ -130,8 +130,12 @@ def parameters(args) -> tuple[dict, dict, dict]:
                "judge_human_labels": _abs(args.judge_human_labels), "dask": args.dask}
     per_run = {"limit": args.limit, "arms": arms or None, "judge_embedder": args.judge_embedder}
     backfill = {**common, "gate_suites": _abs(args.gate_suites), "gate_humanevalplus": _abs(args.gate_humanevalplus)}
-    return ({k: v for k, v in nightly.items() if v is not None}, per_run,
-            {k: v for k, v in backfill.items() if v is not None})
+    nightly = {k: v for k, v in nightly.items() if v is not None}
+    # the nightly request the service will run, checked now (a bad one: exit 2 before anything starts)
+    options = {name: "--arm" if name == "arms" else "--" + name.replace("_", "-") for name in (*nightly, *per_run)}
+    requests.build(requests.NightlyRequest, {**nightly, **{k: v for k, v in per_run.items() if v is not None}},
+                   options=options, record="serve")
+    return nightly, per_run, {k: v for k, v in backfill.items() if v is not None}
 
 
 _received: list[int] = []

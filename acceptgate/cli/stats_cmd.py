@@ -40,18 +40,29 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+OPTIONS = {"gate_run": "--gate-run", "judge_run": "--judge-run", "audit_judge_run": "--audit-judge-run",
+           "baseline": "--baseline", "arms": "--arm", "seed": "--seed", "resamples": "--resamples",
+           "confidence": "--confidence", "warehouse": "--warehouse"}  # field -> its option
+
+
 def run(args) -> int:
     from acceptgate.stats.pipeline import Settings, format_effects  # pandas: not on every CLI start
 
     if args.audit_judge_run and not args.judge_run:
         raise InvalidInput("needs --judge-run (the main judge)", field="--audit-judge-run")
-    settings = Settings(seed=args.seed, resamples=args.resamples, confidence=args.confidence).check()
+    Settings(seed=args.seed, resamples=args.resamples, confidence=args.confidence).check()
     path = warehouse.resolve_path(args.warehouse)
     if not path.exists():
         raise InvalidInput("no warehouse here: run 'acceptgate gate' or 'acceptgate judge' first",
                            source=str(path), field="--warehouse")
     checks.warehouse_ready(str(path))  # unwritable: exit 2; held by another process: exit 4
     arms = [a.strip() for v in (args.arm or []) for a in v.split(",") if a.strip()] or None
+    from acceptgate.pipelines import requests
+
+    request = requests.build(requests.StatsRequest, {
+        "warehouse": str(path), "gate_run": args.gate_run, "judge_run": args.judge_run,
+        "audit_judge_run": args.audit_judge_run, "baseline": args.baseline, "arms": arms, "seed": args.seed,
+        "resamples": args.resamples, "confidence": args.confidence}, options=OPTIONS, record="stats")
     # Every id and arm checked before any flow starts (a bad one: exit 2 in seconds). The flow reads
     # them again: the inputs are those of the moment it runs.
     if args.judge_run is not None:
@@ -67,12 +78,10 @@ def run(args) -> int:
     flowrun.prepare(say)
     from acceptgate.flows import stats as stats_flow  # Prefect is imported here, and only here
 
-    say(f"paired statistics, {settings.resamples} resamples")
+    say(f"paired statistics, {request.resamples} resamples")
 
     # a failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
-    result = stats_flow.stats(warehouse=str(path), gate_run=args.gate_run, judge_run=args.judge_run,
-                              baseline=args.baseline, arms=arms, settings=settings,
-                              audit_judge_run=args.audit_judge_run)
+    result = stats_flow.stats(request)
     print("\n".join(format_effects(result)))
     print(f"warehouse: {path} (tables stats_runs, stats_effects, stats_stability, stats_agreement, "
           f"stats_judge_comparison; "

@@ -5,23 +5,25 @@ Prefect-free (the flows in ``flows/nightly.py`` and ``flows/history_backfill.py`
 The nightly chain is a declared list of stages by name. Which flow implements a stage is known only
 to the flows layer (``flows/stage_flows.py``): the core never names nor imports a flow. A stage whose
 flow is not installed is skipped there by an explicit check that is logged and recorded in the summary
--- never by catching an ImportError raised from inside a flow. A stage's flow receives the nightly
-parameters its signature names (``warehouse``, ``backend``, ``limit``, ``arms``...), so a stage added
+-- never by catching an ImportError raised from inside a flow. A stage's flow takes one typed request
+(``acceptgate.pipelines.requests``), which its Stage builds from the chain's request, so a stage added
 later needs its line here and its flow's line there.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel
 
 from acceptgate.store import warehouse
 from acceptgate._util.errors import InvalidInput
+from acceptgate.pipelines.requests import (DEFAULT_ARMS, AuditRequest, BackfillPerRun, CertifyRequest, GateRequest,
+                                           HistoryBackfillRequest, JudgeRequest, LeakAuditRequest,
+                                           LeakBackfillRequest, NightlyRequest, StatsRequest)
 
 NIGHTLY_CRON = "30 2 * * *"  # UTC
 
@@ -37,25 +39,12 @@ class Skip:
 class Stage:
     name: str
     what: str
-    # extra keyword arguments from the parameters; returns Skip when the parameters do not ask for it
-    arguments: Callable[[dict[str, Any]], dict[str, Any] | Skip] = lambda params: {}
-    # the parameter later stages read this stage's run id from (e.g. stats reads tonight's gate run)
+    kind: type[BaseModel]  # the request its flow takes (``flows/stage_flows.py``: the flow)
+    # the stage's request from the chain's request and what earlier stages produced; Skip when the
+    # chain's request does not ask for this stage
+    request: Callable[[Any, dict[str, Any]], BaseModel | Skip]
+    # the name later stages read this stage's run id under (e.g. stats reads tonight's gate run)
     produces: str | None = None
-
-    def call_arguments(self, fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any] | Skip:
-        """The parameters the flow's signature names, plus the stage's own arguments."""
-        extra = self.arguments(params)
-        if isinstance(extra, Skip):
-            return extra
-        accepted = inspect.signature(getattr(fn, "fn", fn)).parameters
-        common = {k: v for k, v in params.items() if k in accepted and v is not None}
-        given = {**common, **extra}
-        missing = [n for n, p in accepted.items() if p.default is inspect.Parameter.empty
-                   and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and n not in given]
-        if missing:
-            return Skip(f"its flow needs {', '.join(missing)}, which the chain does not give yet: add an "
-                        f"arguments function to its Stage in acceptgate/pipelines/schedule.py")
-        return given
 
 
 def _codet_path(source: str | None) -> str | None:
@@ -65,145 +54,147 @@ def _codet_path(source: str | None) -> str | None:
     return None
 
 
-def missing_files(params: dict[str, Any]) -> Skip | None:
+def missing_files(n: NightlyRequest) -> Skip | None:
     """A stage whose input file does not exist is skipped, naming the file (deployment defaults name
     files under data/ that a machine may not have yet)."""
-    paths = [params.get("gate_humanevalplus"), params.get("certify_dataset"), params.get("certify_samples"),
-             _codet_path(params.get("gate_source")), params.get("gate_suites")]
+    paths = [n.gate_humanevalplus, n.certify_dataset, n.certify_samples, _codet_path(n.gate_source), n.gate_suites]
     gone = [p for p in paths if p and not Path(p).exists()]
     if gone:
         return Skip(f"{gone[0]} not found (put the file there, or give the parameter another path)")
     return None
 
 
-def chat_config(params: dict[str, Any]):
+def chat_config(n: NightlyRequest) -> dict[str, str] | None:
     """The live model of an ``openai`` gate source: ``gate_base_url`` and ``gate_model`` (the key is read
     from the environment variable ``gate_api_key_env``, never a parameter: parameters are stored in
-    Prefect). None for a replayed source."""
-    if not (params.get("gate_source") or "").startswith("openai"):
+    Prefect). None for a replayed source (the request refuses an openai source without its model)."""
+    if not (n.gate_source or "").startswith("openai"):
         return None
-    from acceptgate.sources.openai_chat import ChatConfig
-
-    if not (params.get("gate_base_url") and params.get("gate_model")):
-        raise InvalidInput("the openai gate source needs gate_base_url and gate_model", field="gate_source")
-    return ChatConfig(base_url=params["gate_base_url"], model=params["gate_model"],
-                      api_key_env=params.get("gate_api_key_env") or "OPENAI_API_KEY")
+    return {"base_url": n.gate_base_url, "model": n.gate_model, "api_key_env": n.gate_api_key_env}
 
 
-def check_parameters(params: dict[str, Any]) -> None:
-    """Parameters that are wrong rather than absent (InvalidInput): checked before any stage runs."""
-    chat_config(params)
-    if params.get("judge_backend") == "openai":
-        raise InvalidInput("the nightly judge stage runs the rules or replay backend", field="judge_backend")
+def _common(n: NightlyRequest, *names: str) -> dict[str, Any]:
+    """The chain's fields a stage takes as they are (the warehouse, the backend, ...), when set."""
+    return {k: getattr(n, k) for k in ("warehouse", "backend", *names) if getattr(n, k) is not None}
 
 
-def _gate_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
-    if not params.get("gate_source"):
+SHARDED = ("limit", "dask", "shard_size")  # what the chain gives the stages that run in shards
+
+
+def _audit_request(n: NightlyRequest, produced: dict[str, Any]) -> AuditRequest:
+    return AuditRequest(**_common(n, *SHARDED))
+
+
+def _gate_request(n: NightlyRequest, produced: dict[str, Any]) -> GateRequest | Skip:
+    if not n.gate_source:
         return Skip("no gate_source parameter (codet:PATH, evalplus:PATH or openai with gate_base_url and "
                     "gate_model): nothing to gate")
-    if not (params.get("gate_suites") or params.get("gate_humanevalplus")):
+    if not (n.gate_suites or n.gate_humanevalplus):
         return Skip("no gate_suites or gate_humanevalplus parameter: no tasks to gate")
-    if missing_files(params):
-        return missing_files(params)
+    if missing_files(n):
+        return missing_files(n)
     # the suites directory when there is one (the chain imports gate_humanevalplus into it once)
-    suites = params.get("gate_suites")
-    args = {"source": params["gate_source"], "suites_dir": suites,
-            "humanevalplus": None if suites else params.get("gate_humanevalplus"), "arms": list(params.get("arms") or ["conform", "off"]),
-            "profile": params.get("profile") or "default",
-            # tonight's certify stage ran before this one: every task needs its certification record
-            "certify": not params.get("no_certify")}
-    if params.get("max_fpr_attack") is not None:
-        args["max_fpr_attack"] = float(params["max_fpr_attack"])
-    chat = chat_config(params)
-    return {**args, "chat_config": chat} if chat else args
+    policy = {} if n.max_fpr_attack is None else {"max_fpr_attack": n.max_fpr_attack}
+    return GateRequest(**_common(n, *SHARDED), source=n.gate_source, suites_dir=n.gate_suites,
+                       humanevalplus=None if n.gate_suites else n.gate_humanevalplus,
+                       arms=list(n.arms or DEFAULT_ARMS), profile=n.profile, chat_config=chat_config(n),
+                       # tonight's certify stage ran before this one: every task needs its certification record
+                       certify=not n.no_certify, **policy)
 
 
-def _certify_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
+def _certify_request(n: NightlyRequest, produced: dict[str, Any]) -> CertifyRequest | Skip:
     """The HumanEval+ suites the gates use, their jsonl (the gold programs: certify_dataset, by default
     the gate_humanevalplus file) and real samples (certify_samples, by default the codet gate source)."""
-    dataset = params.get("certify_dataset") or params.get("gate_humanevalplus")
-    if missing_files(params):
-        return missing_files(params)
-    if not (params.get("gate_suites") and dataset):
+    dataset = n.certify_dataset or n.gate_humanevalplus
+    if missing_files(n):
+        return missing_files(n)
+    if not (n.gate_suites and dataset):
         return Skip("no HumanEval+ tasks (gate_humanevalplus, or gate_suites with certify_dataset): "
                     "nothing to certify against")
-    return {"suites_dir": params["gate_suites"], "dataset": dataset,
-            "samples": params.get("certify_samples") or _codet_path(params.get("gate_source")),
-            "limit": params.get("limit")}
+    return CertifyRequest(**_common(n, *SHARDED), suites_dir=n.gate_suites, dataset=dataset,
+                          samples=n.certify_samples or _codet_path(n.gate_source))
 
 
-def _hidden_material(params: dict[str, Any]) -> dict[str, Any] | Skip:
-    """The leak audit reads the hidden suites from the tasks the gates used."""
-    if not (params.get("gate_suites") or params.get("gate_humanevalplus")):
+def _hidden_material(n: NightlyRequest | HistoryBackfillRequest) -> dict[str, Any] | Skip:
+    """The leak audits read the hidden suites from the tasks the gates used."""
+    if not (n.gate_suites or n.gate_humanevalplus):
         return Skip("no gate_suites or gate_humanevalplus parameter: no hidden suites to scan for")
-    if missing_files(params):
-        return missing_files(params)
-    suites = params.get("gate_suites")  # imported once by the chain when only the HumanEval+ file is given
-    return {"suites_dir": suites, "humanevalplus": None if suites else params.get("gate_humanevalplus")}
+    gone = [p for p in (n.gate_suites, n.gate_humanevalplus) if p and not Path(p).exists()]
+    if gone:
+        return Skip(f"{gone[0]} not found (put the file there, or give the parameter another path)")
+    suites = n.gate_suites  # imported once by the chain when only the HumanEval+ file is given
+    return {"suites_dir": suites, "humanevalplus": None if suites else n.gate_humanevalplus}
 
 
-def _stats_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
+def _leak_request(n: NightlyRequest, produced: dict[str, Any]) -> LeakAuditRequest | Skip:
+    material = _hidden_material(n)
+    if isinstance(material, Skip):
+        return material
+    return missing_files(n) or LeakAuditRequest(**_common(n, "arms"), **material)
+
+
+def _stats_request(n: NightlyRequest, produced: dict[str, Any]) -> StatsRequest | Skip:
     """Statistics over tonight's gate run (each arm against OFF)."""
-    if not params.get("gate_run"):
+    if not produced.get("gate_run"):
         return Skip("no gate run tonight (the gates stage did not run): nothing new to compare")
-    if "off" not in (params.get("arms") or ["conform", "off"]):
+    if "off" not in (n.arms or DEFAULT_ARMS):
         return Skip("tonight's gate run has no OFF arm to compare the arms with")
-    return {"gate_run": params["gate_run"], "judge_run": None}
+    return StatsRequest(warehouse=n.warehouse, gate_run=produced["gate_run"], arms=n.arms)
 
 
 JUDGE_FILES = ("judge_records", "judge_cards", "judge_memory", "judge_replay", "judge_human_labels")
 
 
-def _judge_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
+def _judge_request(n: NightlyRequest, produced: dict[str, Any]) -> JudgeRequest | Skip:
     """The over-defence judge on the trajectory records the parameters name (jsonl files)."""
-    if not params.get("judge_records"):
+    if not n.judge_records:
         return Skip("no judge_records parameter (with judge_cards and judge_memory): nothing to judge")
-    if not (params.get("judge_cards") and params.get("judge_memory")):
+    if not (n.judge_cards and n.judge_memory):
         return Skip("judge_records needs judge_cards and judge_memory too")
-    gone = [params[k] for k in JUDGE_FILES if params.get(k) and not Path(params[k]).exists()]
+    gone = [getattr(n, k) for k in JUDGE_FILES if getattr(n, k) and not Path(getattr(n, k)).exists()]
     if gone:
         return Skip(f"{gone[0]} not found (put the file there, or give the parameter another path)")
-    backend = params.get("judge_backend") or ("replay" if params.get("judge_replay") else "rules")
-    if backend == "replay" and not params.get("judge_replay"):
+    backend = n.judge_backend or ("replay" if n.judge_replay else "rules")
+    if backend == "replay" and not n.judge_replay:
         return Skip("the replay judge backend needs judge_replay")
-    from acceptgate.judge.run import Inputs
-
-    inputs = Inputs(records=params["judge_records"], cards=params["judge_cards"], memory=params["judge_memory"],
-                    replay=params.get("judge_replay"), human_labels=params.get("judge_human_labels"))
-    return {"inputs": inputs, "backend": backend, "embedder": params.get("judge_embedder") or "minilm"}
+    return JudgeRequest(warehouse=n.warehouse, records=n.judge_records, cards=n.judge_cards, memory=n.judge_memory,
+                        replay=n.judge_replay, human_labels=n.judge_human_labels, backend=backend,
+                        embedder=n.judge_embedder)
 
 
-def _judge_stats_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
+def _judge_stats_request(n: NightlyRequest, produced: dict[str, Any]) -> StatsRequest | Skip:
     """Statistics over tonight's judge run (E- vs E+ per configuration, agreement with the human labels)."""
-    if not params.get("judge_run"):
+    if not produced.get("judge_run"):
         return Skip("no judge run tonight (the judge stage did not run): nothing to compare")
-    return {"judge_run": params["judge_run"], "gate_run": None}
+    return StatsRequest(warehouse=n.warehouse, judge_run=produced["judge_run"])
 
 
-def _backfill_arguments(params: dict[str, Any]) -> dict[str, Any] | Skip:
-    if params.get("run_ids") == []:  # the request selected nothing: scanning "all runs" would be wrong
+def _backfill_request(h: HistoryBackfillRequest, produced: dict[str, Any]) -> LeakBackfillRequest | Skip:
+    """The leak audit's backfill over the runs the request selected (``produced["selected_runs"]``)."""
+    if not produced.get("selected_runs"):  # the request selected nothing: scanning "all runs" would be wrong
         return Skip("the request selected no run")
-    material = _hidden_material(params)
+    material = _hidden_material(h)
     if isinstance(material, Skip):
         return material
-    # the leak backfill flow takes its dates as ISO text
-    dates = {k: params[k].isoformat() for k in ("since", "until") if params.get(k) is not None}
-    return {**material, **dates}
+    # the leak backfill takes its dates as ISO text
+    return LeakBackfillRequest(warehouse=h.warehouse, backend=h.backend, run_ids=produced["selected_runs"],
+                               since=h.since, until=h.until, arms=h.arms or None, **material)
 
 
 # The nightly chain, in order. ``produces`` hands a stage's run id to the stages after it. Certify comes
 # before the gates (seed 002: six gates first, then the agent): a gate delivers only on tasks certified.
 NIGHTLY_STAGES: tuple[Stage, ...] = (
-    Stage("audit", "import -> suites -> gauge -> execute (references, wrong samples)"),
+    Stage("audit", "import -> suites -> gauge -> execute (references, wrong samples)", AuditRequest,
+          _audit_request),
     Stage("certify", "V4V: certify each task (its pool with GT), then measure V and the other verifiers on it",
-          _certify_arguments),
-    Stage("gates", "CONFORM / H-MIX / OFF on the replayed or live source, certified tasks only", _gate_arguments,
-          produces="gate_run"),
-    Stage("leak-audit", "leak audit of the experiment records", _hidden_material),
-    Stage("stats", "paired statistics over tonight's gate run", _stats_arguments),
-    Stage("judge", "over-defence judge of the trajectory records", _judge_arguments,
+          CertifyRequest, _certify_request),
+    Stage("gates", "CONFORM / H-MIX / OFF on the replayed or live source, certified tasks only", GateRequest,
+          _gate_request, produces="gate_run"),
+    Stage("leak-audit", "leak audit of the experiment records", LeakAuditRequest, _leak_request),
+    Stage("stats", "paired statistics over tonight's gate run", StatsRequest, _stats_request),
+    Stage("judge", "over-defence judge of the trajectory records", JudgeRequest, _judge_request,
           produces="judge_run"),
-    Stage("judge-stats", "statistics over tonight's judge run", _judge_stats_arguments),
+    Stage("judge-stats", "statistics over tonight's judge run", StatsRequest, _judge_stats_request),
 )
 
 
@@ -214,8 +205,7 @@ def run_id_of(result: Any) -> str | None:
 
 # What a backfill request runs over the selected history.
 BACKFILL_STAGES: tuple[Stage, ...] = (
-    Stage("leak-backfill", "leak audit of the selected historical runs",
-          _backfill_arguments),
+    Stage("leak-backfill", "leak audit of the selected historical runs", LeakBackfillRequest, _backfill_request),
 )
 
 
@@ -272,57 +262,6 @@ def import_suites(humanevalplus: str, warehouse_path: str | Path, backend: str, 
 
 # -- backfill ----------------------------------------------------------------------------------------
 
-class BackfillRequest(BaseModel):
-    """Which history to backfill: explicit run ids and/or a date range (UTC days, inclusive), optionally
-    restricted to gate arms. At least one of run_ids, since, until must be given."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    run_ids: list[str] = []
-    since: dt.date | None = None
-    until: dt.date | None = None
-    arms: list[str] = []
-
-    @field_validator("arms")
-    @classmethod
-    def _known_arms(cls, arms: list[str]) -> list[str]:
-        from acceptgate.gates import ARMS
-
-        bad = [a for a in arms if a not in ARMS]
-        if bad:
-            raise ValueError(f"unknown arm(s) {bad}; valid arms: {', '.join(ARMS)}")
-        return arms
-
-    @field_validator("run_ids")
-    @classmethod
-    def _run_ids(cls, run_ids: list[str]) -> list[str]:
-        from acceptgate._util.runids import RUN_ID
-
-        bad = [r for r in run_ids if not RUN_ID.match(r)]
-        if bad:
-            raise ValueError(f"invalid run id(s) {bad}")
-        return run_ids
-
-    @model_validator(mode="after")
-    def _some_selection(self) -> "BackfillRequest":
-        if not self.run_ids and self.since is None and self.until is None:
-            raise ValueError("give run_ids, or a date range (since/until), or both")
-        if self.since and self.until and self.since > self.until:
-            raise ValueError(f"since {self.since} is after until {self.until}")
-        return self
-
-
-def backfill_request(**values: Any) -> BackfillRequest:
-    from pydantic import ValidationError
-
-    try:
-        return BackfillRequest(**values)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InvalidInput(err["msg"], record="backfill request",
-                           field=".".join(str(p) for p in err["loc"]) or None) from None
-
-
 _SELECT_RUNS = """
 with audit_runs as (
     select run_id, 'audit' as kind, started_at, cast(null as varchar) as arms from runs
@@ -343,7 +282,7 @@ class SelectedRun:
     arms: tuple[str, ...]
 
 
-def select_runs(path: str | Path, request: BackfillRequest) -> list[SelectedRun]:
+def select_runs(path: str | Path, request: BackfillPerRun) -> list[SelectedRun]:
     """The runs in the warehouse that match the request (all given run ids must exist)."""
     with warehouse.connect(path, read_only=True) as con:
         rows = con.execute(_SELECT_RUNS).fetchall()
