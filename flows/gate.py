@@ -19,7 +19,9 @@ from acceptgate.gates import run as core
 from acceptgate.sandbox.backend import Limits
 from acceptgate.pipelines.daskcluster import DaskCluster
 from acceptgate.flows import dask_runner
+from acceptgate.pipelines.families import GATE
 from acceptgate.tasks import gate_tasks as t
+from acceptgate.tasks import run_tasks
 
 
 @flow(name="gate", persist_result=False, log_prints=False)
@@ -68,7 +70,8 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
                             certify=core.CERTIFY_CHECKED if certify else core.CERTIFY_SKIPPED,
                             max_fpr_attack=max_fpr_attack if certify else None,
                             exclusions=tuple(admitted.exclusions))
-        ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
+        # the attempt is recorded; any error or stop below ends it
+        ledger_run = run_tasks.start_run(GATE, path, run.run_id, run.frame())
     outcomes, seconds = [], {}
     # quote(): tasks hold ~10^5 nested cases and outcomes every message; without it Prefect walks each one
     with ledger_run.guard():
@@ -97,7 +100,7 @@ def gate(arms: list[str], source: str, humanevalplus: str | None = None, suites_
             timed.add("execute", seconds["deliveries"])  # the task's scoring; its rows' write is the rest
             timed.add("write", time.monotonic() - scoring - seconds["deliveries"])
     with timed("write"):
-        snapshot = t.finish_run(path, run, "ok", time.monotonic() - started)  # publishes the run
+        snapshot = run_tasks.finish_run(ledger_run, time.monotonic() - started)  # publishes the run
     return core.GateSummary(run, core.summarize_rows(run, rows), core.fpr_h_by_arm(run, outcomes), seconds,
                             [gate_write, delivery_write], str(path), coverage, str(snapshot),
                             timing=timed.line("gate"))
