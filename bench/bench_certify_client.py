@@ -6,7 +6,7 @@ LocalCluster, with each client phase's wall seconds and this thread's CPU second
 
 The phases: loading the materials, the run's start (its row validated: Great Expectations is imported
 there), the shards on the cluster (its start included), the merge, the frames, each stage's
-validation and write (``validate_batch`` runs inside ``start_run`` and ``write_stage``: its
+validation and write (``validate_batch`` runs inside ``start`` and ``write_stage``: its
 seconds are part of theirs), the finish (publish). CPU seconds are the robust figure on a shared machine;
 the load average is printed beside them. The part of the wall time outside the shards is what does
 not spread over workers. Prints one JSON object (and appends it to bench/out/certify_client.json).
@@ -64,17 +64,17 @@ def main() -> None:
         from acceptgate.pipelines import shards
         from acceptgate.store import expectations
         from acceptgate.cli import main as cli
-        from acceptgate.pipelines import certify as certify_io
+        from acceptgate.pipelines import ledger
         from acceptgate.v4v import certify as core
         from acceptgate.v4v import store
         import acceptgate.flows.certify  # noqa: F401
         from acceptgate.flows import dask_runner
 
         t0 = time.perf_counter()
-        for module, name in ((core, "load_materials"), (certify_io, "start_run"), (dask_runner, "map_shards"),
+        for module, name in ((core, "load_materials"), (ledger.Family, "start"), (dask_runner, "map_shards"),
                              (shards, "merge_certify"), (store, "pool_frames"), (store, "certification_frames"),
-                             (expectations, "validate_batch"), (certify_io, "write_stage"),
-                             (certify_io, "finish_run")):
+                             (expectations, "validate_batch"), (ledger.Run, "write_stage"),
+                             (ledger.Run, "finish")):
             timed(log, t0, module, name)
         c0, load0 = time.process_time(), os.getloadavg()[0]
         rc = cli(["certify", "--suites", str(suites), "--dataset", str(HEPLUS), "--samples", str(CODET), "--limit",

@@ -89,7 +89,8 @@ def write_inputs(tmp: Path, samples: list, problems: dict) -> dict[str, Path]:
 def run_all(tmp: Path, files: dict[str, Path], evalplus: str | None, workers: int, label: str) -> dict:
     """One round of the four commands; caches under ``tmp/caches`` (empty before the first round)."""
     caches = tmp / "caches"
-    env = {**os.environ, "ACCEPTGATE_CACHE_DIR": str(caches / "acceptgate"), "DO_NOT_TRACK": "1"}
+    env = {**os.environ, "ACCEPTGATE_CACHE_DIR": str(caches / "acceptgate"), "DO_NOT_TRACK": "1",
+           "ACCEPTGATE_WAREHOUSE": str(tmp / "warehouse.duckdb")}  # each score records its run there
     out, rows = tmp / label, {}
     out.mkdir()
     he_dir, hep_dir = tmp / "suites-humaneval", tmp / "suites-humanevalplus"

@@ -14,6 +14,7 @@ from prefect.utilities.annotations import quote
 
 from acceptgate.pipelines import audit as core
 from acceptgate.pipelines import shards
+from acceptgate.pipelines.families import AUDIT
 from acceptgate._util.phases import Phases
 from acceptgate.tasks.publish import summary_artifact
 from acceptgate.pipelines.requests import AuditRequest
@@ -37,7 +38,7 @@ def audit(request: AuditRequest) -> core.Summary:
                            data_path=r.data_path)  # records the attempt
     # quote(): stage results hold thousands of nested dataclasses; without it Prefect walks every one
     # of them looking for futures before each task (tens of seconds on the full data set).
-    with core.ledger_run(path, imp.run).guard():  # also between stages: an error or stop ends the attempt
+    with AUDIT.attach(path, imp.run.run_id).guard():  # also between stages: an error or stop ends the attempt
         with timed("suites"):
             suites = suites_stage(path, quote(imp))
         with timed("gauge"):

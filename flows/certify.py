@@ -21,7 +21,9 @@ from acceptgate.v4v import certify as core
 from acceptgate.v4v import heldout, store
 from acceptgate.pipelines.requests import CertifyRequest
 from acceptgate.flows import dask_runner
+from acceptgate.pipelines.families import CERTIFY
 from acceptgate.tasks import certify_tasks as t
+from acceptgate.tasks import run_tasks
 
 
 class CertifySummary:
@@ -98,7 +100,8 @@ def certify(request: CertifyRequest) -> CertifySummary:
         # how long each task took the last time (read before this attempt replaces a previous one's rows)
         history = t.task_seconds(path, [m.task_id for m in materials]) if r.dask else {}
         with timed("write"):
-            ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
+            # the attempt is recorded; any error or stop below ends it
+            ledger_run = run_tasks.start_run(CERTIFY, path, run.run_id, run.frame())
         # quote(): materials hold ~10^5 nested cases and runs every output; Prefect must not walk them
         with ledger_run.guard():
             with timed("execute"):
@@ -118,7 +121,7 @@ def certify(request: CertifyRequest) -> CertifySummary:
                 rows.update(t.write_certification(path, run, quote(cert)))
     wall = time.monotonic() - started
     with timed("write"):
-        t.finish_run(path, run, wall)
+        run_tasks.finish_run(ledger_run, wall)
     return CertifySummary(run, cert, rows, str(path), wall, timing=timed.line("certify"))
 
 

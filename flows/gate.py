@@ -18,7 +18,9 @@ from acceptgate._util.phases import Phases, tenths
 from acceptgate.gates import run as core
 from acceptgate.pipelines.requests import GateRequest
 from acceptgate.flows import dask_runner
+from acceptgate.pipelines.families import GATE
 from acceptgate.tasks import gate_tasks as t
+from acceptgate.tasks import run_tasks
 
 
 @flow(name="gate", persist_result=False, log_prints=False)
@@ -63,7 +65,8 @@ def gate(request: GateRequest, progress=None) -> core.GateSummary:
                             certify=core.CERTIFY_CHECKED if r.certify else core.CERTIFY_SKIPPED,
                             max_fpr_attack=r.max_fpr_attack if r.certify else None,
                             exclusions=tuple(admitted.exclusions))
-        ledger_run = t.start_run(path, run)  # the attempt is recorded; any error or stop below ends it
+        # the attempt is recorded; any error or stop below ends it
+        ledger_run = run_tasks.start_run(GATE, path, run.run_id, run.frame())
     outcomes, seconds = [], {}
     # quote(): tasks hold ~10^5 nested cases and outcomes every message; without it Prefect walks each one
     with ledger_run.guard():
@@ -92,7 +95,7 @@ def gate(request: GateRequest, progress=None) -> core.GateSummary:
             timed.add("execute", seconds["deliveries"])  # the task's scoring; its rows' write is the rest
             timed.add("write", time.monotonic() - scoring - seconds["deliveries"])
     with timed("write"):
-        snapshot = t.finish_run(path, run, "ok", time.monotonic() - started)  # publishes the run
+        snapshot = run_tasks.finish_run(ledger_run, time.monotonic() - started)  # publishes the run
     return core.GateSummary(run, core.summarize_rows(run, rows), core.fpr_h_by_arm(run, outcomes), seconds,
                             [gate_write, delivery_write], str(path), coverage, str(snapshot),
                             timing=timed.line("gate"))

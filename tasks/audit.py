@@ -14,6 +14,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from acceptgate.pipelines import audit, shards
+from acceptgate.pipelines.families import AUDIT
 from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
@@ -49,7 +50,8 @@ def execute_stage(warehouse: Path, imp: audit.ImportStage, suites: audit.SuitesS
 @task(name="publish", **_STAGE)
 def publish(warehouse: Path, imp: audit.ImportStage, suites: audit.SuitesStage, gauge: audit.GaugeStage,
             execute: audit.ExecuteStage, started: float) -> audit.Summary:
-    snapshot = audit.finish_run(warehouse, imp.run, audit.elapsed(started))
+    audit.reporter().stage("publish")
+    snapshot = AUDIT.attach(warehouse, imp.run.run_id).finish(wall_seconds=audit.elapsed(started))
     return audit.summarize(warehouse, imp, suites, gauge, execute, wall_seconds=audit.elapsed(started),
                            snapshot=snapshot)
 

@@ -20,6 +20,7 @@ from acceptgate.datasets import suitefiles
 from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as core
 from acceptgate.pipelines import certify as certify_io
+from acceptgate.pipelines.families import CERTIFY
 from acceptgate.v4v import store
 from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
@@ -46,11 +47,6 @@ def check_gauge(suites_dir: str, materials: list, backend: str) -> dict[str, str
 @task(name="task-seconds", **_STAGE)
 def task_seconds(path: Path, task_ids: list[str]) -> dict[str, float]:
     return certify_io.task_seconds(path, task_ids)
-
-
-@task(name="start-run", **_STAGE)
-def start_run(path: Path, run: store.CertifyRun):
-    return certify_io.start_run(path, run)
 
 
 @task(name="pools-and-runs", **_STAGE)
@@ -93,15 +89,11 @@ def certify_shard(shard: shards.CertifyShard, backend: str, settings: core.Setti
 
 @task(name="write-pools", **_STAGE)
 def write_pools(path: Path, run: store.CertifyRun, cert: core.Certification) -> dict[str, int]:
-    return certify_io.write_stage(path, run, "pools", store.pool_frames(run, cert))
+    return CERTIFY.attach(path, run.run_id).write_stage("pools", store.pool_frames(run, cert)).rows
 
 
 @task(name="write-certification", **_STAGE)
 def write_certification(path: Path, run: store.CertifyRun, cert: core.Certification) -> dict[str, int]:
-    return certify_io.write_stage(path, run, "certification", store.certification_frames(run, cert),
-                                  related={"v4v_candidates": store.candidate_frame(run, cert), "v4v_runs": run.frame()})
-
-
-@task(name="finish-run", **_STAGE)
-def finish_run(path: Path, run: store.CertifyRun, wall_seconds: float) -> Path | None:
-    return certify_io.finish_run(path, run, "ok", wall_seconds)  # complete: its rows go to the analysts' snapshot
+    related = {"v4v_candidates": store.candidate_frame(run, cert), CERTIFY.table: run.frame()}
+    return CERTIFY.attach(path, run.run_id).write_stage("certification", store.certification_frames(run, cert),
+                                                        related=related).rows

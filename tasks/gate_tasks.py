@@ -21,7 +21,7 @@ from acceptgate.gates import HmixCaps, arm_tasks, run_arm
 from acceptgate.gates import run as core
 from acceptgate.gates.records import GateOutcome
 from acceptgate.pipelines import admission
-from acceptgate.pipelines import gate as gate_io
+from acceptgate.pipelines.families import GATE
 from acceptgate.pipelines.admission import Admission
 from acceptgate.pipelines.ledger import StageWrite
 from acceptgate.sandbox import backend as backends
@@ -68,11 +68,6 @@ def load_tasks(backend: str, humanevalplus: str | None, suites_dir: str | None, 
     return admitted.tasks, loaded.tasks_from, coverage, admitted, spent
 
 
-@task(name="start-run", **_STAGE)
-def start_run(path: Path, run: core.GateRun):
-    return gate_io.start_run(path, run)
-
-
 @task(name="gate-arm", **_STAGE)
 def gate_arm(arm: str, tasks: list[Task], source: str, backend: str, per_task: int, chat_config,
              workers: int, limits: Limits, strict: bool = True, progress=None,
@@ -87,7 +82,7 @@ def gate_arm(arm: str, tasks: list[Task], source: str, backend: str, per_task: i
 
 @task(name="write-gate-stage", **_STAGE)
 def write_gate_stage(path: Path, run: core.GateRun, outcomes: list[GateOutcome]) -> StageWrite:
-    return gate_io.write_stage(path, run, "gate", core.gate_frames(run, outcomes))
+    return GATE.attach(path, run.run_id).write_stage("gate", core.gate_frames(run, outcomes))
 
 
 @task(name="score-deliveries", **_STAGE)
@@ -101,7 +96,7 @@ def score_deliveries(path: Path, run: core.GateRun, tasks: list[Task], outcomes:
                                          progress=progress)
     seconds = time.monotonic() - started
     gate = core.gate_frames(run, outcomes)
-    written = gate_io.write_stage(path, run, "deliveries", core.delivery_frames(run, rows), related=gate)
+    written = GATE.attach(path, run.run_id).write_stage("deliveries", core.delivery_frames(run, rows), related=gate)
     return rows, written, seconds
 
 
@@ -118,10 +113,5 @@ def gate_shard(shard: shards.GateShard, arms: list[str], backend: str, source_sp
 @task(name="write-deliveries", **_STAGE)
 def write_deliveries(path: Path, run: core.GateRun, outcomes: list[GateOutcome],
                      rows: list[delivery.DeliveryRow]) -> StageWrite:
-    return gate_io.write_stage(path, run, "deliveries", core.delivery_frames(run, rows),
-                            related=core.gate_frames(run, outcomes))
-
-
-@task(name="finish-run", **_STAGE)
-def finish_run(path: Path, run: core.GateRun, status: str, wall_seconds: float) -> Path | None:
-    return gate_io.finish_run(path, run, status, wall_seconds)
+    return GATE.attach(path, run.run_id).write_stage("deliveries", core.delivery_frames(run, rows),
+                                                     related=core.gate_frames(run, outcomes))

@@ -15,6 +15,7 @@ import pytest
 
 from acceptgate._util import settings
 from acceptgate.pipelines import audit
+from acceptgate.pipelines.families import AUDIT
 from acceptgate._util import runids
 from acceptgate.suites import suitespec
 from acceptgate.store import warehouse
@@ -23,7 +24,7 @@ from acceptgate._util.errors import InvalidInput
 from acceptgate.store.expectations import EXPECTATIONS_DIR, ExpectationFailed
 from acceptgate.datasets.task import HIDDEN, VISIBLE, ImportIssue, ImportResult, Task, WrongSample
 
-STAGE_TABLES = [t for ts in audit.STAGE_TABLES.values() for t in ts]
+STAGE_TABLES = list(AUDIT.tables)
 
 
 def _task(task_id: str, entry: str, params: str, reference_body: str, visible, hidden,
@@ -66,7 +67,7 @@ def audited(tmp_path_factory, local_backend):
     imported = standin_import()
     run = audit.make_run(imported, "local", None)
     imp = audit.ImportStage(run, imported, audit.import_frames(run, imported), None)
-    imp.write = audit.write_stage(path, run, "import", imp.frames)
+    imp.write = AUDIT.attach(path, run.run_id).write_stage("import", imp.frames)
     suites = audit.stage_suites(path, imp)
     gauge = audit.stage_gauge(path, imp, suites, local_backend)
     executed = audit.stage_execute(path, imp, suites, gauge, local_backend)
@@ -148,14 +149,15 @@ def test_executions_carry_hashes_and_reuse_complete_gauge_results(audited):
 def test_writing_the_same_stages_again_adds_no_rows(audited, local_backend):
     path, imp, suites, gauge, executed = audited
     before = warehouse.row_counts(path, STAGE_TABLES + ["runs", "run_stages"])
-    audit.write_stage(path, imp.run, "import", imp.frames)
+    recorded = AUDIT.attach(path, imp.run.run_id)
+    recorded.write_stage("import", imp.frames)
     audit.stage_suites(path, imp)
-    audit.write_stage(path, imp.run, "gauge", gauge.frames, related={**imp.frames, **suites.frames})
-    audit.write_stage(path, imp.run, "execute", executed.frames, related={**imp.frames, **suites.frames})
+    recorded.write_stage("gauge", gauge.frames, related={**imp.frames, **suites.frames})
+    recorded.write_stage("execute", executed.frames, related={**imp.frames, **suites.frames})
     assert warehouse.row_counts(path, STAGE_TABLES + ["runs", "run_stages"]) == before
     assert all(warehouse.duplicate_keys(path, t) == 0 for t in STAGE_TABLES + ["runs", "run_stages"])
     assert _query(path, "select attempts, status from runs where run_id = ?", imp.run.run_id) == [(2, "running")]
-    audit.finish_run(path, imp.run, 1.5, snapshot=False)
+    recorded.finish(publish=False, wall_seconds=1.5)
     assert _query(path, "select status, wall_seconds from runs") == [("ok", 1.5)]
 
 
@@ -177,7 +179,8 @@ def test_a_failing_expectation_stops_the_stage_and_writes_none_of_it(tmp_path, l
     imported.issues = []
     run = audit.make_run(imported, "local", None, "strict-run")
     imp = audit.ImportStage(run, imported, audit.import_frames(run, imported), None)
-    audit.write_stage(path, run, "import", imp.frames)
+    AUDIT.start(path, run.run_id)
+    AUDIT.attach(path, run.run_id).write_stage("import", imp.frames)
     suites = audit.stage_suites(path, imp)
     gauge = audit.stage_gauge(path, imp, suites, local_backend)
 
@@ -197,7 +200,8 @@ def test_a_failing_expectation_stops_the_stage_and_writes_none_of_it(tmp_path, l
 
     # The next attempt of the same run id starts clean: no rows of the failed attempt's later stages.
     monkeypatch.delenv("ACCEPTGATE_EXPECTATIONS")
-    audit.write_stage(path, run, "import", imp.frames)
+    AUDIT.start(path, run.run_id)
+    AUDIT.attach(path, run.run_id).write_stage("import", imp.frames)
     assert warehouse.row_counts(path, ["suites", "gauge_checks", "run_stages"], run_id="strict-run") == {
         "suites": 0, "gauge_checks": 0, "run_stages": 1}
     assert _query(path, "select status, failed_stage, attempts from runs") == [("running", None, 2)]

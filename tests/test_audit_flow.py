@@ -8,14 +8,14 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from acceptgate.pipelines import audit
+from acceptgate.pipelines.families import AUDIT
 from acceptgate.store import warehouse
 from acceptgate.cli import main
 from acceptgate.pipelines.requests import AuditRequest
 
 pytestmark = pytest.mark.prefect
 
-TABLES = list(audit.TABLES)
+TABLES = [AUDIT.table, "run_stages", *AUDIT.tables]
 POPULATED = ["runs", "run_stages", "tasks", "candidates", "suites", "cases", "gauge_checks", "executions",
              "case_results"]
 

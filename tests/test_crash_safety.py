@@ -16,7 +16,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from acceptgate.pipelines import audit
+from acceptgate.pipelines.families import AUDIT
 from acceptgate.store import warehouse
 from acceptgate.cli import main
 from writer_process import cli_env, kill_group, start, wait_stopped
@@ -27,7 +27,7 @@ RUN_ID = "crash-test"
 # kill point -> the last stage the killed attempt committed
 KILL_POINTS = {"import:written": None, "gauge:committed": "gauge", "execute:written": "gauge",
                "publish:copied": "execute"}
-RESULT_TABLES = [t for ts in audit.STAGE_TABLES.values() for t in ts]
+RESULT_TABLES = list(AUDIT.tables)
 KEYS = {"tasks": "task_id", "candidates": "task_id, candidate_sha256", "suites": "task_id, suite, spec_hash",
         "cases": "spec_hash, case_index, expected_text", "gauge_checks": "task_id, suite, passed",
         "executions": "task_id, suite, candidate_sha256, verdict, cases_passed",

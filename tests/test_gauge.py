@@ -244,7 +244,7 @@ def test_gate_score_and_certify_refuse_a_suite_whose_reference_fails(prefect_har
                  "--warehouse", str(warehouse)],
         # score excludes the task ('unusable', tests/test_score.py); --strict refuses the file
         "score": ["score", "--suites", str(suites), "--samples", str(samples), "--suite", "hidden",
-                  "--out", str(tmp_path / "scores.jsonl"), "--strict"],
+                  "--out", str(tmp_path / "scores.jsonl"), "--warehouse", str(warehouse), "--strict"],
     }
     for name, argv in runs.items():
         capsys.readouterr()

@@ -184,7 +184,7 @@ def test_only_the_ledger_writes_run_rows():
         found = run_row_writes(path.read_text(encoding="utf-8"), tables)
         if found:
             places[str(path.relative_to(REPO))] = found
-    # the ledger writes a run's row through the table a pipeline names (ledger.start(table=...)), so
+    # the ledger writes a run's row through the table its family declares (pipelines/families.py), so
     # it has no literal write; it is the place that writes them, and the only one
     writers = {str(p.relative_to(REPO)) for p in CORE.rglob("*.py")
                if re.search(r"def _upsert_run_row|def _set_run_status", p.read_text())}

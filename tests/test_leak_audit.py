@@ -29,7 +29,7 @@ def gate_run(tmp_path_factory, humanevalplus_path, codet_samples_path, local_bac
     from acceptgate.datasets import suitefiles
     from acceptgate.gates import arm_tasks, run_arm
     from acceptgate.gates import run as core
-    from acceptgate.pipelines import gate as gate_io
+    from acceptgate.pipelines.families import GATE
     from acceptgate.datasets.importers import humanevalplus
     from acceptgate.sources import open_source
 
@@ -42,16 +42,16 @@ def gate_run(tmp_path_factory, humanevalplus_path, codet_samples_path, local_bac
     source = f"codet:{codet_samples_path}"
     run = core.make_run(source=source, tasks=tasks, tasks_from=tasks_from, arms=ARMS, per_task=5,
                         backend="local", run_id="leak-test-1")
-    gate_io.start_run(path, run)
+    recorded = GATE.start(path, run.run_id, row=run.frame())
     outcomes = []
     with open_source(source) as src:
         for arm in ARMS:
             outcomes += run_arm(arm, arm_tasks(arm, tasks), src, local_backend)
     frames = core.gate_frames(run, outcomes)
-    gate_io.write_stage(path, run, "gate", frames)
+    recorded.write_stage("gate", frames)
     rows = delivery.score_deliveries(outcomes, core.hidden_suites(tasks), local_backend)
-    gate_io.write_stage(path, run, "deliveries", core.delivery_frames(run, rows), related=frames)
-    gate_io.finish_run(path, run, "ok", 1.0)
+    recorded.write_stage("deliveries", core.delivery_frames(run, rows), related=frames)
+    recorded.finish(wall_seconds=1.0)
     return {"path": path, "suites": suites, "tasks": tasks, "root": root}
 
 

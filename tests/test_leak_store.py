@@ -16,13 +16,13 @@ from acceptgate.leak.controls import run_controls
 from acceptgate.leak.scanners import TaskScanner
 from acceptgate.leak.verdicts import judge
 from acceptgate.pipelines import leak as leak_io
-from acceptgate.pipelines import ledger
+from acceptgate.pipelines.families import LEAK_AUDIT
 from test_leak_scanners import MATERIAL, record
 
 
 def leak_run(path):
     """The leak audit's run in the ledger: its batches are stage writes."""
-    return ledger.start(path, kind="leak-audit", run_id="leak-test")
+    return LEAK_AUDIT.start(path, "leak-test")
 
 
 def scan_of(records, scan_id: str) -> store.Scan:

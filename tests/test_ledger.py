@@ -20,6 +20,7 @@ from acceptgate._util.errors import Interrupted
 from acceptgate.store.expectations import EXPECTATIONS_DIR, ExpectationFailed
 from acceptgate.gates import run as gates
 from acceptgate.pipelines import ledger
+from acceptgate.pipelines.families import AUDIT, GATE, STATS
 from acceptgate.pipelines import stats as stats_io
 from acceptgate.stats import pipeline
 from acceptgate.stats.paired import PairedData
@@ -80,7 +81,7 @@ def test_a_failing_expectation_quarantines_and_fails_the_run_writing_nothing(tmp
         quarantined = con.execute("select attempt, stage, table_name, row_count from quarantine where run_id = ? "
                                   "order by table_name", [result.run_id]).fetchall()
         written = {t: con.execute(f"select count(*) from {t} where run_id = ?", [result.run_id]).fetchone()[0]
-                   for t in ("stats_runs", *pipeline.TABLES, "run_stages")}
+                   for t in (STATS.table, *STATS.tables, "run_stages")}
     frames = result.frames()
     assert quarantined == sorted([(1, "stats", "stats_runs", 1)]
                                  + [(1, "stats", t, len(f)) for t, f in frames.items()], key=lambda r: r[2])
@@ -109,10 +110,10 @@ def test_ctrl_c_inside_a_stage_marks_the_attempt_interrupted_and_keeps_the_snaps
         warehouse.replace_run_rows(con, result.run_id, frames)  # rows in, not committed
         raise KeyboardInterrupt
 
-    run = ledger.start(path, kind="stats", run_id=result.run_id, table="stats_runs", stage_tables=pipeline.TABLES)
+    run = STATS.start(path, result.run_id)
     with pytest.raises(KeyboardInterrupt):
         with run.guard():
-            run.write_stage("stats", result.frames(), run_row=result.run_frame("arm,off", result.effects),
+            run.write_stage("stats", {**result.frames(), STATS.table: result.run_frame("arm,off", result.effects)},
                             write=interrupted_mid_write)
     attempts = _attempts(path, result.run_id)
     assert [a[:4] for a in attempts] == [(1, "stats", "ok", None), (2, "stats", "interrupted", "stats")]
@@ -155,8 +156,7 @@ def test_the_run_row_and_attempt_end_by_what_stopped_them(tmp_path, stop, status
     path = ledger.prepare(tmp_path / "w.duckdb")
     gate_run = _gate_run("stop-test")
     with pytest.raises(type(stop)):
-        with ledger.run(path, kind="gate", run_id=gate_run.run_id, table="gate_runs", row=gate_run.frame(),
-                        stage_tables=gates.RESULT_TABLES) as run:
+        with GATE.run(path, gate_run.run_id, row=gate_run.frame()) as run:
             with run.guard("deliveries"):
                 raise stop
     [(attempt, flow, got, stage, failure, _)] = _attempts(path, gate_run.run_id)
@@ -172,7 +172,7 @@ def test_the_run_row_keeps_its_first_start_and_counts_attempts(tmp_path):
     row = audit.Run("twice", "user", "humaneval", "HumanEval.jsonl.gz", "c" * 64, "local", 2).frame()
     times = []
     for _ in range(2):
-        with ledger.run(path, kind="audit", run_id="twice", table="runs", row=row):
+        with AUDIT.run(path, "twice", row=row):
             pass
         with warehouse.connect(path, read_only=True) as con:
             times.append(con.execute("select first_started_at, started_at, attempts, status from runs").fetchone())
@@ -244,8 +244,7 @@ def test_a_stopped_run_commands_line_names_the_attempt_it_marked_or_that_none_wa
     path = ledger.prepare(tmp_path / "w.duckdb")
     gate_run = _gate_run("stopped-line")
     with pytest.raises(Interrupted):
-        with ledger.run(path, kind="gate", run_id=gate_run.run_id, table="gate_runs", row=gate_run.frame(),
-                        stage_tables=gates.RESULT_TABLES) as run:
+        with GATE.run(path, gate_run.run_id, row=gate_run.frame()) as run:
             with run.guard("deliveries"):
                 raise Interrupted(signal.SIGTERM)
     assert ledger.STOPPED == ["stopped-line"]

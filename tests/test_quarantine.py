@@ -13,6 +13,7 @@ import pytest
 
 from acceptgate._util import settings
 from acceptgate.pipelines import audit
+from acceptgate.pipelines.families import AUDIT
 from acceptgate.store import expectations, warehouse
 from acceptgate.cli import main
 from acceptgate.store.expectations import EXPECTATIONS_DIR, ExpectationFailed
@@ -30,13 +31,14 @@ def test_a_corrupted_batch_is_quarantined_and_never_published(tmp_path, local_ba
     run = audit.make_run(imported, "local", 2, "corrupt-run")
     assert warehouse.begin_attempt(path, run.run_id, flow="audit") == 1
     imp_frames = audit.import_frames(run, imported)
-    audit.write_stage(path, run, "import", imp_frames)
+    recorded = AUDIT.attach(path, run.run_id)
+    recorded.write_stage("import", imp_frames)
 
     frames = audit.suite_frames(run, audit.prepare_suites(imported.tasks))
     corrupt = {"suites": frames["suites"].assign(spec_hash=["corrupted"] + list(frames["suites"]["spec_hash"][1:])),
                "cases": frames["cases"].iloc[1:]}  # a case lost: case_count no longer matches
     with pytest.raises(ExpectationFailed) as err:
-        audit.write_stage(path, run, "suites", corrupt, related=imp_frames)
+        recorded.write_stage("suites", corrupt, related=imp_frames)
     failed = err.value
     assert failed.stage == "suites"
     assert failed.expectation == "suites.expect_column_values_to_match_regex(column='spec_hash')"

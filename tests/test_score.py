@@ -16,6 +16,18 @@ PROMPT = 'def double(x):\n    """>>> double(2)\n    4\n    """\n'
 SUITE = suitespec.build("python-call/1", "double", [((2,), {}, 4), ((0,), {}, 0), ((-3,), {}, -6)])
 
 
+@pytest.fixture(autouse=True)
+def warehouse_path(tmp_path, monkeypatch):
+    """The settings' warehouse, where a score run is recorded by default: this test's own."""
+    from acceptgate._util import settings
+
+    path = tmp_path / "wh" / "w.duckdb"
+    path.parent.mkdir()
+    monkeypatch.setenv("ACCEPTGATE_WAREHOUSE", str(path))
+    settings.reload()
+    return path
+
+
 def samples_file(tmp_path, lines):
     path = tmp_path / "samples.jsonl"
     path.write_text("".join((l if isinstance(l, str) else json.dumps(l)) + "\n" for l in lines))
@@ -143,7 +155,7 @@ def test_cli_scores_and_writes_lines(suites_dir, tmp_path, capsys):
     ([{"task_id": "HumanEval/0", "completion": "x"}], "no valid samples (1 invalid records, first: line 1, "
                                                        "field 'task_id': unknown task id 'HumanEval/0'"),
 ])
-def test_cli_bad_samples_exit_2(lines, fragment, suites_dir, tmp_path, capsys):
+def test_cli_bad_samples_exit_2(lines, fragment, suites_dir, tmp_path, capsys, warehouse_path):
     from acceptgate.cli import main
 
     samples = tmp_path / "missing.jsonl" if lines is None else samples_file(tmp_path, lines)
@@ -151,7 +163,7 @@ def test_cli_bad_samples_exit_2(lines, fragment, suites_dir, tmp_path, capsys):
     assert main(["score", "--suites", str(suites_dir), "--samples", str(samples), "--suite", "hidden",
                  "--out", str(out)]) == 2
     assert fragment in capsys.readouterr().err
-    assert not out.exists()  # nothing half-written
+    assert not out.exists() and not warehouse_path.exists()  # nothing half-written, no run recorded
 
 
 def test_cli_bad_suites_dir_exit_2(tmp_path, capsys):
@@ -285,3 +297,119 @@ def test_strict_refuses_samples_of_a_task_the_import_excluded(suites_dir, tmp_pa
     capsys.readouterr()
     assert main(argv + ["--strict"]) == 2
     assert "T/gone has no hidden suite (property-check" in capsys.readouterr().err
+
+
+# --- the run in the warehouse ------------------------------------------------------------------------------
+
+def _snapshot(path, query: str):
+    import duckdb
+
+    from acceptgate.store import warehouse
+
+    with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:
+        return con.execute(query).df()
+
+
+def test_a_score_run_is_recorded_in_the_warehouse_and_published(two_task_suites, tmp_path, capsys, monkeypatch,
+                                                                 warehouse_path):
+    from acceptgate._util.hashing import sha256_file
+    from acceptgate.cli import main
+
+    monkeypatch.setenv("ACCEPTGATE_CACHE_DIR", str(tmp_path / "cache"))  # gauge records: this test's own
+    samples = samples_file(tmp_path, [
+        {"task_id": "T/double", "completion": "    return 2 * x\n"},
+        {"task_id": "T/double", "solution": "def double(x):\n    return x + 2\n"},
+        "not json",
+        {"task_id": "T/triple", "solution": "def triple(x):\n    return 3 * x\n"},  # its suite fails the gauge
+    ])
+    out = tmp_path / "scores.jsonl"
+    argv = ["score", "--suites", str(two_task_suites), "--samples", str(samples), "--suite", "hidden", "--out", str(out)]
+    assert main(argv) == 0  # the settings' warehouse
+    printed = capsys.readouterr().out
+    run = _snapshot(warehouse_path, "select * from score_runs").to_dict("records")
+    assert len(run) == 1
+    run = run[0]
+    assert run["run_id"].startswith("score-") and f"score: run {run['run_id']} in {warehouse_path}" in printed
+    assert (run["status"], run["run_id_origin"], run["suite"], run["gauge"], run["profile"], run["attempts"]) == (
+        "ok", "derived", "hidden", "checked", "default", 1)
+    assert {c: run[c] for c in ("records", "scored", "passed", "invalid", "unusable", "not_scored")} == {
+        "records": 4, "scored": 2, "passed": 1, "invalid": 1, "unusable": 1, "not_scored": 0}
+    assert json.loads(run["verdict_counts"]) == {"pass": 1, "fail": 1, "invalid": 1, "unusable": 1}
+    assert run["samples_sha256"] == sha256_file(samples) and run["suites_from"] == str(two_task_suites)
+    assert run["started_at"] <= run["finished_at"] and run["wall_seconds"] > 0
+    # one row per output line, carrying what the line carries
+    results = _snapshot(warehouse_path, "select * exclude (run_id) from score_results order by line")
+    assert json.loads(results.to_json(orient="records")) == [json.loads(line) for line in out.read_text().splitlines()]
+    attempts = _snapshot(warehouse_path, "select flow, status, published_at is not null as published from run_attempts")
+    assert attempts.to_dict("records") == [{"flow": "score", "status": "ok", "published": True}]
+
+    # the same inputs and settings: the same run, replaced (not added to); --run-id names another
+    assert main(argv) == 0 and main(argv + ["--run-id", "mine"]) == 0
+    capsys.readouterr()
+    assert main(["sql", "--warehouse", str(warehouse_path), "--format", "json",
+                 "select run_id, run_id_origin, attempts, records from score_runs order by run_id"]) == 0
+    assert json.loads(capsys.readouterr().out) == [
+        {"run_id": "mine", "run_id_origin": "user", "attempts": 1, "records": 4},
+        {"run_id": run["run_id"], "run_id_origin": "derived", "attempts": 2, "records": 4}]
+    assert len(_snapshot(warehouse_path, "select * from score_results")) == 8
+    # another setting is another run
+    assert main(argv + ["--all-cases"]) == 0
+    assert len(_snapshot(warehouse_path, "select * from score_runs")) == 3
+
+
+def test_a_score_run_whose_rows_break_an_expectation_is_quarantined_and_not_published(two_task_suites, tmp_path,
+                                                                                       capsys, warehouse_path):
+    import duckdb
+
+    from acceptgate.cli import main
+    from acceptgate.pipelines.families import SCORE
+    from acceptgate.store import warehouse
+    from acceptgate.store.expectations import ExpectationFailed
+
+    samples = samples_file(tmp_path, [{"task_id": "T/double", "completion": "    return 2 * x\n"},
+                                      {"task_id": "T/double", "solution": "def double(x):\n    return 0\n"}])
+    assert main(["score", "--suites", str(two_task_suites), "--samples", str(samples), "--suite", "hidden",
+                 "--no-gauge", "--run-id", "checked"]) == 0
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        row = con.execute("select * exclude (status, failed_stage, failure, attempts, first_started_at, started_at, "
+                          "finished_at, wall_seconds) from score_runs").df()
+        results = con.execute("select * from score_results order by line").df()
+    published = _snapshot(warehouse_path, "select * from score_results")
+    broken = [({"score_results": results.assign(verdict=["pass", "bogus"])},
+               "score_results.expect_column_values_to_be_in_set(column='verdict')"),
+              ({"score_results": results, SCORE.table: row.assign(passed=3)}, "score_runs.expect_rows_to_satisfy"),
+              ({"score_results": results.assign(run_id="elsewhere")}, "score_results.expect_keys_to_exist_in")]
+    for frames, expectation in broken:
+        recorded = SCORE.start(warehouse_path, "checked", row=row)
+        with pytest.raises(ExpectationFailed) as err:
+            recorded.write_stage("score", frames, related={SCORE.table: row})
+        assert err.value.stage == "score" and err.value.expectation.startswith(expectation), err.value.expectation
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        assert con.execute("select count(*) from score_results").fetchone() == (0,)  # each attempt starts clean
+        assert con.execute("select status, attempts from score_runs").fetchall() == [("failed", 4)]
+        assert con.execute("select count(distinct attempt) from quarantine").fetchone() == (3,)
+    assert _snapshot(warehouse_path, "select * from score_results").equals(published)  # the snapshot kept it
+    assert warehouse.snapshot_path(warehouse_path).exists()
+
+
+def test_a_stopped_score_ends_its_attempt_interrupted_and_publishes_nothing(suites_dir, tmp_path, warehouse_path):
+    """The pipeline's scoring step stopped (as Ctrl-C does): the ledger marks the attempt."""
+    import duckdb
+
+    from acceptgate.pipelines import score as pipeline
+
+    samples = samples_file(tmp_path, [{"task_id": "T/double", "completion": "    return 2 * x\n"}])
+
+    def stopped(unusable):
+        raise KeyboardInterrupt
+
+    request = pipeline.ScoreRequest(str(suites_dir), str(samples), "hidden", gauge=False)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.score(request, sharded=stopped)
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        assert con.execute("select flow, status, failed_stage, failure from run_attempts").fetchall() == [
+            ("score", "interrupted", "score", "interrupted by SIGINT")]
+        assert con.execute("select status, records from score_runs").fetchall() == [("interrupted", None)]
+    from acceptgate.store import warehouse
+
+    assert not warehouse.snapshot_path(warehouse_path).exists()

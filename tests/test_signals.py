@@ -374,14 +374,26 @@ def test_score_dask_ctrl_c_while_a_worker_runs_a_sample(tmp_path, api, suites_3)
     out = tmp_path / "scores.jsonl"
     samples.write_text(json.dumps({"task_id": task, "completion": "    while True:\n        pass\n"}) + "\n")
     cli = Cli(["score", "--suites", str(suites_3), "--samples", str(samples), "--suite", "hidden", "--out", str(out), "--no-gauge",
-               "--dask", "1", "--wall-seconds", "300"], tmp_path, api)
+               "--dask", "1", "--wall-seconds", "300", "--warehouse", str(tmp_path / "w.duckdb")], tmp_path, api)
     deadline = time.monotonic() + WAIT
     while not _sandbox_running(cli.proc.pid):
         assert time.monotonic() < deadline and cli.proc.poll() is None, "\n".join(cli.lines[-30:])
         time.sleep(0.1)
     cli.send(signal.SIGINT, group=True)
     lines = cli.stopped(signal.SIGINT)
-    assert "nothing was written" in lines[-1] and not out.exists()
+    assert not out.exists()
+    _score_attempt_interrupted(lines, tmp_path / "w.duckdb")
+
+
+def _score_attempt_interrupted(lines: list[str], path: Path) -> None:
+    """A stopped score names its run's attempt, which the warehouse holds as 'interrupted', unpublished."""
+    import duckdb
+
+    assert "is marked 'interrupted'" in lines[-1], lines[-1]
+    with duckdb.connect(str(path), read_only=True) as con:
+        attempts = con.execute("select run_id, flow, status from run_attempts").fetchall()
+        assert con.execute("select count(*) from score_results").fetchone()[0] == 0
+    assert len(attempts) == 1 and attempts[0][1:] == ("score", "interrupted") and attempts[0][0] in lines[-1]
 
 
 def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suites_3):
@@ -401,7 +413,8 @@ def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suit
     looper = json.dumps({"task_id": task, "completion": "    while True:\n        pass\n"})
     samples.write_text("\n".join([looper] * (executor.MIN_PROCESS_JOBS + 6)) + "\n")
     cli = Cli(["score", "--suites", str(suites_3), "--samples", str(samples), "--suite", "hidden", "--out", str(out),
-               "--no-gauge", "--workers", "2", "--wall-seconds", "300"], tmp_path, api)
+               "--no-gauge", "--workers", "2", "--wall-seconds", "300", "--warehouse", str(tmp_path / "w.duckdb")],
+              tmp_path, api)
     deadline = time.monotonic() + WAIT
     try:
         while True:  # until both worker processes (forks: the CLI's command line) run a sample each
@@ -419,7 +432,8 @@ def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suit
         raise
     cli.send(signal.SIGINT, group=True)
     lines = cli.stopped(signal.SIGINT)
-    assert "nothing was written" in lines[-1] and not out.exists()
+    assert not out.exists()
+    _score_attempt_interrupted(lines, tmp_path / "w.duckdb")
     caps = hostprobe.probe()
     parents = [caps.cgroups.pids, caps.cgroups.memory] if caps.cgroups else []
     parents += [cgroup.cpuacct_parent()] if cgroup.cpuacct_parent() else []

@@ -14,7 +14,7 @@ from acceptgate.gates.delivery import score_deliveries
 from acceptgate._util.errors import InvalidInput
 from acceptgate.gates import public_tasks, run_arm
 from acceptgate.gates import run as gates
-from acceptgate.pipelines import gate as gate_io
+from acceptgate.pipelines.families import GATE
 from acceptgate.sources.codet import CodetSource
 from acceptgate.pipelines import stats as stats_io
 from acceptgate.stats import pipeline
@@ -30,15 +30,14 @@ def gate_warehouse(tmp_path_factory, humanevalplus_path, codet_samples_path, loc
     run = gates.make_run(source=source, tasks=tasks, tasks_from="test", arms=["conform", "off"], per_task=5,
                          backend="local")
     warehouse.migrate(path)
-    gate_io.start_run(path, run)
+    recorded = GATE.start(path, run.run_id, row=run.frame())
     outcomes = []
     for arm in ("conform", "off"):
         outcomes += run_arm(arm, public_tasks(tasks), CodetSource(codet_samples_path), local_backend)
-    gate_io.write_stage(path, run, "gate", gates.gate_frames(run, outcomes))
+    recorded.write_stage("gate", gates.gate_frames(run, outcomes))
     rows = score_deliveries(outcomes, gates.hidden_suites(tasks), local_backend)
-    gate_io.write_stage(path, run, "deliveries", gates.delivery_frames(run, rows),
-                      related=gates.gate_frames(run, outcomes))
-    gate_io.finish_run(path, run, "ok", 1.0)
+    recorded.write_stage("deliveries", gates.delivery_frames(run, rows), related=gates.gate_frames(run, outcomes))
+    recorded.finish(wall_seconds=1.0)
     return path, run.run_id
 
 

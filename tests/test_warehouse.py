@@ -315,18 +315,18 @@ def test_the_snapshot_opens_in_the_duckdb_cli_from_pypi(tmp_path):
 def test_a_ledger_run_publishes_on_success_and_records_the_stage_on_failure(tmp_path):
     """The one-block API for new flows (a run with no run table), over this module's attempt log."""
     from acceptgate.store.expectations import ExpectationFailed
-    from acceptgate.pipelines import ledger
+    from acceptgate.pipelines.families import LEAK_AUDIT
 
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)
-    with ledger.run(path, kind="leak-audit", run_id="ok-run"):
+    with LEAK_AUDIT.run(path, "ok-run"):
         with warehouse.connect(path, read_only=True) as con:
             assert warehouse.current_attempt(con, "ok-run") == 1
         with warehouse.transaction(path) as con:
             warehouse.replace_run_rows(con, "ok-run", {"cases": _cases("ok-run", 2)})
             warehouse.record_stage(con, "ok-run", "scan", 2, 0)
     with pytest.raises(ExpectationFailed):
-        with ledger.run(path, kind="leak-audit", run_id="bad-run"):
+        with LEAK_AUDIT.run(path, "bad-run"):
             with warehouse.transaction(path) as con:
                 warehouse.replace_run_rows(con, "bad-run", {"cases": _cases("bad-run", 1)})
                 warehouse.record_stage(con, "bad-run", "scan", 1, 0)

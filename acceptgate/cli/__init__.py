@@ -118,10 +118,8 @@ KEPT_ON_STOP = {
     "serve-api": "every decision already answered is kept in the service's journal",
     "serve": "the schedules stopped with the local Prefect server; the warehouse keeps every finished run",
     "import": "the suites directory is unchanged (it is replaced only when an import completes)",
-    # score records no run: its output file is written at once when every sample is scored, or not at all
-    "score": "nothing was written (--out is written only once every sample is scored)",
 }
-RUN_COMMANDS = {"audit", "gate", "leak-audit", "backfill", "certify", "stats", "judge"}
+RUN_COMMANDS = {"audit", "gate", "leak-audit", "backfill", "certify", "stats", "judge", "score"}
 
 
 def stopped_line(args, signum: int) -> str:

@@ -66,13 +66,14 @@ def _recorded_tasks(args, since, until) -> None:
     (gate_runs.tasks_from, "<path> (...)"), when it is still there; else exit 2 saying which to give."""
     import sys
 
+    from acceptgate.pipelines.families import GATE
     from acceptgate.store import warehouse
 
     path = warehouse.resolve_path(args.warehouse)
     recorded: set[str] = set()
     if path.exists() and not args.no_warehouse_runs:
         with warehouse.connect(path, read_only=True) as con:
-            if "gate_runs" in {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}:
+            if GATE.table in {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}:
                 rows = con.execute("select run_id, started_at, tasks_from from gate_runs").fetchall()
                 recorded = {tasks_from.split(" (", 1)[0] for run_id, started, tasks_from in rows
                             if (not args.run_ids or run_id in args.run_ids) and _in_range(started, since, until)}

@@ -90,11 +90,13 @@ def run_r532(args) -> int:
 
 
 def _has_gate_runs(path) -> bool:
+    from acceptgate.pipelines.families import GATE
+
     if not path.exists():
         return False
     with warehouse.connect(path, read_only=True) as con:
         tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
-        return "gate_runs" in tables and con.execute(
+        return GATE.table in tables and con.execute(
             "select count(*) from gate_runs where status = 'ok'").fetchone()[0] > 0
 
 

@@ -64,7 +64,9 @@ def check(args) -> tuple[str, records.History | None]:
     try:
         path = checks.warehouse_ready(args.warehouse)  # unwritable: exit 2; held by another process: exit 4
         if args.run_ids:  # every id checked before any flow starts: a bad one is exit 2 in seconds
-            known = set(checks.run_ids(path, "gate_runs"))
+            from acceptgate.pipelines.families import GATE
+
+            known = set(checks.run_ids(path, GATE.table))
             if history is not None:
                 known |= {r.run_id for batch in history.batches(10_000) for r in batch}
             unknown = [r for r in args.run_ids if r not in known]

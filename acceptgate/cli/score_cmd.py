@@ -1,10 +1,12 @@
-"""acceptgate score --suites DIR --samples FILE.jsonl --suite visible|hidden [--out FILE]
+"""acceptgate score --suites DIR --samples FILE.jsonl --suite visible|hidden [--out FILE] [--warehouse PATH]
 
 EvalPlus's ``evaluate`` workflow on our sandbox: score an EvalPlus-format samples file (``task_id`` +
 ``solution`` or ``completion``) against the suites written by ``acceptgate import``. One JSON line per
 record (to --out, else stdout), then the pass rates (stdout with --out, else stderr). An invalid record
 (not a sample, an unknown task id) is reported on stderr with file, line and field and written as a
 line with verdict ``invalid``; ``--strict`` refuses the whole file instead (exit 2, nothing written).
+The run is recorded in the warehouse (score_runs, score_results) by ``acceptgate.pipelines.score``;
+this module parses, calls it, and writes its output.
 """
 
 from __future__ import annotations
@@ -15,14 +17,10 @@ from pathlib import Path
 
 from acceptgate._util import outputs
 
-from acceptgate.scoring import score
-from acceptgate._util.phases import Phases, ProgressLine
 from acceptgate.cli import checks
 from acceptgate._util.errors import InvalidInput
-from acceptgate.scoring.profiles import DEFAULT, EVALPLUS, PROFILES
-from acceptgate.sandbox import backend as backends
+from acceptgate.scoring.profiles import DEFAULT, PROFILES
 from acceptgate.sandbox.backend import Limits
-from acceptgate.datasets.samples import read_samples
 from acceptgate.datasets.task import SUITE_KINDS
 
 
@@ -36,6 +34,9 @@ def add_parser(sub) -> None:
     p.add_argument("--samples", required=True, metavar="FILE.jsonl", help="EvalPlus-format samples (.jsonl or .jsonl.gz)")
     p.add_argument("--suite", required=True, choices=SUITE_KINDS, help="which suite to score against")
     p.add_argument("--out", metavar="FILE", help="write the JSON lines here (default: stdout)")
+    p.add_argument("--warehouse", metavar="PATH",
+                   help="DuckDB file the run is recorded in (default data/warehouse.duckdb or $ACCEPTGATE_WAREHOUSE)")
+    p.add_argument("--run-id", metavar="ID", help="name the run (default: derived from the inputs and settings)")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                    help="samples run in parallel (default: the number of CPUs)")
@@ -78,32 +79,6 @@ def _write_atomically(path: str, lines: list[str]) -> None:
         raise InvalidInput(f"cannot write: {exc.strerror}", source=path, field="--out") from None
 
 
-def _gauge(args, sandbox, sd, task_ids: set[str]) -> dict[str, str]:
-    """task_id -> why its suite is unusable (its gauge record failed), of the tasks a sample names;
-    ``--strict``: any such task is exit 2. Each suite used needs a gauge record (gauge.assess)."""
-    if args.no_gauge:
-        return {}
-    from acceptgate.scoring import gauge
-    check = gauge.assess_dir(sd, sandbox, kinds=(args.suite,), task_ids=task_ids,
-                             progress=ProgressLine("score", "gauge checks", quiet=args.quiet))
-    if args.strict:
-        gauge.refuse_failed(check)
-    if not args.quiet:
-        print(f"score: {check.line()}", file=sys.stderr)
-    return check.failed_tasks()
-
-
-def _refuse_excluded(args, sample_file, inputs: score.SuiteInputs) -> None:
-    """``--strict``: a sample of a task the import excluded is exit 2 (by default it is counted, not scored)."""
-    if not args.strict:
-        return
-    for s in sample_file.samples:
-        if s.task_id in inputs.excluded:
-            raise InvalidInput(f"task {s.task_id} has no {args.suite} suite ({inputs.excluded[s.task_id]}); "
-                               "--strict refuses a file with samples of an excluded task",
-                               source=sample_file.path, record=f"line {s.line}", field="task_id")
-
-
 def _check(args) -> None:
     if args.workers < 1:
         raise InvalidInput("must be at least 1", field="--workers")
@@ -123,51 +98,35 @@ def _limits(args) -> Limits:
 def run(args) -> int:
     _check(args)
     checks.dask_ready(args)
-    if args.dask:
-        return _run_dask(args)
-    from acceptgate.datasets import suitefiles
-    phases = Phases()
-    with phases("load"):  # the suites directory is read once, for the gauge and the scoring alike
-        sample_file = read_samples(args.samples)
-        sd = suitefiles.read_suites(args.suites)
-        inputs = score.inputs_of(sd, args.suite)
-        if args.profile == EVALPLUS:
-            score.require_timing(inputs, args.suites)
-    try:
-        sandbox = backends.create(args.backend)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), field="--backend") from None
-    # The records first: a file --strict refuses (or one with no valid sample) stops before any gauge work
-    score.check_records(sample_file, set(inputs.suites) | set(inputs.excluded), inputs.prompts,
-                        set(inputs.suites), strict=args.strict)
-    _refuse_excluded(args, sample_file, inputs)
-    with sandbox:
-        with phases("gauge"):
-            unusable = _gauge(args, sandbox, sd, {s.task_id for s in sample_file.samples})
-        with phases("execute"):
-            report = score.score_samples(
-                sample_file, inputs.suites, inputs.prompts, sandbox, suite=args.suite, excluded=inputs.excluded,
-                fail_fast=not args.all_cases, workers=args.workers, strict=args.strict, limits=_limits(args),
-                profile=args.profile, reference_seconds=inputs.timing if args.profile == EVALPLUS else None,
-                unusable=unusable, progress=ProgressLine("score", "samples", quiet=args.quiet))
-    with phases("write"):
-        _report(args, report, report.summary())
+    path = checks.warehouse_ready(args.warehouse)  # before any work: unwritable exit 2, locked exit 4
+    from acceptgate.pipelines import score
+
+    request = score.ScoreRequest(
+        suites_dir=args.suites, samples=args.samples, suite=args.suite, backend=args.backend, workers=args.workers,
+        fail_fast=not args.all_cases, limits=_limits(args), strict=args.strict, gauge=not args.no_gauge,
+        profile=args.profile, warehouse=str(path), run_id=args.run_id, quiet=args.quiet)
+    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    # a failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
+    scored = score.score(request, sharded=_sharded(args, request) if args.dask else None, say=say)
+    _report(args, scored)
     if args.verbose:
-        print(phases.line("score"), file=sys.stderr)
+        print(scored.timing.line("score"), file=sys.stderr)
     return 0
 
 
-def _report(args, report: score.ScoreReport, summary: str) -> None:
+def _report(args, scored) -> None:
     """The invalid records on stderr, one JSON line per record (--out, else stdout), then the summary."""
-    for problem in report.problems:
-        print(f"acceptgate score: invalid record: {report.samples_path}: {problem}", file=sys.stderr)
-    lines = report.output_rows()
+    for problem in scored.report.problems:
+        print(f"acceptgate score: invalid record: {scored.report.samples_path}: {problem}", file=sys.stderr)
     if args.out:
-        _write_atomically(args.out, lines)
-        print(summary)
+        _write_atomically(args.out, scored.lines)
+        print(scored.summary)
     else:
-        sys.stdout.write("".join(line + "\n" for line in lines))
-        print(summary, file=sys.stderr)
+        sys.stdout.write("".join(line + "\n" for line in scored.lines))
+        print(scored.summary, file=sys.stderr)
+    where = f"run {scored.run_id} in {scored.warehouse}"
+    print(f"score: {where}" + (f" (snapshot {scored.snapshot})" if scored.snapshot else ""),
+          file=sys.stdout if args.out else sys.stderr)
 
 
 def _workers_temp_dir() -> str:
@@ -187,33 +146,23 @@ def _workers_temp_dir() -> str:
     return path
 
 
-def _run_dask(args) -> int:
-    """The same scoring in shards on a Dask cluster (flows/score_sharded.py; Prefect imported only here)."""
-    cluster = args.dask
-    unusable: dict[str, str] = {}
-    if args.strict or not args.no_gauge:
-        from acceptgate.datasets import suitefiles
-        sample_file, sd = read_samples(args.samples), suitefiles.read_suites(args.suites)
-        _refuse_excluded(args, sample_file, score.inputs_of(sd, args.suite))
-        try:
-            sandbox = backends.create(args.backend)
-        except ValueError as exc:
-            raise InvalidInput(str(exc), field="--backend") from None
-        with sandbox:
-            unusable = _gauge(args, sandbox, sd, {s.task_id for s in sample_file.samples})
-    from acceptgate.cli import flowrun
+def _sharded(args, request):
+    """The same scoring in shards on a Dask cluster (flows/score_sharded.py; Prefect imported only when it
+    runs): given the unusable tasks, the report and its summary."""
+    def run_sharded(unusable: dict[str, str]):
+        from acceptgate.cli import flowrun
 
-    if cluster.workers is not None:
-        _workers_temp_dir()
-    say = flowrun.Say("score")
-    flowrun.prepare(say)
-    from acceptgate.flows import score_sharded
+        if args.dask.workers is not None:
+            _workers_temp_dir()
+        say = flowrun.Say("score")
+        flowrun.prepare(say)
+        from acceptgate.flows import score_sharded
 
-    say(f"scoring in shards of {args.shard_size} samples on Dask ({cluster}); nothing is written until the end")
+        say(f"scoring in shards of {args.shard_size} samples on Dask ({args.dask}); nothing is written until the end")
+        sharded = score_sharded.run(request.suites_dir, request.samples, suite=request.suite, backend=request.backend,
+                                    dask=args.dask, shard_size=args.shard_size, fail_fast=request.fail_fast,
+                                    limits=request.limits, strict=request.strict, profile=request.profile,
+                                    unusable=unusable)
+        return sharded.report, sharded.summary()
 
-    sharded = score_sharded.run(args.suites, args.samples, suite=args.suite, backend=args.backend,
-                                dask=cluster, shard_size=args.shard_size,
-                                fail_fast=not args.all_cases, limits=_limits(args), strict=args.strict,
-                                profile=args.profile, unusable=unusable)
-    _report(args, sharded.report, sharded.summary())
-    return 0
+    return run_sharded

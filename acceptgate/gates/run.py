@@ -4,8 +4,8 @@ The Prefect flow (``flows/gate.py``) only sequences these functions. Stage ``gat
 gate_decisions, gate_attempts and gate_messages; stage ``deliveries`` writes deliveries. Each stage
 validates its frames against ``expectations/<table>.json`` first and then replaces its rows for the
 run id in one transaction: a failed expectation writes nothing, a re-run of the same run id leaves
-the same rows. The warehouse side (attempt, gate_runs row, stage writes, publish) is
-``acceptgate.pipelines.gate``; this module computes the run's frames and names its tables.
+the same rows. The warehouse side (attempt, gate_runs row, stage writes, publish) is the run ledger's,
+with the gate's family (``acceptgate.pipelines.families.GATE``); this module computes the run's frames.
 """
 
 from __future__ import annotations
@@ -28,9 +28,6 @@ from acceptgate.gates.records import GateOutcome
 from acceptgate.datasets.task import HIDDEN, VISIBLE, Task
 
 PIPELINE = "gate/1"
-STAGE_TABLES = {"gate": ("gate_decisions", "gate_attempts", "gate_messages", "gate_exclusions"),
-                "deliveries": ("deliveries",)}
-RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
 Frames = Mapping[str, pd.DataFrame]
 
 DECISION_COLUMNS = ["run_id", "arm", "task_id", "source", "visible_spec_hash", "decision", "stop_reason",

@@ -28,7 +28,6 @@ from acceptgate.judge.records import (
 from acceptgate.judge.retrieval import MemoryBank, Retrieved
 from acceptgate.judge.schema import parse_output
 
-TABLES = ("judge_verdicts", "judge_retrievals", "judge_observations", "judge_input_issues", "judge_human_labels")
 VERDICT_COLUMNS = ["run_id", "trajectory_id", "task_id", "pair_id", "config", "run", "condition", "disposition",
                    "status", "invalid_reason", "raw_output", "prompt_sha256", "record_sha256", "over_defence",
                    "confidence", "forms", "beyond_minimal", "evidence", "fact_read", "task_done", "notes", "kind",

@@ -23,7 +23,6 @@ from acceptgate.leak.scanners import NEEDLES_KEPT
 from acceptgate.leak.verdicts import RecordVerdict
 
 STAGE = "leak"
-TABLES = ("leak_scans", "leak_verdicts", "leak_hit_rules", "leak_hits")
 SCAN_COLUMNS = ["scan_id", "run_id", "origin", "scanner_version", "matcher", "records", "control_passed",
                 "control_detail", "negative_passed", "negative_detail", "control_record", "items_v1", "items_v2",
                 "wall_seconds", "scanned_at"]

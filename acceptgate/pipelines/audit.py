@@ -8,8 +8,9 @@
 Each stage computes, turns its results into one pandas frame per table, validates every frame against
 ``expectations/<table>.json`` (ExpectationFailed: nothing of the stage is written) and then replaces
 the run's rows of its tables in one short transaction. Re-running a run id therefore leaves the same
-rows, never duplicates. The import stage starts an attempt: it also clears the run's rows of the later
-stages, so a run's rows always come from one attempt.
+rows, never duplicates. The import stage starts an attempt (the audit's family in
+``acceptgate.pipelines.families``), which clears the run's rows of every stage, so a run's rows always
+come from one attempt.
 
 Run id: by default derived from the inputs (``audit-`` + 16 hex of the sha256 of dataset, its sha256,
 --limit, backend name and the pipeline version): the same audit on the same data maps to the same run
@@ -36,6 +37,7 @@ from acceptgate._util import runids
 from acceptgate.store import warehouse
 from acceptgate._util.errors import InvalidInput
 from acceptgate.pipelines import ledger
+from acceptgate.pipelines.families import AUDIT
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Backend
 from acceptgate._util.hashing import sha256_text
@@ -43,14 +45,6 @@ from acceptgate.sandbox.executor import ExecutionResult, execute_many
 from acceptgate.datasets.task import SUITE_KINDS, ImportResult, Task
 
 PIPELINE = "audit/1"
-STAGE_TABLES: dict[str, tuple[str, ...]] = {
-    "import": ("tasks", "candidates", "import_issues"),
-    "suites": ("suites", "cases"),
-    "gauge": ("gauge_checks",),
-    "execute": ("executions", "case_results"),
-}
-STAGES = tuple(STAGE_TABLES)
-TABLES = ("runs", "run_stages") + tuple(t for ts in STAGE_TABLES.values() for t in ts)
 FINAL_VERDICTS = ("timeout", "memory", "crash", "protocol")  # end an execution early whatever the mode
 
 Frames = dict[str, pd.DataFrame]
@@ -144,48 +138,16 @@ def open_backend(name: str) -> Backend:
 # -- writing a stage -------------------------------------------------------------------------------
 
 StageWrite = ledger.StageWrite
-RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
-
-
-def ledger_run(path: str | Path, run: Run) -> ledger.Run:
-    """The audit run's handle in the run ledger (the one place that writes runs and attempts)."""
-    return ledger.attach(path, kind="audit", run_id=run.run_id, table="runs", stage_tables=RESULT_TABLES)
-
-
-def write_stage(path: str | Path, run: Run, stage: str, frames: Frames, *, related: Frames | None = None,
-                expectations_dir: str | Path | None = None) -> StageWrite:
-    """Validate every frame of the stage, then replace the run's rows of its tables in one transaction
-    (through the run ledger). ``frames`` holds exactly the stage's tables, plus ``runs`` for the import
-    stage, which also clears the run's rows of the later stages (a new attempt starts clean). An
-    ExpectationFailed leaves the stage's tables untouched and fails the run."""
-    expected = set(STAGE_TABLES[stage]) | ({"runs"} if stage == "import" else set())
-    if set(frames) != expected:
-        raise ValueError(f"stage {stage} writes {sorted(expected)}, got {sorted(frames)}")
-    tables = {t: f for t, f in frames.items() if t != "runs"}
-    write = None
-    if stage == "import":
-        later = [t for s in STAGES[1:] for t in STAGE_TABLES[s]] + ["run_stages"]
-
-        def write(con, batch):
-            warehouse.delete_run_rows(con, run.run_id, later)
-            return warehouse.replace_run_rows(con, run.run_id, batch)
-    return ledger_run(path, run).write_stage(stage, tables, related=related, run_row=frames.get("runs"),
-                                             write=write, expectations_dir=expectations_dir)
-
-
-def record_failure(path: str | Path, run: Run, stage: str, error: BaseException) -> None:
-    """Mark the run failed (or interrupted) with the stage and message; the stage's own rows were never
-    written."""
-    ledger_run(path, run).fail(error, stage)
 
 
 @contextlib.contextmanager
-def _stage(path: str | Path, run: Run, name: str, *, report: bool = True) -> Iterator[None]:
+def _stage(path: str | Path, run: Run, name: str, *, report: bool = True) -> Iterator[ledger.Run]:
+    """The stage inside the run's attempt (an error or a stop ends it); yields the run's handle."""
     if report:
         _reporter.stage(name)
-    with ledger_run(path, run).guard(name):
+    with AUDIT.attach(path, run.run_id).guard(name) as recorded:
         warehouse.pause_point(f"{name}:started")  # a stop test's point inside the stage's attempt
-        yield
+        yield recorded
 
 
 # -- stage: import -----------------------------------------------------------------------------
@@ -228,7 +190,7 @@ def import_frames(run: Run, imported: ImportResult) -> Frames:
                "excluded": issue.excluded}
               for i, issue in enumerate(imported.issues)]
     return {
-        "runs": run.frame(),
+        AUDIT.table: run.frame(),
         "tasks": _frame(tasks, TASK_COLUMNS, ints=("wrong_samples",)),
         "candidates": _frame(candidates, CANDIDATE_COLUMNS),
         "import_issues": _frame(issues, ISSUE_COLUMNS, ints=("issue_index", "case_index")),
@@ -261,10 +223,10 @@ def stage_import(path: str | Path, backend: Backend, *, backend_name: str, limit
     _reporter.stage("import")
     imported = load_tasks(backend, limit=limit, path=data_path, progress=_progress("import"), dataset=dataset)
     run = make_run(imported, backend_name, limit, run_id)
-    ledger.start(path, kind="audit", run_id=run.run_id, table="runs")  # the attempt, before any write
-    with _stage(path, run, "import", report=False):
+    AUDIT.start(path, run.run_id)  # the attempt, before any write (its earlier rows go)
+    with _stage(path, run, "import", report=False) as recorded:
         frames = import_frames(run, imported)
-        return ImportStage(run, imported, frames, write_stage(path, run, "import", frames))
+        return ImportStage(run, imported, frames, recorded.write_stage("import", frames))
 
 
 # -- stage: suites -----------------------------------------------------------------------------
@@ -325,10 +287,10 @@ class SuitesStage:
 
 
 def stage_suites(path: str | Path, imp: ImportStage) -> SuitesStage:
-    with _stage(path, imp.run, "suites"):
+    with _stage(path, imp.run, "suites") as recorded:
         prepared = prepare_suites(imp.imported.tasks)
         frames = suite_frames(imp.run, prepared)
-        return SuitesStage(prepared, frames, write_stage(path, imp.run, "suites", frames, related=imp.frames))
+        return SuitesStage(prepared, frames, recorded.write_stage("suites", frames, related=imp.frames))
 
 
 # -- stage: gauge ------------------------------------------------------------------------------
@@ -363,11 +325,11 @@ class GaugeStage:
 
 
 def stage_gauge(path: str | Path, imp: ImportStage, suites: SuitesStage, backend: Backend) -> GaugeStage:
-    with _stage(path, imp.run, "gauge"):
+    with _stage(path, imp.run, "gauge") as recorded:
         gauges = check_gauges(imp.imported.tasks, backend, progress=_progress("gauge"))
         frames = gauge_frames(imp.run, gauges)
         related = {**imp.frames, **suites.frames}
-        return GaugeStage(gauges, frames, write_stage(path, imp.run, "gauge", frames, related=related))
+        return GaugeStage(gauges, frames, recorded.write_stage("gauge", frames, related=related))
 
 
 # -- stage: execute ----------------------------------------------------------------------------
@@ -466,21 +428,15 @@ def stage_execute(path: str | Path, imp: ImportStage, suites: SuitesStage, gauge
                   executed: tuple[list[ExecutionRecord], int] | None = None) -> ExecuteStage:
     """``executed``: the records and count ``run_executions`` gave, already computed (in shards on a
     cluster, ``acceptgate.pipelines.shards``); this then only writes them."""
-    with _stage(path, imp.run, "execute"):
+    with _stage(path, imp.run, "execute") as recorded:
         records, ran = executed or run_executions(imp.imported.tasks, gauge.gauges, backend,
                                                   progress=_progress("execute"))
         frames = execution_frames(imp.run, records)
         related = {**imp.frames, **suites.frames}
-        return ExecuteStage(records, ran, frames, write_stage(path, imp.run, "execute", frames, related=related))
+        return ExecuteStage(records, ran, frames, recorded.write_stage("execute", frames, related=related))
 
 
 # -- finishing ---------------------------------------------------------------------------------
-
-def finish_run(path: str | Path, run: Run, wall_seconds: float, *, snapshot: bool = True) -> Path | None:
-    """Mark the run ok and publish its rows to the analysts' snapshot (through the run ledger)."""
-    _reporter.stage("publish")
-    return ledger_run(path, run).finish(publish=snapshot, wall_seconds=wall_seconds)
-
 
 @dataclass
 class Summary:
@@ -561,9 +517,9 @@ def summarize(path: str | Path, imp: ImportStage, suites: SuitesStage, gauge: Ga
     verdicts: dict[str, Counter] = {}
     for rec in execute.records:
         verdicts.setdefault(rec.role, Counter())[rec.result.verdict] += 1
-    rows = warehouse.row_counts(path, [t for ts in STAGE_TABLES.values() for t in ts], run_id=imp.run.run_id)
+    rows = warehouse.row_counts(path, list(AUDIT.tables), run_id=imp.run.run_id)
     with warehouse.connect(path, read_only=True) as con:
-        attempts = con.execute("select attempts from runs where run_id = ?", [imp.run.run_id]).fetchone()[0]
+        attempts = con.execute(f"select attempts from {AUDIT.table} where run_id = ?", [imp.run.run_id]).fetchone()[0]
     return Summary(
         run_id=imp.run.run_id, run_id_origin=imp.run.origin, backend=imp.run.backend, warehouse=str(path),
         snapshot=str(snapshot) if snapshot else None, imported=report.summary(imp.imported),

@@ -1,13 +1,13 @@
-"""A certification in the warehouse: the run written through the run ledger (the attempt and the
-validated v4v_runs row, stage ``pools``, stage ``certification``, finish and publish), and the check a
-gate makes before it decides with a verifier (seed 002: "six gates first, then the agent").
+"""A certification in the warehouse, read back: what a sharded certification's tasks took the last time,
+and the check a gate makes before it decides with a verifier (seed 002: "six gates first, then the
+agent"). The run itself is written by the run ledger with the certification's family (``families.CERTIFY``).
 
 ``require_tasks(path, tasks)`` looks in the warehouse for each task's newest certificate (a finished
 certification run's row of v4v_task_certificates) bound to the task's exact suite hashes and pool key,
 and raises InvalidInput naming the first task that has none: a gate, the nightly chain and the service
 decide nothing on an uncertified task. Each certificate carries V's figures measured on the task (its
 FPR on the attacks, FPR_h), which the gate reports beside its false-delivery rates and its policy
-(``--max-fpr-attack``) reads. ``acceptgate.v4v`` computes; this is its only warehouse I/O.
+(``--max-fpr-attack``) reads. ``acceptgate.v4v`` computes.
 """
 
 from __future__ import annotations
@@ -15,46 +15,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
-
-import pandas as pd
 
 from acceptgate.store import warehouse
 from acceptgate._util.errors import InvalidInput
-from acceptgate.pipelines import ledger
-from acceptgate.v4v.store import RESULT_TABLES, STAGE_TABLES, CertifyRun
 
 
-# -- writes (through the run ledger) ------------------------------------------------------------------
-
-def ledger_run(path: str | Path, run: CertifyRun) -> ledger.Run:
-    return ledger.attach(path, kind="certify", run_id=run.run_id, table="v4v_runs", stage_tables=RESULT_TABLES)
-
-
-def start_run(path: str | Path, run: CertifyRun, *, expectations_dir: str | Path | None = None) -> ledger.Run:
-    """The attempt, then the validated v4v_runs row; the run's rows of an earlier attempt go."""
-    return ledger.start(path, kind="certify", run_id=run.run_id, table="v4v_runs", row=run.frame(),
-                        stage_tables=RESULT_TABLES, stage="certify", expectations_dir=expectations_dir)
-
-
-def write_stage(path: str | Path, run: CertifyRun, stage: str, frames: Mapping[str, pd.DataFrame], *,
-                related: Mapping[str, pd.DataFrame] | None = None,
-                expectations_dir: str | Path | None = None) -> dict[str, int]:
-    if set(frames) != set(STAGE_TABLES[stage]):
-        raise ValueError(f"stage {stage} writes {sorted(STAGE_TABLES[stage])}, got {sorted(frames)}")
-    return ledger_run(path, run).write_stage(stage, frames, related=related, expectations_dir=expectations_dir).rows
-
-
-def finish_run(path: str | Path, run: CertifyRun, status: str, wall_seconds: float,
-               failure: BaseException | str | None = None) -> Path | None:
-    """'ok': the run's row ok and its rows published (the snapshot's path returned); otherwise the
-    attempt and the row end failed (or interrupted, for a stop request)."""
-    handle = ledger_run(path, run)
-    if status == "ok":
-        return handle.finish(wall_seconds=wall_seconds)
-    handle.fail(failure or status)
-    return None
-
+# -- the history a sharded certification orders its shards by -----------------------------------------
 
 def task_seconds(path: str | Path, task_ids: list[str]) -> dict[str, float]:
     """Per task, what its newest finished certification in this warehouse spent executing (the sum of

@@ -16,13 +16,10 @@ from acceptgate._util.errors import InvalidInput
 from acceptgate.judge import metrics
 from acceptgate.judge import run as core
 from acceptgate.pipelines import ledger
+from acceptgate.pipelines.families import JUDGE
 from acceptgate.stats.pipeline import Measured
 
 STAGE = "judge"
-
-
-def _handle(path: str | os.PathLike, run_id: str) -> ledger.Run:
-    return ledger.attach(path, kind="judge", run_id=run_id, table="judge_runs", stage_tables=core.TABLES)
 
 
 def judge(path: str | os.PathLike, inputs: core.Inputs, *, backend: str = "rules", embedder: str = "minilm",
@@ -32,8 +29,7 @@ def judge(path: str | os.PathLike, inputs: core.Inputs, *, backend: str = "rules
     started: list[ledger.Run] = []
 
     def record(run_id: str) -> None:
-        started.append(ledger.start(path, kind="judge", run_id=run_id, table="judge_runs",
-                                    stage_tables=core.TABLES))
+        started.append(JUDGE.start(path, run_id))
 
     try:
         return core.judge_inputs(inputs, backend=backend, embedder=embedder, strict=strict,
@@ -47,17 +43,16 @@ def judge(path: str | os.PathLike, inputs: core.Inputs, *, backend: str = "rules
 def record(path: str | os.PathLike, run: core.JudgeRun, *, publish: bool = True) -> tuple[dict[str, int], Path | None]:
     """Write the judged run's rows (validated with its judge_runs row) in the attempt ``judge`` began,
     then publish it. Returns the rows written per table and the snapshot's path."""
-    handle = _handle(path, run.run_id)
-    written = handle.write_stage(STAGE, run.frames(), run_row=run.run_frame())
+    handle = JUDGE.attach(path, run.run_id)
+    written = handle.write_stage(STAGE, {**run.frames(), JUDGE.table: run.run_frame()})
     return written.rows, handle.finish(publish=publish)
 
 
 def write(path: str | os.PathLike, run: core.JudgeRun, *, expectations_dir=None, publish: bool = True) -> dict[str, int]:
     """Record a judged run in one go: an attempt, every frame and the judge_runs row validated
     together, written in one transaction, and (``publish``) the run in the snapshot."""
-    with ledger.run(path, kind="judge", run_id=run.run_id, table="judge_runs", stage_tables=core.TABLES,
-                    publish=publish) as recorded:
-        written = recorded.write_stage(STAGE, run.frames(), run_row=run.run_frame(),
+    with JUDGE.run(path, run.run_id, publish=publish) as recorded:
+        written = recorded.write_stage(STAGE, {**run.frames(), JUDGE.table: run.run_frame()},
                                        expectations_dir=expectations_dir)
     return written.rows
 

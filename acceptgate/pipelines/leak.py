@@ -24,9 +24,9 @@ from acceptgate.leak.audit import (AuditResult, Progress, ScannerCache, Selectio
                                    _gate_batches, leak_run_id, read_history, scan_run)
 from acceptgate.leak.material import TaskMaterial
 from acceptgate.leak.records import LeakRecord, RecordMessage
-from acceptgate.leak.store import _KEYS_SCHEMA, STAGE, TABLES, Scan, frames, typed
+from acceptgate.leak.store import _KEYS_SCHEMA, STAGE, Scan, frames, typed
 from acceptgate.leak.verdicts import VERDICTS, inputs_sha256
-from acceptgate.pipelines import ledger
+from acceptgate.pipelines import families, ledger
 
 
 # -- the gate runs' records ------------------------------------------------------------------------------
@@ -134,11 +134,12 @@ def replace_records(con, batch: dict[str, pd.DataFrame]) -> int:
     typed_batch = {table: typed(table, frame) for table, frame in batch.items()}
     con.register("_leak_keys", keys)
     try:
-        for table in ("leak_hits", "leak_hit_rules", "leak_verdicts"):
+        order = families.LEAK_AUDIT.tables  # scans, then the verdicts and hits that name them
+        for table in reversed(order[1:]):  # the records' rows, hits first
             con.execute(_DELETE_RECORDS.format(table=table))
         # a scan none of whose verdicts is current any more is history nobody can join to: drop it
         con.execute("delete from leak_scans where scan_id not in (select distinct scan_id from leak_verdicts)")
-        for table in TABLES:
+        for table in order:
             _insert(con, table, typed_batch[table])
     finally:
         _unregister(con, "_leak_keys")
@@ -214,7 +215,7 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
         seconds["load"] = time.monotonic() - t0
         result = AuditResult(matcher, 0, 0, 0, warehouse=str(path), kind=kind,
                              run_id=leak_run_id(kind, matcher, selection, materials, gate, history))
-        recorded = ledger.start(path, kind=kind, run_id=result.run_id)
+        recorded = families.of_kind(kind).start(path, result.run_id)
         with recorded.guard(STAGE):
             _scan_all(recorded, materials, selection, gate, history, result, matcher=matcher, rescan=rescan,
                       progress=progress, batch_records=batch_records, expectations_dir=expectations_dir,
@@ -300,6 +301,6 @@ def publish_result(path: str | Path, result: AuditResult, run_ids: Iterable[str]
     run selected now)."""
     if run_ids is None:
         run_ids = result.run_ids
-    recorded = ledger.attach(path, kind=result.kind, run_id=result.run_id)
+    recorded = families.of_kind(result.kind).attach(path, result.run_id)
     result.snapshot = str(recorded.finish(also_publish=list(run_ids)))
     return result

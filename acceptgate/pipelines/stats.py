@@ -9,9 +9,9 @@ from typing import Sequence
 
 from acceptgate.store import warehouse
 from acceptgate._util.errors import InvalidInput
-from acceptgate.pipelines import ledger
+from acceptgate.pipelines.families import STATS
 from acceptgate.stats.paired import PairedData
-from acceptgate.stats.pipeline import GATE_MEASURES, TABLES, Measured, StatsResult
+from acceptgate.stats.pipeline import GATE_MEASURES, Measured, StatsResult
 
 
 def latest_gate_run(con, baseline: str) -> str:
@@ -61,8 +61,7 @@ def write(path: str | Path, result: StatsResult, *, conditions: str, expectation
           publish: bool = True) -> dict[str, int]:
     """Record the stats run: an attempt, every frame and the stats_runs row validated together, then
     written in one transaction, and (``publish``) the run in the analysts' snapshot."""
-    with ledger.run(path, kind="stats", run_id=result.run_id, table="stats_runs", stage_tables=TABLES,
-                    publish=publish) as run:
-        written = run.write_stage("stats", result.frames(), run_row=result.run_frame(conditions, result.effects),
-                                  expectations_dir=expectations_dir)
+    with STATS.run(path, result.run_id, publish=publish) as run:
+        row = result.run_frame(conditions, result.effects)
+        written = run.write_stage("stats", {**result.frames(), STATS.table: row}, expectations_dir=expectations_dir)
     return written.rows

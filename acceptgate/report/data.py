@@ -17,6 +17,7 @@ import pandas as pd
 from acceptgate.store import warehouse
 from acceptgate._util.errors import InvalidInput
 from acceptgate.gates.leaky import ARM as DEMO_ARM, DEMO_NOTE, label_arm
+from acceptgate.pipelines.families import AUDIT, CERTIFY, GATE, STATS
 
 MAX_ROWS = 20  # rows per summary table; the rest is one `acceptgate sql` away (and the page says so)
 CONFIDENCE = 0.95
@@ -116,18 +117,19 @@ def _demo(section: Section, arms) -> None:
 # -- sections -------------------------------------------------------------------------------------
 
 def _runs(r: Reader, s: Section) -> None:
-    kinds = [("audit", "runs", "run_id, dataset, backend, status, attempts, started_at, round(wall_seconds, 1) as wall_seconds"),
-             ("gate", "gate_runs", "run_id, source, arms, task_count, backend, status, started_at, round(wall_seconds, 1) as wall_seconds"),
-             ("certify", "v4v_runs", "*"),
-             ("stats", "stats_runs", "run_id, kind, source_run_id, measures, seed, resamples, written_at")]
-    for kind, table, cols in kinds:
+    kinds = [(AUDIT, "run_id, dataset, backend, status, attempts, started_at, round(wall_seconds, 1) as wall_seconds"),
+             (GATE, "run_id, source, arms, task_count, backend, status, started_at, round(wall_seconds, 1) as wall_seconds"),
+             (CERTIFY, "*"),
+             (STATS, "run_id, kind, source_run_id, measures, seed, resamples, written_at")]
+    for family, cols in kinds:
+        kind, table = family.kind, family.table
         if not r.has(table):
             continue
-        order = "written_at" if table == "stats_runs" else "started_at"
+        order = "written_at" if family is STATS else "started_at"
         total = r.scalar(f"select count(*) from {table}")
         if not total:
             continue
-        if table == "v4v_runs":
+        if family is CERTIFY:
             cols = ", ".join(c for c in ("run_id", "task_count", "verifiers", "k", "backend", "status", "started_at")
                              if c in r.frame("select * from v4v_runs limit 0").columns)
         query = f"select {cols} from {table} order by {order} desc"
@@ -193,7 +195,7 @@ def false_delivery_display(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _false_delivery(r: Reader, s: Section) -> None:
-    if not r.has("gate_rates", "gate_runs"):
+    if not r.has("gate_rates", GATE.table):
         return
     frame = false_delivery(r.con)
     if frame.empty:
@@ -222,7 +224,7 @@ MORE_AUDITS = 5  # other audit runs offered, folded, beside the main one
 def _audit(r: Reader, s: Section) -> None:
     """The main job first -- the newest finished audit of all the tasks (no --limit; else the widest
     limit) -- so a small run after it (a nightly's) does not take its place; the newest others folded."""
-    if not r.has("executions_by_verdict", "runs"):
+    if not r.has("executions_by_verdict", AUDIT.table):
         return
     runs = [row[0] for row in r.con.execute(
         "select run_id from runs where status = 'ok' "
@@ -251,7 +253,7 @@ def _v4v(r: Reader, s: Section) -> None:
     if not r.has("v4v_verifier_summary"):
         return
     latest = (r.scalar("select run_id from v4v_runs where run_id in (select run_id from v4v_verifier_summary) "
-                       "order by started_at desc limit 1") if r.has("v4v_runs") else
+                       "order by started_at desc limit 1") if r.has(CERTIFY.table) else
               r.scalar("select max(run_id) from v4v_verifier_summary"))
     if not latest:
         return
@@ -330,7 +332,7 @@ def _leak(r: Reader, s: Section) -> None:
 
 
 def _stats(r: Reader, s: Section) -> None:
-    if not r.has("stats_effects", "stats_runs"):
+    if not r.has("stats_effects", STATS.table):
         return
     if not r.scalar("select count(*) from stats_effects"):
         s.note = ("no statistics published to this snapshot: run 'acceptgate stats' (its rows reach the "

@@ -24,6 +24,7 @@ from acceptgate.store import expectations, warehouse
 from acceptgate.gates.delivery import DeliveryRow
 from acceptgate.gates import run as gate_run
 from acceptgate.pipelines import ledger
+from acceptgate.pipelines.families import SERVE_API
 from acceptgate.suites.render import harness_for
 from acceptgate.sandbox.backend import Backend, Limits
 from acceptgate.sandbox.executor import execute
@@ -106,7 +107,7 @@ class Publisher:
     def _prepare(self, d: dict[str, Any]) -> tuple[gate_run.GateRun, dict[str, pd.DataFrame], pd.DataFrame]:
         record = json.loads(d["record_json"])
         run = _run_of(record["run"])
-        expectations.validate("gate_runs", run.frame(), stage="gate")
+        expectations.validate(SERVE_API.table, run.frame(), stage="gate")
         for row in record.get("gate_decisions", []):  # a journal record from before certification was required
             row.setdefault("certification", gate_run.CERTIFY_SKIPPED)
         frames = {t: gate_run.gate_stage_frame(t, record.get(t, [])) for t in COLUMNS}
@@ -152,8 +153,7 @@ class Publisher:
         runs["wall_seconds"] = [round(float(p[0]["latency_seconds"]), 3) for p in prepared]
         runs["started_at"] = [pd.Timestamp(p[0]["created_at"], unit="s", tz="UTC") for p in prepared]
         # the run ledger records each decision as a complete gate run (attempt, gate_runs row, stage rows)
-        ledger.write_runs(self.path, kind="serve-api", table="gate_runs", rows=runs,
-                          frames={**gate, "deliveries": deliveries})
+        SERVE_API.write_runs(self.path, runs, {**gate, "deliveries": deliveries})
 
     def _delivery(self, d: dict[str, Any], record: dict[str, Any]) -> DeliveryRow:
         task = self.journal.task(d["client"], d["task_id"])

@@ -26,8 +26,6 @@ from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Paire
 from acceptgate.stats import seed004
 from acceptgate.stats.stability import RunStability, run_stability
 
-TABLES = ("stats_effects", "stats_stability", "stats_agreement", "stats_judge_comparison", "stats_condition_rates",
-          "stats_overall_interaction")
 GATE_MEASURES = ("false_delivery", "delivered")
 
 EFFECT_COLUMNS = ["run_id", "measure", "config", "condition_a", "condition_b", "unit", "n_units", "runs", "rate_a",

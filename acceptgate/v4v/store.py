@@ -1,9 +1,9 @@
 """A certification as warehouse rows: the run, stage 'pools' and stage 'certification'.
 
-This module builds the frames and names the tables; ``acceptgate.pipelines.certify`` writes them
-through the run ledger (each stage validated against ``expectations/<table>.json`` before any write,
-then its rows for the run id replaced in one transaction). The run id is derived from the inputs' and settings' hashes unless
-the user names one.
+This module builds the frames; the run ledger writes them with the certification's family
+(``acceptgate.pipelines.families.CERTIFY``): each stage validated against ``expectations/<table>.json``
+before any write, then its rows for the run id replaced in one transaction. The run id is derived from
+the inputs' and settings' hashes unless the user names one.
 """
 
 from __future__ import annotations
@@ -20,10 +20,6 @@ from acceptgate._util import runids
 from acceptgate.v4v.certify import Certification, inputs_sha256
 
 PIPELINE = "certify/2"  # /2: labels by construction only, findings, task certificates, held-out part
-STAGE_TABLES = {"pools": ("v4v_candidates", "v4v_findings", "v4v_executions"),
-                "certification": ("v4v_decisions", "v4v_mutants", "v4v_gates", "v4v_task_metrics",
-                                  "v4v_verifier_summary", "v4v_task_certificates", "v4v_heldout")}
-RESULT_TABLES = tuple(t for ts in STAGE_TABLES.values() for t in ts)
 RUN_COLUMNS = ["run_id", "run_id_origin", "pipeline", "acceptgate_version", "suites_from", "dataset_from",
                "samples_from", "inputs_sha256", "settings", "task_count", "verifiers", "k", "backend",
                "heldout_seed_sha256"]

@@ -8,6 +8,8 @@ from typing import Any
 
 from acceptgate._util.hashing import sha256_text
 from acceptgate import __version__
+from acceptgate.pipelines.families import EXPERIMENT
+
 BASES = ("measured", "demonstration")
 
 
@@ -63,7 +65,7 @@ class ExperimentResult:
         for c in ("numerator", "denominator"):
             rows[c] = rows[c].astype("Int64")
         rows["measured"] = rows["measured"].astype("Float64")
-        return {"experiment_runs": run, "experiment_rows": rows}
+        return {EXPERIMENT.table: run, "experiment_rows": rows}
 
     def format(self) -> str:
         head = ("row", "seed", "here", "basis")

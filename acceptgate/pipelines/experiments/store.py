@@ -7,14 +7,15 @@ import os
 
 from acceptgate.pipelines.experiments.result import ExperimentResult
 from acceptgate.pipelines import ledger
+from acceptgate.pipelines.families import EXPERIMENT
 
 
 def write(path: str | os.PathLike, result: ExperimentResult) -> dict[str, int]:
     """Validate the frames, then replace the run's rows in one transaction and publish them."""
     frames = result.frames()
     path = ledger.prepare(path)
-    with ledger.run(path, kind="experiment", run_id=result.run_id, table="experiment_runs",
-                    row=frames["experiment_runs"], stage_tables=("experiment_rows",)) as run:
-        run.write_stage("experiment", {"experiment_rows": frames["experiment_rows"]},
-                        related={"experiment_runs": frames["experiment_runs"]})
+    row = frames[EXPERIMENT.table]
+    with EXPERIMENT.run(path, result.run_id, row=row) as run:
+        run.write_stage("experiment", {t: frames[t] for t in EXPERIMENT.stage_tables("experiment")},
+                        related={EXPERIMENT.table: row})
     return {t: len(f) for t, f in frames.items()}

@@ -1,0 +1,27 @@
+"""The run ledger's start and finish as Prefect tasks, one set for every flow: each takes the run's
+family (``acceptgate.pipelines.families``) or its handle. A stage's rows are written by the stage task
+that computes them (``Run.write_stage``), so no task only forwards a write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from acceptgate.pipelines import ledger
+
+_STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+@task(name="start-run", **_STAGE)
+def start_run(family: ledger.Family, path: Path, run_id: str, row: pd.DataFrame | None = None) -> ledger.Run:
+    """The attempt is recorded, the run's row validated and upserted; any error or stop after ends it."""
+    return family.start(path, run_id, row=row)
+
+
+@task(name="finish-run", **_STAGE)
+def finish_run(run: ledger.Run, wall_seconds: float | None = None) -> Path | None:
+    """The run is complete: its row 'ok' and its rows in the analysts' snapshot (returned)."""
+    return run.finish(wall_seconds=wall_seconds)
