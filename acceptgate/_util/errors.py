@@ -28,7 +28,3 @@ class Interrupted(BaseException):
         except ValueError:
             name = f"signal {signum}"
         super().__init__(message or f"interrupted by {name}")
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum

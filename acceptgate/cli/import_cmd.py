@@ -8,15 +8,11 @@ directory, through the content-keyed import cache.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 from pathlib import Path
 
-from acceptgate._util import outputs
 from acceptgate._util.phases import tenths
 from acceptgate.datasets.registry import NAMES as DATASETS
-from acceptgate._util.errors import InvalidInput
 from acceptgate.datasets.importers.common import ReferenceTimeout
 from acceptgate.datasets.importers.report import format_summary
 
@@ -59,40 +55,22 @@ def _positive_int(text: str) -> int:
 
 
 def run(args) -> int:
-    from acceptgate.datasets import registry as datasets, importcache, suitefiles
+    from acceptgate.datasets import importcache
     from acceptgate.scoring import ingest
-    from acceptgate.sandbox import backend as backends
 
-    datasets.get(args.dataset).source(args.path)  # humanevalplus and mbppplus need --path
-    if args.path is not None and not os.path.isfile(args.path):
-        raise InvalidInput("no such file" if not os.path.exists(args.path) else "not a regular file",
-                           source=args.path, field="--path")
-    outputs.check_dir(args.out, "--out")  # before the import runs: a path that cannot be written is exit 2
-    if os.path.exists(args.out) and not suitefiles.replaceable(args.out):
-        raise InvalidInput("exists and is not a suite directory (no manifest.json); refusing to replace it",
-                           source=args.out, field="--out")
-    try:
-        backend = backends.create(args.backend)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), field="--backend") from None
-    started = time.monotonic()
     cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else importcache.default_dir())
-    if args.wrong_samples is not None and not os.path.isfile(args.wrong_samples):
-        raise InvalidInput("no such file", source=args.wrong_samples, field="--wrong-samples")
-    with backend:
-        try:
-            imported = ingest.import_dataset(args.dataset, args.path, backend, out=args.out, limit=args.limit,
-                                             gauge=args.gauge, cache_dir=cache_dir, progress=tenths(_say, "import"),
-                                             gauge_progress=tenths(_say, "gauge"), wrong_samples=args.wrong_samples)
-        except ReferenceTimeout as exc:  # an input the reference cannot answer: no silent drop
-            print(f"acceptgate import: import failed: {exc}", file=sys.stderr)
-            return 1
+    try:
+        imported = ingest.import_into(args.dataset, args.path, args.out, backend=args.backend, limit=args.limit,
+                                      gauge=args.gauge, cache_dir=cache_dir, wrong_samples=args.wrong_samples,
+                                      progress=tenths(_say, "import"), gauge_progress=tenths(_say, "gauge"))
+    except ReferenceTimeout as exc:  # an input the reference cannot answer: no silent drop
+        print(f"acceptgate import: import failed: {exc}", file=sys.stderr)
+        return 1
     print(format_summary(imported.counts))
     if imported.gauged:
         print(f"  gauge: {sum(g['passed'] for g in imported.gauged)}/{len(imported.gauged)} suites usable")
     where = f" from the import cache ({cache_dir})" if imported.from_cache else ""
-    print(f"wrote {imported.suites_dir} ({len(imported.manifest['tasks'])} tasks){where} in "
-          f"{time.monotonic() - started:.1f} s")
+    print(f"wrote {imported.suites_dir} ({len(imported.manifest['tasks'])} tasks){where} in {imported.seconds:.1f} s")
     return 0
 
 

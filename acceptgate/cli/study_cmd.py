@@ -13,14 +13,6 @@ field and counted; --strict refuses the file with exit 2).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
-import json
-
-from acceptgate._util import boundedjson
-from acceptgate._util import outputs
-from acceptgate.store import warehouse
-from acceptgate._util.errors import InvalidInput
 
 
 def add_parser(sub) -> None:
@@ -72,167 +64,67 @@ def add_parser(sub) -> None:
     a.set_defaults(func=run_audit_subset)
 
 
-def _trajectories(path: str) -> dict:
-    from acceptgate.judge.records import Trajectory, load_jsonl
-
-    return {t.trajectory_id: t for t in load_jsonl(path, Trajectory).valid}
-
-
 def run_sample(args) -> int:
-    from acceptgate.judge import human
-    from acceptgate.pipelines import judge as judge_io
+    from acceptgate.pipelines import study
 
-    if not Path(args.records).is_file():
-        raise InvalidInput("no such file", source=args.records, field="--records")
-    out = outputs.check_dir(args.out, "--out")  # before any work; created only when the sheet is written
-    path = warehouse.resolve_path(args.warehouse)
-    if not path.exists():
-        raise InvalidInput("no warehouse here", source=str(path), field="--warehouse")
-    run_id, verdicts, _ = judge_io.read_verdicts(path, args.judge_run)
-    trajs = _trajectories(args.records)
-    missing = sorted(set(verdicts["trajectory_id"]) - set(trajs))
-    if missing:
-        raise InvalidInput(f"{len(missing)} judged trajectories are not in this file, e.g. {missing[0]}",
-                           source=args.records, field="--records")
     raters = [x.strip() for x in args.raters.split(",") if x.strip()]
-    got = human.sample(verdicts, raters, per_disposition=args.per_disposition, seed=args.seed)
-    sheet, key = human.write_study(out, got, trajs, args.seed)
-    over = sum(a.v_p for a in got)
-    print(f"judge run {run_id}: {len(got)} records for rating ({over} over-defending, {len(got) - over} not), "
-          f"{len(raters)} raters, seed {args.seed}\nsheet: {sheet}\nkey (keep from raters): {key}")
+    got = study.sample(args.records, raters, args.out, judge_run=args.judge_run, per_disposition=args.per_disposition,
+                       seed=args.seed, warehouse_path=args.warehouse)
+    over, n = got.over_defending, len(got.assignments)
+    print(f"judge run {got.run_id}: {n} records for rating ({over} over-defending, {n - over} not), "
+          f"{len(raters)} raters, seed {args.seed}\nsheet: {got.sheet}\nkey (keep from raters): {got.key}")
     return 0
 
 
 def run_ratings(args) -> int:
-    from acceptgate.judge import human
-    from acceptgate.judge.records import strict
+    from acceptgate.pipelines import study
 
-    assignments = {}
-    for name, flag in ((args.key, "--key"), (args.records, "--records"), (args.ratings, "RATINGS.jsonl")):
-        if not Path(name).is_file():
-            raise InvalidInput("no such file", source=name, field=flag)
-    for n, line in enumerate(Path(args.key).read_text(encoding="utf-8").splitlines(), start=1):
-        try:
-            doc = boundedjson.loads(line)
-            doc.pop("seed", None)
-            assignments[doc["item_id"]] = human.Assignment(**doc)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise InvalidInput(f"not a key record written by 'study sample' ({type(exc).__name__}: {exc})",
-                               source=args.key, record=f"line {n}", field="item_id") from None
-    trajs = _trajectories(args.records)
-    steps = {t: len(trajs[t].actions) for t in trajs}
-    loaded = human.import_ratings(args.ratings, assignments, steps)
-    if args.strict:
-        strict(loaded)
-    for e in loaded.errors:
+    got = study.ratings(args.ratings, args.key, args.records, strict_lines=args.strict)
+    valid, errors = got.loaded.valid, got.loaded.errors
+    for e in errors:
         print(f"acceptgate study ratings: invalid record: {e}", file=sys.stderr)
-    groups: dict[int, list] = {0: [], 1: []}
-    for r in loaded.valid:
-        groups[assignments[r.item_id].v_p].append(r)
-    print(f"{len(loaded.valid)} valid ratings, {len(loaded.errors)} invalid, "
-          f"{len(assignments) - len(loaded.valid)} items without a valid rating (not rated yet or invalid)")
-    if not loaded.valid:  # nothing usable: a wrong file, or a sheet nobody filled in
+    print(f"{len(valid)} valid ratings, {len(errors)} invalid, "
+          f"{got.unrated} items without a valid rating (not rated yet or invalid)")
+    if not valid:  # nothing usable: a wrong file, or a sheet nobody filled in
         print(f"acceptgate study ratings: invalid input: {args.ratings}: no valid rating "
-              f"({len(loaded.errors)} invalid records)", file=sys.stderr)
+              f"({len(errors)} invalid records)", file=sys.stderr)
         return 2
-    for v_p, rs in groups.items():
-        if rs:
-            sat = sum(r.satisfaction for r in rs) / len(rs)
-            acc = sum(r.accept_as_is for r in rs) / len(rs)
-            print(f"judge V_p={v_p}: mean satisfaction {sat:.2f} (1-5), accepted as is {100 * acc:.1f}% of {len(rs)}")
-    for row in human.by_degree(assignments, loaded.valid).to_dict("records"):
+    for v_p, n, sat, acc in got.by_judgement():
+        print(f"judge V_p={v_p}: mean satisfaction {sat:.2f} (1-5), accepted as is {100 * acc:.1f}% of {n}")
+    for row in got.by_degree().to_dict("records"):
         print(f"degree {row['degree']}: {row['ratings']} ratings, mean satisfaction {row['satisfaction']:.2f}, "
               f"accepted as is {100 * row['accept_as_is']:.1f}%, unnecessary steps marked "
               f"{row['unnecessary_steps']:.2f} per record ({100 * row['any_unnecessary']:.1f}% with any)")
     return 0
 
 
-def _write_jsonl(path: str, rows: list[dict]) -> Path:
-    out = Path(path)
-    outputs.check_file(out, "--out")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(out)
-    return out
-
-
-def _verdicts(args):
-    from acceptgate.pipelines import judge as judge_io
-
-    path = warehouse.resolve_path(args.warehouse)
-    if not path.exists():
-        raise InvalidInput("no warehouse here", source=str(path), field="--warehouse")
-    return judge_io.read_verdicts(path, args.judge_run)
-
-
-def _validation_tasks(labels_path: str | None, records_path: str | None) -> set[str]:
-    from acceptgate.judge.records import HumanLabel, load_jsonl, strict
-
-    if not labels_path:
-        return set()
-    for name, flag in ((labels_path, "--validation"), (records_path, "--records")):
-        if not name or not Path(name).is_file():
-            raise InvalidInput("no such file", source=str(name), field=flag)
-    labels = load_jsonl(labels_path, HumanLabel)
-    strict(labels)
-    trajs = _trajectories(records_path)
-    unknown = sorted(h.trajectory_id for h in labels.valid if h.trajectory_id not in trajs)
-    if unknown:
-        raise InvalidInput(f"{len(unknown)} labelled trajectories are not in the records, e.g. {unknown[0]}",
-                           source=labels_path, field="--validation")
-    return {trajs[h.trajectory_id].task_id for h in labels.valid}
-
-
 def run_memory_select(args) -> int:
-    from acceptgate.judge import memory
+    from acceptgate.pipelines import study
 
-    run_id, verdicts, _ = _verdicts(args)
-    exclude = _validation_tasks(args.validation, args.records)
-    patterns = memory.prediction_patterns(verdicts, config=args.config, run=args.run)
-    chosen, short = memory.select_tasks(patterns, seed=args.seed, exclude=exclude)
-    rows = [{"task_id": c.task_id, "disposition": c.disposition, "pattern": c.pattern,
-             "trajectory_plus": c.trajectories[0], "trajectory_minus": c.trajectories[1], "seed": args.seed,
-             "judge_run": run_id} for c in chosen]
-    out = _write_jsonl(args.out, rows)
-    print(f"judge run {run_id}: {len(chosen)} tasks, {2 * len(chosen)} trajectories selected for the memory bank "
-          f"(seed {args.seed}; {len(exclude)} validation tasks excluded) -> {out}")
-    for note in short:
+    got = study.memory_select(args.out, judge_run=args.judge_run, config=args.config, run=args.run,
+                              validation=args.validation, records=args.records, seed=args.seed,
+                              warehouse_path=args.warehouse)
+    print(f"judge run {got.run_id}: {len(got.chosen)} tasks, {2 * len(got.chosen)} trajectories selected for the "
+          f"memory bank (seed {args.seed}; {got.excluded} validation tasks excluded) -> {got.out}")
+    for note in got.short:
         print(f"  fewer than asked: {note}")
     return 0
 
 
 def run_memory_freeze(args) -> int:
-    from acceptgate.judge import memory
-    from acceptgate.judge.records import Exemplar, load_jsonl, strict
+    from acceptgate.pipelines import study
 
-    if not Path(args.memory).is_file():
-        raise InvalidInput("no such file", source=args.memory, field="--memory")
-    loaded = load_jsonl(args.memory, Exemplar)
-    strict(loaded)
-    selection = None
-    if args.selection:
-        if not Path(args.selection).is_file():
-            raise InvalidInput("no such file", source=args.selection, field="--selection")
-        selection = [memory.Selected(d["task_id"], d["disposition"], d["pattern"],
-                                     (d["trajectory_plus"], d["trajectory_minus"]))
-                     for d in map(json.loads, Path(args.selection).read_text(encoding="utf-8").splitlines())]
-    outputs.check_file(Path(args.out), "--out")
-    path, digest = memory.freeze(loaded.valid, args.out, validation_tasks=_validation_tasks(args.validation,
-                                                                                             args.records),
-                                 selection=selection)
-    print(f"memory bank frozen: {len(loaded.valid)} records, sha256 {digest} -> {path} (+ {path.name}.sha256)")
+    count, path, digest = study.memory_freeze(args.memory, args.out, validation=args.validation,
+                                              records=args.records, selection=args.selection)
+    print(f"memory bank frozen: {count} records, sha256 {digest} -> {path} (+ {path.name}.sha256)")
     return 0
 
 
 def run_audit_subset(args) -> int:
-    from acceptgate.judge import memory
+    from acceptgate.pipelines import study
 
-    if args.per_config < 1:
-        raise InvalidInput("must be at least 1", field="--per-config")
-    run_id, verdicts, _ = _verdicts(args)
-    subset = memory.audit_subset(verdicts, per_config=args.per_config, seed=args.seed)
-    out = _write_jsonl(args.out, subset.to_dict("records"))
+    run_id, subset, out = study.audit_subset(args.out, judge_run=args.judge_run, per_config=args.per_config,
+                                             seed=args.seed, warehouse_path=args.warehouse)
     counts = subset.groupby("config").size().to_dict()
     print(f"judge run {run_id}: audit subset of {len(subset)} E+ trajectories ({counts}; seed {args.seed}) -> {out}")
     return 0

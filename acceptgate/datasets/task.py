@@ -66,6 +66,3 @@ class ImportResult:
     source_hidden_cases: int | None = None
     # Settings that determine the import's content (e.g. the seed random inputs were drawn with).
     notes: dict = field(default_factory=dict)
-
-    def excluded_tasks(self) -> list[ImportIssue]:
-        return [i for i in self.issues if i.excluded == "task"]

@@ -207,12 +207,6 @@ class GateCut:
         words = "halved" if self.halved else "not halved"
         return f"about {100 * rr:.0f}% relative, {words}"
 
-    def as_rows(self) -> list[dict]:
-        rows = [dict(s.as_row()) for s in (self.gated, self.baseline)]
-        rows.append({"arm": f"{self.gated.arm} vs {self.baseline.arm}",
-                     "relative_cut_over_all_tasks": self.relative_cut, "halved": self.halved})
-        return rows
-
 
 def gate_cut(summaries: Mapping[str, ArmSummary], gated: str = "conform", baseline: str = "off") -> GateCut:
     """The R532 arithmetic for any two arms of a gate run (same tasks on both arms)."""
@@ -233,14 +227,6 @@ def seed_r532_cut(counts: Mapping[str, int] = SEED_R532) -> GateCut:
                          counts["conform_false"])
     off = ArmSummary("off", n, counts["off_delivered"], n - counts["off_delivered"], counts["off_false"])
     return gate_cut({"conform": conform, "off": off})
-
-
-def format_cut(cut: GateCut) -> str:
-    """Rates with their denominators and the same-denominator cut."""
-    lines = [format_summary({cut.gated.arm: cut.gated, cut.baseline.arm: cut.baseline}, baseline=None)]
-    lines.append(f"relative cut of false delivery over all tasks, {cut.gated.arm} vs {cut.baseline.arm}: "
-                 f"{pct(cut.relative_cut)} ({cut.verdict()})")
-    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

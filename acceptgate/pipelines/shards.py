@@ -507,11 +507,3 @@ def check_results(batches: list, results: list) -> None:
             tasks = [t.task_id for t in batch.tasks]
             if any([o.task_id for o in outcomes] != tasks for outcomes in result.outcomes.values()):
                 raise ShardResultMismatch(f"gate shard {batch.index}: its outcomes are not its tasks")
-
-
-def workers_of(results: list) -> dict[str, int]:
-    """Shards per worker (how the work spread over the cluster)."""
-    out: dict[str, int] = {}
-    for r in results:
-        out[r.worker] = out.get(r.worker, 0) + 1
-    return out

@@ -24,29 +24,43 @@ MAX_MESSAGE = 2000
 MAX_TYPE_NAME = 200
 
 
+# Every function below that runs once the candidate exists is a closure made before it exists: it
+# holds the runner's private references (the pipes, the marker, the builtins and constants it needs) in
+# its cells and looks up no global, so a candidate that rebinds a builtin or a name of this module
+# (reachable from its frames) changes nothing of the protocol. The factories (_wire, _describer,
+# _literal_check, _hex_speller, _answerer, _server) take their references when _main calls them, before
+# the load; tests/test_runner_names.py checks that no closure looks up a global name.
 def _main():
     # The interpreter read its hash seed at its start (the harness's one variable): the candidate's
     # environment is empty, as before.
     os.environ.pop("PYTHONHASHSEED", None)
-    # Take the protocol pipes away from the candidate before it exists.
-    _read, _write, _dup2, _open = os.read, os.write, os.dup2, os.open
-    inp, out = os.dup(0), os.dup(1)
-    devnull = _open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        _dup2(devnull, fd)
-    # Keep private references: the candidate may monkeypatch builtins or modules.
-    _type, _repr, _len, _str, _int, _exc = type, repr, len, str, int, BaseException
-    _bytes, _memoryview = bytes, memoryview
-    _isinstance, _oserror, _enomem = isinstance, OSError, errno.ENOMEM
-    _loads = marshal.loads
-    literal_types = (type(None), bool, int, float, complex, str, bytes)
-    containers = (tuple, list, set, dict)
-    # Fast check of a container's elements: the ids of their exact types (ids hash as ints: no
-    # class's own __hash__/__eq__ runs, and a type matches only itself)
-    _set, _map, _id = set, map, id
-    scalar_ids = frozenset(_map(_id, literal_types))
-    _counter, _dict, _dict_items = collections.Counter, dict, dict.items
+    send, recv = _wire(*_take_pipes())
+    describe = _describer()
+    serve = _server(recv, send, describe, _answerer(send, describe))
+    kind, payload = recv()
+    if kind != b"load":
+        return
+    load = marshal.loads(payload)
+    digest = _digester(load.get("digest"))
+    _apply_filter(load.get("seccomp"))
+    _apply_limits(load["limits"])
+    serve(load, digest)  # loads the candidate: nothing of _main runs after this call
 
+
+def _take_pipes():
+    # Take the protocol pipes away from the candidate before it exists: (input, output) descriptors,
+    # and 0, 1, 2 on /dev/null.
+    inp, out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    return inp, out
+
+
+def _wire(inp, out):
+    # (send, recv) on the protocol pipes, once the harness's marker is read.
+    _read, _write, _len, _str, _int = os.read, os.write, len, str, int
+    _bytes, _memoryview, _eof = bytes, memoryview, EOFError
     # Input is buffered (a frame may arrive in pieces); the harness sends a call only after the
     # previous answer, so the buffer never holds more than the call being answered.
     buf = bytearray()
@@ -54,7 +68,7 @@ def _main():
     def fill():
         chunk = _read(inp, 1 << 16)
         if not chunk:
-            raise EOFError
+            raise _eof
         buf.extend(chunk)
 
     def read_exact(n):
@@ -72,7 +86,7 @@ def _main():
                 del buf[: end + 1]
                 return line
             if _len(buf) > 200:
-                raise EOFError
+                raise _eof
             fill()
 
     marker = read_line()
@@ -89,22 +103,31 @@ def _main():
     def recv():
         head = read_line().split(b" ")
         if _len(head) != 3 or head[0] != marker:
-            raise EOFError
+            raise _eof
         return head[1], read_exact(_int(head[2]))
+
+    return send, recv
+
+
+def _describer():
+    # describe(exc): an exception as the runner reports it, {"type": name, "message": text}.
+    _type, _repr, _str, _int, _exc = type, repr, str, int, BaseException
+    _isinstance, _oserror, _enomem, _typeerror = isinstance, OSError, errno.ENOMEM, TypeError
+    max_message, max_type_name = MAX_MESSAGE, MAX_TYPE_NAME
 
     def describe(exc):
         try:
-            message = _str(exc)[:MAX_MESSAGE]
+            message = _str(exc)[:max_message]
         except _exc:
             message = "<unprintable>"
         try:  # built-in exceptions by name, any other class with its module (candidate.MemoryError)
             t = _type(exc)
             module, name = t.__module__, t.__qualname__
             if _type(module) is not _str or _type(name) is not _str:
-                raise TypeError
+                raise _typeerror
             if module != "builtins":
                 name = module + "." + name
-            name = name[:MAX_TYPE_NAME]
+            name = name[:max_type_name]
         except _exc:
             name = "<unnamed exception>"
         try:  # e.g. mmap refused by the address-space limit: that is the memory limit
@@ -114,8 +137,20 @@ def _main():
             pass
         return _repr({"type": name, "message": message}).encode("utf-8", "replace")
 
+    return describe
+
+
+def _literal_check():
+    # literal(value, depth): None for a literal, else why not. Exact types only: a subclass (or any
+    # object) could carry its own __eq__.
+    _type, _set, _map, _id, _dict = type, set, map, id, dict
+    literal_types = (type(None), bool, int, float, complex, str, bytes)
+    containers = (tuple, list, set, dict)
+    # Fast check of a container's elements: the ids of their exact types (ids hash as ints: no
+    # class's own __hash__/__eq__ runs, and a type matches only itself)
+    scalar_ids = frozenset(_map(_id, literal_types))
+
     def literal(value, depth):
-        # Exact types only: a subclass (or any object) could carry its own __eq__.
         if depth > 100:
             return "nesting too deep (or a cycle)"
         t = _type(value)
@@ -126,11 +161,11 @@ def _main():
             # gathered in C. Same answer as the walk below, whose scalars at depth + 1 <= 100 pass.
             if depth < 100:
                 found = _set(_map(_id, _map(_type, value)))
-                if t is dict:
+                if t is _dict:
                     found.update(_map(_id, _map(_type, value.values())))
                 if found <= scalar_ids:
                     return None
-            items = value.items() if t is dict else ((v, None) for v in value)
+            items = value.items() if t is _dict else ((v, None) for v in value)
             for k, v in items:
                 bad = literal(k, depth + 1) or literal(v, depth + 1)
                 if bad:
@@ -138,64 +173,80 @@ def _main():
             return None
         return "non-literal value of type " + t.__module__ + "." + t.__qualname__
 
-    spell_hex = _hex_speller(_type, _repr, hex, _len)
+    return literal
 
-    kind, payload = recv()
-    if kind != b"load":
-        return
-    load = _loads(payload)
-    digest = _digester(load.get("digest"))
-    _apply_filter(load.get("seccomp"))
-    _apply_limits(load["limits"])
-    namespace = {"__name__": "candidate", "__builtins__": __builtins__}
-    try:
-        exec(compile(load["source"], "candidate.py", "exec"), namespace)
-        fn = namespace.get(load["entry_point"])
-        if not callable(fn):
-            raise NameError("entry point " + load["entry_point"] + " is not defined")
-    except Exception as exc:  # a candidate that cannot load is a result, not a runner failure
-        send(b"loaderr", describe(exc))
-        return
-    send(b"ready", b"")
-    while True:
-        kind, payload = recv()
-        if kind != b"call" and not (kind == b"dcall" and digest):
-            return
-        args, kwargs = _loads(payload)
-        try:
-            result = fn(*args, **kwargs)
-        except Exception as exc:
-            send(b"raise", describe(exc))
-            continue
-        answer = b"ok"
+
+def _answerer(send, describe):
+    # answer(kind, result, digest): the frame for one call's result: ok, counter, digest (dcall),
+    # nonliteral, or raise when a Counter's copy fails.
+    _type, _repr, _str, _exception, _valueerror = type, repr, str, Exception, ValueError
+    _counter, _dict, _dict_items = collections.Counter, dict, dict.items
+    literal, spell_hex = _literal_check(), _hex_speller()
+
+    def answer(kind, result, digest):
+        code = b"ok"
         try:
             if _type(result) is _counter:
-                result, answer = _dict(_dict_items(result)), b"counter"
-        except Exception as exc:
+                result, code = _dict(_dict_items(result)), b"counter"
+        except _exception as exc:
             send(b"raise", describe(exc))
-            continue
+            return
         bad = literal(result, 0)
         if bad:
             send(b"nonliteral", _repr({"type": "nonliteral", "message": bad}).encode())
-            continue
+            return
         if kind == b"dcall":
             try:
                 hexdigest, length = digest(result)
                 send(b"digest", (hexdigest + " " + _str(length)).encode("ascii"))
-            except Exception as exc:
+            except _exception as exc:
                 send(b"nonliteral", describe(exc))
-            continue
+            return
         try:
             try:
                 text = _repr(result)
-            except ValueError:  # an int beyond repr's digit limit: spelled in hex instead
+            except _valueerror:  # an int beyond repr's digit limit: spelled in hex instead
                 text = spell_hex(result)
             payload = text.encode("utf-8", "surrogatepass")
             text = None  # not held while sending (a 12 MB answer would be held twice)
-            send(answer, payload)
+            send(code, payload)
             payload = None
-        except Exception as exc:
+        except _exception as exc:
             send(b"nonliteral", describe(exc))
+
+    return answer
+
+
+def _server(recv, send, describe, answer):
+    # serve(load, digest): the candidate loaded, then one answer per call until the harness stops.
+    _exec, _compile, _callable, _nameerror, _exception = exec, compile, callable, NameError, Exception
+    _loads, _builtins = marshal.loads, __builtins__
+
+    def serve(load, digest):
+        namespace = {"__name__": "candidate", "__builtins__": _builtins}
+        try:
+            _exec(_compile(load["source"], "candidate.py", "exec"), namespace)
+            fn = namespace.get(load["entry_point"])
+            if not _callable(fn):
+                raise _nameerror("entry point " + load["entry_point"] + " is not defined")
+        except _exception as exc:  # a candidate that cannot load is a result, not a runner failure
+            send(b"loaderr", describe(exc))
+            return
+        send(b"ready", b"")
+        while True:
+            kind, payload = recv()
+            if kind != b"call" and not (kind == b"dcall" and digest):
+                return
+            args, kwargs = _loads(payload)
+            payload = None  # not held during the call and its answer
+            try:
+                result = fn(*args, **kwargs)
+            except _exception as exc:
+                send(b"raise", describe(exc))
+                continue
+            answer(kind, result, digest)
+
+    return serve
 
 
 def _digester(source):
@@ -211,25 +262,28 @@ def _digester(source):
     return namespace["acceptgate_equality_digest"]
 
 
-def _hex_speller(_type, _repr, _hex, _len):
+def _hex_speller():
     # repr of a literal, except that ints repr cannot spell (over 4,300 digits) are written in hex
     # ("0x..."/"-0x...", linear time), which the harness's answer parser reads. Called only after repr
     # failed; the value has passed the literal check (exact types, depth <= 100).
+    _type, _repr, _hex, _len, _valueerror = type, repr, hex, len, ValueError
+    _int, _list, _tuple, _set, _dict = int, list, tuple, set, dict
+
     def spell(value):
         t = _type(value)
-        if t is int:
+        if t is _int:
             try:
                 return _repr(value)
-            except ValueError:
+            except _valueerror:
                 return _hex(value)
-        if t is list:
+        if t is _list:
             return "[" + ", ".join([spell(v) for v in value]) + "]"
-        if t is tuple:
+        if t is _tuple:
             inner = [spell(v) for v in value]
             return "(" + inner[0] + ",)" if _len(inner) == 1 else "(" + ", ".join(inner) + ")"
-        if t is set:
+        if t is _set:
             return "{" + ", ".join([spell(v) for v in value]) + "}" if value else "set()"
-        if t is dict:
+        if t is _dict:
             return "{" + ", ".join([spell(k) + ": " + spell(v) for k, v in value.items()]) + "}"
         return _repr(value)
     return spell
@@ -283,9 +337,16 @@ def _mapped_bytes(resource):
         return 0
 
 
-if __name__ == "__main__":
+def _as_script():
+    # Run as a script (local-rlimits, docker's runners without its fork server): its exit and EOFError
+    # taken before the candidate exists, as every later lookup.
+    _exit, _eof = sys.exit, EOFError
     try:
         _main()
-    except EOFError:
+    except _eof:
         pass
-    sys.exit(0)
+    _exit(0)
+
+
+if __name__ == "__main__":
+    _as_script()

@@ -343,15 +343,6 @@ def _retry_slow_references(tasks: list[Task], results: list[GaugeResult], backen
     return results
 
 
-def require_dir(suite_dir: Any, backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,
-                task_ids: set[str] | None = None, references: dict[str, str] | None = None,
-                store: Path | None = None) -> GaugeCheck:
-    """``require`` for the tasks of a read suite directory (``assess_dir``)."""
-    check = assess_dir(suite_dir, backend, kinds=kinds, task_ids=task_ids, references=references, store=store)
-    refuse_failed(check)
-    return check
-
-
 def assess_dir(suite_dir: Any, backend: Backend, *, kinds: tuple[str, ...] = SUITE_KINDS,
                task_ids: set[str] | None = None, references: dict[str, str] | None = None,
                store: Path | None = None, progress: Callable[[int, int], None] | None = None) -> GaugeCheck:

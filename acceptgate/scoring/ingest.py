@@ -1,7 +1,8 @@
 """The one way data comes in: a data set (``acceptgate.datasets.registry``) loaded, gauged if asked, and written as
 a suites directory (``acceptgate.datasets.suitefiles``), through one content-keyed cache of such directories.
 
-    import_dataset(name, path, backend, out=DIR, cache_dir=C)   # acceptgate import, the nightly chain
+    import_into(name, path, out, backend="local")               # acceptgate import
+    import_dataset(name, path, backend, out=DIR, cache_dir=C)   # the nightly chain
     load_result(name, path, backend, cache_dir=C)               # the flows: audit, gate, leak audit
 
 A cache entry is the suites directory an import writes (JSON: specs, timing sidecars, references,
@@ -14,14 +15,18 @@ again, never run. ``cache_dir=None``: no cache.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from acceptgate.datasets import registry as datasets, importcache, suitefiles
+from acceptgate._util import outputs
 from acceptgate._util.errors import InvalidInput
+from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Backend
 from acceptgate.datasets.task import ImportResult, Task
 
@@ -34,6 +39,7 @@ class Imported:
     from_cache: bool
     manifest: dict[str, Any]
     temporary: bool = False  # written to a temporary directory (no ``out``, no cache): the caller removes it
+    seconds: float = 0.0  # how long the import took (import_into: once its backend had started)
 
     @property
     def counts(self) -> dict[str, Any]:
@@ -76,6 +82,33 @@ def import_dataset(name: str, path: str | Path | None, backend: Backend, *, out:
         out = Path(tempfile.mkdtemp(prefix="acceptgate-import-")) / "suites"
     dest = suitefiles.write_suites(result, out, gauge=gauged)
     return Imported(Path(dest), False, _manifest(dest), temporary)
+
+
+def import_into(name: str, path: str | Path | None, out: str | Path, *, backend: str = "local",
+                limit: int | None = None, gauge: bool = False, cache_dir: Path | None = None,
+                wrong_samples: str | Path | None = None, progress: Progress = None,
+                gauge_progress: Progress = None) -> Imported:
+    """``acceptgate import``: the inputs checked (each error names its file and option; nothing written),
+    a sandbox backend of that name started, then import_dataset into the suites directory ``out``."""
+    datasets.get(name).source(path)  # humanevalplus and mbppplus need --path
+    if path is not None and not os.path.isfile(path):
+        raise InvalidInput("no such file" if not os.path.exists(path) else "not a regular file",
+                           source=str(path), field="--path")
+    outputs.check_dir(out, "--out")  # before the import runs: a path that cannot be written is exit 2
+    if os.path.exists(out) and not suitefiles.replaceable(out):
+        raise InvalidInput("exists and is not a suite directory (no manifest.json); refusing to replace it",
+                           source=str(out), field="--out")
+    try:
+        sandbox = backends.create(backend)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="--backend") from None
+    with sandbox:
+        started = time.monotonic()
+        if wrong_samples is not None and not os.path.isfile(wrong_samples):
+            raise InvalidInput("no such file", source=str(wrong_samples), field="--wrong-samples")
+        imported = import_dataset(name, path, sandbox, out=out, limit=limit, gauge=gauge, cache_dir=cache_dir,
+                                  progress=progress, gauge_progress=gauge_progress, wrong_samples=wrong_samples)
+    return replace(imported, seconds=time.monotonic() - started)
 
 
 def _manifest(path: str | Path) -> dict[str, Any]:

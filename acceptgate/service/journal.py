@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 SCHEMA = """
 create table if not exists tasks (
@@ -172,8 +172,3 @@ class Journal:
         if ids:
             self._write(f"update calls set published_at = ? where id in ({','.join('?' * len(ids))})",
                         (time.time(), *ids))
-
-    def iter_hidden_json(self) -> Iterator[tuple[str, str, str]]:
-        """(client, task_id, hidden spec json) for every task: used by the no-leak test and the publisher."""
-        for r in self._rows("select client, task_id, hidden_json from tasks"):
-            yield r["client"], r["task_id"], r["hidden_json"]

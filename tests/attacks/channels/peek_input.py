@@ -1,6 +1,7 @@
-# Look for other cases' inputs while answering one: in the runner's frames (its input buffer), in the
-# bytes still waiting on any pipe it holds, and in its whole writable memory. Answers the call tokens
-# ("AGCALL<n>-<hex>") found other than its own argument, sorted.
+# Look for other cases' inputs while answering one: in the runner's frames and the cells of the
+# functions they hold (its input buffer), in the bytes still waiting on any pipe it holds, and in its
+# whole writable memory. Answers the call tokens ("AGCALL<n>-<hex>") found other than its own argument,
+# sorted.
 import os
 import re
 import select
@@ -9,11 +10,24 @@ import sys
 TOKEN = re.compile(rb"AGCALL[0-9]+-[0-9a-f]{16}")
 
 
+def _values(value, depth=0):
+    """value, and what the cells of a function hold (and theirs, a few levels down)."""
+    yield value
+    if depth >= 4 or not callable(value):
+        return
+    for cell in getattr(value, "__closure__", None) or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        yield from _values(inner, depth + 1)
+
+
 def _frames():
     found = set()
     frame = sys._getframe(1)
     while frame is not None:
-        for value in list(frame.f_locals.values()):
+        for value in [v for local in list(frame.f_locals.values()) for v in _values(local)]:
             if isinstance(value, (bytes, bytearray)):
                 found.update(TOKEN.findall(bytes(value)))
         frame = frame.f_back
