@@ -490,7 +490,7 @@ def test_the_slots_die_with_their_harness():
         assert processes_named(tag), "the candidate is not running"
         child.kill()
         child.wait()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30  # the kernel's teardown, slow on a loaded machine; ends once done
         while processes_named(tag) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not processes_named(tag), "sandbox processes outlived their harness"
