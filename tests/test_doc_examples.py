@@ -1,9 +1,9 @@
 """Every command example in the documentation runs as written (docs/contributing.md, "Command examples").
 
 Each fenced ``sh`` block of README.md and of the site's pages, in the site's navigation order (README
-first), top to bottom, line by line, with bash, in one working copy per part (``PARTS``): a temporary directory that holds
-the repository's files (linked, so nothing in the checkout changes) with a fresh ``data/`` (its demo
-inputs linked), and ``../shared`` beside it. A block marked ``<!-- no-run: why -->`` is skipped; every
+first), top to bottom, line by line, with bash, in one working copy per part (``PARTS``): a temporary
+directory that holds the repository's files (linked, so nothing in the checkout changes) with a fresh
+``data/`` (its demo inputs linked), and ``../shared`` beside it. A block marked ``<!-- no-run: why -->`` is skipped; every
 other line must exit 0. The installed ``acceptgate`` is first on the PATH."""
 
 from __future__ import annotations
@@ -102,10 +102,10 @@ def test_the_docs_have_examples_and_every_page_in_the_nav_exists():
     assert {e.page for e in found} >= {"README.md", "docs/quickstart.md"}
 
 
-# The examples in three parts of about the same CPU, each in a working copy of its own so that they run
-# side by side (a file each: pytest-xdist's --dist loadfile gives each file a worker). A page belongs to
-# the first part that names it (a prefix of its path); "pages" also has every page no part names. Each
-# part makes its own inputs: the suite and experiment command pages import what they use; the leak page
+# The examples in three parts (the two larger of about the same CPU), each in a working copy of its own
+# so that they run side by side (a file each: pytest-xdist's --dist loadfile gives each file a worker).
+# A page belongs to the first part that names it (a prefix of its path); "pages" also has every page no
+# part names. Each part makes its own inputs: the suite and experiment command pages import what they use; the leak page
 # imports and certifies before it gates, in the same commands as the V4V page after it (so they run
 # once); the README, the quickstart and the other command pages build on the quickstart.
 PARTS = (
