@@ -3,8 +3,8 @@
 Each fenced ``sh`` block of README.md and of the site's pages, in the site's navigation order (README
 first), top to bottom, line by line, with bash, in one working copy per part (``PARTS``): a temporary
 directory that holds the repository's files (linked, so nothing in the checkout changes) with a fresh
-``data/`` (its demo inputs linked), and ``../shared`` beside it. A block marked ``<!-- no-run: why -->`` is skipped; every
-other line must exit 0. The installed ``acceptgate`` is first on the PATH."""
+``data/`` (its demo inputs linked), and ``../shared`` beside it. A block marked ``<!-- no-run: why -->``
+is skipped; every other line must exit 0. The installed ``acceptgate`` is first on the PATH."""
 
 from __future__ import annotations
 
