@@ -153,8 +153,9 @@ def pytest_unconfigure(config):
 # is then a short one, and the workers end together). Their order is the total seconds per file of a full
 # run (`--junitxml`, summed per file: 2026-12-02, `scripts/test.sh --under-load`); scripts/test.sh passes
 # --no-loadscope-reorder, since pytest-xdist would otherwise start the files with the most tests first
-# (and a one-test file of three minutes last: it was the end of every run).
-SLOW_FILES = ("test_doc_examples.py", "test_doc_examples_commands.py", "test_doc_examples_pages.py", "test_exit_codes.py", "test_dask_cluster.py", "test_serve.py", "test_service_api.py", "test_signals.py",
+# (and a one-test file of three minutes last: it was the end of every run). The three doc-example parts
+# come first, by their CPU (`python3 bench/bench_doc_examples.py`).
+SLOW_FILES = ("test_doc_examples.py", "test_doc_examples_pages.py", "test_doc_examples_commands.py", "test_exit_codes.py", "test_dask_cluster.py", "test_serve.py", "test_service_api.py", "test_signals.py",
               "test_attacks.py", "test_gate_flow.py", "test_concurrency.py", "test_ledger.py", "test_crash_safety.py",
               "test_judge_backends.py", "test_leak_audit.py", "test_service_fuzz.py", "test_judge_core.py",
               "test_stats_gates.py", "test_dask.py", "test_quarantine.py", "test_nightly_chain.py", "test_report.py",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 # A child harness (argv: tag, LocalBackend keyword arguments as JSON) that starts a candidate which
@@ -43,4 +44,14 @@ def processes_named(tag: str) -> list[int]:
                         found.append(int(entry.name))
             except OSError:
                 pass
+    return found
+
+
+def started(tag: str, seconds: float = 120.0) -> list[int]:
+    """The processes named tag once there is one (the child harness says "running" a second after it
+    starts the execution; on a loaded machine the candidate may not have named itself yet), or none
+    after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not (found := processes_named(tag)) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return found

@@ -19,6 +19,9 @@ REPO = Path(__file__).resolve().parents[1]
 # One TLS context for every client here (the service is plain http on loopback): httpx builds a new one
 # per client otherwise, 36 ms of CPU each, and the tests make a client per call.
 TLS = ssl.create_default_context()
+# A wait for the service to answer, not a measurement: a start takes seconds of CPU, many times that in
+# wall time on a 2-core machine at load 8-12.
+STARTUP_SECONDS = 300
 
 
 def free_port() -> int:
@@ -64,7 +67,7 @@ class LiveService:
             [sys.executable, "-m", "acceptgate", "serve-api", "--port", str(self.port), "--keys", str(keys_file),
              "--journal", str(self.journal), "--warehouse", str(self.warehouse), "--publish-seconds", "0.5",
              *self.extra], cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STARTUP_SECONDS
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"serve-api exited {self.proc.returncode}: {(self.root / 'server.log').read_text()}")
@@ -73,7 +76,8 @@ class LiveService:
                     return self
             except httpx.HTTPError:
                 time.sleep(0.2)
-        raise RuntimeError("serve-api did not answer within 60 s")
+        raise RuntimeError(f"serve-api did not answer within {STARTUP_SECONDS} s: "
+                           f"{(self.root / 'server.log').read_text()}")
 
     def client(self, who: str | None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.keys[who]}"} if who else {}

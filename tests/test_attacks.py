@@ -425,7 +425,7 @@ def survivors(tag: str) -> list[int]:
 
 
 def check_no_survivor(o: Outcome) -> None:
-    deadline = time.monotonic() + 3.0
+    deadline = time.monotonic() + 30.0  # the kernel's teardown of the killed tree, slow at load 8-12
     while survivors(o.context.tag) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not survivors(o.context.tag), f"processes of the execution survived: {survivors(o.context.tag)}"

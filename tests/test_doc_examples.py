@@ -1,10 +1,10 @@
 """Every command example in the documentation runs as written (docs/contributing.md, "Command examples").
 
 Each fenced ``sh`` block of README.md and of the site's pages, in the site's navigation order (README
-first), top to bottom, line by line, with bash, in one working copy: a temporary directory that holds
-the repository's files (linked, so nothing in the checkout changes) with a fresh ``data/`` (its demo
-inputs linked), and ``../shared`` beside it. A block marked ``<!-- no-run: why -->`` is skipped; every
-other line must exit 0. The installed ``acceptgate`` is first on the PATH."""
+first), top to bottom, line by line, with bash, in one working copy per part (``PARTS``): a temporary
+directory that holds the repository's files (linked, so nothing in the checkout changes) with a fresh
+``data/`` (its demo inputs linked), and ``../shared`` beside it. A block marked ``<!-- no-run: why -->``
+is skipped; every other line must exit 0. The installed ``acceptgate`` is first on the PATH."""
 
 from __future__ import annotations
 
@@ -102,47 +102,75 @@ def test_the_docs_have_examples_and_every_page_in_the_nav_exists():
     assert {e.page for e in found} >= {"README.md", "docs/quickstart.md"}
 
 
-# The examples in three parts, each in a working copy of its own so that they run side by side: the
-# README, the quickstart and the command pages that build on them; the suite and experiment command
-# pages, which make their own inputs; the concept and operations pages.
-PARTS = {
-    "main": ("README.md", "docs/quickstart.md", "docs/commands/"),
-    "own-inputs": ("docs/commands/suites.md", "docs/commands/experiment.md"),
-}
+# The examples in three parts (the two larger of about the same CPU), each in a working copy of its own
+# so that they run side by side (a file each: pytest-xdist's --dist loadfile gives each file a worker).
+# A page belongs to the first part that names it (a prefix of its path); "pages" also has every page no
+# part names. Each part makes its own inputs: the suite and experiment command pages import what they use; the leak page
+# imports and certifies before it gates, in the same commands as the V4V page after it (so they run
+# once); the README, the quickstart and the other command pages build on the quickstart.
+PARTS = (
+    ("own-inputs", ("docs/commands/suites.md", "docs/commands/experiment.md")),
+    ("pages", ("docs/commands/leak.md",)),
+    ("main", ("README.md", "docs/quickstart.md", "docs/commands/")),
+)
+PART_NAMES = ("main", "own-inputs", "pages")
+
+
+def part_of(page: str) -> str:
+    return next((name for name, prefixes in PARTS if page.startswith(prefixes)), "pages")
 
 
 def part(found: list[Example], name: str) -> list[Example]:
-    """The examples of one part, in navigation order ("pages": every page of no other part)."""
-    def of(e: Example) -> str:
-        if e.page.startswith(PARTS["own-inputs"]):
-            return "own-inputs"
-        return "main" if e.page.startswith(PARTS["main"]) else "pages"
-    return [e for e in found if of(e) == name]
+    """The examples of one part, in navigation order."""
+    return [e for e in found if part_of(e.page) == name]
+
+
+def environment() -> dict[str, str]:
+    """A user's environment: no warehouse override, no PYTHONPATH, the installed ``acceptgate`` first."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ACCEPTGATE_WAREHOUSE", "PYTHONPATH")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def run_one(example: Example, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """One example, as a user's shell would run it."""
+    return subprocess.run(["bash", "-o", "pipefail", "-c", example.command], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def to_run(found: list[Example]) -> list[Example]:
+    """The examples in order, without a command that already ran as written in the same working copy
+    (the README's block is the quickstart's): it would do the same work over the same files."""
+    seen: set[str] = set()
+    return [e for e in found if not (e.command in seen or seen.add(e.command))]
 
 
 def run(found: list[Example], cwd: Path) -> list[str]:
-    """Each example in order, as a user's shell would run it; what failed, with its page and line. A
-    command that already ran as written in this working copy (the README's block is the quickstart's)
-    is not run again: it would do the same work over the same files."""
-    env = {k: v for k, v in os.environ.items() if k not in ("ACCEPTGATE_WAREHOUSE", "PYTHONPATH")}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    failures, ran = [], set()
-    for example in found:
-        if example.command in ran:
-            continue
-        ran.add(example.command)
-        done = subprocess.run(["bash", "-o", "pipefail", "-c", example.command], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=900)
+    """Each example in order (``to_run``); what failed, with its page and line."""
+    env, failures = environment(), []
+    for example in to_run(found):
+        done = run_one(example, cwd, env)
         if done.returncode != 0:
             failures.append(f"{example.page}:{example.line}: `{example.command}` exited {done.returncode}: "
                             f"{(done.stderr or done.stdout)[-1500:]}")
     return failures
 
 
+def test_the_parts_share_out_every_example():
+    found = all_examples()
+    parts = {name: part(found, name) for name in PART_NAMES}
+    assert sorted((e for p in parts.values() for e in p), key=found.index) == found
+    assert all(parts.values())
+    assert part_of("docs/commands/leak.md") == "pages" and part_of("docs/commands/gate-new.md") == "main"
+    assert part_of("docs/new-concept.md") == "pages" and part_of("README.md") == "main"
+
+
 def test_every_documented_command_runs_as_written(tmp_path):
     """The README, the quickstart and the command pages that build on them (the others:
-    test_doc_examples_pages.py)."""
-    failures = run(part(all_examples(), "main"), working_copy(tmp_path))
+    test_doc_examples_commands.py, test_doc_examples_pages.py)."""
+    found = part(all_examples(), "main")
+    assert {"README.md", "docs/quickstart.md", "docs/commands/certify.md"} <= {e.page for e in found}
+    failures = run(found, working_copy(tmp_path))
     assert failures == [], "\n\n".join(failures)
 
 

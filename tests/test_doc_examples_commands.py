@@ -1,6 +1,7 @@
 """Every command example of the suite and experiment command pages runs as written, in navigation order,
-in a working copy of its own: these pages make their own inputs (test_doc_examples.py has the rest of
-the command pages, and how examples are found and run). A file of its own, so that it runs beside them."""
+in a working copy of its own: these pages make their own inputs (test_doc_examples.py has the other
+command pages but the leak page, and how examples are found and run). A file of its own, so that it runs
+beside them."""
 
 from __future__ import annotations
 

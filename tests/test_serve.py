@@ -48,7 +48,7 @@ class _RetryBusy(httpx.HTTPTransport):
 
 # One client for every call to the served API: the tests poll it each second, and a new client costs a
 # TLS context (36 ms of CPU) even for plain http.
-HTTP = httpx.Client(timeout=10, transport=_RetryBusy(verify=ssl.create_default_context()))
+HTTP = httpx.Client(timeout=60, transport=_RetryBusy(verify=ssl.create_default_context()))
 
 
 def _free_port() -> int:
@@ -226,7 +226,7 @@ def test_work_pool_path_as_documented(served, tmp_path):
     # started elsewhere, the worker runs the flow in the directory the deploy recorded (no ACCEPTGATE_HOME):
     # the entry point flows/nightly.py is a path relative to it
     _run(prefect + commands[2].split()[1:] + ["--run-once"], env, timeout=RUN_TIMEOUT, cwd=tmp_path)
-    run = _wait_terminal(api, flow_run_id, timeout=30)
+    run = _wait_terminal(api, flow_run_id, timeout=120)
     assert run["state_type"] == "COMPLETED", run["state"]
     with duckdb.connect(str(tmp_path / "pool.snapshot.duckdb"), read_only=True) as con:
         assert con.execute("select task_limit, status from runs").fetchone() == (1, "ok")
