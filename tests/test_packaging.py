@@ -9,6 +9,7 @@ missing-resource error here, never a silent read from the checkout."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -36,13 +37,21 @@ def wheel_problems(wheel: Path) -> list[str]:
     return problems + [f"{d} missing" for d in DATA if d not in names]
 
 
+# What a checkout holds beside its sources: never part of a wheel, and a stale setuptools build/ directory
+# would be (setuptools copies a file into build/lib only when the source is newer than the copy there).
+NOT_SOURCE = shutil.ignore_patterns(".git", ".venv*", "build", "site", "*.egg-info", "__pycache__", ".prefect",
+                                    ".hypothesis", ".pytest_cache", ".schemathesis", ".benchmarks", "*.duckdb*")
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    source = tmp_path_factory.mktemp("source") / "acceptgate"
+    shutil.copytree(REPO, source, ignore=NOT_SOURCE)  # the sources as a fresh clone has them
     # pip's own build isolation: the build backend (setuptools, wheel) as pyproject.toml asks for it,
     # whatever the calling environment has
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out),
-                    str(REPO)], check=True, capture_output=True, timeout=600, cwd=out)
+                    str(source)], check=True, capture_output=True, timeout=600, cwd=out)
     (found,) = out.glob("acceptgate-*.whl")
     return found
 
