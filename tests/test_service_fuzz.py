@@ -27,10 +27,20 @@ def service(tmp_path_factory):
     svc.stop()
 
 
+# An invalid request must be refused. The service refuses a body over its size limit with 413 (Content Too
+# Large, documented in its OpenAPI) before reading it: a refusal, which schemathesis's default list for
+# this check leaves out (its fuzzer makes such bodies only now and then, e.g. on a loaded machine).
+CONFIG = """[checks.negative_data_rejection]
+expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]
+"""
+
+
 def test_schemathesis_finds_no_server_error_and_no_contract_violation(service, tmp_path):
     exe = shutil.which("schemathesis") or shutil.which("st")
     assert exe, "schemathesis is a test dependency (pip install -e '.[test]')"
-    cmd = [exe, "run", f"{service.url}/openapi.json",
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(CONFIG)
+    cmd = [exe, "--config-file", str(config), "run", f"{service.url}/openapi.json",
            "--header", f"Authorization: Bearer {service.keys['alice']}",
            "--checks", "all", "--exclude-checks", "positive_data_acceptance",
            "--phases", "examples,coverage,fuzzing,stateful", "--max-examples", "10", "--workers", "1",
