@@ -11,9 +11,9 @@ error into InvalidInput naming the field (or the command-line option the field c
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Mapping, TypeVar
+from typing import Annotated, Any, Mapping, TypeVar
 
-from pydantic import (BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator,
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator,
                       model_validator)
 
 from acceptgate._util import runids
@@ -84,6 +84,14 @@ def _cluster(value: Any) -> DaskCluster | None:
         raise ValueError(exc.message) from None
 
 
+# The checked names, as types: a field of one of these is refused (naming what is known) when unknown.
+Arms = Annotated[list[str] | None, AfterValidator(_known_arms)]
+Profile = Annotated[str, AfterValidator(lambda name: _known(name, PROFILES, "scoring profile"))]
+Embedder = Annotated[str, AfterValidator(lambda name: _known(name, EMBEDDERS, "embedder"))]
+DataSet = Annotated[str, AfterValidator(lambda name: _known(name, datasets.NAMES, "data set"))]
+JudgeBackend = Annotated[str, AfterValidator(lambda name: _known(name, JUDGE_BACKENDS, "judge backend"))]
+
+
 class Request(BaseModel):
     """What every request shares: unknown fields refused, values frozen once checked."""
 
@@ -136,13 +144,9 @@ class AuditRequest(ShardedRequest, NamedRun):
     """``acceptgate audit``: import a data set, gauge its suites, execute references and wrong samples."""
 
     limit: PositiveInt | None = None
-    dataset: str = "humaneval"
+    dataset: DataSet = "humaneval"
     data_path: str | None = None
 
-    @field_validator("dataset")
-    @classmethod
-    def _known_dataset(cls, name: str) -> str:
-        return _known(name, datasets.NAMES, "data set")
 
 
 class GateRequest(ShardedRequest, NamedRun):
@@ -150,11 +154,11 @@ class GateRequest(ShardedRequest, NamedRun):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    arms: list[str] = Field(min_length=1)
+    arms: Annotated[list[str], Field(min_length=1), AfterValidator(_known_arms)]
     source: str
     humanevalplus: str | None = None
     suites_dir: str | None = None
-    dataset: str | None = None
+    dataset: DataSet | None = None
     dataset_path: str | None = None
     per_task: int = Field(5, ge=1, le=5)  # SYSTEM.md section 3 caps a gate at 5
     limit: PositiveInt | None = None
@@ -162,30 +166,18 @@ class GateRequest(ShardedRequest, NamedRun):
     chat_config: Any = None  # the live model of an openai source, a ChatConfig (the key: an env variable)
     limits: Limits = Limits()
     strict: bool = False
-    profile: str = DEFAULT_PROFILE
+    profile: Profile = DEFAULT_PROFILE
     gauge: bool = True
     certify: bool = True
     max_fpr_attack: float | None = Field(DEFAULT_MAX_FPR_ATTACK, ge=0, le=100)
 
-    @field_validator("arms")
-    @classmethod
-    def _known_arms(cls, arms: list[str]) -> list[str]:
-        return _known_arms(arms)
 
-    @field_validator("profile")
-    @classmethod
-    def _known_profile(cls, name: str) -> str:
-        return _known(name, PROFILES, "scoring profile")
 
     @field_validator("chat_config", mode="before")
     @classmethod
     def _chat(cls, value: Any):
         return _chat(value)
 
-    @field_validator("dataset")
-    @classmethod
-    def _known_dataset(cls, name: str | None) -> str | None:
-        return _known(name, datasets.NAMES, "data set")
 
     @model_validator(mode="after")
     def _one_task_source(self) -> "GateRequest":
@@ -255,15 +247,11 @@ class StatsRequest(Request):
     judge_run: str | None = None
     audit_judge_run: str | None = None
     baseline: str = "off"
-    arms: list[str] | None = None
+    arms: Arms = None
     seed: int = Field(0, ge=0, lt=2 ** 63)
     resamples: int = Field(DEFAULT_RESAMPLES, ge=100)
     confidence: float = Field(DEFAULT_CONFIDENCE, ge=0.5, lt=1)
 
-    @field_validator("arms")
-    @classmethod
-    def _known_arms(cls, arms: list[str] | None) -> list[str] | None:
-        return _known_arms(arms)
 
     @model_validator(mode="after")
     def _main_judge(self) -> "StatsRequest":
@@ -287,8 +275,8 @@ class JudgeRequest(Request):
     memory: str
     replay: str | None = None
     human_labels: str | None = None
-    backend: str = "rules"
-    embedder: str = "minilm"
+    backend: JudgeBackend = "rules"
+    embedder: Embedder = "minilm"
     strict: bool = False
     chat_config: Any = None  # the openai backend's model, a ChatConfig
 
@@ -297,15 +285,7 @@ class JudgeRequest(Request):
     def _chat(cls, value: Any):
         return _chat(value)
 
-    @field_validator("backend")
-    @classmethod
-    def _known_backend(cls, name: str) -> str:
-        return _known(name, JUDGE_BACKENDS, "judge backend")
 
-    @field_validator("embedder")
-    @classmethod
-    def _known_embedder(cls, name: str) -> str:
-        return _known(name, EMBEDDERS, "embedder")
 
     @model_validator(mode="after")
     def _backend_inputs(self) -> "JudgeRequest":
@@ -329,24 +309,12 @@ class NightlyPerRun(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     limit: PositiveInt | None = None
-    arms: list[str] | None = None
-    profile: str = DEFAULT_PROFILE
-    judge_embedder: str = "minilm"
+    arms: Arms = None
+    profile: Profile = DEFAULT_PROFILE
+    judge_embedder: Embedder = "minilm"
 
-    @field_validator("arms")
-    @classmethod
-    def _known_arms(cls, arms: list[str] | None) -> list[str] | None:
-        return _known_arms(arms)
 
-    @field_validator("profile")
-    @classmethod
-    def _known_profile(cls, name: str) -> str:
-        return _known(name, PROFILES, "scoring profile")
 
-    @field_validator("judge_embedder")
-    @classmethod
-    def _known_embedder(cls, name: str) -> str:
-        return _known(name, EMBEDDERS, "embedder")
 
 
 class NightlyRequest(NightlyPerRun, ShardedRequest):
@@ -391,12 +359,8 @@ class BackfillPerRun(BaseModel):
     run_ids: list[str] = []
     since: dt.date | None = None
     until: dt.date | None = None
-    arms: list[str] = []
+    arms: Annotated[list[str], AfterValidator(_known_arms)] = []
 
-    @field_validator("arms")
-    @classmethod
-    def _known_arms(cls, arms: list[str]) -> list[str]:
-        return _known_arms(arms)
 
     @field_validator("run_ids")
     @classmethod
