@@ -65,10 +65,22 @@ def test_a_failing_first_case_never_sees_a_later_input(backend):
     assert not any(t in result.to_json() for t in tokens[1:])
 
 
-def test_no_call_sees_another_calls_input(backend):
-    harness, _ = _call_suite([[]] * 6)
-    result = execute(harness, program("peek_input"), backend)
+def test_no_call_sees_a_later_blocks_input(backend, monkeypatch):
+    """A hidden suite's block is written ahead (each of its calls is made whatever the answers), but
+    nothing of the next block before the block has been answered and judged: no call finds a later
+    block's input in its runner's buffer or its memory, nor at the block's last case on its pipes.
+    Written ahead past its block (the sabotage, local only), the next block's inputs are found."""
+    from acceptgate.sandbox import executor
+
+    assert FIRST_BLOCK == 64  # as peek_block.py has it
+    harness, tokens = _call_suite([[]] * (FIRST_BLOCK + 6))
+    result = execute(harness, program("peek_block"), backend)
     assert result.verdict == "pass", [c.as_dict() for c in result.cases if c.status != "pass"]
+    if backend.name != "local":
+        return
+    monkeypatch.setattr(executor, "_written_ahead", lambda blocks: (sum(blocks),))
+    sabotaged = execute(harness, program("peek_block"), backend)
+    assert sabotaged.verdict == "fail" and any(t in sabotaged.to_json() for t in tokens[FIRST_BLOCK:])
 
 
 # --- outcomes: nothing inside an execution depends on which answers passed -------------------------

@@ -377,3 +377,13 @@ def test_the_job_queue_reorders_only_what_is_not_taken():
     queue.done(3, R("timeout"))  # b's untaken jobs (4, 5) go first
     queue.done(4, R("timeout"))  # once per harness
     assert [queue.take() for _ in range(4)] == [4, 5, 2, None]
+
+
+
+def test_calls_and_answers_larger_than_the_pipes_do_not_block_each_other(local_backend):
+    """A block's calls written ahead while its answers come back, each side larger than a pipe's buffer:
+    neither waits for the other (a harness that wrote the block before reading would never finish)."""
+    big = "x" * 20_000
+    suite = harness([((big + str(i),), {}, big + str(i)) for i in range(64)])
+    result = execute(suite, "def f(s): return s", local_backend, limits=Limits(wall_seconds=20))
+    assert (result.verdict, len(result.cases)) == ("pass", 64), result.as_dict()

@@ -204,6 +204,8 @@ class RunnerPipes:
         os.set_blocking(from_runner, False)
         self._poll = select.poll()  # one poll object for every wait, not a select() list per wait
         self._poll.register(from_runner, select.POLLIN)
+        self._both: select.poll | None = None  # pump()'s: the output and, while calls wait, the input
+        self._in_polled = False
 
     def close_pipes(self) -> None:
         for fd in (self._in, self._out):
@@ -233,6 +235,40 @@ class RunnerPipes:
                     raise TimeoutError from None
                 continue
             view = view[n:]
+
+    pipelined = True  # pump() below: calls written ahead while answers are read
+
+    def pump(self, out: memoryview, deadline: float) -> tuple[memoryview, bytes]:
+        """Write what the runner's input takes of ``out`` while waiting for its output: (what is left of
+        ``out``, what was read; b'' at EOF), TimeoutError past the deadline. Neither side waits for the
+        other: the runner's answers are read even while its input is full. A runner that has closed its
+        input (it ended) gets nothing more; its answers before that are still read."""
+        both = self._both
+        if both is None:
+            both = self._both = select.poll()
+            both.register(self._out, select.POLLIN)
+        while True:
+            if out:
+                try:
+                    out = out[os.write(self._in, out):]
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:
+                    out = out[:0]
+            if out:
+                both.register(self._in, select.POLLOUT)
+            elif self._in_polled:
+                both.unregister(self._in)
+            self._in_polled = bool(out)
+            remaining = deadline - time.monotonic()
+            ready = both.poll(remaining * 1000 + 1) if remaining > 0 else []
+            if any(fd == self._out for fd, _ in ready):
+                try:
+                    return out, os.read(self._out, READ_CHUNK)
+                except BlockingIOError:
+                    continue
+            if not ready and time.monotonic() >= deadline:
+                raise TimeoutError
 
     def read(self, deadline: float) -> bytes:
         # Wait first, then read: an answer is rarely there the moment its call is written, and a read

@@ -354,42 +354,90 @@ class RunDelay:
     ``pids()`` lists now, each from the value it had when first seen here (0 for a process born since).
     What a loaded machine takes from an execution's wall clock; a sleep is not in it. A process that ends
     takes its last increment with it (at most one look's worth); the threads of a process beyond its
-    first are not counted."""
+    first are not counted.
+
+    Read at every case start, so each process's file stays open and is read again with one pread (an
+    open of a /proc file costs ten times the read); ``close()`` (or the collector) lets them go. A
+    descriptor names the process it was opened for, never a later one given the same pid: it then
+    fails to read and is opened again. The list of processes is read again at most every
+    ``LIST_SECONDS`` (a process born since the last list is counted from 0 when first seen, so the
+    delay it had waited before then counts as later: the limit errs by that much the candidate's
+    way), and whenever a limit is checked (``seconds(fresh=True)``)."""
+
+    LIST_SECONDS = 0.02
 
     def __init__(self, pids: "Callable[[], list[int]]") -> None:
         self._pids = pids
-        self._seen = self._read()
+        self._files: dict[tuple[str, int], int] = {}
+        self._listed: list[int] = []
+        self._listed_at = float("-inf")
+        self._seen = self._read(True)
         self.total = 0.0
 
-    def _read(self) -> dict[int, int]:
-        out = {}
-        for pid in self._pids():
+    def _current(self, fresh: bool) -> list[int]:
+        now = time.monotonic()
+        if fresh or now - self._listed_at >= self.LIST_SECONDS:
+            self._listed, self._listed_at = self._pids(), now
+        return self._listed
+
+    def _pread(self, name: str, pid: int) -> bytes | None:
+        key = (name, pid)
+        for attempt in (0, 1):
+            fd = self._files.get(key)
             try:
-                with open(f"/proc/{pid}/schedstat", "rb") as f:
-                    out[pid] = int(f.read().split()[1])
-            except (OSError, ValueError, IndexError):
+                if fd is None:
+                    fd = self._files[key] = os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+                return os.pread(fd, 512, 0)
+            except OSError:  # ended (or a new process with its pid: open once more)
+                fd = self._files.pop(key, None)
+                if fd is not None:
+                    os.close(fd)
+                if attempt or fd is None:
+                    return None
+        return None
+
+    def _read(self, fresh: bool) -> dict[int, int]:
+        out = {}
+        pids = self._current(fresh)
+        for pid in pids:
+            raw = self._pread("schedstat", pid)
+            try:
+                out[pid] = int(raw.split()[1])
+            except (AttributeError, ValueError, IndexError):
                 pass
+        if len(self._files) > 2 * len(pids) + 8:  # processes gone: their descriptors too
+            live = set(pids)
+            for key in [k for k in self._files if k[1] not in live]:
+                os.close(self._files.pop(key))
         return out
 
     def runnable(self) -> bool:
         """Whether one of the processes is running or waiting for a CPU now (state R): a wait the kernel
         adds to its run-queue delay only once it gets one."""
-        for pid in self._pids():
+        for pid in self._current(True):
+            raw = self._pread("stat", pid)
             try:
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    if f.read().rpartition(b")")[2].split()[0] == b"R":
-                        return True
-            except (OSError, IndexError):
+                if raw is not None and raw.rpartition(b")")[2].split()[0] == b"R":
+                    return True
+            except IndexError:
                 pass
         return False
 
-    def seconds(self) -> float:
-        for pid, ns in self._read().items():
+    def seconds(self, fresh: bool = True) -> float:
+        """The delay so far; ``fresh=False``: over the processes listed within LIST_SECONDS."""
+        for pid, ns in self._read(fresh).items():
             before = self._seen.get(pid, 0)
             if ns > before:
                 self.total += (ns - before) / 1e9
             self._seen[pid] = ns
         return self.total
+
+    def close(self) -> None:
+        files, self._files = self._files, {}
+        for fd in files.values():
+            os.close(fd)
+
+    __del__ = close
 
 
 class ProcessTreeCpu:

@@ -198,8 +198,10 @@ class _Channel:
         self.case_seconds = limits.case_seconds
         self.case_limit = self.case_seconds if not isinstance(self.case_seconds, (tuple, list)) else None
         self.in_case = False
+        self.counters_due = False  # a phase's counters not read yet (begin_phase, _read_case_counters)
         self.expired = ""  # what ran out: "cpu", "case-cpu", "time", "case-time", "wall", "case-wall"
         self.buf = bytearray()
+        self.outbox = memoryview(b"")  # calls written ahead that the runner's input has not taken yet
         self.ok_limit = MAX_FRAME  # results beyond this are dropped unread (see recv)
         self.ok_limits: tuple[int, ...] | None = None  # or one such bound per case
         self.skipped = 0
@@ -228,13 +230,21 @@ class _Channel:
         backstop = self.limits.backstop(limit) if self.measured else limit
         self.deadline = min(self.wall_deadline, now + backstop)
         if self.measured:
-            cpu = self.proc.cpu_seconds()
-            if cpu is not None:
-                self.cpu_seen, self.seen_at = cpu, now
-            self.case_cpu_start = self.cpu_seen
             self.case_started, self.case_paused0 = now, self.paused
-            self.case_delay0 = self.delay.seconds() if self.delay is not None else 0.0
             self.case_soft = now + limit
+            self.counters_due = True  # read by the first wait for this phase's answer (_read)
+
+    def _read_case_counters(self) -> None:
+        """The phase's CPU and run-queue delay at its start, read when the harness first has to wait for
+        its answer (an answer read with an earlier one needs neither): what the runner used between the
+        phase's start and this reading -- the harness's own few steps in between -- is not charged to
+        the phase."""
+        self.counters_due = False
+        cpu = self.proc.cpu_seconds()
+        if cpu is not None:
+            self.cpu_seen, self.seen_at = cpu, time.monotonic()
+        self.case_cpu_start = self.cpu_seen
+        self.case_delay0 = self.delay.seconds(fresh=False) if self.delay is not None else 0.0
 
     def cpu_used(self) -> float:
         """CPU seconds of the execution so far (the last reading when the counter is gone)."""
@@ -328,19 +338,30 @@ class _Channel:
                     f"execution limited to {self.limit:g} s of CPU time{used}")
         return f"wall clock: no answer within the {limits.wall_seconds:g} s limit"
 
+    def close(self) -> None:
+        """Let the run-queue delay's descriptors go (the execution's processes are gone)."""
+        if self.delay is not None:
+            self.delay.close()
+
     def frame(self, kind: bytes, payload: bytes) -> bytes:
         return self.marker + b" " + kind + b" " + str(len(payload)).encode() + b"\n" + payload
 
     def send(self, kind: bytes, payload: bytes) -> None:
         self.proc.write(self.frame(kind, payload), self.deadline)
 
-    def answers(self, calls: list[bytes], digests: frozenset[int] = frozenset()) -> Iterator[tuple[bytes, bytes]]:
+    def answers(self, calls: list[bytes], digests: frozenset[int] = frozenset(),
+                ends: tuple[int, ...] = ()) -> Iterator[tuple[bytes, bytes]]:
         """(kind, payload) of each call's answer, in order; the caller may stop early.
 
-        One call at a time: call k+1 is written only after call k's answer has been read, so the
-        runner's input never holds more than the call it is answering (a candidate that fails case k,
-        or reads its input pipe ahead, learns nothing of the later cases). ``calls``: the marshalled
-        (args, kwargs) of each call; ``digests``: the calls answered with the result's digest ("dcall").
+        ``calls``: the marshalled (args, kwargs) of each call; ``digests``: the calls answered with the
+        result's digest ("dcall"). Without ``ends``, one call at a time: call k+1 is written only after
+        call k's answer has been read, so the runner's input never holds more than the call it is
+        answering (a candidate that fails case k, or reads its input pipe ahead, learns nothing of the
+        later cases). With ``ends`` (the case counts at which blocks end, fixed before the run), every
+        call of a block is written ahead as the runner's input takes it: within a block the runner is
+        called for every case whatever its answers, so it learns nothing it would not be sent anyway,
+        and nothing of a block is written before the caller has taken the previous block's last
+        answer (and judged it). Each case's clocks start when the previous answer is read.
         """
         marker = self.marker + b" call "
         dmarker = self.marker + b" dcall "
@@ -348,16 +369,25 @@ class _Channel:
         timed = self.case_seconds is not None
         proc, recv = self.proc, self.recv
         ok_limits = self.ok_limits
+        ahead = bool(ends) and getattr(proc, "pipelined", False)
+        block_ends = iter(ends)
+        queued = 0  # calls written, or waiting in the outbox
         self.begin_phase(None, "case")  # the load's clocks end with its answer
         self.deadline = self.wall_deadline
         for answered, call in enumerate(calls):
             if timed:  # this case's clocks start with the previous answer
                 limit = self.case_seconds[min(answered, len(self.case_seconds) - 1)] if each else self.case_seconds
                 self.begin_phase(limit, "case")
-            written = time.monotonic()
-            proc.write((dmarker if answered in digests else marker) + str(len(call)).encode() + b"\n" + call,
-                       self.deadline)
-            self.pause(time.monotonic() - written)  # a long call goes at the harness's pace
+            if not ahead:
+                written = time.monotonic()
+                proc.write((dmarker if answered in digests else marker) + str(len(call)).encode() + b"\n" + call,
+                           self.deadline)
+                self.pause(time.monotonic() - written)  # a long call goes at the harness's pace
+            elif answered == queued:  # the previous block is taken: the next one, whole
+                queued = min(len(calls), next(block_ends, len(calls)))
+                self.outbox = memoryview(b"".join(
+                    (dmarker if i in digests else marker) + str(len(calls[i])).encode() + b"\n" + calls[i]
+                    for i in range(answered, queued)))
             if ok_limits is not None:
                 self.ok_limit = ok_limits[min(answered, len(ok_limits) - 1)]
             answer = recv()
@@ -372,9 +402,15 @@ class _Channel:
                 self.pause(time.monotonic() - handed)
 
     def _read(self) -> bytes:
-        """One read of what the runner wrote (waiting for it under the clocks); b"" at its end."""
+        """One read of what the runner wrote (waiting for it under the clocks); b"" at its end. Calls
+        written ahead (``outbox``) go on being written meanwhile."""
+        if self.counters_due:
+            self._read_case_counters()
         while True:
             try:
+                if self.outbox:
+                    self.outbox, chunk = self.proc.pump(self.outbox, self._wait_until())
+                    return chunk
                 return self.proc.read(self._wait_until())
             except TimeoutError:
                 if self._clocks_ran_out():
@@ -619,6 +655,7 @@ def run_calls(entry_point: str, calls: list[tuple[tuple, dict]], source: str, ba
     finally:
         proc.kill()
         proc.close()
+        chan.close()
     return outcomes, detail
 
 
@@ -850,6 +887,7 @@ def execute(
         if chan.measured and result.cpu_seconds is None:
             result.cpu_seconds = chan.cpu_used()
         proc.close()
+        chan.close()
         result.wall_seconds = time.monotonic() - started
         if stages.ON:
             stages.mark("teardown")
@@ -915,7 +953,7 @@ def _drive(harness: Harness, source: str, proc: SandboxProcess, chan: _Channel, 
     chan.ok_limit = min(MAX_FRAME, harness.result_limit)
     chan.ok_limits = _ok_limits(harness)
     run.current = 0
-    calls = chan.answers(prepared.calls, prepared.digests)
+    calls = chan.answers(prepared.calls, prepared.digests, _written_ahead(result.blocks) if run.held is not None else ())
     try:
         for index, (kind, payload) in enumerate(calls):  # (the time spent on each answer is paused there)
             if stages.ON:
@@ -939,6 +977,11 @@ def _drive(harness: Harness, source: str, proc: SandboxProcess, chan: _Channel, 
     chan.send(b"end", b"")
     run.answered = proc.wait(timeout=min(0.5, max(0.0, chan.deadline - time.monotonic())))
     result.exit = run.answered.describe()
+
+
+def _written_ahead(blocks: tuple[int, ...]) -> tuple[int, ...]:
+    """The case counts up to which calls are written ahead: each block's end (its calls, no more)."""
+    return tuple(itertools.accumulate(blocks))
 
 
 def _judge(harness: Harness, prepared: "_Prepared", index: int, kind: bytes, payload: bytes | None,

@@ -61,8 +61,9 @@ def _wire(inp, out):
     # (send, recv) on the protocol pipes, once the harness's marker is read.
     _read, _write, _len, _str, _int = os.read, os.write, len, str, int
     _bytes, _memoryview, _eof = bytes, memoryview, EOFError
-    # Input is buffered (a frame may arrive in pieces); the harness sends a call only after the
-    # previous answer, so the buffer never holds more than the call being answered.
+    # Input is buffered (a frame may arrive in pieces, or several at once): the harness writes at most
+    # the rest of the current block ahead (a hidden suite's block is called whole whatever the answers)
+    # and a visible suite's calls one at a time.
     buf = bytearray()
 
     def fill():

@@ -84,9 +84,14 @@ each local-bwrap execution (one-shot) and inside each Docker container (the keep
 namespaces of its own) (tests/test_channels.py: no_name_one_execution_looks_up_is_cached_for_a_later_one).
 Each shared resource, and how it is closed (tests/test_channels.py runs an attack per class on local,
 local-bwrap, local-rlimits and docker):
-- Inputs: one call at a time on every backend. Case k+1's arguments are written only after case k's
-  answer has been read, so a candidate that reads its input pipe or the runner's buffer ahead holds no
-  later case's input (and with fail-fast on a visible suite, a candidate that fails case k none).
+- Inputs: a hidden suite's block is written ahead, as the runner's input takes it (each of its calls is
+  made whatever the answers, so a call learns nothing it would not be sent anyway); the next block only
+  after the block's last answer has been read and the block judged, so a candidate that reads its
+  input pipe or the runner's buffer ahead holds no later block's input. Fail-fast (a visible suite):
+  one call at a time, case k+1's arguments written only after case k's answer has been read, so a
+  candidate that fails case k holds no later case's input. Each case's clocks start when the previous
+  answer is read; the CPU the runner spends on a case before the harness first waits for its answer
+  (the harness's own few steps) is not charged to that case, only to the execution.
 - Sockets: socket() is denied for every family, socketpair() for all but AF_UNIX (anonymous). AF_VSOCK
   ports are the whole machine's, outside any network namespace; without a network namespace
   (local-rlimits) so are the host's loopback and abstract unix names; a reused container can keep TCP
