@@ -18,9 +18,11 @@ from acceptgate.pipelines.families import AUDIT
 from acceptgate._util.phases import Phases
 from acceptgate.tasks.publish import summary_artifact
 from acceptgate.pipelines.requests import AuditRequest
+from acceptgate.pipelines import ledger
 from acceptgate.flows import dask_runner
-from acceptgate.tasks.audit import (audit_shard, execute_stage, gauge_stage, import_stage, prepare_warehouse, publish,
-                         suites_stage, write_execute)
+from acceptgate.tasks import run_tasks
+from acceptgate.tasks.audit import (audit_shard, execute_stage, gauge_stage, import_stage, publish, suites_stage,
+                                    write_execute)
 
 
 @flow(name="audit", persist_result=False, log_prints=False)
@@ -32,10 +34,9 @@ def audit(request: AuditRequest) -> core.Summary:
     r = request
     timed = Phases()  # where the run's time went, by stage (each stage's rows written in it; --verbose)
     with timed("write"):
-        path = prepare_warehouse(r.warehouse)
+        path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
     with timed("load (import)"):
-        imp = import_stage(path, backend=r.backend, limit=r.limit, run_id=r.run_id, dataset=r.dataset,
-                           data_path=r.data_path)  # records the attempt
+        imp = import_stage(path, r)  # records the attempt
     # quote(): stage results hold thousands of nested dataclasses; without it Prefect walks every one
     # of them looking for futures before each task (tens of seconds on the full data set).
     with AUDIT.attach(path, imp.run.run_id).guard():  # also between stages: an error or stop ends the attempt

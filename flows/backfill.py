@@ -18,8 +18,10 @@ from acceptgate.pipelines import shards
 from acceptgate.leak import audit as core
 from acceptgate.pipelines import leak as leak_io
 from acceptgate.pipelines.requests import LeakBackfillRequest
+from acceptgate.pipelines import ledger
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import leak_tasks as t
+from acceptgate.tasks import run_tasks
 
 
 @flow(name="leak-backfill", persist_result=False, log_prints=False)
@@ -36,7 +38,7 @@ def backfill(request: LeakBackfillRequest, progress=None, spooled=None) -> core.
     # the history files already read by the command's input check (read once), else read first
     spool = spooled if spooled is not None else t.read_history(selection)
     try:
-        path = t.prepare_warehouse(r.warehouse)
+        path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
         material = time.monotonic()
         materials = t.hidden_material(suites_dir=r.suites_dir, humanevalplus=r.humanevalplus, backend=r.backend)
         material = time.monotonic() - material

@@ -22,6 +22,7 @@ from acceptgate.v4v import heldout, store
 from acceptgate.pipelines.requests import CertifyRequest
 from acceptgate.flows import dask_runner
 from acceptgate.pipelines.families import CERTIFY
+from acceptgate.pipelines import ledger
 from acceptgate.tasks import certify_tasks as t
 from acceptgate.tasks import run_tasks
 
@@ -91,9 +92,12 @@ def certify(request: CertifyRequest) -> CertifySummary:
         with timed("gauge"):
             gauge_failures = t.check_gauge(r.suites_dir, quote(materials), backend=r.backend) if r.gauge else {}
         with timed("write"):
-            path = t.prepare_warehouse(r.warehouse)
+            path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
+        digest = core.inputs_sha256(materials)
+        run_id, origin = r.name_run(digest, settings)
         run = store.make_run(materials, settings, suites_from=r.suites_dir, dataset_from=r.dataset,
-                             samples_from=r.samples, backend=r.backend, run_id=r.run_id)
+                             samples_from=r.samples, backend=r.backend, run_id=run_id, run_id_origin=origin,
+                             digest=digest)
         run = dataclasses.replace(run, settings=json.dumps({**json.loads(run.settings),
                                                             "gauge": "checked" if r.gauge else "skipped"},
                                                            sort_keys=True))

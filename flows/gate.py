@@ -19,6 +19,7 @@ from acceptgate.gates import run as core
 from acceptgate.pipelines.requests import GateRequest
 from acceptgate.flows import dask_runner
 from acceptgate.pipelines.families import GATE
+from acceptgate.pipelines import ledger
 from acceptgate.tasks import gate_tasks as t
 from acceptgate.tasks import run_tasks
 
@@ -58,9 +59,11 @@ def gate(request: GateRequest, progress=None) -> core.GateSummary:
     say(f"{len(tasks)} tasks from {tasks_from}" + (f" ({len(admitted.exclusions)} excluded)" if admitted.exclusions
                                                    else ""))
     with timed("write"):
-        path = t.prepare_warehouse(r.warehouse)
+        path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
+        digest = core.tasks_sha256(tasks)
+        run_id, origin = r.name_run(digest)
         run = core.make_run(source=r.source, tasks=tasks, tasks_from=tasks_from, arms=arms, per_task=r.per_task,
-                            backend=r.backend, run_id=r.run_id,
+                            backend=r.backend, run_id=run_id, run_id_origin=origin, digest=digest,
                             gauge=core.GAUGE_CHECKED if r.gauge else core.GAUGE_SKIPPED,
                             certify=core.CERTIFY_CHECKED if r.certify else core.CERTIFY_SKIPPED,
                             max_fpr_attack=r.max_fpr_attack if r.certify else None,

@@ -16,8 +16,10 @@ from prefect.cache_policies import NO_CACHE
 
 from acceptgate.pipelines import schedule
 from acceptgate.pipelines.requests import HistoryBackfillRequest
+from acceptgate.pipelines import ledger
 from acceptgate.flows.nightly import run_stage
 from acceptgate.tasks import publish
+from acceptgate.tasks import run_tasks
 
 
 @task(name="select-runs", cache_policy=NO_CACHE, persist_result=False)
@@ -28,7 +30,7 @@ def select_runs(path, request: HistoryBackfillRequest) -> list[schedule.Selected
 @flow(name="history-backfill", persist_result=False, log_prints=False)
 def history_backfill(request: HistoryBackfillRequest) -> schedule.ChainSummary:
     logger = get_run_logger()
-    path = publish.prepare_warehouse(request.warehouse)
+    path = run_tasks.ledger_step(ledger.prepare, request.warehouse)
     request = request.model_copy(update={"warehouse": str(path)})
     selected = select_runs(path, request)
     logger.info("backfill: %d run(s) selected: %s", len(selected), ", ".join(r.run_id for r in selected))
@@ -36,7 +38,7 @@ def history_backfill(request: HistoryBackfillRequest) -> schedule.ChainSummary:
     produced = {"selected_runs": [r.run_id for r in selected]}
     for stage in schedule.BACKFILL_STAGES:
         summary.stages.append(run_stage(stage, request, produced, logger))
-    summary.snapshot = str(publish.publish_snapshot(path))
+    summary.snapshot = str(run_tasks.ledger_step(ledger.publish, path))
     publish.summary_artifact(path, summary.lines())
     logger.info("\n".join(summary.lines()))
     return summary

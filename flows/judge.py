@@ -8,13 +8,15 @@ from prefect import flow
 
 from acceptgate.judge.run import JudgeRun
 from acceptgate.pipelines.requests import JudgeRequest
+from acceptgate.pipelines import ledger
 from acceptgate.tasks import judge_tasks as t
+from acceptgate.tasks import run_tasks
 
 
 @flow(name="judge", persist_result=False, log_prints=False)
 def judge(request: JudgeRequest) -> JudgeRun:
     r = request
-    path = t.prepare_warehouse(r.warehouse)
+    path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
     run = t.judge_trajectories(path, r.inputs(), backend=r.backend, embedder=r.embedder, strict=r.strict,
                                chat_config=r.chat_config)  # records the attempt
     t.write_verdicts(path, run)

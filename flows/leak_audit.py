@@ -15,7 +15,9 @@ from prefect.utilities.annotations import quote
 from acceptgate.leak import audit as core
 from acceptgate.pipelines import leak as leak_io
 from acceptgate.pipelines.requests import LeakAuditRequest
+from acceptgate.pipelines import ledger
 from acceptgate.tasks import leak_tasks as t
+from acceptgate.tasks import run_tasks
 
 
 @flow(name="leak-audit", persist_result=False, log_prints=False)
@@ -29,7 +31,7 @@ def leak_audit(request: LeakAuditRequest, progress=None, spooled=None) -> core.A
     # the history files already read by the command's input check (read once), else read first
     spool = spooled if spooled is not None else t.read_history(selection)
     try:
-        path = t.prepare_warehouse(r.warehouse)
+        path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
         material = time.monotonic()
         materials = t.hidden_material(suites_dir=r.suites_dir, humanevalplus=r.humanevalplus, backend=r.backend)
         material = time.monotonic() - material

@@ -20,8 +20,10 @@ from prefect.cache_policies import NO_CACHE
 
 from acceptgate.pipelines import schedule
 from acceptgate.pipelines.requests import NightlyRequest
+from acceptgate.pipelines import ledger
 from acceptgate.flows import stage_flows
 from acceptgate.tasks import publish
+from acceptgate.tasks import run_tasks
 
 
 @task(name="import-suites", cache_policy=NO_CACHE, persist_result=False)
@@ -42,7 +44,7 @@ def nightly(request: NightlyRequest) -> schedule.ChainSummary:
     the gates' policy on V's measured FPR_h (default: the gate command's). A misconfigured request (a
     live source without its model, a bad ``dask``) fails when it is validated, before any stage runs."""
     logger = get_run_logger()
-    path = publish.prepare_warehouse(request.warehouse)
+    path = run_tasks.ledger_step(ledger.prepare, request.warehouse)
     request = request.model_copy(update={"warehouse": str(path)})
     if request.gate_humanevalplus and not request.gate_suites and Path(request.gate_humanevalplus).exists():
         # one import for every stage; certify takes only a suites directory
@@ -53,7 +55,7 @@ def nightly(request: NightlyRequest) -> schedule.ChainSummary:
     produced: dict[str, str] = {}
     for stage in schedule.NIGHTLY_STAGES:
         summary.stages.append(run_stage(stage, request, produced, logger))
-    summary.snapshot = str(publish.publish_snapshot(path))
+    summary.snapshot = str(run_tasks.ledger_step(ledger.publish, path))
     publish.summary_artifact(path, summary.lines())
     logger.info("\n".join(summary.lines()))
     return summary

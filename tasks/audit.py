@@ -15,17 +15,15 @@ from prefect.cache_policies import NO_CACHE
 
 from acceptgate.pipelines import audit, shards
 from acceptgate.pipelines.families import AUDIT
-from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
+from acceptgate.pipelines.requests import AuditRequest
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 
 
 @task(name="import", **_STAGE)
-def import_stage(warehouse: Path, backend: str, limit: int | None, run_id: str | None,
-                 dataset: str = "humaneval", data_path: str | None = None) -> audit.ImportStage:
-    with audit.open_backend(backend) as sandbox:
-        return audit.stage_import(warehouse, sandbox, backend_name=backend, limit=limit, run_id=run_id,
-                                  dataset=dataset, data_path=data_path)
+def import_stage(warehouse: Path, request: AuditRequest) -> audit.ImportStage:
+    with audit.open_backend(request.backend) as sandbox:
+        return audit.stage_import(warehouse, sandbox, request)
 
 
 @task(name="suites", **_STAGE)

@@ -22,7 +22,6 @@ from acceptgate.v4v import certify as core
 from acceptgate.pipelines import certify as certify_io
 from acceptgate.pipelines.families import CERTIFY
 from acceptgate.v4v import store
-from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 

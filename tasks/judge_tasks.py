@@ -10,7 +10,6 @@ from prefect.cache_policies import NO_CACHE
 
 from acceptgate.judge import run as core
 from acceptgate.pipelines import judge as pipeline
-from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 

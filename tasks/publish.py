@@ -1,8 +1,8 @@
-"""Prefect tasks that end a scheduled flow: publish the analysts' snapshot, attach the summary.
+"""The Prefect task that ends a scheduled flow: the summary, a markdown artifact on the flow run.
 
-Each stage's flow publishes its own complete runs (through the run ledger); the chain's last publish adds
-no run (run-less tables only) and returns the snapshot the summary reads; the
-summary is a markdown artifact on the flow run, built from that snapshot by ``acceptgate.report``.
+Each stage's flow publishes its own complete runs (through the run ledger); the chain's last publish
+(``ledger.publish`` in ``run_tasks.ledger_step``) adds no run (run-less tables only) and writes the
+snapshot the summary is built from (by ``acceptgate.report``).
 """
 
 from __future__ import annotations
@@ -13,19 +13,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from acceptgate.store import warehouse
-from acceptgate.pipelines import ledger
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
-
-
-@task(name="prepare-warehouse", **_STAGE)
-def prepare_warehouse(path: str | None) -> Path:
-    return ledger.prepare(path)  # check the path, apply pending migrations
-
-
-@task(name="publish-snapshot", **_STAGE)
-def publish_snapshot(path: Path) -> Path:
-    return ledger.publish(path)  # no run: the run-less tables, and the snapshot the summary reads
 
 
 @task(name="summary-artifact", **_STAGE)

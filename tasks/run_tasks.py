@@ -1,10 +1,13 @@
 """The run ledger's start and finish as Prefect tasks, one set for every flow: each takes the run's
 family (``acceptgate.pipelines.families``) or its handle. A stage's rows are written by the stage task
-that computes them (``Run.write_stage``), so no task only forwards a write."""
+that computes them (``Run.write_stage``), so no task only forwards a write. The ledger's steps that no
+run owns (preparing the warehouse, publishing the run-less tables) run in one generic task that is
+given the pipeline function."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 import pandas as pd
 from prefect import task
@@ -25,3 +28,10 @@ def start_run(family: ledger.Family, path: Path, run_id: str, row: pd.DataFrame 
 def finish_run(run: ledger.Run, wall_seconds: float | None = None) -> Path | None:
     """The run is complete: its row 'ok' and its rows in the analysts' snapshot (returned)."""
     return run.finish(wall_seconds=wall_seconds)
+
+
+@task(name="ledger-step", task_run_name="{step.__name__}", **_STAGE)
+def ledger_step(step: Callable[..., Any], *args: Any) -> Any:
+    """``step(*args)`` as a task of the flow, named after it: ``ledger.prepare`` (check the path, apply
+    pending migrations) or ``ledger.publish`` (the run-less tables and the analysts' snapshot)."""
+    return step(*args)

@@ -10,7 +10,6 @@ from prefect.cache_policies import NO_CACHE
 
 from acceptgate.pipelines import stats as pipeline
 from acceptgate.stats import pipeline as core
-from acceptgate.tasks.publish import prepare_warehouse  # noqa: F401  (one task, shared by every flow)
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 
@@ -28,8 +27,8 @@ def load_judge(path: Path, judge_run: str | None):
 
 
 @task(name="compute-statistics", **_STAGE)
-def compute(kind: str, source_run_id: str, measured, settings: core.Settings, also: str = "") -> core.StatsResult:
-    return core.compute(kind, source_run_id, measured, settings, also=also)
+def compute(kind: str, source_run_id: str, measured, settings: core.Settings, name_run) -> core.StatsResult:
+    return core.compute(kind, source_run_id, measured, settings, name_run=name_run)
 
 
 @task(name="write-statistics", **_STAGE)

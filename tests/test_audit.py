@@ -16,6 +16,7 @@ import pytest
 from acceptgate._util import settings
 from acceptgate.pipelines import audit
 from acceptgate.pipelines.families import AUDIT
+from acceptgate.pipelines.requests import AuditRequest
 from acceptgate._util import runids
 from acceptgate.suites import suitespec
 from acceptgate.store import warehouse
@@ -65,7 +66,7 @@ def audited(tmp_path_factory, local_backend):
     """Every stage of one run on the stand-in tasks, into a fresh warehouse."""
     path = audit.prepare_warehouse(tmp_path_factory.mktemp("wh") / "w.duckdb")
     imported = standin_import()
-    run = audit.make_run(imported, "local", None)
+    run = audit.make_run(imported, AuditRequest())
     imp = audit.ImportStage(run, imported, audit.import_frames(run, imported), None)
     imp.write = AUDIT.attach(path, run.run_id).write_stage("import", imp.frames)
     suites = audit.stage_suites(path, imp)
@@ -81,13 +82,14 @@ def _query(path, sql: str, *params):
 
 def test_run_ids_are_derived_from_the_inputs_unless_given():
     imported = standin_import()
-    a = audit.make_run(imported, "local", 3)
-    assert a.run_id == audit.make_run(imported, "local", 3).run_id and a.origin == "derived"
+    a = audit.make_run(imported, AuditRequest(limit=3))
+    assert a.run_id == audit.make_run(imported, AuditRequest(limit=3)).run_id and a.origin == "derived"
     assert a.run_id.startswith("audit-") and len(a.run_id) == len("audit-") + 16
-    others = {audit.make_run(imported, "local", None).run_id, audit.make_run(imported, "docker", 3).run_id,
-              audit.derive_run_id("standin", "e" * 64, 3, "local")}
+    others = {audit.make_run(imported, AuditRequest()).run_id,
+              audit.make_run(imported, AuditRequest(limit=3, backend="docker")).run_id,
+              AuditRequest(limit=3).derive_run_id("e" * 64)}
     assert a.run_id not in others and len(others) == 3
-    assert audit.make_run(imported, "local", 3, "nightly-2024.06_01").origin == "user"
+    assert audit.make_run(imported, AuditRequest(limit=3, run_id="nightly-2024.06_01")).origin == "user"
     for bad in ("", "-x", "has space", "a/b", "x" * 65):
         with pytest.raises(InvalidInput, match="run id"):
             runids.check_run_id(bad)
@@ -177,7 +179,7 @@ def test_a_failing_expectation_stops_the_stage_and_writes_none_of_it(tmp_path, l
     imported = standin_import()
     imported.tasks = imported.tasks[:1]
     imported.issues = []
-    run = audit.make_run(imported, "local", None, "strict-run")
+    run = audit.make_run(imported, AuditRequest(run_id="strict-run"))
     imp = audit.ImportStage(run, imported, audit.import_frames(run, imported), None)
     AUDIT.start(path, run.run_id)
     AUDIT.attach(path, run.run_id).write_stage("import", imp.frames)

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from acceptgate.pipelines import audit
+from acceptgate.pipelines.requests import AuditRequest
 from acceptgate.store import expectations, warehouse
 from acceptgate._util.errors import InvalidInput
 from acceptgate.store.expectations import ExpectationFailed
@@ -29,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 def frames(local_backend) -> dict[str, dict[str, pd.DataFrame]]:
     """Per stage, the frames the audit would write for the first two HumanEval tasks."""
     imported = audit.load_tasks(local_backend, limit=2)
-    run = audit.make_run(imported, "local", 2)
+    run = audit.make_run(imported, AuditRequest(limit=2))
     gauges = audit.check_gauges(imported.tasks, local_backend)
     records, _ = audit.run_executions(imported.tasks, gauges, local_backend)
     return {"import": audit.import_frames(run, imported),

@@ -24,6 +24,7 @@ from acceptgate.pipelines.families import AUDIT, GATE, STATS
 from acceptgate.pipelines import stats as stats_io
 from acceptgate.stats import pipeline
 from acceptgate.stats.paired import PairedData
+from acceptgate.pipelines.requests import StatsRequest
 
 
 
@@ -34,7 +35,8 @@ def _stats_result(seed: int = 0) -> pipeline.StatsResult:
     units = tuple(f"T/{i}" for i in range(12))
     data = PairedData("conform", units, rng.integers(0, 2, 12), rng.integers(0, 2, 12), "conform", "off", "tasks")
     return pipeline.compute("gate", "gate-demo", [pipeline.Measured("false_delivery", [data], "task")],
-                            pipeline.Settings(seed=seed, resamples=200))
+                            pipeline.Settings(seed=seed, resamples=200),
+                            name_run=StatsRequest(seed=seed, resamples=200).derive_run_id)
 
 
 def _snapshot_rows(path: Path, table: str, run_id: str) -> list[tuple]:

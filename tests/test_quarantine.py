@@ -13,6 +13,7 @@ import pytest
 
 from acceptgate._util import settings
 from acceptgate.pipelines import audit
+from acceptgate.pipelines.requests import AuditRequest
 from acceptgate.pipelines.families import AUDIT
 from acceptgate.store import expectations, warehouse
 from acceptgate.cli import main
@@ -28,7 +29,7 @@ def _quarantine(path) -> list[tuple]:
 def test_a_corrupted_batch_is_quarantined_and_never_published(tmp_path, local_backend):
     path = audit.prepare_warehouse(tmp_path / "w.duckdb")
     imported = audit.load_tasks(local_backend, limit=2)
-    run = audit.make_run(imported, "local", 2, "corrupt-run")
+    run = audit.make_run(imported, AuditRequest(limit=2, run_id="corrupt-run"))
     assert warehouse.begin_attempt(path, run.run_id, flow="audit") == 1
     imp_frames = audit.import_frames(run, imported)
     recorded = AUDIT.attach(path, run.run_id)

@@ -60,7 +60,8 @@ def test_gate_shards_give_the_single_process_rows(suites_dir, codet_samples_path
     results = [_travel(shards.gate_shard(_travel(b), arms, "local", source_spec="unused", per_task=per_task))
                for b in reversed(batches)]
     outcomes, rows, seconds, by_worker = shards.merge_gate(arms, results)
-    run = core.make_run(source="openai", tasks=tasks, tasks_from="t", arms=arms, per_task=per_task, backend="local")
+    run = core.make_run(source="openai", tasks=tasks, tasks_from="t", arms=arms, per_task=per_task, backend="local",
+                        run_id="gate-shards")
     want = _rows({**core.gate_frames(run, single), **core.delivery_frames(run, single_rows)})
     got = _rows({**core.gate_frames(run, outcomes), **core.delivery_frames(run, rows)})
     assert_same_rows(got, want)
@@ -82,7 +83,7 @@ def test_certify_shards_give_the_single_process_rows(suites_dir, humanevalplus_p
                for b in reversed(shards.certify_shards(materials, shard_size=2))]
     merged = shards.merge_certify(materials, results, settings)
     run = store.make_run(materials, settings, suites_from=suites_dir, dataset_from="d", samples_from="s",
-                         backend="local")
+                         backend="local", run_id="certify-shards")
     want = _rows({**store.pool_frames(run, single), **store.certification_frames(run, single)})
     got = _rows({**store.pool_frames(run, merged), **store.certification_frames(run, merged)})
     assert_same_rows(got, want)

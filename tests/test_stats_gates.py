@@ -17,6 +17,7 @@ from acceptgate.gates import run as gates
 from acceptgate.pipelines.families import GATE
 from acceptgate.sources.codet import CodetSource
 from acceptgate.pipelines import stats as stats_io
+from acceptgate.pipelines.requests import StatsRequest
 from acceptgate.stats import pipeline
 
 
@@ -28,7 +29,7 @@ def gate_warehouse(tmp_path_factory, humanevalplus_path, codet_samples_path, loc
     tasks = gates.gradeable(humanevalplus.load(humanevalplus_path, local_backend, limit=10).tasks)
     source = f"codet:{codet_samples_path}"
     run = gates.make_run(source=source, tasks=tasks, tasks_from="test", arms=["conform", "off"], per_task=5,
-                         backend="local")
+                         backend="local", run_id="gate-stats-test")
     warehouse.migrate(path)
     recorded = GATE.start(path, run.run_id, row=run.frame())
     outcomes = []
@@ -47,6 +48,11 @@ def _counts(path, run_id):
                            "order by task_id, arm", [run_id]).fetchall()
 
 
+def _named(settings: pipeline.Settings):
+    """The stats command's derivation of the run id under these settings."""
+    return StatsRequest(seed=settings.seed, resamples=settings.resamples, confidence=settings.confidence).derive_run_id
+
+
 def test_gate_stats_pair_by_task_and_write_reproducible_rows(gate_warehouse):
     path, gate_run = gate_warehouse
     source_run, measured = stats_io.gate_inputs(path)  # the latest finished gate run
@@ -58,7 +64,7 @@ def test_gate_stats_pair_by_task_and_write_reproducible_rows(gate_warehouse):
     conform_false = np.array([by[(t, "conform")][0] for t in tasks], float)
 
     settings = pipeline.Settings(seed=5, resamples=2_000)
-    result = pipeline.compute("gate", source_run, measured, settings)
+    result = pipeline.compute("gate", source_run, measured, settings, name_run=_named(settings))
     (fd,) = result.effects["false_delivery"]
     assert (fd.config, fd.a_name, fd.b_name, fd.n_units) == ("conform", "conform", "off", len(tasks))
     assert fd.rate_a == pytest.approx(conform_false.mean()) and fd.rate_b == pytest.approx(off_false.mean())
@@ -81,11 +87,13 @@ def test_gate_stats_pair_by_task_and_write_reproducible_rows(gate_warehouse):
     assert run_row == ("gate", gate_run, 5, 2_000)
     assert view[0] == pytest.approx(round(100 * fd.delta, 2))
 
-    again = pipeline.compute("gate", source_run, stats_io.gate_inputs(path, gate_run)[1], settings)
+    again = pipeline.compute("gate", source_run, stats_io.gate_inputs(path, gate_run)[1], settings,
+                             name_run=_named(settings))
     assert again.run_id == result.run_id and again.effects == result.effects  # the seed reproduces the table
     stats_io.write(path, again, conditions="arm,off")
     assert warehouse.duplicate_keys(path, "stats_effects") == 0
-    other = pipeline.compute("gate", source_run, measured, pipeline.Settings(seed=6, resamples=2_000))
+    other = pipeline.compute("gate", source_run, measured, pipeline.Settings(seed=6, resamples=2_000),
+                             name_run=_named(pipeline.Settings(seed=6, resamples=2_000)))
     assert other.run_id != result.run_id
 
 
@@ -118,7 +126,8 @@ def test_the_demonstration_arm_carries_its_caveat():
     leaky, off = np.zeros(8), np.array([1, 1, 1, 0, 1, 1, 0, 1], float)
     measured = [pipeline.Measured("false_delivery", [PairedData("hmix-leaky-gt", units, leaky, off, "hmix-leaky-gt",
                                                                 "off", "tasks")], "task")]
-    result = pipeline.compute("gate", "gate-x", measured, pipeline.Settings(seed=1, resamples=2_000))
+    result = pipeline.compute("gate", "gate-x", measured, pipeline.Settings(seed=1, resamples=2_000),
+                              name_run=_named(pipeline.Settings(seed=1, resamples=2_000)))
     text = "\n".join(pipeline.format_effects(result))
     assert "HMIX-LEAKY-GT (DEMONSTRATION arm, deliberately broken) 0.0% vs OFF 75.0%" in text
     assert "caveat: hmix-leaky-gt is a DEMONSTRATION arm" in text

@@ -234,23 +234,14 @@ class GateRun:
 
 
 def make_run(*, source: str, tasks: list[Task], tasks_from: str, arms: list[str], per_task: int,
-             backend: str, run_id: str | None = None, gauge: str = GAUGE_CHECKED, certify: str = CERTIFY_CHECKED,
-             max_fpr_attack: float | None = None,
-             exclusions: tuple[tuple[str, str, str], ...] = ()) -> GateRun:
-    digest = tasks_sha256(tasks)
+             backend: str, run_id: str, run_id_origin: str = "user", gauge: str = GAUGE_CHECKED,
+             certify: str = CERTIFY_CHECKED, max_fpr_attack: float | None = None,
+             exclusions: tuple[tuple[str, str, str], ...] = (), digest: str | None = None) -> GateRun:
+    """The run's row: ``run_id`` is the user's (checked) or one derived from these inputs
+    (``GateRequest.derive_run_id``, origin 'derived'); ``digest``: ``tasks_sha256(tasks)`` if known."""
+    digest = digest or tasks_sha256(tasks)
     src_hash = source_sha256(source)
-    if run_id is None:
-        inputs = {"source": src_hash or source, "tasks": digest, "arms": arms, "per_task": per_task,
-                  "backend": backend, "pipeline": PIPELINE}
-        if gauge != GAUGE_CHECKED:  # a run without the gauge check is another run (gauged ids unchanged)
-            inputs["gauge"] = gauge
-        if certify != CERTIFY_CHECKED:  # likewise without the certification precondition
-            inputs["certify"] = certify
-        if max_fpr_attack != DEFAULT_MAX_FPR_ATTACK:
-            inputs["max_fpr_attack"] = max_fpr_attack
-        run_id, origin = runids.derive_run_id("gate", inputs), "derived"
-    else:
-        run_id, origin = runids.check_run_id(run_id), "user"
+    run_id, origin = runids.check_run_id(run_id) if run_id_origin == "user" else run_id, run_id_origin
     return GateRun(run_id, origin, source, src_hash, tasks_from, digest, len(tasks), tuple(arms), per_task,
                    backend, gauge, certify, max_fpr_attack, tuple(exclusions))
 

@@ -23,7 +23,6 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from acceptgate._util.hashing import sha256_text
-from acceptgate._util import runids
 from acceptgate._util.errors import InvalidInput
 from acceptgate.leak import records as records_mod
 from acceptgate.leak.controls import run_controls
@@ -188,20 +187,17 @@ def _table(title: str, key: str, rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def leak_run_id(kind: str, matcher: str, selection: Selection, materials: dict[str, TaskMaterial],
-                gate: list[LeakRecord], history: records_mod.History | None) -> str:
-    """From the inputs' hashes, known before the first batch is scanned: the selection, the hidden
-    material, the warehouse records' content, the history files' records (hashed as they were spooled),
-    the matcher and the scanner."""
+def material_sha256(materials: dict[str, TaskMaterial]) -> str:
+    """One hash over the hidden material scanned for (each task's material hash)."""
+    return sha256_text("\n".join(sorted(m.sha256 for m in materials.values())))
+
+
+def records_sha256(gate: list[LeakRecord]) -> str:
+    """One hash over the warehouse records scanned (each record's key and content hash)."""
     h = hashlib.sha256()
     for r in sorted(gate, key=lambda r: r.key):
         h.update(f"{r.key}\t{r.content_sha256}\n".encode())
-    return runids.derive_run_id("leak", {
-        "kind": kind, "matcher": matcher, "scanner": SCANNER_VERSION,
-        "selection": [sorted(selection.run_ids or ()), str(selection.since), str(selection.until),
-                      sorted(selection.arms or ()), selection.warehouse_runs],
-        "material": sha256_text("\n".join(sorted(m.sha256 for m in materials.values()))),
-        "warehouse_records": h.hexdigest(), "history": history.sha256 if history is not None else None})
+    return h.hexdigest()
 
 
 def load_tasks(*, suites_dir: str | None = None, humanevalplus: str | None = None, backend: str = "local",

@@ -33,11 +33,11 @@ from acceptgate import __version__
 
 from acceptgate.suites import render, suitespec
 
-from acceptgate._util import runids
 from acceptgate.store import warehouse
 from acceptgate._util.errors import InvalidInput
 from acceptgate.pipelines import ledger
 from acceptgate.pipelines.families import AUDIT
+from acceptgate.pipelines.requests import AuditRequest
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Backend
 from acceptgate._util.hashing import sha256_text
@@ -107,19 +107,11 @@ class Run:
 
 
 
-def derive_run_id(dataset: str, source_sha256: str, limit: int | None, backend: str) -> str:
-    return runids.derive_run_id("audit", {"dataset": dataset, "source_sha256": source_sha256, "limit": limit,
-                                          "backend": backend, "pipeline": PIPELINE})
-
-
-def make_run(imported: ImportResult, backend: str, limit: int | None, run_id: str | None = None) -> Run:
-    if run_id is not None:
-        origin = "user"
-        runids.check_run_id(run_id)
-    else:
-        origin = "derived"
-        run_id = derive_run_id(imported.dataset, imported.source_sha256, limit, backend)
-    return Run(run_id, origin, imported.dataset, imported.source, imported.source_sha256, backend, limit)
+def make_run(imported: ImportResult, request: AuditRequest) -> Run:
+    """The run's row; its id the request's (``AuditRequest.name_run``: the user's, or derived)."""
+    run_id, origin = request.name_run(imported.source_sha256)
+    return Run(run_id, origin, imported.dataset, imported.source, imported.source_sha256, request.backend,
+               request.limit)
 
 
 def check_limit(limit: int | None) -> int | None:
@@ -217,12 +209,12 @@ class ImportStage:
     write: StageWrite
 
 
-def stage_import(path: str | Path, backend: Backend, *, backend_name: str, limit: int | None = None,
-                 run_id: str | None = None, data_path: str | None = None,
-                 dataset: str = "humaneval") -> ImportStage:
+def stage_import(path: str | Path, backend: Backend, request: AuditRequest) -> ImportStage:
+    """The data set imported on ``backend`` (the request's, open) and written as the run's first stage."""
     _reporter.stage("import")
-    imported = load_tasks(backend, limit=limit, path=data_path, progress=_progress("import"), dataset=dataset)
-    run = make_run(imported, backend_name, limit, run_id)
+    imported = load_tasks(backend, limit=request.limit, path=request.data_path, progress=_progress("import"),
+                          dataset=request.dataset)
+    run = make_run(imported, request)
     AUDIT.start(path, run.run_id)  # the attempt, before any write (its earlier rows go)
     with _stage(path, run, "import", report=False) as recorded:
         frames = import_frames(run, imported)

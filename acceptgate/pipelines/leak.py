@@ -21,12 +21,12 @@ from acceptgate.store import warehouse
 from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records as records_mod
 from acceptgate.leak.audit import (AuditResult, Progress, ScannerCache, Selection, BATCH_RECORDS, _check_distinct,
-                                   _gate_batches, leak_run_id, read_history, scan_run)
+                                   _gate_batches, material_sha256, read_history, records_sha256, scan_run)
 from acceptgate.leak.material import TaskMaterial
 from acceptgate.leak.records import LeakRecord, RecordMessage
 from acceptgate.leak.store import _KEYS_SCHEMA, STAGE, Scan, frames, typed
 from acceptgate.leak.verdicts import VERDICTS, inputs_sha256
-from acceptgate.pipelines import families, ledger
+from acceptgate.pipelines import families, ledger, requests
 
 
 # -- the gate runs' records ------------------------------------------------------------------------------
@@ -214,7 +214,9 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
         _check_distinct(gate, history)
         seconds["load"] = time.monotonic() - t0
         result = AuditResult(matcher, 0, 0, 0, warehouse=str(path), kind=kind,
-                             run_id=leak_run_id(kind, matcher, selection, materials, gate, history))
+                             run_id=requests.leak_run_id(kind, matcher, selection, material_sha256(materials),
+                                                         records_sha256(gate),
+                                                         history.sha256 if history is not None else None))
         recorded = families.of_kind(kind).start(path, result.run_id)
         with recorded.guard(STAGE):
             _scan_all(recorded, materials, selection, gate, history, result, matcher=matcher, rescan=rescan,

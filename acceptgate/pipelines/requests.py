@@ -11,6 +11,7 @@ error into InvalidInput naming the field (or the command-line option the field c
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Annotated, Any, Mapping, TypeVar
 
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator,
@@ -18,6 +19,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PositiveInt,
 
 from acceptgate._util import runids
 from acceptgate._util.errors import InvalidInput
+from acceptgate._util.hashing import sha256_text
 from acceptgate.datasets import registry as datasets
 from acceptgate.gates import ARMS, DEFAULT_MAX_FPR_ATTACK
 from acceptgate.judge.embed import EMBEDDERS
@@ -128,7 +130,9 @@ class ShardedRequest(Sharded, SandboxRequest):
 
 
 class NamedRun(BaseModel):
-    """The user's run id (``--run-id``), checked; None: derived from the inputs' hashes."""
+    """The user's run id (``--run-id``), checked; None: derived from the inputs' hashes and the request's
+    settings by the request's ``derive_run_id`` (the same inputs give the same id, so a re-run replaces
+    its rows)."""
 
     run_id: str | None = None
 
@@ -139,6 +143,15 @@ class NamedRun(BaseModel):
             raise ValueError("a run id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
         return run_id
 
+    def name_run(self, *digests: Any) -> tuple[str, str]:
+        """(run id, origin): the user's ('user'), else ``derive_run_id(*digests)`` ('derived')."""
+        if self.run_id is not None:
+            return self.run_id, "user"
+        return self.derive_run_id(*digests), "derived"
+
+    def derive_run_id(self, *digests: Any) -> str:
+        raise NotImplementedError(f"{type(self).__name__} names no derived run")
+
 
 class AuditRequest(ShardedRequest, NamedRun):
     """``acceptgate audit``: import a data set, gauge its suites, execute references and wrong samples."""
@@ -147,6 +160,12 @@ class AuditRequest(ShardedRequest, NamedRun):
     dataset: DataSet = "humaneval"
     data_path: str | None = None
 
+    def derive_run_id(self, source_sha256: str) -> str:
+        """From the data file's content (not its path), the task limit, the backend and the pipeline."""
+        from acceptgate.pipelines.audit import PIPELINE  # pandas: only when an audit runs
+
+        return runids.derive_run_id("audit", {"dataset": self.dataset, "source_sha256": source_sha256,
+                                              "limit": self.limit, "backend": self.backend, "pipeline": PIPELINE})
 
 
 class GateRequest(ShardedRequest, NamedRun):
@@ -179,6 +198,24 @@ class GateRequest(ShardedRequest, NamedRun):
         return _chat(value)
 
 
+    def derive_run_id(self, tasks_sha256: str) -> str:
+        """From the source (a samples file's content, else its name), the tasks' suites, the arms, draws
+        per task, backend and pipeline; a run without the gauge check or the certification precondition,
+        or with another FPR_h limit, is another run (the ids of runs with the defaults stay as they were)."""
+        from acceptgate.gates import run as gate_run  # pandas: only when a gate runs
+
+        inputs = {"source": gate_run.source_sha256(self.source) or self.source, "tasks": tasks_sha256,
+                  "arms": list(self.arms), "per_task": self.per_task, "backend": self.backend,
+                  "pipeline": gate_run.PIPELINE}
+        if not self.gauge:
+            inputs["gauge"] = gate_run.GAUGE_SKIPPED
+        if not self.certify:
+            inputs["certify"] = gate_run.CERTIFY_SKIPPED
+        max_fpr_attack = self.max_fpr_attack if self.certify else None
+        if max_fpr_attack != DEFAULT_MAX_FPR_ATTACK:
+            inputs["max_fpr_attack"] = max_fpr_attack
+        return runids.derive_run_id("gate", inputs)
+
     @model_validator(mode="after")
     def _one_task_source(self) -> "GateRequest":
         given = [n for n in ("humanevalplus", "suites_dir", "dataset") if getattr(self, n) is not None]
@@ -206,6 +243,14 @@ class CertifyRequest(ShardedRequest, NamedRun):
     evalplus_venv: str | None = None
     gauge: bool = True
 
+    def derive_run_id(self, inputs_sha256: str, settings: CertifySettings) -> str:
+        """From the materials' hash (gold, suites, samples), the run's settings as certified (external
+        verifiers added, held-out part on; ``settings.key()``), the backend and the pipeline."""
+        from acceptgate.v4v.store import PIPELINE  # pandas: only when a certification runs
+
+        key = json.dumps(settings.key(), sort_keys=True)
+        return "certify-" + sha256_text(f"{PIPELINE} {inputs_sha256} {key} {self.backend}")[:16]
+
 
 class LeakAuditRequest(SandboxRequest):
     """``acceptgate leak-audit``: scan gate runs (and history files) for the hidden suites' material."""
@@ -223,6 +268,21 @@ class LeakAuditRequest(SandboxRequest):
     @classmethod
     def _known_matcher(cls, name: str) -> str:
         return check_matcher(name)
+
+
+def leak_run_id(kind: str, matcher: str, selection, material_sha256: str, records_sha256: str,
+                history_sha256: str | None) -> str:
+    """A leak audit's or backfill's run id (``kind``), from what is known before its first batch is
+    scanned: the selection (``acceptgate.leak.audit.Selection``), the hidden material's hash, the
+    warehouse records' hash, the history files' records (hashed as they were spooled), the matcher and
+    the scanner."""
+    from acceptgate.leak.audit import SCANNER_VERSION
+
+    return runids.derive_run_id("leak", {
+        "kind": kind, "matcher": matcher, "scanner": SCANNER_VERSION,
+        "selection": [sorted(selection.run_ids or ()), str(selection.since), str(selection.until),
+                      sorted(selection.arms or ()), selection.warehouse_runs],
+        "material": material_sha256, "warehouse_records": records_sha256, "history": history_sha256})
 
 
 class LeakBackfillRequest(Sharded, LeakAuditRequest):
@@ -263,6 +323,14 @@ class StatsRequest(Request):
         from acceptgate.stats.pipeline import Settings  # numpy and pandas: only when statistics run
 
         return Settings(seed=self.seed, resamples=self.resamples, confidence=self.confidence)
+
+    def derive_run_id(self, source_run_id: str, input_sha256: str) -> str:
+        """From the source run (the gate or main judge run the statistics are over, as resolved), the
+        hash of every input value, the audit judge run and the resampling settings."""
+        return runids.derive_run_id("stats", {
+            "kind": "judge" if self.judge_run is not None else "gate", "source": source_run_id,
+            "inputs": input_sha256, "seed": self.seed, "resamples": self.resamples,
+            "confidence": self.confidence, "also": self.audit_judge_run or ""})
 
 
 class JudgeRequest(Request):

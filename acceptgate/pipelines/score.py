@@ -61,6 +61,19 @@ class ScoreRequest:
     run_id: str | None = None  # None: derived from the inputs' hashes and the settings
     quiet: bool = False  # no progress lines
 
+    def name_run(self, key: dict) -> tuple[str, str]:
+        """(run id, origin): the user's ('user'), else derived from ``key`` ('derived')."""
+        if self.run_id is not None:
+            return runids.check_run_id(self.run_id), "user"
+        return self.derive_run_id(key), "derived"
+
+    @staticmethod
+    def derive_run_id(key: dict) -> str:
+        """From what the results depend on: the run row's inputs' contents and scoring settings, not its
+        paths (``suites_from``, ``samples_from``) nor the version that scored."""
+        return runids.derive_run_id("score", {k: v for k, v in key.items()
+                                              if k not in ("suites_from", "samples_from", "acceptgate_version")})
+
 
 @dataclass
 class Scored:
@@ -143,11 +156,7 @@ def run_row(request: ScoreRequest, inputs: scoring.SuiteInputs, suites_source_sh
            "samples_from": str(request.samples), "samples_sha256": sha256_file(request.samples),
            "suite": request.suite, "profile": request.profile, "backend": request.backend,
            "fail_fast": request.fail_fast, "limits": limits, "gauge": "checked" if request.gauge else "skipped"}
-    if request.run_id is not None:
-        run_id, origin = runids.check_run_id(request.run_id), "user"
-    else:  # what the results depend on: the inputs' contents and the scoring settings, not their paths
-        key = {k: v for k, v in row.items() if k not in ("suites_from", "samples_from", "acceptgate_version")}
-        run_id, origin = runids.derive_run_id("score", key), "derived"
+    run_id, origin = request.name_run(row)
     frame = pd.DataFrame([{"run_id": run_id, "run_id_origin": origin, **row,
                            **{c: None for c in COUNT_COLUMNS}, "verdict_counts": None}])
     return frame.astype({c: "Int64" for c in COUNT_COLUMNS})

@@ -147,7 +147,7 @@ def decide(st: ServiceTask, kind: str, arm: str, source: CandidateSource, backen
     outcome.certification, outcome.v_fpr_h = st.certification, st.v_fpr_h
     run = gate_run.make_run(source=source.name, tasks=[st.task], tasks_from=f"api:{st.client}", arms=[arm],
                             per_task=max(1, outcome.attempts_used), backend=backend_name,
-                            run_id=f"api-{st.client}-{decision_id}", gauge=st.gauge,
+                            run_id=f"api-{st.client}-{decision_id}", run_id_origin="user", gauge=st.gauge,
                             certify=gate_run.CERTIFY_SKIPPED if st.certification == gate_run.CERTIFY_SKIPPED
                             else gate_run.CERTIFY_CHECKED)
     frames = gate_run.gate_frames(run, [outcome])

@@ -12,14 +12,13 @@ inputs and seed replaces its rows with identical ones.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from acceptgate._util.hashing import sha256_text
 from acceptgate import __version__
-from acceptgate._util import runids
 from acceptgate._util.errors import InvalidInput
 from acceptgate.gates.leaky import ARM as DEMO_ARM, DEMO_NOTE
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, PairedData, PairedEffect, paired_effects
@@ -133,19 +132,13 @@ def canonical_sha256(measured: Sequence[Measured]) -> str:
 
 # -- computation ------------------------------------------------------------------------------------
 
-def stats_run_id(kind: str, source_run_id: str, input_sha256: str, settings: Settings, also: str = "") -> str:
-    return runids.derive_run_id("stats", {"kind": kind, "source": source_run_id, "inputs": input_sha256,
-                                          "seed": settings.seed, "resamples": settings.resamples,
-                                          "confidence": settings.confidence, "also": also})
-
-
 def compute(kind: str, source_run_id: str, measured: Sequence[Measured], settings: Settings, *,
-            also: str = "") -> StatsResult:
-    """``also`` names any further input (the audit judge run) so that it changes the stats run id."""
+            name_run: Callable[[str, str], str]) -> StatsResult:
+    """``name_run(source_run_id, inputs' hash)``: the run id (``StatsRequest.derive_run_id``, which also
+    hashes the settings and any further input, such as the audit judge run)."""
     settings = settings.check()
     digest = canonical_sha256(measured)
-    result = StatsResult(stats_run_id(kind, source_run_id, digest, settings, also), kind, source_run_id, digest,
-                         settings)
+    result = StatsResult(name_run(source_run_id, digest), kind, source_run_id, digest, settings)
     for m in measured:
         kw = dict(resamples=settings.resamples, seed=settings.seed, confidence=settings.confidence)
         result.effects[m.measure] = paired_effects(m.data, **kw)

@@ -51,15 +51,12 @@ class CertifyRun:
 
 
 def make_run(materials, settings, *, suites_from: str, dataset_from: str, samples_from: str | None,
-             backend: str, run_id: str | None = None) -> CertifyRun:
-    digest = inputs_sha256(materials)
-    key = settings.key()
-    text = json.dumps(key, sort_keys=True)
-    if run_id is None:
-        run_id = "certify-" + sha256_text(f"{PIPELINE} {digest} {text} {backend}")[:16]
-        origin = "derived"
-    else:
-        run_id, origin = runids.check_run_id(run_id), "user"
+             backend: str, run_id: str, run_id_origin: str = "user", digest: str | None = None) -> CertifyRun:
+    """The run's row: ``run_id`` is the user's (checked) or one derived from the materials and settings
+    (``CertifyRequest.derive_run_id``, origin 'derived'); ``digest``: ``inputs_sha256(materials)`` if known."""
+    digest = digest or inputs_sha256(materials)
+    text = json.dumps(settings.key(), sort_keys=True)
+    run_id, origin = runids.check_run_id(run_id) if run_id_origin == "user" else run_id, run_id_origin
     from acceptgate.v4v import heldout
 
     seed_hash = heldout.seed_sha256(settings.heldout_seed) if settings.heldout_seed else None

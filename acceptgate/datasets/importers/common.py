@@ -140,6 +140,22 @@ class Draft:
 
 
 @dataclass
+class TaskPlan:
+    """A task read from its row before the reference runs: its drafted cases, the issues met, and the
+    one issue that leaves it out (``fatal``). An importer that reads more adds its own fields."""
+
+    row: dict
+    visible: list[Draft] = field(default_factory=list)
+    hidden: list[Draft] = field(default_factory=list)
+    issues: list[ImportIssue] = field(default_factory=list)
+    fatal: ImportIssue | None = None
+
+    @property
+    def task_id(self) -> str:
+        return self.row["task_id"]
+
+
+@dataclass
 class SuiteBuild:
     """The outcome of turning drafts into a suite: the spec (or None) and what was left out."""
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from acceptgate.suites import dialects, harness_prelude
 from acceptgate._util.errors import InvalidInput
-from acceptgate.datasets.importers import checkcode, docstring, oracles, recorder
+from acceptgate.datasets.importers import checkcode, common, docstring, oracles, recorder
 from acceptgate.datasets.importers.common import (KEPT, Draft, Progress, assemble, check_unique_ids, parallel_map,
                                          read_jsonl, short)
 from acceptgate.sandbox.backend import Backend
@@ -65,22 +65,14 @@ def load(backend: Backend, *, limit: int | None = None, path: str | None = None,
 
 
 @dataclass
-class TaskPlan:
-    row: dict
-    visible: list[Draft] = field(default_factory=list)
-    hidden: list[Draft] = field(default_factory=list)
-    issues: list[ImportIssue] = field(default_factory=list)
+class TaskPlan(common.TaskPlan):
+    """HumanEval's plan also reads check(): its tolerance, what no static reading covers, its calls."""
+
     tolerance: float | None = None
     hidden_skip_reason: str | None = None  # why check() gave no case, when it gave none
-    fatal: ImportIssue | None = None
     skipped: list[checkcode.Skipped] = field(default_factory=list)  # statements no static reading covers
     source_cases: int = 0  # the calls check() makes (the coverage denominator)
     recorded: bool = False  # the hidden inputs are check()'s recorded calls
-
-    @property
-    def task_id(self) -> str:
-        return self.row["task_id"]
-
     @property
     def dialect(self) -> str:
         return dialects.atol_name(self.tolerance) if self.tolerance else "python-call/1"

