@@ -74,12 +74,13 @@ def test_no_call_sees_a_later_blocks_input(backend, monkeypatch):
 
     assert FIRST_BLOCK == 64  # as peek_block.py has it
     harness, tokens = _call_suite([[]] * (FIRST_BLOCK + 6))
-    result = execute(harness, program("peek_block"), backend)
+    peek = program("peek_input") + "\n\n" + program("peek_block")  # its f replaces peek_input's
+    result = execute(harness, peek, backend)
     assert result.verdict == "pass", [c.as_dict() for c in result.cases if c.status != "pass"]
     if backend.name != "local":
         return
     monkeypatch.setattr(executor, "_written_ahead", lambda blocks: (sum(blocks),))
-    sabotaged = execute(harness, program("peek_block"), backend)
+    sabotaged = execute(harness, peek, backend)
     assert sabotaged.verdict == "fail" and any(t in sabotaged.to_json() for t in tokens[FIRST_BLOCK:])
 
 
