@@ -39,7 +39,7 @@ def hidden_material(suites_dir: str | None, humanevalplus: str | None, backend: 
                     task_ids: frozenset[str] | None = None) -> dict[str, TaskMaterial]:
     """Of the tasks ``task_ids`` names (the selected records'), or of every task."""
     return audit.load_materials(audit.load_tasks(suites_dir=suites_dir, humanevalplus=humanevalplus,
-                                                 backend=backend), task_ids)
+                                                 backend=backend, task_ids=task_ids), task_ids)
 
 
 @task(name="scan", **_STAGE)

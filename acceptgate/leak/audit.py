@@ -227,12 +227,14 @@ def leak_run_id(kind: str, matcher: str, selection: Selection, materials: dict[s
 
 
 def load_tasks(*, suites_dir: str | None = None, humanevalplus: str | None = None, backend: str = "local",
-               limit: int | None = None) -> list:
-    """The tasks whose hidden suites are the material: a suites directory, or HumanEval+ imported now."""
+               limit: int | None = None, task_ids: Iterable[str] | None = None) -> list:
+    """The tasks whose hidden suites are the material: a suites directory (only ``task_ids`` read, when
+    given), or HumanEval+ imported now."""
     from acceptgate.gates import run as gate_run
 
     if humanevalplus is None:
-        tasks, _ = gate_run.load_tasks(backend=None, suites_dir=suites_dir, limit=limit)
+        tasks, _ = gate_run.load_tasks(backend=None, suites_dir=suites_dir, limit=limit,
+                                       task_ids=None if task_ids is None else set(task_ids))
         return tasks
     from acceptgate.sandbox import backend as backends
 
