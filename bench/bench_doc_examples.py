@@ -3,9 +3,10 @@
     python3 bench/bench_doc_examples.py [PART ...]    (the parts of tests/test_doc_examples.py; default all)
 
 Each part runs as its test runs it (tests/test_doc_examples.py: a working copy of its own, navigation
-order, a command that already ran skipped), one part after the other, with a fresh import cache per part
-(each pytest-xdist worker has its own) and every command talking to one Prefect server started here, as
-the suite's commands talk to the session's shared server. Per command: wall seconds and CPU seconds
+order, a command that already ran skipped), one part after the other, with one import cache for all
+parts, fresh at the start (the suite's pytest-xdist workers share one: the first part to import
+HumanEval+ fills it, the others copy it) and every command talking to one Prefect server started here,
+as the suite's commands talk to the session's shared server. Per command: wall seconds and CPU seconds
 (``resource.getrusage(RUSAGE_CHILDREN)`` around it: the command and every process it waited for, not
 the Prefect server nor Docker's containers); ``--keep DIR`` keeps each command's output. At the end:
 the commands by CPU, the totals per part and the Prefect server's own CPU.
@@ -107,7 +108,7 @@ def main() -> int:
             for name in args.parts:
                 (tmp / name).mkdir()
                 env = environment()
-                env.update(PREFECT_API_URL=url, ACCEPTGATE_CACHE_DIR=str(tmp / name / "import-cache"))
+                env.update(PREFECT_API_URL=url, ACCEPTGATE_CACHE_DIR=str(tmp / "import-cache"))
                 print(f"== {name}", flush=True)
                 rows += time_part(name, tmp / name, env)
             server_cpu = tree_cpu(server.pid)

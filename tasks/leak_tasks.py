@@ -1,7 +1,8 @@
 """Prefect tasks of the leak_audit and backfill flows: thin calls into ``acceptgate.leak.audit``.
 
 Four coarse stages: read the history files (validated whole, spooled; before anything else, so a bad
-record writes nothing), prepare the warehouse and the tasks' hidden material, scan (in batches,
+record writes nothing), prepare the warehouse, the gate runs' records and the hidden material of the
+tasks the selected records name, scan (in batches,
 unchanged records skipped), publish the analysts' snapshot. No caching and no persisted results: the
 warehouse is the record.
 """
@@ -27,17 +28,24 @@ def read_history(selection: audit.Selection):
     return audit.read_history(selection)
 
 
+@task(name="gate-records", **_STAGE)
+def gate_records(path: Path, selection: audit.Selection, history=None) -> list:
+    return leak_io.load_records(path, selection, history)
+
+
 @task(name="hidden-material", **_STAGE)
-def hidden_material(suites_dir: str | None, humanevalplus: str | None, backend: str) -> dict[str, TaskMaterial]:
+def hidden_material(suites_dir: str | None, humanevalplus: str | None, backend: str,
+                    task_ids: frozenset[str] | None = None) -> dict[str, TaskMaterial]:
+    """Of the tasks ``task_ids`` names (the selected records'), or of every task."""
     return audit.load_materials(audit.load_tasks(suites_dir=suites_dir, humanevalplus=humanevalplus,
-                                                 backend=backend))
+                                                 backend=backend, task_ids=task_ids), task_ids)
 
 
 @task(name="scan", **_STAGE)
 def scan(path: Path, materials: dict[str, TaskMaterial], selection: audit.Selection, matcher: str, rescan: bool,
-         batch_records: int, progress, history=None, kind: str = "leak-audit") -> audit.AuditResult:
+         batch_records: int, progress, history=None, kind: str = "leak-audit", gate=None) -> audit.AuditResult:
     return leak_io.run_audit(path, materials, selection, matcher=matcher, rescan=rescan, progress=progress,
-                           batch_records=batch_records, publish=False, history=history, kind=kind)
+                           batch_records=batch_records, publish=False, history=history, kind=kind, gate=gate)
 
 
 @task(name="leak-shard", **_STAGE)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from prefect_harness import PREFECT_STARTUP_TIMEOUT, controller_configure, controller_unconfigure
+from prefect_harness import PREFECT_STARTUP_TIMEOUT, SHARED_ENV, controller_configure, controller_unconfigure
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -24,9 +24,12 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(PR
 @pytest.fixture(scope="session", autouse=True)
 def import_cache(tmp_path_factory):
     """One import cache for the session (the flows and CLI processes it starts inherit it): the user's
-    own cache is never read or written, and every session starts cold. Each pytest-xdist worker has its
-    own (a writer replaces an entry another worker may be copying)."""
-    path = tmp_path_factory.mktemp("import-cache")
+    own cache is never read or written, and every session starts cold. Under pytest-xdist the workers
+    share it, in the controller's directory (removed at the end): an import that another worker is
+    filling is waited for and copied (acceptgate.datasets.importcache.filling), so the documentation's
+    parts, which each import the whole of HumanEval+, import it once (about 12 s of CPU each)."""
+    shared = os.environ.get(SHARED_ENV) if os.environ.get("PYTEST_XDIST_WORKER") else None
+    path = Path(shared) / "import-cache" if shared else tmp_path_factory.mktemp("import-cache")
     before = os.environ.get("ACCEPTGATE_CACHE_DIR")
     os.environ["ACCEPTGATE_CACHE_DIR"] = str(path)
     yield path
@@ -122,7 +125,7 @@ def sandbox_backend(request, open_backend):
 # The session-scoped Prefect test server for flow tests (prefect is imported only when a test uses it);
 # under pytest-xdist one server for all workers, which the controller stops at the end (prefect_harness.py).
 from prefect_harness import prefect_harness  # noqa: E402,F401
-from prefect_harness import SHARED_ENV, shared_server_url  # noqa: E402
+from prefect_harness import shared_server_url  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)

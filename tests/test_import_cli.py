@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -101,6 +107,45 @@ def test_a_warm_import_is_a_copy_of_the_cached_one(tmp_path, capsys, private_cac
     entries = len(list(private_cache.iterdir()))
     assert main(["import", "humanevalplus", "--path", str(data), "--out", str(warm), "--no-cache"]) == 0
     assert "from the import cache" not in capsys.readouterr().out and len(list(private_cache.iterdir())) == entries
+
+
+def _waits_for(pid: int, lock: Path) -> bool:
+    """Whether process ``pid`` is blocked on the file lock of ``lock`` (a waiter: '->' in /proc/locks)."""
+    inode = str(lock.stat().st_ino)
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if len(fields) > 6 and fields[1] == "->" and fields[5] == str(pid) and fields[6].rsplit(":", 1)[-1] == inode:
+            return True
+    return False
+
+
+def test_an_import_waits_for_the_same_import_in_another_process_then_copies_it(
+        tmp_path, private_cache, humanevalplus_path, local_backend):
+    """Two imports of one key at once (the documentation's examples run side by side): the one that
+    misses while another fills the entry waits for it, then copies it instead of importing again."""
+    from acceptgate.datasets import importcache
+    from acceptgate.scoring import ingest
+
+    data = _two_tasks(tmp_path, humanevalplus_path)
+    warm = tmp_path / "warm-cache"
+    ingest.import_dataset("humanevalplus", data, local_backend, cache_dir=warm)
+    (entry,) = [p for p in warm.iterdir() if p.is_dir()]
+    key = importcache.key("humanevalplus", data, limit=None, gauge=False)
+    command = [str(Path(sys.executable).parent / "acceptgate"), "import", "humanevalplus", "--path", str(data),
+               "--out", str(tmp_path / "out")]
+    with importcache.filling(private_cache, key):  # this process is filling the entry
+        proc = subprocess.Popen(command, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.monotonic() + 600  # a generous backstop: the command's start on a busy machine
+        while not _waits_for(proc.pid, importcache.lock_path(private_cache, key)):
+            assert proc.poll() is None, f"the second import did not wait: {proc.communicate()}"
+            assert time.monotonic() < deadline, "the second import never reached the lock"
+            time.sleep(0.05)
+        shutil.copytree(entry, private_cache / entry.name)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert "from the import cache" in out and "coverage: tasks 2/2" in out
+    assert suitefiles.read_suites(tmp_path / "out").source_sha256 == suitefiles.read_suites(entry / "suites").source_sha256
 
 
 # -- the flows' import (ingest.load_result): audit, gate --dataset/--humanevalplus, the leak audit ---------

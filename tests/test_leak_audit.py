@@ -140,6 +140,55 @@ def test_history_file_text_only_and_a_truncated_record(gate_run, tmp_path):
     assert {k for k, (v, _, _) in found.items() if v == "violation"} == {("hmix-leaky-gt", t) for t in leaky}
 
 
+def test_the_material_of_the_selected_records_tasks_scans_as_every_tasks_material_does(gate_run, tmp_path):
+    """The flows build the hidden material of the tasks the selected records name only: on the same
+    records the verdicts, reasons, hits, per-record inputs hashes and the run id are those of a scan given
+    every task's material. Leaving out a selected record's task changes them (the comparison can fail)."""
+    from acceptgate.pipelines.leak import from_warehouse
+
+    with warehouse.connect(gate_run["path"], read_only=True) as con:
+        recs = from_warehouse(con)
+    picked = {"R531": ("HumanEval/0", "HumanEval/2"), "R532": ("HumanEval/3",)}
+    recs = [dataclasses.replace(r, run_id=run) for run, tasks in picked.items() for r in recs if r.task_id in tasks]
+    history = tmp_path / "history.jsonl"
+    write_jsonl(recs, history)
+    selection = audit.Selection(history=(str(history),), warehouse_runs=False, run_ids=("R531",))
+    spool = audit.read_history(selection)
+    try:
+        needed = audit.task_ids(selection, [], spool)
+        assert audit.task_ids(audit.Selection(history=(str(history),)), [], spool) == {
+            "HumanEval/0", "HumanEval/2", "HumanEval/3"}
+    finally:
+        spool.close()
+    assert needed == {"HumanEval/0", "HumanEval/2"}
+    full = audit.load_materials(gate_run["tasks"])
+    assert set(full) == {f"HumanEval/{i}" for i in range(TASKS)}
+
+    def scan(name, materials):
+        path = tmp_path / f"{name}.duckdb"
+        warehouse.migrate(path)
+        result = leak_io.run_audit(path, materials, selection, publish=False)
+        with warehouse.connect(path, read_only=True) as con:
+            rows = {table: con.execute(f"select * from {table} order by all").fetchall()
+                    for table in ("leak_verdicts", "leak_hit_rules", "leak_hits")}
+            rows["leak_scans"] = con.execute("select * exclude (wall_seconds, scanned_at) from leak_scans").fetchall()
+            rows["controls"] = con.execute("select control_passed, negative_passed from leak_scans").fetchall()
+            rows["verdicts"] = con.execute("select verdict, count(*) from leak_verdicts group by all order by all").fetchall()
+        return result.run_id, rows
+
+    # as the flows build it: only the selected records' tasks read from the suites directory
+    read = audit.load_materials(audit.load_tasks(suites_dir=str(gate_run["suites"]), task_ids=needed), needed)
+    assert {t: m.sha256 for t, m in read.items()} == {t: full[t].sha256 for t in needed}
+    restricted = scan("restricted", read)
+    assert restricted == scan("full", full)
+    run_id, rows = restricted
+    assert len(rows["leak_verdicts"]) == 4 * len(needed) and rows["leak_hit_rules"]
+    assert rows["controls"] == [(True, True)]
+    assert rows["verdicts"] == [("clean", 3 * len(needed)), ("violation", len(needed))]
+    short = scan("short", audit.load_materials(gate_run["tasks"], {"HumanEval/0"}))
+    assert short[0] != run_id and short[1]["leak_verdicts"] != rows["leak_verdicts"]
+
+
 @pytest.mark.prefect
 def test_backfill_command_through_the_flow(prefect_harness, gate_run, tmp_path, capsys):
     path = fresh_copy(gate_run, tmp_path)

@@ -88,6 +88,22 @@ def test_a_changed_suite_file_is_invalid_input_naming_the_file(result, tmp_path)
     assert "does not match the manifest" in str(exc.value)
 
 
+def test_a_read_of_some_tasks_reads_and_checks_theirs_only(result, tmp_path):
+    """``task_ids``: the tasks named are read and checked as in a whole read; another task's files are
+    never opened (a changed one goes unnoticed), and a changed file of a named task is still refused."""
+    out = suitefiles.write_suites(result, tmp_path / "suites")
+    whole = suitefiles.read_suites(out)
+    assert suitefiles.manifest_suites(out) == {"HumanEval/0": [VISIBLE, HIDDEN], "HumanEval/32": [HIDDEN],
+                                               "HumanEval/41": [HIDDEN], "HumanEval/95": [VISIBLE, HIDDEN]}
+    (out / "HumanEval_95" / "hidden.json").write_text("not read")
+    some = suitefiles.read_suites(out, task_ids=["HumanEval/41", "HumanEval/0"])
+    assert list(some.tasks) == ["HumanEval/0", "HumanEval/41"]  # manifest order
+    assert some.tasks == {tid: whole.tasks[tid] for tid in some.tasks} and some.issues == whole.issues
+    with pytest.raises(InvalidInput) as exc:
+        suitefiles.read_suites(out, task_ids=["HumanEval/95"])
+    assert exc.value.source == str(out / "HumanEval_95" / "hidden.json")
+
+
 def test_a_manifest_cannot_point_outside_its_directory(result, tmp_path):
     out = suitefiles.write_suites(result, tmp_path / "suites")
     manifest = json.loads((out / "manifest.json").read_text())

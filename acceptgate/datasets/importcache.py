@@ -6,7 +6,9 @@ format), so a warm import is a copy -- no sandbox run, no parsing. The key cover
 directory depends on: dataset name, the source file's sha256, ``--limit``, ``--gauge``, the sha256 of
 the code that computes suites (importers, dialects, renderer, literal grammar, suite files, gauge,
 sandbox runner) and the versions of the packages an import reads. Any change to one of them is a miss.
-Entries are written to a temporary directory and renamed into place (never half-written).
+Entries are written to a temporary directory and renamed into place (never half-written). One import
+of a key at a time (``filling``): a process that misses while another fills the same entry waits for it
+and copies it, instead of importing the same data again beside it.
 
 ``acceptgate.scoring.ingest`` is the one pipeline that fills and reads it (``import``, and the flows through
 ``load_result``, which read an entry back with the suites directory's one reader). Default location:
@@ -18,6 +20,8 @@ for the flows.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import json
@@ -26,7 +30,7 @@ import shutil
 import tempfile
 from importlib import metadata, resources
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from acceptgate._util import boundedjson
 from acceptgate._util.settings import settings
@@ -94,6 +98,25 @@ def lookup(cache_dir: Path, k: dict) -> Path | None:
     if _stored_key(entry) != k or not (entry / "suites" / "manifest.json").is_file():
         return None
     return entry / "suites"
+
+
+def lock_path(cache_dir: Path, k: dict) -> Path:
+    return cache_dir / f".{_entry_name(k)}.lock"
+
+
+@contextlib.contextmanager
+def filling(cache_dir: Path, k: dict) -> Iterator[None]:
+    """Held while this process fills the entry of ``k``: another process that misses the same key waits
+    here, then finds the entry (``lock_path``; with a cache that cannot be written, no wait)."""
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        lock = open(lock_path(cache_dir, k), "a")
+    except OSError:
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        yield
 
 
 def _publish(cache_dir: Path, k: dict, fill: Callable[[Path], None]) -> Path | None:

@@ -29,7 +29,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Collection, Iterator
 
 from acceptgate._util import boundedjson
 from acceptgate.suites import suitespec
@@ -259,17 +259,21 @@ class SuiteDir:
         return tasks, recorded
 
 
-def read_suites(path: str | Path) -> SuiteDir:
+def read_suites(path: str | Path, task_ids: Collection[str] | None = None) -> SuiteDir:
     """Load and validate a suite directory; any inconsistency is InvalidInput naming the file.
 
     The one reader of a suites directory: every literal goes through the grammar (``suitespec``,
-    ``literals.parse_many``), both hashes are checked against the manifest."""
+    ``literals.parse_many``), both hashes are checked against the manifest. ``task_ids``: only these
+    tasks are read (and checked); the manifest's other entries are skipped, their files not opened."""
     root = Path(path)
     manifest_path = root / MANIFEST
     manifest = _read_manifest(manifest_path)
     tasks: dict[str, SuiteTask] = {}
+    wanted = None if task_ids is None else set(task_ids)
     with _collector_paused():
         for i, entry in enumerate(manifest["tasks"]):
+            if wanted is not None and not (isinstance(entry, dict) and entry.get("task_id") in wanted):
+                continue
             task = _read_task(root, manifest_path, i, entry)
             if task.task_id in tasks:
                 raise InvalidInput(f"duplicate task {task.task_id!r}", source=str(manifest_path),
@@ -472,6 +476,14 @@ def recorded_gauge(suites_dir: str | Path, references: dict[str, str]) -> dict[t
             if isinstance(meta, dict) and isinstance(meta.get("gauge"), dict):
                 out[(tid, kind)] = meta["gauge"]
     return out
+
+
+def manifest_suites(suites_dir: str | Path) -> dict[str, list[str]]:
+    """task id -> its suite kinds, from the validated manifest alone (no spec is read): which tasks to
+    read before reading them (``read_suites(..., task_ids=...)``)."""
+    manifest = _read_manifest(Path(suites_dir) / MANIFEST)
+    return {e["task_id"]: list(e["suites"]) for e in manifest["tasks"]
+            if isinstance(e, dict) and isinstance(e.get("task_id"), str) and isinstance(e.get("suites"), dict)}
 
 
 def manifest_task_ids(suites_dir: str | Path) -> list[str]:

@@ -11,7 +11,7 @@ with the gate's family (``acceptgate.pipelines.families.GATE``); this module com
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 import pandas as pd
 
@@ -82,11 +82,13 @@ def source_sha256(source_spec: str) -> str | None:
 
 def load_tasks(*, backend, humanevalplus: str | None = None, suites_dir: str | None = None,
                limit: int | None = None, progress: Callable[[int, int], None] | None = None,
-               dataset: str | None = None, path: str | None = None) -> tuple[list[Task], str]:
+               dataset: str | None = None, path: str | None = None,
+               task_ids: Collection[str] | None = None) -> tuple[list[Task], str]:
     """The tasks to gate, with where they came from: a data set (imported now, through the import
-    cache) or a suites directory written by ``acceptgate import``. Only tasks with both suites are kept."""
+    cache) or a suites directory written by ``acceptgate import``. Only tasks with both suites are kept.
+    ``task_ids``: of a suites directory, only these tasks are read."""
     loaded = load_task_set(backend=backend, humanevalplus=humanevalplus, suites_dir=suites_dir, limit=limit,
-                           progress=progress, dataset=dataset, path=path)
+                           progress=progress, dataset=dataset, path=path, task_ids=task_ids)
     return loaded.tasks, loaded.tasks_from
 
 
@@ -116,7 +118,8 @@ def tasks_input(*, humanevalplus: str | None = None, suites_dir: str | None = No
 
 def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str | None = None,
                   limit: int | None = None, progress: Callable[[int, int], None] | None = None,
-                  dataset: str | None = None, path: str | None = None) -> TaskSet:
+                  dataset: str | None = None, path: str | None = None,
+                  task_ids: Collection[str] | None = None) -> TaskSet:
     dataset, path, suites_dir = tasks_input(humanevalplus=humanevalplus, suites_dir=suites_dir, dataset=dataset,
                                             path=path)
     from acceptgate.datasets import suitefiles
@@ -129,7 +132,7 @@ def load_task_set(*, backend, humanevalplus: str | None = None, suites_dir: str 
         if limit is not None:  # the import stopped at the limit: every id of the file is still known
             known |= _jsonl_task_ids(result.source)
         return TaskSet(gradeable(result.tasks), f"{result.source} (sha256 {result.source_sha256})", frozenset(known))
-    sd = suitefiles.read_suites(suites_dir)
+    sd = suitefiles.read_suites(suites_dir, task_ids=task_ids)  # known: then of the tasks read
     tasks = [Task(task_id=t.task_id, dataset=sd.dataset, entry_point=t.entry_point, prompt=t.prompt,
                   reference=t.reference, suites=dict(t.suites), reference_seconds=dict(t.reference_seconds),
                   contract=t.contract, wrong_samples=list(t.wrong_samples))

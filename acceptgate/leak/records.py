@@ -245,7 +245,7 @@ class History:
     are read once and memory stays flat in the number of records. (A plain class with slots: Prefect
     stores a placeholder for it as a flow parameter instead of encoding every key.)"""
 
-    __slots__ = ("files", "directory", "records", "keys", "sha256")
+    __slots__ = ("files", "directory", "records", "keys", "sha256", "task_ids")
 
     def __init__(self, files: tuple[str, ...], directory: str) -> None:
         self.files = files
@@ -253,6 +253,7 @@ class History:
         self.records = 0
         self.sha256 = ""  # of the spooled records, in order: part of the leak audit's run id
         self.keys: dict[bytes, str] = {}  # key digest -> "FILE, line N", of every record read
+        self.task_ids: set[str] = set()  # of every record read
 
     def __repr__(self) -> str:
         return f"History({self.files!r}, {self.records} records)"
@@ -293,6 +294,7 @@ def read_history(files, directory: str | None = None) -> History:
                     out.write(row)
                     digest.update(row)
                     history.records += 1
+                    history.task_ids.add(rec.task_id)
         history.sha256 = digest.hexdigest()
     except BaseException:
         history.close()

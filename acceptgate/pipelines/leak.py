@@ -21,7 +21,8 @@ from acceptgate.store import warehouse
 from acceptgate.leak import matcher as matchers
 from acceptgate.leak import records as records_mod
 from acceptgate.leak.audit import (AuditResult, Progress, ScannerCache, Selection, BATCH_RECORDS, _check_distinct,
-                                   _gate_batches, material_sha256, read_history, records_sha256, scan_run)
+                                   _gate_batches, material_sha256, read_history, records_sha256, scan_run,
+                                   task_ids)
 from acceptgate.leak.material import TaskMaterial
 from acceptgate.leak.records import LeakRecord, RecordMessage
 from acceptgate.leak.store import _KEYS_SCHEMA, STAGE, Scan, frames, typed
@@ -81,6 +82,14 @@ def warehouse_records(path: str | Path | None, selection: Selection) -> list[Lea
         return from_warehouse(con, run_ids=list(selection.run_ids) if selection.run_ids else None,
                               since=selection.since, until=selection.until,
                               arms=list(selection.arms) if selection.arms else None)
+
+
+def load_records(path: str | Path | None, selection: Selection,
+                 history: records_mod.History | None) -> list[LeakRecord]:
+    """The selection's gate records from the warehouse, none of them also in a history file."""
+    gate = warehouse_records(path, selection)
+    _check_distinct(gate, history)
+    return gate
 
 
 # -- skipping what is unchanged, writing the scans ---------------------------------------------
@@ -192,7 +201,7 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
               matcher: str = matchers.DEFAULT, rescan: bool = False, progress: Progress | None = None,
               batch_records: int = BATCH_RECORDS, publish: bool = True,
               expectations_dir: str | Path | None = None, kind: str = "leak-audit",
-              history: records_mod.History | None = None,
+              history: records_mod.History | None = None, gate: list[LeakRecord] | None = None,
               scan_many: Callable[[list[tuple[str, list[LeakRecord]]]], list[Scan]] | None = None) -> AuditResult:
     """Scan the selection into the warehouse (already migrated) and return the summary.
 
@@ -201,6 +210,9 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
     ``publish`` (else ``publish_result`` later) publishes it with the scanned runs.
     ``history``: the selection's history files already read (``read_history``, e.g. by the command's
     input check), so they are read once; without it they are read here. Either way it is closed here.
+    ``gate``: the selection's warehouse records already loaded (``load_records``), else loaded here.
+    ``materials``: at least the hidden material of the tasks the selected records name (``task_ids``);
+    only theirs is read, and only theirs goes into the run id.
     ``scan_many``: scans a batch's runs elsewhere (record shards on a cluster, ``acceptgate.pipelines.shards``),
     the scans in the order given; the writes stay here.
     """
@@ -210,9 +222,11 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
     try:
         if history is None:
             history = read_history(selection)
-        gate = warehouse_records(path, selection)
-        _check_distinct(gate, history)
+        if gate is None:
+            gate = load_records(path, selection, history)
         seconds["load"] = time.monotonic() - t0
+        needed = task_ids(selection, gate, history)
+        materials = {t: m for t, m in materials.items() if t in needed}
         result = AuditResult(matcher, 0, 0, 0, warehouse=str(path), kind=kind,
                              run_id=requests.leak_run_id(kind, matcher, selection, material_sha256(materials),
                                                          records_sha256(gate),
@@ -237,10 +251,12 @@ def run_audit(path: str | Path, materials: dict[str, TaskMaterial], selection: S
     return result
 
 
-def with_flow_times(result: AuditResult, *, started: float, material: float, publish: float) -> AuditResult:
-    """The flow's own parts around the scan (the hidden material's load, the publish) and a total that
-    is the flow's whole wall time, from ``started`` (time.monotonic())."""
+def with_flow_times(result: AuditResult, *, started: float, material: float, publish: float,
+                    load: float = 0.0) -> AuditResult:
+    """The flow's own parts around the scan (the records' ``load`` before the hidden material's, the
+    publish) and a total that is the flow's whole wall time, from ``started`` (time.monotonic())."""
     parts = {k: v for k, v in (result.seconds or {}).items() if k != "total"}
+    parts["load"] = parts.get("load", 0.0) + load
     result.seconds = {"hidden material": material, **parts, "publish": publish, "total": time.monotonic() - started}
     return result
 

@@ -62,9 +62,24 @@ def import_dataset(name: str, path: str | Path | None, backend: Backend, *, out:
     cached = cache_dir and source.is_file() and wrong_samples is None
     key = importcache.key(name, source, limit=limit, gauge=gauge) if cached else None
     found = importcache.lookup(cache_dir, key) if key else None
+    if found is None and key is not None:
+        # one import of a key at a time: a process that waited here finds what another one wrote
+        with importcache.filling(cache_dir, key):
+            found = importcache.lookup(cache_dir, key)
+            if found is None:
+                return _import_now(name, source, backend, out=out, limit=limit, gauge=gauge, key=key,
+                                   cache_dir=cache_dir, progress=progress, gauge_progress=gauge_progress)
     if found is not None:
         dest = suitefiles.copy_suites(found, out) if out is not None else found
         return Imported(Path(dest), True, _manifest(dest))
+    return _import_now(name, source, backend, out=out, limit=limit, gauge=gauge, key=None, cache_dir=None,
+                       progress=progress, gauge_progress=gauge_progress, wrong_samples=wrong_samples)
+
+
+def _import_now(name: str, source: Path, backend: Backend, *, out: str | Path | None, limit: int | None,
+                gauge: bool, key: dict | None, cache_dir: Path | None, progress: Progress,
+                gauge_progress: Progress, wrong_samples: str | Path | None = None) -> Imported:
+    """load -> wrong samples -> gauge -> the cache's entry for ``key`` (copied to ``out``), else ``out``."""
     result = datasets.load(name, source, backend, limit=limit, progress=progress)
     if wrong_samples is not None:
         result = suitefiles.add_wrong_samples(result, wrong_samples)

@@ -97,12 +97,8 @@ def load_materials(suites_dir: str, dataset: str, samples: str | None = None, *,
     from acceptgate.datasets.importers.common import read_jsonl
     from acceptgate.datasets.importers.humanevalplus import FIELDS
 
-    sd = suitefiles.read_suites(suites_dir)
-    rows, _ = read_jsonl(dataset, FIELDS)
-    gold = {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in rows}
-    # with the data set's input contract: inputs it rejects are outside the task (differential tests)
-    domain = {r["task_id"]: r["prompt"] + r["contract"] + r["canonical_solution"] for r in rows if r["contract"].strip()}
-    ids = [tid for tid, t in sd.tasks.items() if HIDDEN in t.suites]
+    # the tasks to certify from the manifest, then only theirs read (a whole HumanEval+ read: ~2.7 s of CPU)
+    ids = [tid for tid, kinds in suitefiles.manifest_suites(suites_dir).items() if HIDDEN in kinds]
     if task_ids:
         unknown = sorted(set(task_ids) - set(ids))
         if unknown:
@@ -110,6 +106,11 @@ def load_materials(suites_dir: str, dataset: str, samples: str | None = None, *,
         ids = [tid for tid in ids if tid in set(task_ids)]
     if limit is not None:
         ids = ids[: max(0, limit)]
+    sd = suitefiles.read_suites(suites_dir, task_ids=ids)
+    rows, _ = read_jsonl(dataset, FIELDS)
+    gold = {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in rows}
+    # with the data set's input contract: inputs it rejects are outside the task (differential tests)
+    domain = {r["task_id"]: r["prompt"] + r["contract"] + r["canonical_solution"] for r in rows if r["contract"].strip()}
     missing = [tid for tid in ids if tid not in gold]
     if missing:
         raise InvalidInput(f"no canonical solution for {', '.join(missing[:5])}", source=dataset, field="task_id")
