@@ -92,7 +92,7 @@ def certify(request: CertifyRequest) -> CertifySummary:
         with timed("gauge"):
             gauge_failures = t.check_gauge(r.suites_dir, quote(materials), backend=r.backend) if r.gauge else {}
         with timed("write"):
-            path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
+            path = run_tasks.pipeline_step(ledger.prepare, r.warehouse)
         digest = core.inputs_sha256(materials)
         run_id, origin = r.name_run(digest, settings)
         run = store.make_run(materials, settings, suites_from=r.suites_dir, dataset_from=r.dataset,

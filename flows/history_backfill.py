@@ -30,7 +30,7 @@ def select_runs(path, request: HistoryBackfillRequest) -> list[schedule.Selected
 @flow(name="history-backfill", persist_result=False, log_prints=False)
 def history_backfill(request: HistoryBackfillRequest) -> schedule.ChainSummary:
     logger = get_run_logger()
-    path = run_tasks.ledger_step(ledger.prepare, request.warehouse)
+    path = run_tasks.pipeline_step(ledger.prepare, request.warehouse)
     request = request.model_copy(update={"warehouse": str(path)})
     selected = select_runs(path, request)
     logger.info("backfill: %d run(s) selected: %s", len(selected), ", ".join(r.run_id for r in selected))
@@ -38,7 +38,7 @@ def history_backfill(request: HistoryBackfillRequest) -> schedule.ChainSummary:
     produced = {"selected_runs": [r.run_id for r in selected]}
     for stage in schedule.BACKFILL_STAGES:
         summary.stages.append(run_stage(stage, request, produced, logger))
-    summary.snapshot = str(run_tasks.ledger_step(ledger.publish, path))
+    summary.snapshot = str(run_tasks.pipeline_step(ledger.publish, path))
     publish.summary_artifact(path, summary.lines())
     logger.info("\n".join(summary.lines()))
     return summary

@@ -31,7 +31,7 @@ def leak_audit(request: LeakAuditRequest, progress=None, spooled=None) -> core.A
     # the history files already read by the command's input check (read once), else read first
     spool = spooled if spooled is not None else t.read_history(selection)
     try:
-        path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
+        path = run_tasks.pipeline_step(ledger.prepare, r.warehouse)
         material = time.monotonic()
         materials = t.hidden_material(suites_dir=r.suites_dir, humanevalplus=r.humanevalplus, backend=r.backend)
         material = time.monotonic() - material

@@ -44,7 +44,7 @@ def nightly(request: NightlyRequest) -> schedule.ChainSummary:
     the gates' policy on V's measured FPR_h (default: the gate command's). A misconfigured request (a
     live source without its model, a bad ``dask``) fails when it is validated, before any stage runs."""
     logger = get_run_logger()
-    path = run_tasks.ledger_step(ledger.prepare, request.warehouse)
+    path = run_tasks.pipeline_step(ledger.prepare, request.warehouse)
     request = request.model_copy(update={"warehouse": str(path)})
     if request.gate_humanevalplus and not request.gate_suites and Path(request.gate_humanevalplus).exists():
         # one import for every stage; certify takes only a suites directory
@@ -55,7 +55,7 @@ def nightly(request: NightlyRequest) -> schedule.ChainSummary:
     produced: dict[str, str] = {}
     for stage in schedule.NIGHTLY_STAGES:
         summary.stages.append(run_stage(stage, request, produced, logger))
-    summary.snapshot = str(run_tasks.ledger_step(ledger.publish, path))
+    summary.snapshot = str(run_tasks.pipeline_step(ledger.publish, path))
     publish.summary_artifact(path, summary.lines())
     logger.info("\n".join(summary.lines()))
     return summary

@@ -17,7 +17,7 @@ from acceptgate.tasks import run_tasks
 def stats(request: StatsRequest) -> core.StatsResult:
     r = request
     settings = r.settings()
-    path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
+    path = run_tasks.pipeline_step(ledger.prepare, r.warehouse)
     if r.judge_run is not None:
         source_run, measured, extra = t.load_judge(path, r.judge_run)
         result = t.compute("judge", source_run, measured, settings, r.derive_run_id)

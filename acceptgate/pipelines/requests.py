@@ -363,6 +363,15 @@ class JudgeRequest(Request):
             raise ValueError("the openai backend needs its model (base URL and model name)")
         return self
 
+    def derive_run_id(self, hashes: Mapping[str, str | None]) -> str:
+        """From the input files' contents (records, cards, memory, replay, labels; None: not given), the
+        backend as the run names it (a chat endpoint with its model) and the encoder's full name (the
+        model and its implementation, which the short name does not pin)."""
+        from acceptgate.judge import backends, embed
+
+        return runids.derive_run_id("judge", {"backend": backends.label(self.backend, self.chat_config),
+                                              "embedder": embed.label(self.embedder), **hashes})
+
     def inputs(self):
         from acceptgate.judge.run import Inputs  # pandas: only when a judge runs
 
