@@ -20,8 +20,8 @@ from acceptgate.leak.scanners import SCANNER_VERSION
 from acceptgate.pipelines import audit as audit_pipeline
 from acceptgate.pipelines import score as score_pipeline
 from acceptgate.pipelines.experiments.result import ExperimentResult
-from acceptgate.pipelines.requests import (AuditRequest, CertifyRequest, GateRequest, JudgeRequest, StatsRequest,
-                                           leak_run_id)
+from acceptgate.pipelines.requests import (AuditRequest, CertifyRequest, GateRequest, JudgeRequest, ScoreRequest,
+                                           StatsRequest, leak_run_id)
 from acceptgate.sandbox.backend import Limits
 from acceptgate.sources.openai_chat import ChatConfig
 from acceptgate.v4v import certify, store as v4v_store
@@ -169,7 +169,7 @@ def test_every_stats_input_names_another_run(change, source, inputs):
 def test_score_ids_are_the_pinned_ones(tmp_path):
     samples = tmp_path / "samples.jsonl"
     samples.write_text('{"task_id":"T/1","solution":"x"}\n')
-    request = score_pipeline.ScoreRequest(suites_dir="S", samples=str(samples), suite="hidden")
+    request = ScoreRequest(suites_dir="S", samples=str(samples), suite="hidden")
     inputs = NS(suites={"T/1": NS(spec_hash="h1")}, excluded=["T/2"])
     row = score_pipeline.run_row(request, inputs, DIGEST)
     key = {"pipeline": "score/1", "suites_source_sha256": DIGEST,
@@ -180,16 +180,16 @@ def test_score_ids_are_the_pinned_ones(tmp_path):
     assert (row["run_id"][0], row["run_id_origin"][0]) == (recompute("score", key), "derived")
     assert row["run_id"][0] == "score-b197663f9dc5ef02"
     # the paths and the version are not inputs; every other column of the row is
-    moved = score_pipeline.run_row(dataclasses.replace(request, suites_dir="elsewhere"), inputs, DIGEST)
+    moved = score_pipeline.run_row(request.model_copy(update={"suites_dir": "elsewhere"}), inputs, DIGEST)
     assert moved["run_id"][0] == row["run_id"][0]
     for change in ({"suite": "visible"}, {"profile": "evalplus"}, {"backend": "docker"}, {"fail_fast": False},
                    {"limits": Limits(wall_seconds=3)}, {"gauge": False}):
-        assert score_pipeline.run_row(dataclasses.replace(request, **change), inputs, DIGEST)["run_id"][0] \
+        assert score_pipeline.run_row(request.model_copy(update=change), inputs, DIGEST)["run_id"][0] \
             != row["run_id"][0], change
     assert score_pipeline.run_row(request, inputs, "cd" * 32)["run_id"][0] != row["run_id"][0]
     assert score_pipeline.run_row(request, NS(suites={"T/1": NS(spec_hash="h2")}, excluded=["T/2"]),
                                   DIGEST)["run_id"][0] != row["run_id"][0]
-    named = score_pipeline.run_row(dataclasses.replace(request, run_id="mine"), inputs, DIGEST)
+    named = score_pipeline.run_row(request.model_copy(update={"run_id": "mine"}), inputs, DIGEST)
     assert (named["run_id"][0], named["run_id_origin"][0]) == ("mine", "user")
 
 

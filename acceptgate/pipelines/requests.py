@@ -21,6 +21,7 @@ from acceptgate._util import runids
 from acceptgate._util.errors import InvalidInput
 from acceptgate._util.hashing import sha256_text
 from acceptgate.datasets import registry as datasets
+from acceptgate.datasets.task import SUITE_KINDS
 from acceptgate.gates import ARMS, DEFAULT_MAX_FPR_ATTACK
 from acceptgate.judge.embed import EMBEDDERS
 from acceptgate.leak.matcher import DEFAULT as DEFAULT_MATCHER
@@ -92,6 +93,7 @@ Profile = Annotated[str, AfterValidator(lambda name: _known(name, PROFILES, "sco
 Embedder = Annotated[str, AfterValidator(lambda name: _known(name, EMBEDDERS, "embedder"))]
 DataSet = Annotated[str, AfterValidator(lambda name: _known(name, datasets.NAMES, "data set"))]
 JudgeBackend = Annotated[str, AfterValidator(lambda name: _known(name, JUDGE_BACKENDS, "judge backend"))]
+SuiteKind = Annotated[str, AfterValidator(lambda name: _known(name, SUITE_KINDS, "suite kind"))]
 
 
 class Request(BaseModel):
@@ -250,6 +252,28 @@ class CertifyRequest(ShardedRequest, NamedRun):
 
         key = json.dumps(settings.key(), sort_keys=True)
         return "certify-" + sha256_text(f"{PIPELINE} {inputs_sha256} {key} {self.backend}")[:16]
+
+
+class ScoreRequest(SandboxRequest, NamedRun):
+    """``acceptgate score``: a samples file scored against one suite kind of a suites directory."""
+
+    suites_dir: str
+    samples: str
+    suite: SuiteKind
+    workers: PositiveInt = 1
+    fail_fast: bool = True  # False: --all-cases
+    limits: Limits = Limits()
+    strict: bool = False
+    gauge: bool = True
+    profile: Profile = DEFAULT_PROFILE
+    quiet: bool = False  # no progress lines
+
+    def derive_run_id(self, row: Mapping[str, Any]) -> str:
+        """From what the results depend on: the run row's (``acceptgate.pipelines.score.run_row``) inputs'
+        contents and scoring settings, not its paths (``suites_from``, ``samples_from``) nor the version
+        that scored."""
+        return runids.derive_run_id("score", {k: v for k, v in row.items()
+                                              if k not in ("suites_from", "samples_from", "acceptgate_version")})
 
 
 class LeakAuditRequest(SandboxRequest):
