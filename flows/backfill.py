@@ -56,9 +56,7 @@ def backfill(request: LeakBackfillRequest, progress=None, spooled=None) -> core.
             result = t.scan(path, quote(materials), selection, matcher=r.matcher, rescan=r.rescan,
                             batch_records=r.batch_records, progress=quote(progress), history=quote(spool),
                             kind="leak-backfill")
-        publish = time.monotonic()
-        result = t.publish(path, quote(result))
-        return leak_io.with_flow_times(result, started=started, material=material, publish=time.monotonic() - publish)
+        return t.publish(path, quote(result), started=started, material=material)
     finally:
         if spool is not None:
             spool.close()  # the spool; run_audit closed it already unless a stage before failed

@@ -13,7 +13,6 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from acceptgate.leak import audit as core
-from acceptgate.pipelines import leak as leak_io
 from acceptgate.pipelines.requests import LeakAuditRequest
 from acceptgate.pipelines import ledger
 from acceptgate.tasks import leak_tasks as t
@@ -38,9 +37,7 @@ def leak_audit(request: LeakAuditRequest, progress=None, spooled=None) -> core.A
         # quote(): the material holds ~10^5 needles; without it Prefect walks each one looking for futures
         result = t.scan(path, quote(materials), selection, matcher=r.matcher, rescan=r.rescan,
                         batch_records=core.BATCH_RECORDS, progress=quote(progress), history=quote(spool))
-        publish = time.monotonic()
-        result = t.publish(path, quote(result))
-        return leak_io.with_flow_times(result, started=started, material=material, publish=time.monotonic() - publish)
+        return t.publish(path, quote(result), started=started, material=material)
     finally:
         if spool is not None:
             spool.close()  # the spool; run_audit closed it already unless a stage before failed

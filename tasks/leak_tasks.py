@@ -8,6 +8,7 @@ warehouse is the record.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from prefect import task
@@ -47,5 +48,9 @@ def leak_shard(shard: shards.LeakShard) -> shards.LeakShardResult:
 
 
 @task(name="publish", **_STAGE)
-def publish(path: Path, result: audit.AuditResult) -> audit.AuditResult:
-    return leak_io.publish_result(path, result)  # the leak audit's run and the scanned runs' leak rows
+def publish(path: Path, result: audit.AuditResult, *, started: float, material: float) -> audit.AuditResult:
+    """The leak audit's run and the scanned runs' leak rows published, and the flow's times (since
+    ``started``; ``material`` seconds building the hidden material; this publish) put on the result."""
+    began = time.monotonic()
+    result = leak_io.publish_result(path, result)
+    return leak_io.with_flow_times(result, started=started, material=material, publish=time.monotonic() - began)
