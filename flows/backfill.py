@@ -36,7 +36,7 @@ def backfill(request: LeakBackfillRequest, progress=None, spooled=None) -> core.
                                arms=tuple(r.arms) if r.arms else None, history=tuple(r.history),
                                warehouse_runs=r.include_warehouse)
     # the history files already read by the command's input check (read once), else read first
-    spool = spooled if spooled is not None else t.read_history(selection)
+    spool = spooled if spooled is not None else run_tasks.pipeline_step(core.read_history, selection)
     try:
         path = run_tasks.pipeline_step(ledger.prepare, r.warehouse)
         material = time.monotonic()

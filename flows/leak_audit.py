@@ -28,7 +28,7 @@ def leak_audit(request: LeakAuditRequest, progress=None, spooled=None) -> core.A
     selection = core.Selection(run_ids=tuple(r.run_ids) if r.run_ids else None, arms=tuple(r.arms) if r.arms else None,
                                history=tuple(r.history))
     # the history files already read by the command's input check (read once), else read first
-    spool = spooled if spooled is not None else t.read_history(selection)
+    spool = spooled if spooled is not None else run_tasks.pipeline_step(core.read_history, selection)
     try:
         path = run_tasks.pipeline_step(ledger.prepare, r.warehouse)
         material = time.monotonic()

@@ -15,8 +15,7 @@ import warnings
 from pathlib import Path
 from typing import Iterator
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
 
 from acceptgate.pipelines import schedule
 from acceptgate.pipelines.requests import NightlyRequest
@@ -24,11 +23,6 @@ from acceptgate.pipelines import ledger
 from acceptgate.flows import stage_flows
 from acceptgate.tasks import publish
 from acceptgate.tasks import run_tasks
-
-
-@task(name="import-suites", cache_policy=NO_CACHE, persist_result=False)
-def import_suites(humanevalplus: str, warehouse: str, backend: str, limit: int | None) -> str:
-    return schedule.import_suites(humanevalplus, warehouse, backend, limit)
 
 
 @flow(name="nightly", persist_result=False, log_prints=False)
@@ -48,8 +42,8 @@ def nightly(request: NightlyRequest) -> schedule.ChainSummary:
     request = request.model_copy(update={"warehouse": str(path)})
     if request.gate_humanevalplus and not request.gate_suites and Path(request.gate_humanevalplus).exists():
         # one import for every stage; certify takes only a suites directory
-        suites = import_suites(humanevalplus=request.gate_humanevalplus, warehouse=str(path), backend=request.backend,
-                               limit=request.limit)
+        suites = run_tasks.pipeline_step(schedule.import_suites, request.gate_humanevalplus, str(path),
+                                         request.backend, request.limit)
         request = request.model_copy(update={"gate_suites": suites})
     summary = schedule.ChainSummary("nightly")
     produced: dict[str, str] = {}

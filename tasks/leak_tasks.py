@@ -1,8 +1,9 @@
-"""Prefect tasks of the leak_audit and backfill flows: thin calls into ``acceptgate.leak.audit``.
+"""Prefect tasks of the leak_audit and backfill flows (reading the history files, validated whole and
+spooled before anything else so a bad record writes nothing, is ``acceptgate.leak.audit.read_history``
+in the generic ``run_tasks.pipeline_step``).
 
-Four coarse stages: read the history files (validated whole, spooled; before anything else, so a bad
-record writes nothing), prepare the warehouse and the tasks' hidden material, scan (in batches,
-unchanged records skipped), publish the analysts' snapshot. No caching and no persisted results: the
+Coarse stages: the tasks' hidden material, scan (in batches, unchanged records skipped), publish the
+analysts' snapshot. No caching and no persisted results: the
 warehouse is the record.
 """
 
@@ -21,11 +22,6 @@ from acceptgate.leak.material import TaskMaterial
 
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
-
-
-@task(name="read-history", **_STAGE)
-def read_history(selection: audit.Selection):
-    return audit.read_history(selection)
 
 
 @task(name="hidden-material", **_STAGE)
