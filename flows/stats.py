@@ -1,6 +1,7 @@
 """The ``stats`` flow: gate (or judge) results from the warehouse -> paired statistics -> stats_* tables.
-Run it with ``acceptgate stats``. The flow only sequences the steps (the pipeline's own functions in the generic step task); the rows are validated (Great
-Expectations) before they are written, and a failed expectation writes nothing."""
+Run it with ``acceptgate stats``. The flow only sequences the steps (the pipeline's own functions in the
+generic step task); the rows are validated (Great Expectations) before they are written, and a failed
+expectation writes nothing."""
 
 from __future__ import annotations
 

@@ -161,7 +161,8 @@ def test_the_scan_finds_a_task_that_only_forwards_a_call(tmp_path):
     (tmp_path / "tasks" / "doctored.py").write_text(
         'from prefect import task\n\n\n@task(name="compute-statistics")\n'
         'def compute(kind, source_run_id, measured, settings, name_run):\n'
-        '    """Docstring."""\n    return core.compute(kind, source_run_id, measured, settings, name_run=name_run)\n\n\n'
+        '    """Docstring."""\n'
+        '    return core.compute(kind, source_run_id, measured, settings, name_run=name_run)\n\n\n'
         '@task\ndef write(path, result):\n    return pipeline.write(path, result)[0]\n\n\n'
         'def helper(path):\n    return pipeline.write(path)\n')
     assert forwarding_tasks(tmp_path) == {"tasks/doctored.py:compute", "tasks/doctored.py:write"}

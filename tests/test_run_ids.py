@@ -244,8 +244,8 @@ def test_judge_ids_are_the_pinned_ones(tmp_path):
     files = judge_files(tmp_path, "records", "cards", "memory", "replay", "human_labels")
     plain = JudgeRequest(records=files["records"], cards=files["cards"], memory=files["memory"])
     hashes = judge_core.input_hashes(plain.inputs())
-    assert hashes == {"records": hashlib.sha256(b"records\n").hexdigest(), "cards": hashlib.sha256(b"cards\n").hexdigest(),
-                      "memory": hashlib.sha256(b"memory\n").hexdigest(), "replay": None, "labels": None}
+    sha = {name: hashlib.sha256(f"{name}\n".encode()).hexdigest() for name in ("records", "cards", "memory")}
+    assert hashes == {**sha, "replay": None, "labels": None}
     # the encoder and backend as the run names them: the model and its implementation, a chat model's name
     assert plain.derive_run_id(hashes) == recompute("judge", judge_key(hashes, "rules", MINILM)) \
         == "judge-90db9726d13ad40f"

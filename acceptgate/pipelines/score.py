@@ -11,7 +11,8 @@ directory (``acceptgate.scoring.score`` computes), recorded like every other com
 Inputs are checked before the attempt: a file refused for its inputs (exit 2) writes nothing, not even
 a schema-only warehouse. A stop while scoring ends the attempt 'interrupted' (the ledger does it).
 The run id derives from the suites' and samples' hashes and the scoring settings
-(``ScoreRequest.derive_run_id``) unless ``run_id`` names one. The command's JSON lines are the rows' ``lines``: computed once, written by the CLI.
+(``ScoreRequest.derive_run_id``) unless ``run_id`` names one. The command's JSON lines are the rows'
+``lines``: computed once, written by the CLI.
 """
 
 from __future__ import annotations
