@@ -34,7 +34,7 @@ def audit(request: AuditRequest) -> core.Summary:
     r = request
     timed = Phases()  # where the run's time went, by stage (each stage's rows written in it; --verbose)
     with timed("write"):
-        path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
+        path = run_tasks.pipeline_step(ledger.prepare, r.warehouse)
     with timed("load (import)"):
         imp = import_stage(path, r)  # records the attempt
     # quote(): stage results hold thousands of nested dataclasses; without it Prefect walks every one

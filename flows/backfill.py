@@ -36,11 +36,11 @@ def backfill(request: LeakBackfillRequest, progress=None, spooled=None) -> core.
                                arms=tuple(r.arms) if r.arms else None, history=tuple(r.history),
                                warehouse_runs=r.include_warehouse)
     # the history files already read by the command's input check (read once), else read first
-    spool = spooled if spooled is not None else t.read_history(selection)
+    spool = spooled if spooled is not None else run_tasks.pipeline_step(core.read_history, selection)
     try:
-        path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
+        path = run_tasks.pipeline_step(ledger.prepare, r.warehouse)
         load = time.monotonic()
-        gate = t.gate_records(path, selection, history=quote(spool))
+        gate = run_tasks.pipeline_step(leak_io.load_records, path, selection, quote(spool))
         load = time.monotonic() - load
         material = time.monotonic()
         # only the tasks the selected records name: the material of every task costs ~0.1 s of CPU each
@@ -62,10 +62,7 @@ def backfill(request: LeakBackfillRequest, progress=None, spooled=None) -> core.
             result = t.scan(path, quote(materials), selection, matcher=r.matcher, rescan=r.rescan,
                             batch_records=r.batch_records, progress=quote(progress), history=quote(spool),
                             kind="leak-backfill", gate=quote(gate))
-        publish = time.monotonic()
-        result = t.publish(path, quote(result))
-        return leak_io.with_flow_times(result, started=started, material=material, publish=time.monotonic() - publish,
-                                       load=load)
+        return t.publish(path, quote(result), started=started, material=material, load=load)
     finally:
         if spool is not None:
             spool.close()  # the spool; run_audit closed it already unless a stage before failed

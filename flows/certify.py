@@ -22,6 +22,7 @@ from acceptgate.v4v import heldout, store
 from acceptgate.pipelines.requests import CertifyRequest
 from acceptgate.flows import dask_runner
 from acceptgate.pipelines.families import CERTIFY
+from acceptgate.pipelines import certify as certify_io
 from acceptgate.pipelines import ledger
 from acceptgate.tasks import certify_tasks as t
 from acceptgate.tasks import run_tasks
@@ -84,15 +85,15 @@ def certify(request: CertifyRequest) -> CertifySummary:
     settings = core.with_source(dataclasses.replace(settings, heldout_seed=settings.heldout_seed or heldout.new_seed()))
     # Inputs first: a run refused for its inputs (exit 2) must not leave even a schema-only warehouse.
     with timed("load"):
-        materials = t.load_materials(suites_dir=r.suites_dir, dataset=r.dataset, samples=r.samples, limit=r.limit,
-                                     task_ids=r.task_ids)
+        materials = run_tasks.pipeline_step(core.load_materials, r.suites_dir, r.dataset, r.samples, limit=r.limit,
+                                            task_ids=r.task_ids)
     with contextlib.ExitStack() as cluster:
         # the cluster starts now, in the background, while the suites are checked and the run recorded
         run_shards = cluster.enter_context(dask_runner.cluster(r.dask)) if r.dask else None
         with timed("gauge"):
             gauge_failures = t.check_gauge(r.suites_dir, quote(materials), backend=r.backend) if r.gauge else {}
         with timed("write"):
-            path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
+            path = run_tasks.pipeline_step(ledger.prepare, r.warehouse)
         digest = core.inputs_sha256(materials)
         run_id, origin = r.name_run(digest, settings)
         run = store.make_run(materials, settings, suites_from=r.suites_dir, dataset_from=r.dataset,
@@ -102,7 +103,8 @@ def certify(request: CertifyRequest) -> CertifySummary:
                                                             "gauge": "checked" if r.gauge else "skipped"},
                                                            sort_keys=True))
         # how long each task took the last time (read before this attempt replaces a previous one's rows)
-        history = t.task_seconds(path, [m.task_id for m in materials]) if r.dask else {}
+        history = run_tasks.pipeline_step(certify_io.task_seconds, path, [m.task_id for m in materials]) \
+            if r.dask else {}
         with timed("write"):
             # the attempt is recorded; any error or stop below ends it
             ledger_run = run_tasks.start_run(CERTIFY, path, run.run_id, run.frame())

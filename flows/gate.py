@@ -59,7 +59,7 @@ def gate(request: GateRequest, progress=None) -> core.GateSummary:
     say(f"{len(tasks)} tasks from {tasks_from}" + (f" ({len(admitted.exclusions)} excluded)" if admitted.exclusions
                                                    else ""))
     with timed("write"):
-        path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
+        path = run_tasks.pipeline_step(ledger.prepare, r.warehouse)
         digest = core.tasks_sha256(tasks)
         run_id, origin = r.name_run(digest)
         run = core.make_run(source=r.source, tasks=tasks, tasks_from=tasks_from, arms=arms, per_task=r.per_task,

@@ -11,8 +11,7 @@ stage of ``acceptgate.pipelines.schedule.BACKFILL_STAGES`` over them (today: the
 
 from __future__ import annotations
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
 
 from acceptgate.pipelines import schedule
 from acceptgate.pipelines.requests import HistoryBackfillRequest
@@ -22,23 +21,18 @@ from acceptgate.tasks import publish
 from acceptgate.tasks import run_tasks
 
 
-@task(name="select-runs", cache_policy=NO_CACHE, persist_result=False)
-def select_runs(path, request: HistoryBackfillRequest) -> list[schedule.SelectedRun]:
-    return schedule.select_runs(path, request)
-
-
 @flow(name="history-backfill", persist_result=False, log_prints=False)
 def history_backfill(request: HistoryBackfillRequest) -> schedule.ChainSummary:
     logger = get_run_logger()
-    path = run_tasks.ledger_step(ledger.prepare, request.warehouse)
+    path = run_tasks.pipeline_step(ledger.prepare, request.warehouse)
     request = request.model_copy(update={"warehouse": str(path)})
-    selected = select_runs(path, request)
+    selected = run_tasks.pipeline_step(schedule.select_runs, path, request)
     logger.info("backfill: %d run(s) selected: %s", len(selected), ", ".join(r.run_id for r in selected))
     summary = schedule.ChainSummary("history-backfill", selected_runs=[r.run_id for r in selected])
     produced = {"selected_runs": [r.run_id for r in selected]}
     for stage in schedule.BACKFILL_STAGES:
         summary.stages.append(run_stage(stage, request, produced, logger))
-    summary.snapshot = str(run_tasks.ledger_step(ledger.publish, path))
+    summary.snapshot = str(run_tasks.pipeline_step(ledger.publish, path))
     publish.summary_artifact(path, summary.lines())
     logger.info("\n".join(summary.lines()))
     return summary

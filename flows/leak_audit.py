@@ -13,7 +13,6 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from acceptgate.leak import audit as core
-from acceptgate.pipelines import leak as leak_io
 from acceptgate.pipelines.requests import LeakAuditRequest
 from acceptgate.pipelines import ledger
 from acceptgate.tasks import leak_tasks as t
@@ -29,11 +28,11 @@ def leak_audit(request: LeakAuditRequest, progress=None, spooled=None) -> core.A
     selection = core.Selection(run_ids=tuple(r.run_ids) if r.run_ids else None, arms=tuple(r.arms) if r.arms else None,
                                history=tuple(r.history))
     # the history files already read by the command's input check (read once), else read first
-    spool = spooled if spooled is not None else t.read_history(selection)
+    spool = spooled if spooled is not None else run_tasks.pipeline_step(core.read_history, selection)
     try:
-        path = run_tasks.ledger_step(ledger.prepare, r.warehouse)
+        path = run_tasks.pipeline_step(ledger.prepare, r.warehouse)
         load = time.monotonic()
-        gate = t.gate_records(path, selection, history=quote(spool))
+        gate = run_tasks.pipeline_step(leak_io.load_records, path, selection, quote(spool))
         load = time.monotonic() - load
         material = time.monotonic()
         # only the tasks the selected records name: the material of every task costs ~0.1 s of CPU each
@@ -44,10 +43,7 @@ def leak_audit(request: LeakAuditRequest, progress=None, spooled=None) -> core.A
         result = t.scan(path, quote(materials), selection, matcher=r.matcher, rescan=r.rescan,
                         batch_records=core.BATCH_RECORDS, progress=quote(progress), history=quote(spool),
                         gate=quote(gate))
-        publish = time.monotonic()
-        result = t.publish(path, quote(result))
-        return leak_io.with_flow_times(result, started=started, material=material, publish=time.monotonic() - publish,
-                                       load=load)
+        return t.publish(path, quote(result), started=started, material=material, load=load)
     finally:
         if spool is not None:
             spool.close()  # the spool; run_audit closed it already unless a stage before failed

@@ -15,8 +15,7 @@ import warnings
 from pathlib import Path
 from typing import Iterator
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
 
 from acceptgate.pipelines import schedule
 from acceptgate.pipelines.requests import NightlyRequest
@@ -24,11 +23,6 @@ from acceptgate.pipelines import ledger
 from acceptgate.flows import stage_flows
 from acceptgate.tasks import publish
 from acceptgate.tasks import run_tasks
-
-
-@task(name="import-suites", cache_policy=NO_CACHE, persist_result=False)
-def import_suites(humanevalplus: str, warehouse: str, backend: str, limit: int | None) -> str:
-    return schedule.import_suites(humanevalplus, warehouse, backend, limit)
 
 
 @flow(name="nightly", persist_result=False, log_prints=False)
@@ -44,18 +38,18 @@ def nightly(request: NightlyRequest) -> schedule.ChainSummary:
     the gates' policy on V's measured FPR_h (default: the gate command's). A misconfigured request (a
     live source without its model, a bad ``dask``) fails when it is validated, before any stage runs."""
     logger = get_run_logger()
-    path = run_tasks.ledger_step(ledger.prepare, request.warehouse)
+    path = run_tasks.pipeline_step(ledger.prepare, request.warehouse)
     request = request.model_copy(update={"warehouse": str(path)})
     if request.gate_humanevalplus and not request.gate_suites and Path(request.gate_humanevalplus).exists():
         # one import for every stage; certify takes only a suites directory
-        suites = import_suites(humanevalplus=request.gate_humanevalplus, warehouse=str(path), backend=request.backend,
-                               limit=request.limit)
+        suites = run_tasks.pipeline_step(schedule.import_suites, request.gate_humanevalplus, str(path),
+                                         request.backend, request.limit)
         request = request.model_copy(update={"gate_suites": suites})
     summary = schedule.ChainSummary("nightly")
     produced: dict[str, str] = {}
     for stage in schedule.NIGHTLY_STAGES:
         summary.stages.append(run_stage(stage, request, produced, logger))
-    summary.snapshot = str(run_tasks.ledger_step(ledger.publish, path))
+    summary.snapshot = str(run_tasks.pipeline_step(ledger.publish, path))
     publish.summary_artifact(path, summary.lines())
     logger.info("\n".join(summary.lines()))
     return summary

@@ -19,17 +19,10 @@ from acceptgate.pipelines import shards
 from acceptgate.datasets import suitefiles
 from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as core
-from acceptgate.pipelines import certify as certify_io
 from acceptgate.pipelines.families import CERTIFY
 from acceptgate.v4v import store
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
-
-
-@task(name="load-materials", **_STAGE)
-def load_materials(suites_dir: str, dataset: str, samples: str | None, limit: int | None,
-                   task_ids: list[str] | None) -> list:
-    return core.load_materials(suites_dir, dataset, samples, limit=limit, task_ids=task_ids)
 
 
 @task(name="gauge", **_STAGE)
@@ -42,11 +35,6 @@ def check_gauge(suites_dir: str, materials: list, backend: str) -> dict[str, str
         check = gauge.assess_dir(suitefiles.read_suites(suites_dir, task_ids=ids), sandbox, task_ids=ids,
                                  references={m.task_id: m.gold for m in materials})
     return {r.task_id + "\x00" + r.suite: "; ".join(r.reasons) for r in check.failed}
-
-
-@task(name="task-seconds", **_STAGE)
-def task_seconds(path: Path, task_ids: list[str]) -> dict[str, float]:
-    return certify_io.task_seconds(path, task_ids)
 
 
 @task(name="pools-and-runs", **_STAGE)

@@ -1,14 +1,15 @@
-"""Prefect tasks of the leak_audit and backfill flows: thin calls into ``acceptgate.leak.audit``.
+"""Prefect tasks of the leak_audit and backfill flows (reading the history files, validated whole and
+spooled before anything else so a bad record writes nothing, is ``acceptgate.leak.audit.read_history``
+in the generic ``run_tasks.pipeline_step``).
 
-Four coarse stages: read the history files (validated whole, spooled; before anything else, so a bad
-record writes nothing), prepare the warehouse, the gate runs' records and the hidden material of the
-tasks the selected records name, scan (in batches,
+Coarse stages: the hidden material of the tasks the selected records name, scan (in batches,
 unchanged records skipped), publish the analysts' snapshot. No caching and no persisted results: the
 warehouse is the record.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from prefect import task
@@ -21,16 +22,6 @@ from acceptgate.leak.material import TaskMaterial
 
 
 _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
-
-
-@task(name="read-history", **_STAGE)
-def read_history(selection: audit.Selection):
-    return audit.read_history(selection)
-
-
-@task(name="gate-records", **_STAGE)
-def gate_records(path: Path, selection: audit.Selection, history=None) -> list:
-    return leak_io.load_records(path, selection, history)
 
 
 @task(name="hidden-material", **_STAGE)
@@ -55,5 +46,12 @@ def leak_shard(shard: shards.LeakShard) -> shards.LeakShardResult:
 
 
 @task(name="publish", **_STAGE)
-def publish(path: Path, result: audit.AuditResult) -> audit.AuditResult:
-    return leak_io.publish_result(path, result)  # the leak audit's run and the scanned runs' leak rows
+def publish(path: Path, result: audit.AuditResult, *, started: float, material: float,
+            load: float = 0.0) -> audit.AuditResult:
+    """The leak audit's run and the scanned runs' leak rows published, and the flow's times (since
+    ``started``; ``load`` seconds reading the gate records, ``material`` building the hidden material;
+    this publish) put on the result."""
+    began = time.monotonic()
+    result = leak_io.publish_result(path, result)
+    return leak_io.with_flow_times(result, started=started, material=material, publish=time.monotonic() - began,
+                                   load=load)

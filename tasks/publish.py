@@ -1,7 +1,7 @@
 """The Prefect task that ends a scheduled flow: the summary, a markdown artifact on the flow run.
 
 Each stage's flow publishes its own complete runs (through the run ledger); the chain's last publish
-(``ledger.publish`` in ``run_tasks.ledger_step``) adds no run (run-less tables only) and writes the
+(``ledger.publish`` in ``run_tasks.pipeline_step``) adds no run (run-less tables only) and writes the
 snapshot the summary is built from (by ``acceptgate.report``).
 """
 

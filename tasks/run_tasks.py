@@ -1,8 +1,8 @@
 """The run ledger's start and finish as Prefect tasks, one set for every flow: each takes the run's
 family (``acceptgate.pipelines.families``) or its handle. A stage's rows are written by the stage task
-that computes them (``Run.write_stage``), so no task only forwards a write. The ledger's steps that no
-run owns (preparing the warehouse, publishing the run-less tables) run in one generic task that is
-given the pipeline function."""
+that computes them (``Run.write_stage``), so no task only forwards a write. A step the pipeline defines
+whole (preparing the warehouse, publishing the run-less tables, loading a run's results, computing its
+statistics) runs in one generic task that is given the pipeline function."""
 
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ def finish_run(run: ledger.Run, wall_seconds: float | None = None) -> Path | Non
     return run.finish(wall_seconds=wall_seconds)
 
 
-@task(name="ledger-step", task_run_name="{step.__name__}", **_STAGE)
-def ledger_step(step: Callable[..., Any], *args: Any) -> Any:
-    """``step(*args)`` as a task of the flow, named after it: ``ledger.prepare`` (check the path, apply
-    pending migrations) or ``ledger.publish`` (the run-less tables and the analysts' snapshot)."""
-    return step(*args)
+@task(name="pipeline-step", task_run_name="{step.__name__}", **_STAGE)
+def pipeline_step(step: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``step(*args, **kwargs)`` as a task of the flow, named after the pipeline function it runs: a
+    step the pipeline already defines whole (``ledger.prepare``, ``ledger.publish``, a stage that loads,
+    computes or writes) needs no task of its own that would only forward the call."""
+    return step(*args, **kwargs)

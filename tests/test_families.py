@@ -105,6 +105,69 @@ def test_the_scan_finds_a_run_table_or_a_table_list_declared_again(tmp_path):
                                                   "certify tables": ["tasks/doctored.py:4"]}
 
 
+# -- no task only forwards a call -------------------------------------------------------------------------
+
+# Tasks that still only forward one call, each to be folded into a coarse stage or run in the generic
+# ``run_tasks.pipeline_step``; the list may only shrink (a task fixed but still listed fails too).
+STILL_FORWARDING = {
+    "flows/score_sharded.py:score_shard", "tasks/audit.py:audit_shard", "tasks/audit.py:suites_stage",
+    "tasks/audit.py:write_execute", "tasks/certify_tasks.py:certify_shard", "tasks/gate_tasks.py:gate_shard",
+    "tasks/leak_tasks.py:leak_shard", "tasks/leak_tasks.py:scan",
+}
+
+
+def _is_task(fn: ast.FunctionDef) -> bool:
+    for d in fn.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        if (isinstance(target, ast.Name) and target.id == "task") or \
+                (isinstance(target, ast.Attribute) and target.attr == "task"):
+            return True
+    return False
+
+
+def forwarding_tasks(root: Path) -> set[str]:
+    """The Prefect tasks (``file:name``) whose body, past its docstring, is one statement making one call,
+    of a function that is neither one of the task's parameters nor a method of one: a task that only
+    forwards that call. (The generic ``pipeline_step`` calls the function it is given, ``start_run`` the
+    family's ``start``: what they run is a parameter.)"""
+    found = set()
+    for top in ("flows", "tasks"):
+        for path in sorted((root / top).rglob("*.py")):
+            for fn in ast.walk(parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(fn, ast.FunctionDef) or not _is_task(fn):
+                    continue
+                body = fn.body[1:] if ast.get_docstring(fn) is not None else fn.body
+                calls = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+                params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs,
+                                          *filter(None, (fn.args.vararg, fn.args.kwarg)))}
+                callee = calls[0].func if len(calls) == 1 else None
+                receiver = callee.value if isinstance(callee, ast.Attribute) else callee
+                if len(body) == 1 and callee is not None and not (isinstance(receiver, ast.Name)
+                                                                  and receiver.id in params):
+                    found.add(f"{path.relative_to(root)}:{fn.name}")
+    return found
+
+
+def test_no_task_only_forwards_a_call():
+    assert forwarding_tasks(REPO) == STILL_FORWARDING
+
+
+def test_the_scan_finds_a_task_that_only_forwards_a_call(tmp_path):
+    for top in ("flows", "tasks"):
+        (tmp_path / top).mkdir()
+    shutil.copy(REPO / "tasks" / "run_tasks.py", tmp_path / "tasks")
+    shutil.copy(REPO / "tasks" / "stats_tasks.py", tmp_path / "tasks")
+    assert forwarding_tasks(tmp_path) == set()  # the generic step and a coarse task pass
+    (tmp_path / "tasks" / "doctored.py").write_text(
+        'from prefect import task\n\n\n@task(name="compute-statistics")\n'
+        'def compute(kind, source_run_id, measured, settings, name_run):\n'
+        '    """Docstring."""\n'
+        '    return core.compute(kind, source_run_id, measured, settings, name_run=name_run)\n\n\n'
+        '@task\ndef write(path, result):\n    return pipeline.write(path, result)[0]\n\n\n'
+        'def helper(path):\n    return pipeline.write(path)\n')
+    assert forwarding_tasks(tmp_path) == {"tasks/doctored.py:compute", "tasks/doctored.py:write"}
+
+
 # -- the ledger takes the family --------------------------------------------------------------------------
 
 def _gate_run(run_id: str) -> gates.GateRun:

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from acceptgate.cli import main
-from acceptgate.judge.run import Inputs, judge_inputs
+from acceptgate.judge.run import Inputs
+from test_judge_core import judge_inputs
 from acceptgate.sources.openai_chat import ChatConfig
 from test_judge_core import INPUTS, VALID
 from test_openai_chat import ChatServer

@@ -16,14 +16,24 @@ from acceptgate.judge import sensor
 from acceptgate.judge.embed import HashingEmbedder
 from acceptgate.judge.records import AnswerCard, Exemplar, Trajectory, load_jsonl, strict
 from acceptgate.judge.retrieval import MemoryBank
-from acceptgate.judge.run import Inputs, judge_inputs
+from acceptgate.judge import run as core
+from acceptgate.judge.run import Inputs
 from acceptgate.pipelines import judge as judge_io
 from acceptgate.pipelines.judge import write
 from acceptgate.judge.schema import parse_output
+from acceptgate.pipelines.requests import JudgeRequest, StatsRequest
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo" / "judge"
 INPUTS = Inputs(str(DEMO / "trajectories.jsonl"), str(DEMO / "cards.jsonl"), str(DEMO / "memory.jsonl"),
                 str(DEMO / "replay.jsonl"), str(DEMO / "human_labels.jsonl"))
+
+
+def judge_inputs(inputs: Inputs, *, backend: str = "rules", embedder: str = "minilm", chat_config=None, **kw):
+    """The domain's judge with its run named as the pipeline names it (the request's derivation)."""
+    request = JudgeRequest.model_construct(backend=backend, embedder=embedder, chat_config=chat_config)
+    return core.judge_inputs(inputs, name_run=request.derive_run_id, backend=backend, embedder=embedder,
+                             chat_config=chat_config, **kw)
+
 
 VALID = {"over_defence": True, "confidence": 0.99, "forms": ["verify-loop"], "beyond_minimal": ["added a test"],
          "evidence": [{"source": "actions[3].diff", "quote": "def test_queue_url_for_china_partition():"}],
@@ -204,8 +214,11 @@ def test_two_judges_centered_differences_into_the_warehouse(tmp_path):
     assert configs == ["demo-agent-a", "demo-agent-b"] and main.shape == audit.shape == (4 - left_out, 2)
     assert left_out == 1  # the one task with an invalid E+ replay verdict
     run_id, measured, extra = judge_io.judge_inputs(path, rules.run_id)
-    result = pipeline.compute("judge", run_id, measured, pipeline.Settings(resamples=500), also=replay.run_id)
-    assert result.run_id != pipeline.compute("judge", run_id, measured, pipeline.Settings(resamples=500)).run_id
+    with_audit = StatsRequest(judge_run=run_id, audit_judge_run=replay.run_id, resamples=500)
+    result = pipeline.compute("judge", run_id, measured, with_audit.settings(), name_run=with_audit.derive_run_id)
+    alone = StatsRequest(judge_run=run_id, resamples=500)
+    assert result.run_id != pipeline.compute("judge", run_id, measured, alone.settings(),
+                                             name_run=alone.derive_run_id).run_id
     pipeline.add_judge_comparison(result, main, audit, configs, rules.run_id, replay.run_id)
     stats_io.write(path, result, conditions="E+,E-")
     with duckdb.connect(str(path), read_only=True) as con:

@@ -9,7 +9,7 @@ import pytest
 from acceptgate._util.errors import InvalidInput
 from acceptgate.judge import human
 from acceptgate.judge.records import Trajectory, load_jsonl
-from acceptgate.judge.run import judge_inputs
+from test_judge_core import judge_inputs
 from test_judge_core import INPUTS
 
 

@@ -113,7 +113,7 @@ def test_analysis_by_degree():
 def test_study_cli_memory_select_freeze_and_audit_subset(tmp_path, capsys):
     from acceptgate.store import warehouse
     from acceptgate.cli import main
-    from acceptgate.judge.run import judge_inputs
+    from test_judge_core import judge_inputs
     from acceptgate.pipelines.judge import write
     from test_judge_core import INPUTS
 

@@ -214,13 +214,15 @@ def test_stats_and_judge_rows_are_in_the_snapshot_after_their_commands(prefect_h
 
 
 def test_the_judge_records_its_attempt_before_judging_and_publishes(tmp_path):
-    from acceptgate.judge.run import Inputs
     from acceptgate.pipelines import judge as judge_pipeline
+    from acceptgate.pipelines.requests import JudgeRequest
     from test_judge_core import INPUTS
 
     path = ledger.prepare(tmp_path / "w.duckdb")
-    inputs = Inputs(INPUTS.records, INPUTS.cards, INPUTS.memory, INPUTS.replay)
-    run = judge_pipeline.judge(path, inputs, backend="replay", embedder="hashing")
+    request = JudgeRequest(records=INPUTS.records, cards=INPUTS.cards, memory=INPUTS.memory, replay=INPUTS.replay,
+                           backend="replay", embedder="hashing")
+    run = judge_pipeline.judge(path, request)
+    assert run.run_id == request.derive_run_id(run.hashes)  # named by the request
     assert [a[:4] for a in _attempts(path, run.run_id)] == [(1, "judge", "running", None)]
     rows, snapshot = judge_pipeline.record(path, run)
     assert rows["judge_verdicts"] == len(run.judged) > 0

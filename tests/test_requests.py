@@ -17,6 +17,7 @@ MINIMAL = {
     R.LeakBackfillRequest: {},
     R.StatsRequest: {},
     R.JudgeRequest: {"records": "r.jsonl", "cards": "c.jsonl", "memory": "m.jsonl"},
+    R.ScoreRequest: {"suites_dir": "suites", "samples": "s.jsonl", "suite": "hidden"},
     R.NightlyRequest: {},
     R.HistoryBackfillRequest: {"run_ids": ["gate-1"]},
 }
@@ -56,6 +57,11 @@ def test_every_request_refuses_an_unknown_field_naming_it(kind):
     (R.StatsRequest, "arms", ["gated"]),
     (R.JudgeRequest, "backend", "gpt"),
     (R.JudgeRequest, "embedder", "bert"),
+    (R.ScoreRequest, "suite", "secret"),
+    (R.ScoreRequest, "profile", "fast"),
+    (R.ScoreRequest, "workers", 0),
+    (R.ScoreRequest, "backend", "no-such-backend"),
+    (R.ScoreRequest, "run_id", "bad id"),
     (R.NightlyRequest, "arms", ["of"]),
     (R.NightlyRequest, "judge_embedder", "bert"),
     (R.NightlyRequest, "max_fpr_attack", -1),
@@ -157,3 +163,21 @@ def test_a_command_builds_the_request_its_flow_takes_naming_options_in_errors(tm
         with pytest.raises(InvalidInput) as err:
             gate_cmd.request_of(bad, ["conform"], None)
         assert (err.value.field, err.value.record) == (option, "gate")
+
+
+@pytest.mark.parametrize("option, value, said", [
+    ("--workers", "0", "greater than 0"), ("--run-id", "bad id!", "a run id is"),
+    ("--backend", "no-such-backend", "unknown backend")])
+def test_the_score_command_refuses_a_bad_option_with_exit_2_naming_it(tmp_path, capsys, option, value, said):
+    """``acceptgate score`` builds its ScoreRequest from its options: a bad value is exit 2 naming the
+    option, before anything is written."""
+    from acceptgate.cli import main
+
+    (tmp_path / "suites").mkdir()
+    warehouse = tmp_path / "w.duckdb"
+    argv = ["score", "--suites", str(tmp_path / "suites"), "--samples", str(tmp_path / "s.jsonl"), "--suite", "hidden",
+            "--warehouse", str(warehouse), "--quiet", option, value]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert option in err and said in err, err
+    assert not warehouse.exists()

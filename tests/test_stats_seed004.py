@@ -172,10 +172,12 @@ def test_table3_from_a_judge_stats_run(tmp_path):
     from pathlib import Path
 
     from acceptgate.pipelines import judge as judge_io
-    from acceptgate.judge.run import Inputs, judge_inputs
+    from acceptgate.judge.run import Inputs
+    from test_judge_core import judge_inputs
     from acceptgate.pipelines.judge import write
     from acceptgate.pipelines.stats import write as write_stats
-    from acceptgate.stats.pipeline import Settings, compute
+    from acceptgate.pipelines.requests import StatsRequest
+    from acceptgate.stats.pipeline import compute
 
     demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "judge"
     inputs = Inputs(*(str(demo / f) for f in ("trajectories.jsonl", "cards.jsonl", "memory.jsonl")))
@@ -184,7 +186,8 @@ def test_table3_from_a_judge_stats_run(tmp_path):
     run = judge_inputs(inputs, backend="rules", embedder="hashing")
     write(path, run)
     run_id, measured, extra = judge_io.judge_inputs(path, run.run_id)
-    result = compute("judge", run_id, measured, Settings(resamples=500))
+    request = StatsRequest(judge_run=run_id, resamples=500)
+    result = compute("judge", run_id, measured, request.settings(), name_run=request.derive_run_id)
     write_stats(path, result, conditions="E+,E-")
     with duckdb.connect(str(path), read_only=True) as con:
         t3 = con.execute("select * from seed004_table3").df()

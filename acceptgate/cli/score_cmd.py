@@ -79,9 +79,13 @@ def _write_atomically(path: str, lines: list[str]) -> None:
         raise InvalidInput(f"cannot write: {exc.strerror}", source=path, field="--out") from None
 
 
+# ScoreRequest's fields -> the options they come from (a bad value is named by its option)
+OPTIONS = {"suites_dir": "--suites", "samples": "--samples", "suite": "--suite", "backend": "--backend",
+           "workers": "--workers", "fail_fast": "--all-cases", "limits": "--wall-seconds", "gauge": "--no-gauge",
+           "profile": "--profile", "warehouse": "--warehouse", "run_id": "--run-id"}
+
+
 def _check(args) -> None:
-    if args.workers < 1:
-        raise InvalidInput("must be at least 1", field="--workers")
     if args.wall_seconds <= 0:
         raise InvalidInput("must be positive", field="--wall-seconds")
     if not Path(args.suites).is_dir():
@@ -98,13 +102,15 @@ def _limits(args) -> Limits:
 def run(args) -> int:
     _check(args)
     checks.dask_ready(args)
-    path = checks.warehouse_ready(args.warehouse)  # before any work: unwritable exit 2, locked exit 4
-    from acceptgate.pipelines import score
+    from acceptgate.pipelines import requests, score
 
-    request = score.ScoreRequest(
-        suites_dir=args.suites, samples=args.samples, suite=args.suite, backend=args.backend, workers=args.workers,
-        fail_fast=not args.all_cases, limits=_limits(args), strict=args.strict, gauge=not args.no_gauge,
-        profile=args.profile, warehouse=str(path), run_id=args.run_id, quiet=args.quiet)
+    request = requests.build(requests.ScoreRequest, {
+        "suites_dir": args.suites, "samples": args.samples, "suite": args.suite, "backend": args.backend,
+        "workers": args.workers, "fail_fast": not args.all_cases, "limits": _limits(args), "strict": args.strict,
+        "gauge": not args.no_gauge, "profile": args.profile, "warehouse": args.warehouse, "run_id": args.run_id,
+        "quiet": args.quiet}, options=OPTIONS, record="score")
+    path = checks.warehouse_ready(args.warehouse)  # before any work: unwritable exit 2, locked exit 4
+    request = request.model_copy(update={"warehouse": str(path)})
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     # a failed expectation (exit 1), a lock (4) or another warehouse error (2): cli.main
     scored = score.score(request, sharded=_sharded(args, request) if args.dask else None, say=say)

@@ -105,12 +105,22 @@ class HashingEmbedder:
         return _normalise(out)
 
 
+_CLASSES = {"minilm": MiniLMEmbedder, "minilm-torch": TorchMiniLMEmbedder, "hashing": HashingEmbedder}
+
+
+def _class(name: str):
+    try:
+        return _CLASSES[name]
+    except KeyError:
+        raise ValueError(f"unknown embedder {name!r}; valid embedders: {', '.join(EMBEDDERS)}") from None
+
+
+def label(name: str) -> str:
+    """The encoder's full name (model, package and implementation), as its retrievals and its run's id
+    record it, without loading the model."""
+    return _class(name).name
+
+
 @cache
 def get(name: str):
-    if name == "minilm":
-        return MiniLMEmbedder()
-    if name == "minilm-torch":
-        return TorchMiniLMEmbedder()
-    if name == "hashing":
-        return HashingEmbedder()
-    raise ValueError(f"unknown embedder {name!r}; valid embedders: {', '.join(EMBEDDERS)}")
+    return _class(name)()

@@ -17,7 +17,6 @@ import pandas as pd
 
 from acceptgate import __version__
 
-from acceptgate._util import runids
 from acceptgate._util.errors import InvalidInput
 from acceptgate._util.hashing import sha256_file, sha256_text
 from acceptgate.judge import sensor
@@ -170,11 +169,11 @@ def prepare(inputs: Inputs, *, strict: bool = False) -> tuple[list[Trajectory], 
     return kept, by_task, memory.valid, labels.valid if labels else [], issues
 
 
-def run_id_for(inputs: Inputs, backend: str, embedder: str) -> tuple[str, dict[str, str | None]]:
-    hashes = {"records": _file_sha(inputs.records), "cards": _file_sha(inputs.cards),
-              "memory": _file_sha(inputs.memory), "replay": _file_sha(inputs.replay),
-              "labels": _file_sha(inputs.human_labels)}
-    return runids.derive_run_id("judge", {"backend": backend, "embedder": embedder, **hashes}), hashes
+def input_hashes(inputs: Inputs) -> dict[str, str | None]:
+    """Each input file's content hash (None: not given), as the run's row records them."""
+    return {"records": _file_sha(inputs.records), "cards": _file_sha(inputs.cards),
+            "memory": _file_sha(inputs.memory), "replay": _file_sha(inputs.replay),
+            "labels": _file_sha(inputs.human_labels)}
 
 
 def judge_all(trajectories: list[Trajectory], cards: dict[str, AnswerCard], bank: MemoryBank, backend,
@@ -217,18 +216,21 @@ def summary_lines(run: JudgeRun, *, show_exemplars: bool = True) -> list[str]:
     return out
 
 
-def judge_inputs(inputs: Inputs, *, backend: str = "rules", embedder: str = "minilm", strict: bool = False,
-                 chat_config=None, on_run_id: Callable[[str], object] | None = None) -> JudgeRun:
-    """Load, judge every valid trajectory, and return the run (nothing written yet). ``on_run_id`` is
-    called with the run id once it is known, before any trajectory is judged (the pipeline records
-    its attempt there)."""
+def judge_inputs(inputs: Inputs, *, name_run: Callable[[dict[str, str | None]], str], backend: str = "rules",
+                 embedder: str = "minilm", strict: bool = False, chat_config=None,
+                 on_run_id: Callable[[str], object] | None = None) -> JudgeRun:
+    """Load, judge every valid trajectory, and return the run (nothing written yet). ``name_run(input
+    hashes)``: the run id (``JudgeRequest.derive_run_id``, which also hashes the backend and encoder).
+    ``on_run_id`` is called with the run id once it is known, before any trajectory is judged (the
+    pipeline records its attempt there)."""
     from acceptgate.judge import backends, embed
 
     trajectories, cards, exemplars, labels, issues = prepare(inputs, strict=strict)
     judge = backends.create(backend, replay_path=inputs.replay, chat_config=chat_config, strict=strict)
     try:
         encoder = embed.get(embedder)
-        run_id, hashes = run_id_for(inputs, judge.name, encoder.name)
+        hashes = input_hashes(inputs)
+        run_id = name_run(hashes)
         run = JudgeRun(run_id, judge.name, encoder.name, hashes, issues=issues, labels=labels)
         run.issues += [("replay", e) for e in getattr(judge, "errors", [])]
         if on_run_id is not None:

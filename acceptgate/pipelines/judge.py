@@ -17,23 +17,24 @@ from acceptgate.judge import metrics
 from acceptgate.judge import run as core
 from acceptgate.pipelines import ledger
 from acceptgate.pipelines.families import JUDGE
+from acceptgate.pipelines.requests import JudgeRequest
 from acceptgate.stats.pipeline import Measured
 
 STAGE = "judge"
 
 
-def judge(path: str | os.PathLike, inputs: core.Inputs, *, backend: str = "rules", embedder: str = "minilm",
-          strict: bool = False, chat_config=None) -> core.JudgeRun:
-    """Judge every trajectory (``core.judge_inputs``) inside a recorded attempt. Invalid inputs are
-    refused before the attempt starts (nothing written)."""
+def judge(path: str | os.PathLike, request: JudgeRequest) -> core.JudgeRun:
+    """Judge every trajectory (``core.judge_inputs``) inside a recorded attempt, the run named by the
+    request's derivation. Invalid inputs are refused before the attempt starts (nothing written)."""
     started: list[ledger.Run] = []
 
     def record(run_id: str) -> None:
         started.append(JUDGE.start(path, run_id))
 
+    r = request
     try:
-        return core.judge_inputs(inputs, backend=backend, embedder=embedder, strict=strict,
-                                 chat_config=chat_config, on_run_id=record)
+        return core.judge_inputs(r.inputs(), name_run=r.derive_run_id, backend=r.backend, embedder=r.embedder,
+                                 strict=r.strict, chat_config=r.chat_config, on_run_id=record)
     except BaseException as exc:
         if started:
             started[0].fail(exc, STAGE)

@@ -21,6 +21,7 @@ from acceptgate._util import runids
 from acceptgate._util.errors import InvalidInput
 from acceptgate._util.hashing import sha256_text
 from acceptgate.datasets import registry as datasets
+from acceptgate.datasets.task import SUITE_KINDS
 from acceptgate.gates import ARMS, DEFAULT_MAX_FPR_ATTACK
 from acceptgate.judge.embed import EMBEDDERS
 from acceptgate.leak.matcher import DEFAULT as DEFAULT_MATCHER
@@ -92,6 +93,7 @@ Profile = Annotated[str, AfterValidator(lambda name: _known(name, PROFILES, "sco
 Embedder = Annotated[str, AfterValidator(lambda name: _known(name, EMBEDDERS, "embedder"))]
 DataSet = Annotated[str, AfterValidator(lambda name: _known(name, datasets.NAMES, "data set"))]
 JudgeBackend = Annotated[str, AfterValidator(lambda name: _known(name, JUDGE_BACKENDS, "judge backend"))]
+SuiteKind = Annotated[str, AfterValidator(lambda name: _known(name, SUITE_KINDS, "suite kind"))]
 
 
 class Request(BaseModel):
@@ -252,6 +254,28 @@ class CertifyRequest(ShardedRequest, NamedRun):
         return "certify-" + sha256_text(f"{PIPELINE} {inputs_sha256} {key} {self.backend}")[:16]
 
 
+class ScoreRequest(SandboxRequest, NamedRun):
+    """``acceptgate score``: a samples file scored against one suite kind of a suites directory."""
+
+    suites_dir: str
+    samples: str
+    suite: SuiteKind
+    workers: PositiveInt = 1
+    fail_fast: bool = True  # False: --all-cases
+    limits: Limits = Limits()
+    strict: bool = False
+    gauge: bool = True
+    profile: Profile = DEFAULT_PROFILE
+    quiet: bool = False  # no progress lines
+
+    def derive_run_id(self, row: Mapping[str, Any]) -> str:
+        """From what the results depend on: the run row's (``acceptgate.pipelines.score.run_row``) inputs'
+        contents and scoring settings, not its paths (``suites_from``, ``samples_from``) nor the version
+        that scored."""
+        return runids.derive_run_id("score", {k: v for k, v in row.items()
+                                              if k not in ("suites_from", "samples_from", "acceptgate_version")})
+
+
 class LeakAuditRequest(SandboxRequest):
     """``acceptgate leak-audit``: scan gate runs (and history files) for the hidden suites' material."""
 
@@ -362,6 +386,15 @@ class JudgeRequest(Request):
         if self.backend == "openai" and self.chat_config is None:
             raise ValueError("the openai backend needs its model (base URL and model name)")
         return self
+
+    def derive_run_id(self, hashes: Mapping[str, str | None]) -> str:
+        """From the input files' contents (records, cards, memory, replay, labels; None: not given), the
+        backend as the run names it (a chat endpoint with its model) and the encoder's full name (the
+        model and its implementation, which the short name does not pin)."""
+        from acceptgate.judge import backends, embed
+
+        return runids.derive_run_id("judge", {"backend": backends.label(self.backend, self.chat_config),
+                                              "embedder": embed.label(self.embedder), **hashes})
 
     def inputs(self):
         from acceptgate.judge.run import Inputs  # pandas: only when a judge runs

@@ -10,8 +10,9 @@ directory (``acceptgate.scoring.score`` computes), recorded like every other com
 
 Inputs are checked before the attempt: a file refused for its inputs (exit 2) writes nothing, not even
 a schema-only warehouse. A stop while scoring ends the attempt 'interrupted' (the ledger does it).
-The run id derives from the suites' and samples' hashes and the scoring settings unless ``run_id``
-names one. The command's JSON lines are the rows' ``lines``: computed once, written by the CLI.
+The run id derives from the suites' and samples' hashes and the scoring settings
+(``ScoreRequest.derive_run_id``) unless ``run_id`` names one. The command's JSON lines are the rows'
+``lines``: computed once, written by the CLI.
 """
 
 from __future__ import annotations
@@ -19,22 +20,21 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 
 from acceptgate import __version__
-from acceptgate._util import runids
 from acceptgate._util.errors import InvalidInput
 from acceptgate._util.hashing import sha256_file, sha256_text
 from acceptgate._util.phases import Phases, ProgressLine
 from acceptgate.datasets.samples import SampleFile, read_samples
 from acceptgate.pipelines import ledger
 from acceptgate.pipelines.families import SCORE
+from acceptgate.pipelines.requests import ScoreRequest
 from acceptgate.sandbox import backend as backends
-from acceptgate.sandbox.backend import Limits
 from acceptgate.scoring import profiles
 from acceptgate.scoring import score as scoring
 
@@ -43,36 +43,6 @@ STAGE = "score"
 RESULT_COLUMNS = ["run_id", "line", "task_id", "sample_index", "verdict", "cases_failed", "cases_run", "cases_total",
                   "candidate_sha256", "wall_seconds", "detail", "profile", "render_hash"]
 COUNT_COLUMNS = ["records", "scored", "passed", "invalid", "unusable", "not_scored"]
-
-
-@dataclass(frozen=True)
-class ScoreRequest:
-    suites_dir: str
-    samples: str
-    suite: str  # visible | hidden
-    backend: str = "local"
-    workers: int = 1
-    fail_fast: bool = True  # False: --all-cases
-    limits: Limits = field(default_factory=Limits)
-    strict: bool = False
-    gauge: bool = True
-    profile: str = profiles.DEFAULT
-    warehouse: str | None = None  # None: the settings' warehouse
-    run_id: str | None = None  # None: derived from the inputs' hashes and the settings
-    quiet: bool = False  # no progress lines
-
-    def name_run(self, key: dict) -> tuple[str, str]:
-        """(run id, origin): the user's ('user'), else derived from ``key`` ('derived')."""
-        if self.run_id is not None:
-            return runids.check_run_id(self.run_id), "user"
-        return self.derive_run_id(key), "derived"
-
-    @staticmethod
-    def derive_run_id(key: dict) -> str:
-        """From what the results depend on: the run row's inputs' contents and scoring settings, not its
-        paths (``suites_from``, ``samples_from``) nor the version that scored."""
-        return runids.derive_run_id("score", {k: v for k, v in key.items()
-                                              if k not in ("suites_from", "samples_from", "acceptgate_version")})
 
 
 @dataclass

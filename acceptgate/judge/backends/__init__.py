@@ -25,6 +25,11 @@ class JudgeBackend(Protocol):
     def close(self) -> None: ...
 
 
+def label(name: str, chat_config=None) -> str:
+    """The backend's name as its run records it: a chat endpoint's with its model (``openai:<model>``)."""
+    return f"openai:{chat_config.model}" if name == "openai" and chat_config is not None else name
+
+
 def create(name: str, *, replay_path: str | None = None, chat_config=None, strict: bool = False) -> JudgeBackend:
     from acceptgate._util.errors import InvalidInput
 

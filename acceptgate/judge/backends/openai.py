@@ -4,7 +4,7 @@ gate's ``ChatSource``; a call that fails after its retries is stored as an inval
 
 from __future__ import annotations
 
-from acceptgate.judge.backends import Raw
+from acceptgate.judge.backends import Raw, label
 from acceptgate.sources.base import ChatMessage, DrawContext, SourceError
 from acceptgate.sources.openai_chat import ChatConfig, ChatSource
 
@@ -14,7 +14,7 @@ class ChatJudge:
 
     def __init__(self, config: ChatConfig, *, transport=None) -> None:
         self.source = ChatSource(config, transport=transport)
-        self.name = f"openai:{config.model}"
+        self.name = label("openai", config)
 
     def judge(self, trajectory, card, observations, prompt) -> Raw:
         context = DrawContext("judge", (ChatMessage("system", prompt.system), ChatMessage("user", prompt.user)))

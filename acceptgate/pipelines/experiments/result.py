@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceptgate._util import runids
 from acceptgate._util.hashing import sha256_text
 from acceptgate import __version__
 from acceptgate.pipelines.families import EXPERIMENT
@@ -44,9 +45,9 @@ class ExperimentResult:
 
     @property
     def run_id(self) -> str:
-        key = json.dumps({"experiment": self.experiment, "source": self.source, "params": self.params,
-                          "inputs": self.input_sha256}, sort_keys=True, default=str)
-        return "exp-" + sha256_text(key)[:16]
+        """From the experiment, what it measured, its parameters and its inputs' hash."""
+        return runids.derive_run_id("exp", {"experiment": self.experiment, "source": self.source,
+                                            "params": self.params, "inputs": self.input_sha256})
 
     def frames(self) -> dict:
         import pandas as pd
