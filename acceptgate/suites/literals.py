@@ -27,6 +27,7 @@ from acceptgate._util import pyast
 import itertools
 import json
 import math
+import operator
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -230,8 +231,8 @@ def parse_many(texts: list[str]) -> list[tuple[Any, str] | LiteralError]:
     canonical, or no literal) goes through ``parse`` itself. ``ascii()`` (C) stands in for
     ``canonical`` where the two provably spell alike (``_ascii_is_canonical``).
     """
-    values, plain = _propose(texts)
-    if plain and "\x00".join(map(ascii, values)) == "\x00".join(texts):  # (no text holds a NUL: printable)
+    values, plain, joined = _propose(texts)
+    if plain and "\x00".join(map(ascii, values)) == joined:  # (no text holds a NUL: printable)
         return list(zip(values, texts))
     out: list[tuple[Any, str] | LiteralError] = []
     for text, value in zip(texts, values):
@@ -275,33 +276,53 @@ def _object(obj: dict[str, Any]) -> Any:
 _DECODER = json.JSONDecoder(object_hook=_object)
 
 
-def _propose(texts: list[str]) -> tuple[list[Any], bool]:
+def _propose(texts: list[str]) -> tuple[list[Any], bool, str | None]:
     """A proposed value per text (``_NO_VALUE`` where none), the texts rewritten as JSON and decoded in
     one call: single-quoted strings as JSON strings, None/True/False/inf/nan as JSON's names, tuples
-    as tagged objects. Only proposals: ``parse_many`` checks each against its text. Also whether
-    ``_ascii_is_canonical`` holds for every text (``plain``), judged on all their code at once."""
+    as tagged objects -- but a text's outermost tuple as an array and a text ``{}`` as ``0``, made a
+    tuple and a dict afterwards (a suite's args and kwargs: no object hook call for either). Only
+    proposals: ``parse_many`` checks each against its text. Also whether ``_ascii_is_canonical`` holds
+    for every text (``plain``), judged on all their code at once, and the texts joined by NULs."""
     if not texts or set(map(type, texts)) != {str} or max(map(len, texts)) > MAX_TEXT_CHARS:
-        return [_NO_VALUE] * len(texts), False
+        return [_NO_VALUE] * len(texts), False, None
     joined = "\x00".join(texts)
     if not (joined.isascii() and all(map(str.isprintable, texts))):
-        return [_NO_VALUE] * len(texts), False  # (canonical spellings are printable ASCII)
+        return [_NO_VALUE] * len(texts), False, None  # (canonical spellings are printable ASCII)
     parts = _STRING.split(joined)
     code = "\x01".join(parts[0::2])
     plain = _plain_code(code)
-    code_parts = (code.replace("None", "null").replace("True", "true").replace("False", "false")
+    # Between NULs (a text's ends): its outermost brackets, and a whole text {} (twice: adjacent ones)
+    outer = ("\x00" + code.replace(",)", ")") + "\x00").replace("\x00{}\x00", "\x000\x00").replace("\x00{}\x00", "\x000\x00")
+    outer = outer.replace("\x00(", "\x00[").replace(")\x00", "]\x00")[1:-1]
+    code_parts = (outer.replace("None", "null").replace("True", "true").replace("False", "false")
                   .replace("inf", "Infinity").replace("nan", "NaN")
-                  .replace(",)", ")").replace("(", '{"\\u0003":[').replace(")", "]}")).split("\x01")
+                  .replace("(", '{"\\u0003":[').replace(")", "]}")).split("\x01")
     bodies = ("\x00".join(parts[1::2]).replace("\\\\", "\x01").replace("\\'", "'").replace('"', '\\"')
               .replace("\\x", "\\u00").replace("\x01", "\\\\"))
     quoted = ('"' + bodies.replace("\x00", '"\x00"') + '"').split("\x00") if len(parts) > 1 else []
     pieces = "".join([*itertools.chain.from_iterable(zip(code_parts, quoted)), code_parts[-1]]).split("\x00")
     try:
         values = _DECODER.decode("[" + ",".join(pieces) + "]")
-        if len(values) == len(texts):
-            return values, plain
+        if len(values) != len(texts):
+            values = None
     except (ValueError, RecursionError):  # LiteralError (hash_guard) is a ValueError
-        pass
-    return [_decode_one(piece) for piece in pieces], plain
+        values = None
+    if values is None:
+        values = [_decode_one(piece) for piece in pieces]
+    _outermost(texts, values)
+    return values, plain, joined
+
+
+def _outermost(texts: list[str], values: list[Any]) -> None:
+    """The outermost tuples ``_propose`` read as lists made tuples, and the texts ``{}`` dicts."""
+    for i in itertools.compress(itertools.count(), map(_opens_tuple, texts)):
+        if type(values[i]) is list:
+            values[i] = tuple(values[i])
+    for i in itertools.compress(itertools.count(), map("{}".__eq__, texts)):
+        values[i] = {}
+
+
+_opens_tuple = operator.methodcaller("startswith", "(")
 
 
 def _decode_one(piece: str) -> Any:
