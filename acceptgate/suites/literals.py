@@ -27,7 +27,6 @@ from acceptgate._util import pyast
 import itertools
 import json
 import math
-import operator
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -279,10 +278,9 @@ _DECODER = json.JSONDecoder(object_hook=_object)
 def _propose(texts: list[str]) -> tuple[list[Any], bool, str | None]:
     """A proposed value per text (``_NO_VALUE`` where none), the texts rewritten as JSON and decoded in
     one call: single-quoted strings as JSON strings, None/True/False/inf/nan as JSON's names, tuples
-    as tagged objects -- but a text's outermost tuple as an array and a text ``{}`` as ``0``, made a
-    tuple and a dict afterwards (a suite's args and kwargs: no object hook call for either). Only
-    proposals: ``parse_many`` checks each against its text. Also whether ``_ascii_is_canonical`` holds
-    for every text (``plain``), judged on all their code at once, and the texts joined by NULs."""
+    as tagged objects. Only proposals: ``parse_many`` checks each against its text. Also whether
+    ``_ascii_is_canonical`` holds for every text (``plain``), judged on all their code at once, and
+    the texts joined by NULs."""
     if not texts or set(map(type, texts)) != {str} or max(map(len, texts)) > MAX_TEXT_CHARS:
         return [_NO_VALUE] * len(texts), False, None
     joined = "\x00".join(texts)
@@ -291,38 +289,20 @@ def _propose(texts: list[str]) -> tuple[list[Any], bool, str | None]:
     parts = _STRING.split(joined)
     code = "\x01".join(parts[0::2])
     plain = _plain_code(code)
-    # Between NULs (a text's ends): its outermost brackets, and a whole text {} (twice: adjacent ones)
-    outer = ("\x00" + code.replace(",)", ")") + "\x00").replace("\x00{}\x00", "\x000\x00").replace("\x00{}\x00", "\x000\x00")
-    outer = outer.replace("\x00(", "\x00[").replace(")\x00", "]\x00")[1:-1]
-    code_parts = (outer.replace("None", "null").replace("True", "true").replace("False", "false")
+    code_parts = (code.replace("None", "null").replace("True", "true").replace("False", "false")
                   .replace("inf", "Infinity").replace("nan", "NaN")
-                  .replace("(", '{"\\u0003":[').replace(")", "]}")).split("\x01")
+                  .replace(",)", ")").replace("(", '{"\\u0003":[').replace(")", "]}")).split("\x01")
     bodies = ("\x00".join(parts[1::2]).replace("\\\\", "\x01").replace("\\'", "'").replace('"', '\\"')
               .replace("\\x", "\\u00").replace("\x01", "\\\\"))
     quoted = ('"' + bodies.replace("\x00", '"\x00"') + '"').split("\x00") if len(parts) > 1 else []
     pieces = "".join([*itertools.chain.from_iterable(zip(code_parts, quoted)), code_parts[-1]]).split("\x00")
     try:
         values = _DECODER.decode("[" + ",".join(pieces) + "]")
-        if len(values) != len(texts):
-            values = None
+        if len(values) == len(texts):
+            return values, plain, joined
     except (ValueError, RecursionError):  # LiteralError (hash_guard) is a ValueError
-        values = None
-    if values is None:
-        values = [_decode_one(piece) for piece in pieces]
-    _outermost(texts, values)
-    return values, plain, joined
-
-
-def _outermost(texts: list[str], values: list[Any]) -> None:
-    """The outermost tuples ``_propose`` read as lists made tuples, and the texts ``{}`` dicts."""
-    for i in itertools.compress(itertools.count(), map(_opens_tuple, texts)):
-        if type(values[i]) is list:
-            values[i] = tuple(values[i])
-    for i in itertools.compress(itertools.count(), map("{}".__eq__, texts)):
-        values[i] = {}
-
-
-_opens_tuple = operator.methodcaller("startswith", "(")
+        pass
+    return [_decode_one(piece) for piece in pieces], plain, joined
 
 
 def _decode_one(piece: str) -> Any:
