@@ -231,26 +231,32 @@ def parse_many(texts: list[str]) -> list[tuple[Any, str] | LiteralError]:
     ``canonical`` where the two provably spell alike (``_ascii_is_canonical``).
     """
     values, plain, joined = _propose(texts)
-    if plain and "\x00".join(map(ascii, values)) == joined:  # (no text holds a NUL: printable)
+    if not plain:
+        return [_one(text, value, False) for text, value in zip(texts, values)]
+    spelled = list(map(ascii, values))
+    if "\x00".join(spelled) == joined:  # (no text holds a NUL: printable)
         return list(zip(values, texts))
-    out: list[tuple[Any, str] | LiteralError] = []
-    for text, value in zip(texts, values):
-        if value is not _NO_VALUE:
-            if (plain or _ascii_is_canonical(text)) and ascii(value) == text:
-                out.append((value, text))
-                continue
-            try:
-                if canonical(value) == text:
-                    out.append((value, text))
-                    continue
-            except LiteralError:  # e.g. nested too deep: parse says how
-                pass
-        try:
-            value = parse(text)
-            out.append((value, canonical(value)))
-        except LiteralError as exc:
-            out.append(exc)
+    out: list[tuple[Any, str] | LiteralError] = list(zip(values, texts))
+    for i in itertools.compress(itertools.count(), map(str.__ne__, spelled, texts)):  # only those
+        out[i] = _one(texts[i], values[i], True)
     return out
+
+
+def _one(text: str, value: Any, plain: bool) -> tuple[Any, str] | LiteralError:
+    """``parse_many``'s answer for one text and its proposed value."""
+    if value is not _NO_VALUE:
+        if (plain or _ascii_is_canonical(text)) and ascii(value) == text:
+            return value, text
+        try:
+            if canonical(value) == text:
+                return value, text
+        except LiteralError:  # e.g. nested too deep: parse says how
+            pass
+    try:
+        value = parse(text)
+        return value, canonical(value)
+    except LiteralError as exc:
+        return exc
 
 
 _NO_VALUE = object()
