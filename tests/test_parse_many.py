@@ -120,16 +120,16 @@ def test_canonical_texts_take_the_batch_path(monkeypatch):
 def test_a_wrong_proposal_is_never_accepted(monkeypatch):
     """The check that guards the batch path: a proposal whose canonical spelling is not the text is
     refused and the text read by parse(). Sabotage the JSON path to propose wrong values."""
-    texts = ["[1, 2]", "(1,)", "'a'", "{'k': 1}", "5", "[[1, 2], [3]]"]
+    texts = ["[1, 2]", "(1,)", "'a'", "{'k': 1}", "5", "[[1, 2], [3]]", "{}", "((1, 2), [3])"]
     real = literals._propose
 
     def wrong(batch):
-        values, plain = real(batch)
-        return [[0] if not isinstance(v, list) else [v, 0] for v in values], plain
+        values, plain, joined = real(batch)
+        return [[0] if not isinstance(v, list) else [v, 0] for v in values], plain, joined
 
     monkeypatch.setattr(literals, "_propose", wrong)
     got = check(texts)
-    assert [r[0] for r in got] == [[1, 2], (1,), "a", {"k": 1}, 5, [[1, 2], [3]]]
+    assert [r[0] for r in got] == [[1, 2], (1,), "a", {"k": 1}, 5, [[1, 2], [3]], {}, ((1, 2), [3])]
 
 
 def test_the_ascii_shortcut_conditions_each_refuse():

@@ -183,3 +183,38 @@ def test_a_tasks_own_wrong_samples_travel_in_the_directory_and_the_gauge_blocks_
     bad.write_text(json.dumps({"task_id": "HumanEval/0", "label": "raise", "program": lax}) + "\n")
     with pytest.raises(InvalidInput, match="line 1.*label"):
         suitefiles.add_wrong_samples(result, bad)
+
+
+class _Node:
+    pass
+
+
+def test_read_values_go_to_the_oldest_generation_and_garbage_stays_collectable(result, tmp_path):
+    import gc
+    import weakref
+
+    out = suitefiles.write_suites(result, tmp_path / "suites")
+    cycle = _Node()
+    cycle.me = cycle  # garbage only the cycle collector frees
+    gone = weakref.ref(cycle)
+    del cycle
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            case = suitefiles.read_suites(out).tasks["HumanEval/0"].suites[HIDDEN].cases[0]
+            assert gc.isenabled() is enabled  # the caller's setting is kept
+            assert gc.is_tracked(case)
+            young = {id(o) for g in (0, 1) for o in gc.get_objects(generation=g)}
+            assert id(case) not in young and any(o is case for o in gc.get_objects(generation=2))
+    finally:
+        (gc.enable if was else gc.disable)()
+    gc.collect()
+    assert gone() is None  # moved to the oldest generation, not frozen: a full collection frees it
+    gc.freeze()  # something else keeps objects frozen: left as it is
+    try:
+        frozen = gc.get_freeze_count()
+        suitefiles.read_suites(out)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

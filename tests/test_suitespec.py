@@ -137,6 +137,40 @@ def test_structural_errors_name_the_field(doc, field):
     assert field in str(err.value)
 
 
+def written(*cases, **doc):
+    """A document as ``to_json`` spells it: every case's three keys, in order (the reader's quick path)."""
+    return spec_doc(*({"args": a, "kwargs": k, "expected": e} for a, k, e in cases), **doc)
+
+
+@pytest.mark.parametrize("doc,field", [
+    (written(("(1,)", "{}", "1"), extra_key=1), "extra_key"),
+    (written(("(1,)", "{}", "1"), entry_point="os.system"), "entry_point"),
+    (written(("(1,)", "{}", "1"), entry_point="f\u00e9"), "entry_point"),
+    (written(("(1,)", "{}", "1"), entry_point=1), "entry_point"),
+    (written(("(1,)", "{}", "1"), dialect="python-exec/1"), "dialect"),
+    (written(("(1,)", "{}", "1"), dialect=["python-call/1"]), "dialect"),
+    (written(), "cases"),
+    (dict(written(("(1,)", "{}", "1")), cases={"args": "(1,)", "kwargs": "{}", "expected": "1"}), "cases"),
+    (written(("(1,)", "{}", "1"), ("(2,)", 1, "2")), "kwargs"),
+    (written(("(1,)", "{}", "1"), ("(2,)", "{}", None)), "expected"),
+    (spec_doc({"args": "(1,)", "kwargs": "{}", "expected": "1"}, ["(1,)", "{}", "1"]), "case 1"),
+    (spec_doc({"args": "(1,)", "kwargs": "{}", "expected": "1", "code": "print(1)"}), "code"),
+    (spec_doc({"args": "(1,)", "kwargs": "{}", "expected": "1"}, {"args": "(1,)", "expected": "1",
+                                                                   "kwargs": "{1: 2}"}), "kwargs"),
+])
+def test_written_documents_are_refused_as_the_model_refuses_them(doc, field):
+    with pytest.raises(SpecError) as err:
+        suitespec.from_dict(doc, source="s.json")
+    assert field in str(err.value)
+
+
+def test_written_documents_read_as_any_other_spelling():
+    doc = written(("(1, [2])", "{'k': 1}", "{1, 2}"), ("(3,)", "{}", "(4, 'x')"), entry_point="g")
+    reordered = dict(reversed(list(doc.items())), cases=[dict(reversed(list(c.items()))) for c in doc["cases"]])
+    a, b = suitespec.from_dict(doc), suitespec.from_dict(reordered)
+    assert a == b and a.spec_hash == b.spec_hash and a.cases[0].kwargs == {"k": 1}
+
+
 def test_literals_round_trip_and_keep_types():
     text = "[None, True, -3, 2.5, -0.0, inf, -inf, nan, 'a\\u00e9\\U0001f600\\n', b'\\x00\\xff', (1,), [], {2, 1}, set(), {5: 'x', '5': 'y'}]"
     value = literals.parse(text)

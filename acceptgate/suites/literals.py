@@ -230,27 +230,33 @@ def parse_many(texts: list[str]) -> list[tuple[Any, str] | LiteralError]:
     canonical, or no literal) goes through ``parse`` itself. ``ascii()`` (C) stands in for
     ``canonical`` where the two provably spell alike (``_ascii_is_canonical``).
     """
-    values, plain = _propose(texts)
-    if plain and "\x00".join(map(ascii, values)) == "\x00".join(texts):  # (no text holds a NUL: printable)
+    values, plain, joined = _propose(texts)
+    if not plain:
+        return [_one(text, value, False) for text, value in zip(texts, values)]
+    spelled = list(map(ascii, values))
+    if "\x00".join(spelled) == joined:  # (no text holds a NUL: printable)
         return list(zip(values, texts))
-    out: list[tuple[Any, str] | LiteralError] = []
-    for text, value in zip(texts, values):
-        if value is not _NO_VALUE:
-            if (plain or _ascii_is_canonical(text)) and ascii(value) == text:
-                out.append((value, text))
-                continue
-            try:
-                if canonical(value) == text:
-                    out.append((value, text))
-                    continue
-            except LiteralError:  # e.g. nested too deep: parse says how
-                pass
-        try:
-            value = parse(text)
-            out.append((value, canonical(value)))
-        except LiteralError as exc:
-            out.append(exc)
+    out: list[tuple[Any, str] | LiteralError] = list(zip(values, texts))
+    for i in itertools.compress(itertools.count(), map(str.__ne__, spelled, texts)):  # only those
+        out[i] = _one(texts[i], values[i], True)
     return out
+
+
+def _one(text: str, value: Any, plain: bool) -> tuple[Any, str] | LiteralError:
+    """``parse_many``'s answer for one text and its proposed value."""
+    if value is not _NO_VALUE:
+        if (plain or _ascii_is_canonical(text)) and ascii(value) == text:
+            return value, text
+        try:
+            if canonical(value) == text:
+                return value, text
+        except LiteralError:  # e.g. nested too deep: parse says how
+            pass
+    try:
+        value = parse(text)
+        return value, canonical(value)
+    except LiteralError as exc:
+        return exc
 
 
 _NO_VALUE = object()
@@ -275,16 +281,17 @@ def _object(obj: dict[str, Any]) -> Any:
 _DECODER = json.JSONDecoder(object_hook=_object)
 
 
-def _propose(texts: list[str]) -> tuple[list[Any], bool]:
+def _propose(texts: list[str]) -> tuple[list[Any], bool, str | None]:
     """A proposed value per text (``_NO_VALUE`` where none), the texts rewritten as JSON and decoded in
     one call: single-quoted strings as JSON strings, None/True/False/inf/nan as JSON's names, tuples
     as tagged objects. Only proposals: ``parse_many`` checks each against its text. Also whether
-    ``_ascii_is_canonical`` holds for every text (``plain``), judged on all their code at once."""
+    ``_ascii_is_canonical`` holds for every text (``plain``), judged on all their code at once, and
+    the texts joined by NULs."""
     if not texts or set(map(type, texts)) != {str} or max(map(len, texts)) > MAX_TEXT_CHARS:
-        return [_NO_VALUE] * len(texts), False
+        return [_NO_VALUE] * len(texts), False, None
     joined = "\x00".join(texts)
     if not (joined.isascii() and all(map(str.isprintable, texts))):
-        return [_NO_VALUE] * len(texts), False  # (canonical spellings are printable ASCII)
+        return [_NO_VALUE] * len(texts), False, None  # (canonical spellings are printable ASCII)
     parts = _STRING.split(joined)
     code = "\x01".join(parts[0::2])
     plain = _plain_code(code)
@@ -298,10 +305,10 @@ def _propose(texts: list[str]) -> tuple[list[Any], bool]:
     try:
         values = _DECODER.decode("[" + ",".join(pieces) + "]")
         if len(values) == len(texts):
-            return values, plain
+            return values, plain, joined
     except (ValueError, RecursionError):  # LiteralError (hash_guard) is a ValueError
         pass
-    return [_decode_one(piece) for piece in pieces], plain
+    return [_decode_one(piece) for piece in pieces], plain, joined
 
 
 def _decode_one(piece: str) -> Any:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from json.encoder import encode_basestring as _encode_string  # C-accelerated, ensure_ascii=False
 from json.encoder import encode_basestring_ascii as _encode_ascii  # C-accelerated, ensure_ascii=True
+import itertools
 import keyword
 from dataclasses import dataclass
 from functools import cached_property
@@ -162,8 +163,42 @@ def from_dict(doc: Any, *, source: str | None = None) -> SuiteSpec:
                 int: "a JSON number", float: "a JSON number"}.get(type(doc), type(doc).__name__)
         raise SpecError(f"a SuiteSpec is a JSON object with dialect, entry_point and cases, not {kind}",
                         source=source, construct="json")
+    texts = _written_texts(doc)
+    if texts is not None:  # the model would accept it: spare it building ~10^5 case objects
+        dialect, entry_point = doc["dialect"], doc["entry_point"]
+    else:
+        model = _validated(doc, source)
+        dialect, entry_point = model.dialect, model.entry_point
+        texts = [getattr(c, field) for c in model.cases for field in _FIELDS]  # read in one batch
+    shape = dialects.get(dialect).expected_problem
+    return SuiteSpec(dialect=dialect, entry_point=entry_point,
+                     cases=_cases(literals.parse_many(texts), source, shape))
+
+
+def _written_texts(doc: dict) -> list[str] | None:
+    """The cases' texts (args, kwargs, expected a case) of a document spelled as ``to_json`` writes it
+    -- exactly the three keys, each case's three keys in that order, every value a str -- with a known
+    dialect and an identifier entry point: one ``_SpecModel`` accepts. Anything else is None, and the
+    model reads it and says what is wrong."""
+    cases = doc.get("cases")
+    if (len(doc) != 3 or type(doc.get("dialect")) is not str or type(doc.get("entry_point")) is not str
+            or type(cases) is not list or not cases or set(map(type, cases)) != {dict}
+            or set(map(tuple, cases)) != {_FIELDS}):
+        return None
+    texts = list(itertools.chain.from_iterable(map(dict.values, cases)))
+    if set(map(type, texts)) != {str}:
+        return None
     try:
-        model = _SpecModel.model_validate(doc)
+        _SpecModel._identifier(doc["entry_point"])
+        _SpecModel._known_dialect(doc["dialect"])
+    except ValueError:
+        return None
+    return texts
+
+
+def _validated(doc: dict, source: str | None) -> _SpecModel:
+    try:
+        return _SpecModel.model_validate(doc)
     except ValidationError as exc:
         # An unknown key is the likeliest smuggling attempt: report it before anything else.
         errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
@@ -179,10 +214,6 @@ def from_dict(doc: Any, *, source: str | None = None) -> SuiteSpec:
         if err["type"] == "extra_forbidden":
             msg = "unknown key (a SuiteSpec holds only dialect, entry_point and cases)"
         raise SpecError(msg, source=source, case=case, field=field, construct=err["type"]) from None
-    shape = dialects.get(model.dialect).expected_problem
-    texts = [getattr(c, field) for c in model.cases for field in _FIELDS]  # read in one batch
-    return SuiteSpec(dialect=model.dialect, entry_point=model.entry_point,
-                     cases=_cases(literals.parse_many(texts), source, shape))
 
 
 def _cases(parsed: list, source: str | None, shape) -> tuple[Case, ...]:
