@@ -311,6 +311,23 @@ def test_serve_ctrl_c_while_serving_exits_130(tmp_path, api, suites_3, codet_sam
     assert "the schedules stopped" in lines[-1]
 
 
+def test_prefects_engine_installs_the_bridged_sigterm_handler():
+    """At each flow start Prefect's engine installs the SIGTERM handler it finds in
+    prefect.utilities.engine; ``bridge_signals`` puts acceptgate's stop there (a private hook: this fails
+    when Prefect changes it), and under it the runner's cancellation is still acknowledged."""
+    from prefect.utilities import engine
+
+    from acceptgate.tasks import _prefect_env
+
+    handler = _prefect_env.bridge_signals()
+    assert handler is not None and engine._prefect_sigterm_handler is handler
+    before = signal.getsignal(signal.SIGTERM)
+    with engine.capture_sigterm():
+        assert signal.getsignal(signal.SIGTERM) is handler
+        assert engine.can_ack_control_intent()
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def _api(method: str, url: str, **kwargs):
     """A call to the session's Prefect server; its 503 (SQLite busy on a loaded machine) is retried."""
     import httpx
