@@ -328,6 +328,18 @@ def test_prefects_engine_installs_the_bridged_sigterm_handler():
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def _cgroups_of(pids: list[int]) -> list[str]:
+    """The sandbox cgroups the processes ``pids`` made that still exist."""
+    from acceptgate.sandbox import cgroup, hostprobe
+
+    caps = hostprobe.probe()
+    parents = [caps.cgroups.pids, caps.cgroups.memory] if caps.cgroups else []
+    parents += [cgroup.cpuacct_parent()] if cgroup.cpuacct_parent() else []
+    return [str(g) for parent in parents for pid in pids
+            for g in Path(parent).glob(f"{cgroup.PREFIX}*") if f"{cgroup.PREFIX}{pid}-" in g.name
+            or f"{cgroup.PREFIX}{cgroup.SLOT}{pid}-" in g.name]
+
+
 def _api(method: str, url: str, **kwargs):
     """A call to the session's Prefect server; its 503 (SQLite busy on a loaded machine) is retried."""
     import httpx
@@ -385,6 +397,7 @@ def test_serve_stop_mid_nightly_stops_the_run_itself(tmp_path, api, suites_3, co
             os.killpg(cli.proc.pid, signal.SIGKILL)
     name = signal.Signals(sig).name
     assert lines[-1].startswith(f"acceptgate serve: stopped by {name}: the schedules stopped"), lines[-1]
+    assert not _cgroups_of([child]), "cgroups of the flow run's sandboxes left"
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("select flow, status, failed_stage, failure from run_attempts").fetchall() == [
             ("audit", "interrupted", "execute", f"interrupted by {name}")]
@@ -486,7 +499,7 @@ def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suit
     from acceptgate._util import interrupt
 
     from acceptgate.scoring import score
-    from acceptgate.sandbox import cgroup, executor, hostprobe
+    from acceptgate.sandbox import executor
 
     task = sorted(score.load_suites(str(suites_3), "hidden")[0])[0]
     samples = tmp_path / "samples.jsonl"
@@ -515,10 +528,5 @@ def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suit
     lines = cli.stopped(signal.SIGINT)
     assert not out.exists()
     _score_attempt_interrupted(lines, tmp_path / "w.duckdb")
-    caps = hostprobe.probe()
-    parents = [caps.cgroups.pids, caps.cgroups.memory] if caps.cgroups else []
-    parents += [cgroup.cpuacct_parent()] if cgroup.cpuacct_parent() else []
-    left = [str(g) for parent in parents for pid in workers
-            for g in Path(parent).glob(f"{cgroup.PREFIX}*") if f"{cgroup.PREFIX}{pid}-" in g.name
-            or f"{cgroup.PREFIX}{cgroup.SLOT}{pid}-" in g.name]
+    left = _cgroups_of(workers)
     assert not left, f"cgroups of the worker processes left: {left}"

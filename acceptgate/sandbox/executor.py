@@ -150,6 +150,7 @@ def _short(text: str) -> str:
 # (ExecutionResult.timeout_clock, and the start of its detail).
 TIMEOUT_CLOCKS = ("cpu", "wall")
 POLL_SECONDS = 0.005  # the shortest wait between two looks at the CPU counter
+STOP_POLL_SECONDS = 0.25  # how soon a wait on a runner notices a stop request
 
 
 def time_grace(limit: float) -> float:
@@ -372,12 +373,16 @@ class _Channel:
                 self.pause(time.monotonic() - handed)
 
     def _read(self) -> bytes:
-        """One read of what the runner wrote (waiting for it under the clocks); b"" at its end."""
+        """One read of what the runner wrote (waiting for it under the clocks); b"" at its end. A stop
+        request (SIGINT / SIGTERM) ends the wait within STOP_POLL_SECONDS: the runner it killed may
+        never answer."""
         while True:
+            until = self._wait_until()
             try:
-                return self.proc.read(self._wait_until())
+                return self.proc.read(min(until, time.monotonic() + STOP_POLL_SECONDS))
             except TimeoutError:
-                if self._clocks_ran_out():
+                interrupt.check()
+                if time.monotonic() >= until and self._clocks_ran_out():
                     raise
 
     def _fill(self) -> None:
