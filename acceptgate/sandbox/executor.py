@@ -374,9 +374,10 @@ class _Channel:
 
     def _read(self) -> bytes:
         """One read of what the runner wrote (waiting for it under the clocks); b"" at its end. A stop
-        request (SIGINT / SIGTERM) ends the wait within STOP_POLL_SECONDS: the runner it killed may
-        never answer."""
+        request (SIGINT / SIGTERM) ends the reading, within STOP_POLL_SECONDS of a wait: a runner it
+        killed may never answer, and one it did not may answer call after call."""
         while True:
+            interrupt.check()
             until = self._wait_until()
             try:
                 return self.proc.read(min(until, time.monotonic() + STOP_POLL_SECONDS))
