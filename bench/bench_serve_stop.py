@@ -32,7 +32,7 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
+SHARED = Path(os.environ.get("ACCEPTGATE_SHARED_DATA", REPO.parent / "shared" / "data"))  # as the tests find it
 HUMANEVALPLUS = SHARED / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz"
 SAMPLES = SHARED / "samples" / "codet_codegen16B.jsonl.gz"
 STARTUP = 300  # seconds: server start and deployment registration on a busy 2-core machine
@@ -166,7 +166,11 @@ def one_stop(sig: str, after: float, suites: Path, tmp: Path) -> dict:
         proc = subprocess.Popen(argv, env=env, cwd=root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         client, dep = _wait_deployment(api, home, proc, log)
-        r = client.post(f"{api}/deployments/{dep}/create_flow_run", json={"parameters": {}})
+        for _ in range(30):  # a 503 is the busy server's "try again" (its SQLite database locked)
+            r = client.post(f"{api}/deployments/{dep}/create_flow_run", json={"parameters": {}})
+            if r.status_code != 503:
+                break
+            time.sleep(2)
         r.raise_for_status()
         running = _wait_running(client, api, r.json()["id"])
         time.sleep(max(0.0, after - (time.monotonic() - running)))
@@ -186,9 +190,13 @@ def one_stop(sig: str, after: float, suites: Path, tmp: Path) -> dict:
                 "exit": code, "last_line": lines[-1] if lines else "", "processes_left": len(left),
                 "port_listening": _listening(port), "load": round(load, 1), "gone_after_s": gone}
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if proc.poll() is None:  # a failed row: serve still stops the server it started (its own session)
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,13 +15,16 @@ naming it, before any stage runs: nothing is read, sent or written.
 from __future__ import annotations
 
 import inspect
+import multiprocessing
+import signal
 import typing
 from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from acceptgate._util import interrupt
 from acceptgate._util.errors import InvalidInput
-from acceptgate.pipelines import requests
+from acceptgate.pipelines import ledger, requests
 from acceptgate.pipelines.requests import BackfillPerRun, HistoryBackfillRequest, NightlyPerRun, NightlyRequest
 
 # What a run of a served deployment may set, with the service's defaults when it sets nothing: the
@@ -65,12 +68,64 @@ def served_flow(name: str, chain: Callable[[BaseModel], Any], kind: type[BaseMod
     def served(**given: Any) -> Any:
         refuse_fixed(name, given, own)
         values = {**fixed, **{n: given.get(n, default) for n, default in defaults.items()}}
-        return chain(requests.build(kind, values, record=f"{name} flow run"))
+        previous = stop_on_signals()
+        try:
+            return chain(requests.build(kind, values, record=f"{name} flow run"))
+        except BaseException as exc:
+            if ledger.is_stop(exc):
+                stopped(exc)
+            raise
+        finally:
+            if not interrupt.requested():  # once stopping, later signals stay ignored until the process ends
+                interrupt.restore(previous)
 
     served.__signature__ = inspect.Signature(params)  # what Prefect binds a run's parameters against
     served.__name__ = served.__qualname__ = f"served_{name.replace('-', '_')}"
     served.__doc__ = description
     return flow(name=name, persist_result=False, log_prints=False, description=description)(served)
+
+
+def stop_on_signals() -> dict:
+    """In the flow run's process (the runner's child, which ``acceptgate serve`` signals when it stops):
+    the first SIGINT / SIGTERM stops the run as it stops a command (its sandboxes killed at once, its
+    attempt marked 'interrupted' with the signal's name), later ones are ignored while it unwinds.
+    SIGTERM stays with Prefect's bridge (its cancellation from the UI looks for it), made to do the same.
+    Returns the previous handlers."""
+    from acceptgate.tasks import _prefect_env
+
+    previous = interrupt.install()
+    handler = _prefect_env.bridge_signals()
+    if previous and handler is not None:
+        signal.signal(signal.SIGTERM, handler)
+    return previous
+
+
+def cancel_flow_run(message: str) -> None:
+    """Record this flow run as Cancelled, saying why (``interrupted by SIGTERM``): a stop, not a crash.
+    The engine's crash report that follows is then refused (the run is final already). If the API does
+    not answer, the run is reported Crashed, as Prefect does."""
+    from prefect import runtime
+    from prefect.client.orchestration import get_client
+    from prefect.states import Cancelled
+
+    run_id = runtime.flow_run.id
+    if not run_id:
+        return
+    try:
+        with get_client(sync_client=True, httpx_settings={"timeout": 5}) as client:
+            client.set_flow_run_state(run_id, Cancelled(message=message))
+    except Exception:  # noqa: BLE001  (the stop goes on; the run's state is then the engine's)
+        pass
+
+
+def stopped(exc: BaseException) -> None:
+    """The run was stopped and its attempt recorded 'interrupted' on the way here: record the flow run
+    Cancelled, then (in the runner's child process, where a served flow runs) end the process as a
+    stopped command ends -- exit handlers run, descendants killed, exit 128 + signal -- rather than
+    through the engine's unwinding and the interpreter's teardown, which took seconds after a stage."""
+    cancel_flow_run(ledger.describe(exc))
+    if multiprocessing.parent_process() is not None:
+        interrupt.finish(ledger.stop_signal(exc) or signal.SIGTERM, None)
 
 
 def served_nightly(fixed: dict[str, Any], per_run: dict[str, Any]):

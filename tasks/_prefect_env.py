@@ -125,10 +125,11 @@ def start_temporary_server(say: Callable[[str], None] | None = None) -> str | No
     return url
 
 
-def bridge_signals() -> None:
+def bridge_signals():
     """Prefect's flow engine swaps its own SIGTERM handler in while a flow runs (it raises
     TerminationSignal); make that handler also acceptgate's stop request, so that a SIGTERM during a
-    flow stops the sandboxes at once and is reported like a SIGINT (``acceptgate._util.interrupt``)."""
+    flow stops the sandboxes at once and is reported like a SIGINT (``acceptgate._util.interrupt``).
+    Returns that handler (None: this Prefect has no such hook)."""
     from prefect.exceptions import TerminationSignal
     from prefect.utilities import engine
 
@@ -146,5 +147,7 @@ def bridge_signals() -> None:
         if interrupt.should_raise(signum):  # a repeated signal: the stop is under way already
             raise FlowInterrupted(signum)
 
-    if getattr(engine, "_prefect_sigterm_handler", None) is not None:
-        engine._prefect_sigterm_handler = handler  # noqa: SLF001  (looked up at each flow start)
+    if getattr(engine, "_prefect_sigterm_handler", None) is None:
+        return None
+    engine._prefect_sigterm_handler = handler  # noqa: SLF001  (looked up at each flow start)
+    return handler

@@ -311,6 +311,100 @@ def test_serve_ctrl_c_while_serving_exits_130(tmp_path, api, suites_3, codet_sam
     assert "the schedules stopped" in lines[-1]
 
 
+def test_prefects_engine_installs_the_bridged_sigterm_handler():
+    """At each flow start Prefect's engine installs the SIGTERM handler it finds in
+    prefect.utilities.engine; ``bridge_signals`` puts acceptgate's stop there (a private hook: this fails
+    when Prefect changes it), and under it the runner's cancellation is still acknowledged."""
+    from prefect.utilities import engine
+
+    from acceptgate.tasks import _prefect_env
+
+    handler = _prefect_env.bridge_signals()
+    assert handler is not None and engine._prefect_sigterm_handler is handler
+    before = signal.getsignal(signal.SIGTERM)
+    with engine.capture_sigterm():
+        assert signal.getsignal(signal.SIGTERM) is handler
+        assert engine.can_ack_control_intent()
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def _cgroups_of(pids: list[int]) -> list[str]:
+    """The sandbox cgroups the processes ``pids`` made that still exist."""
+    from acceptgate.sandbox import cgroup, hostprobe
+
+    caps = hostprobe.probe()
+    parents = [caps.cgroups.pids, caps.cgroups.memory] if caps.cgroups else []
+    parents += [cgroup.cpuacct_parent()] if cgroup.cpuacct_parent() else []
+    return [str(g) for parent in parents for pid in pids
+            for g in Path(parent).glob(f"{cgroup.PREFIX}*") if f"{cgroup.PREFIX}{pid}-" in g.name
+            or f"{cgroup.PREFIX}{cgroup.SLOT}{pid}-" in g.name]
+
+
+def _api(method: str, url: str, **kwargs):
+    """A call to the session's Prefect server; its 503 (SQLite busy on a loaded machine) is retried."""
+    import httpx
+
+    for _ in range(30):
+        response = httpx.request(method, url, timeout=60, **kwargs)
+        if response.status_code != 503:
+            response.raise_for_status()
+            return response
+        time.sleep(2)
+    response.raise_for_status()
+
+
+def _stopped_child(pid: int) -> int | None:
+    """A child of ``pid`` that has stopped itself at its pause point (the flow run's process), or None."""
+    from acceptgate._util import interrupt
+
+    for child in interrupt.children(pid):
+        try:
+            stat = Path(f"/proc/{child}/stat").read_bytes()
+        except OSError:
+            continue
+        if stat[stat.rindex(b")") + 2:].split()[0] == b"T":
+            return child
+    return None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_stop_mid_nightly_stops_the_run_itself(tmp_path, api, suites_3, codet_samples_path, sig):
+    """A stop while a served nightly run works (SIGTERM to serve alone, as a service manager sends it;
+    SIGINT to its group, as Ctrl-C does): serve signals the run's process itself, which records its
+    attempt 'interrupted' with the signal's name and its flow run Cancelled with the same words, then
+    exits before serve does. Prefect's runner, stopping the run in its own way, cancels it with a
+    SIGTERM and its own message ('Runner is shutting down.'), after polling the process every 3 s."""
+    import duckdb
+
+    path = tmp_path / "w.duckdb"
+    cli = Cli(["serve", "--warehouse", str(path), "--gate-source", f"codet:{codet_samples_path}",
+               "--gate-suites", str(suites_3), "--limit", "1"], tmp_path, api,
+              env={"PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+                   "ACCEPTGATE_TEST_PAUSE_AT": "execute:started"})  # the run's process stops itself there
+    try:
+        cli.wait_for("acceptgate serve: serving nightly/nightly")
+        deployment = _api("get", f"{api}/deployments/name/nightly/nightly").json()["id"]
+        run = _api("post", f"{api}/deployments/{deployment}/create_flow_run", json={"parameters": {}}).json()["id"]
+        deadline = time.monotonic() + WAIT
+        while (child := _stopped_child(cli.proc.pid)) is None:  # inside the audit stage's attempt
+            assert cli.proc.poll() is None and time.monotonic() < deadline, "\n".join(cli.lines[-30:])
+            time.sleep(0.1)
+        cli.send(sig, group=sig == signal.SIGINT)
+        os.kill(child, signal.SIGCONT)
+        lines = cli.stopped(sig)
+    finally:
+        if cli.proc.poll() is None:
+            os.killpg(cli.proc.pid, signal.SIGKILL)
+    name = signal.Signals(sig).name
+    assert lines[-1].startswith(f"acceptgate serve: stopped by {name}: the schedules stopped"), lines[-1]
+    assert not _cgroups_of([child]), "cgroups of the flow run's sandboxes left"
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("select flow, status, failed_stage, failure from run_attempts").fetchall() == [
+            ("audit", "interrupted", "execute", f"interrupted by {name}")]
+    state = _api("get", f"{api}/flow_runs/{run}").json()["state"]
+    assert (state["type"], state["message"]) == ("CANCELLED", f"interrupted by {name}"), state
+
+
 def test_stats_sigterm_inside_its_write_transaction(tmp_path, api, gated):
     path = _copy_warehouse(gated, tmp_path)
     cli = Cli(["stats", "--warehouse", str(path), "--resamples", "200"], tmp_path, api,
@@ -405,7 +499,7 @@ def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suit
     from acceptgate._util import interrupt
 
     from acceptgate.scoring import score
-    from acceptgate.sandbox import cgroup, executor, hostprobe
+    from acceptgate.sandbox import executor
 
     task = sorted(score.load_suites(str(suites_3), "hidden")[0])[0]
     samples = tmp_path / "samples.jsonl"
@@ -434,10 +528,5 @@ def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suit
     lines = cli.stopped(signal.SIGINT)
     assert not out.exists()
     _score_attempt_interrupted(lines, tmp_path / "w.duckdb")
-    caps = hostprobe.probe()
-    parents = [caps.cgroups.pids, caps.cgroups.memory] if caps.cgroups else []
-    parents += [cgroup.cpuacct_parent()] if cgroup.cpuacct_parent() else []
-    left = [str(g) for parent in parents for pid in workers
-            for g in Path(parent).glob(f"{cgroup.PREFIX}*") if f"{cgroup.PREFIX}{pid}-" in g.name
-            or f"{cgroup.PREFIX}{cgroup.SLOT}{pid}-" in g.name]
+    left = _cgroups_of(workers)
     assert not left, f"cgroups of the worker processes left: {left}"

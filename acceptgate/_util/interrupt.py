@@ -47,7 +47,7 @@ def request(signum: int) -> bool:
     if first:
         _received.append(signum)
         STOP.set()
-        kill_descendants(spare=_spared, keep=_resource_tracker())
+        kill_descendants(spare=_spared, keep=resource_tracker())
     return first
 
 
@@ -129,9 +129,8 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-def descendants(pid: int | None = None) -> list[int]:
-    """Every process below ``pid`` (default: this one), from /proc, parents before children."""
-    root = os.getpid() if pid is None else pid
+def _children_of() -> dict[int, list[int]]:
+    """Each process's children, from /proc."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -143,7 +142,18 @@ def descendants(pid: int | None = None) -> list[int]:
             continue
         ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
         children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], list(children.get(root, []))
+    return children
+
+
+def children(pid: int | None = None) -> list[int]:
+    """The processes ``pid`` (default: this one) started, from /proc."""
+    return _children_of().get(os.getpid() if pid is None else pid, [])
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """Every process below ``pid`` (default: this one), from /proc, parents before children."""
+    children = _children_of()
+    out, todo = [], list(children.get(os.getpid() if pid is None else pid, []))
     while todo:
         p = todo.pop(0)
         out.append(p)
@@ -151,7 +161,7 @@ def descendants(pid: int | None = None) -> list[int]:
     return out
 
 
-def _resource_tracker() -> set[int]:
+def resource_tracker() -> set[int]:
     """Python's multiprocessing resource tracker (Dask's local cluster starts one): killed before the exit
     handlers that still unregister with it, it is relaunched and prints a traceback per name it never
     saw. It goes in the last sweep, after them."""
@@ -191,12 +201,13 @@ def _exit_handlers() -> None:
     atexit._run_exitfuncs()  # noqa: SLF001
 
 
-def finish(signum: int, message: str, grace: float = 10.0) -> None:
-    """Print the one line, clean up, and exit 128 + signum (never returns)."""
+def finish(signum: int, message: str | None, grace: float = 10.0) -> None:
+    """Print the one line (None: none; a child whose parent says it), clean up, and exit 128 + signum
+    (never returns)."""
     for sig in SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
     STOP.set()
-    kill_descendants(spare=_spared, keep=_resource_tracker())
+    kill_descendants(spare=_spared, keep=resource_tracker())
     deadline = time.monotonic() + grace
     for t in threading.enumerate():  # they remove their sandboxes' work dirs once their process is gone
         if t is not threading.main_thread() and not t.daemon:
@@ -210,5 +221,6 @@ def finish(signum: int, message: str, grace: float = 10.0) -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
-    print(message, file=sys.stderr, flush=True)
+    if message is not None:
+        print(message, file=sys.stderr, flush=True)
     os._exit(128 + signum)

@@ -158,8 +158,8 @@ def run(args) -> int:
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     from acceptgate.flows import serve  # Prefect is imported here, and only here
 
-    # While serving, flows.serve takes both signals in its event loop (it stops the runner and returns the
-    # signal); before (imports, the server's start) and after (the server's stop) they unwind as here.
+    # While serving, flows.serve takes both signals in its event loop (it stops the flow runs, then the runner,
+    # and returns the signal); before (imports, the server's start) and after (the server's stop) they unwind as here.
     # Either way the command exits 130 / 143 with its one line, like every other.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _terminate)

@@ -150,6 +150,7 @@ def _short(text: str) -> str:
 # (ExecutionResult.timeout_clock, and the start of its detail).
 TIMEOUT_CLOCKS = ("cpu", "wall")
 POLL_SECONDS = 0.005  # the shortest wait between two looks at the CPU counter
+STOP_POLL_SECONDS = 0.25  # how soon a wait on a runner notices a stop request
 
 
 def time_grace(limit: float) -> float:
@@ -403,17 +404,23 @@ class _Channel:
 
     def _read(self) -> bytes:
         """One read of what the runner wrote (waiting for it under the clocks); b"" at its end. Calls
-        written ahead (``outbox``) go on being written meanwhile."""
+        written ahead (``outbox``) go on being written meanwhile. A stop request (SIGINT / SIGTERM) ends
+        the reading, within STOP_POLL_SECONDS of a wait: a runner it killed may never answer, and one it
+        did not may answer call after call."""
         if self.counters_due:
             self._read_case_counters()
         while True:
+            interrupt.check()
+            until = self._wait_until()
             try:
+                wait = min(until, time.monotonic() + STOP_POLL_SECONDS)
                 if self.outbox:
-                    self.outbox, chunk = self.proc.pump(self.outbox, self._wait_until())
+                    self.outbox, chunk = self.proc.pump(self.outbox, wait)
                     return chunk
-                return self.proc.read(self._wait_until())
+                return self.proc.read(wait)
             except TimeoutError:
-                if self._clocks_ran_out():
+                interrupt.check()
+                if time.monotonic() >= until and self._clocks_ran_out():
                     raise
 
     def _fill(self) -> None:
