@@ -13,6 +13,7 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from acceptgate.leak import audit as core
+from acceptgate.pipelines import leak as leak_io
 from acceptgate.pipelines.requests import LeakAuditRequest
 from acceptgate.pipelines import ledger
 from acceptgate.tasks import leak_tasks as t
