@@ -17,7 +17,7 @@ from acceptgate.gates import run as gate_run
 from acceptgate.judge import run as judge_core
 from acceptgate.leak import audit as leak_audit
 from acceptgate.leak.scanners import SCANNER_VERSION
-from acceptgate.pipelines import audit as audit_pipeline
+from acceptgate.pipelines import requests as requests_module
 from acceptgate.pipelines import score as score_pipeline
 from acceptgate.pipelines.experiments.result import ExperimentResult
 from acceptgate.pipelines.requests import (AuditRequest, CertifyRequest, GateRequest, JudgeRequest, ScoreRequest,
@@ -47,7 +47,7 @@ def test_audit_ids_are_the_pinned_ones():
     other = AuditRequest(dataset="mbppplus", backend="docker").derive_run_id("cd" * 32)
     assert other == recompute("audit", audit_key(dataset="mbppplus", source_sha256="cd" * 32, limit=None,
                                                  backend="docker")) == "audit-f8ca33d873d25479"
-    assert audit_pipeline.PIPELINE == "audit/1"
+    assert requests_module.AUDIT_PIPELINE == "audit/1"  # the version the audit's rows carry
 
 
 @pytest.mark.parametrize("request_change, digest", [

@@ -37,14 +37,13 @@ from acceptgate.store import warehouse
 from acceptgate._util.errors import InvalidInput
 from acceptgate.pipelines import ledger
 from acceptgate.pipelines.families import AUDIT
-from acceptgate.pipelines.requests import AuditRequest
+from acceptgate.pipelines.requests import AUDIT_PIPELINE, AuditRequest
 from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Backend
 from acceptgate._util.hashing import sha256_text
 from acceptgate.sandbox.executor import ExecutionResult, execute_many
 from acceptgate.datasets.task import SUITE_KINDS, ImportResult, Task
 
-PIPELINE = "audit/1"
 FINAL_VERDICTS = ("timeout", "memory", "crash", "protocol")  # end an execution early whatever the mode
 
 Frames = dict[str, pd.DataFrame]
@@ -99,7 +98,7 @@ class Run:
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame([{
-            "run_id": self.run_id, "run_id_origin": self.origin, "pipeline": PIPELINE,
+            "run_id": self.run_id, "run_id_origin": self.origin, "pipeline": AUDIT_PIPELINE,
             "acceptgate_version": __version__, "dataset": self.dataset, "source": self.source,
             "source_sha256": self.source_sha256, "backend": self.backend, "task_limit": self.limit,
         }]).astype({"task_limit": "Int64"})

@@ -34,7 +34,6 @@ from acceptgate.scoring.profiles import DEFAULT as DEFAULT_PROFILE
 from acceptgate.scoring.profiles import PROFILES
 from acceptgate.judge.backends import BACKENDS as JUDGE_BACKENDS
 from acceptgate.leak.audit import BATCH_RECORDS
-from acceptgate.pipelines.shards import DEFAULT_RECORDS_PER_SHARD, DEFAULT_TASKS_PER_SHARD
 from acceptgate.stats.paired import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from acceptgate.v4v.certify import Settings as CertifySettings
 
@@ -95,6 +94,10 @@ DataSet = Annotated[str, AfterValidator(lambda name: _known(name, datasets.NAMES
 JudgeBackend = Annotated[str, AfterValidator(lambda name: _known(name, JUDGE_BACKENDS, "judge backend"))]
 SuiteKind = Annotated[str, AfterValidator(lambda name: _known(name, SUITE_KINDS, "suite kind"))]
 
+
+AUDIT_PIPELINE = "audit/1"  # the audit pipeline's version: in its runs' rows and their derived ids
+DEFAULT_TASKS_PER_SHARD = 4  # gate and certify: a shard is minutes of sandbox work on a few tasks
+DEFAULT_RECORDS_PER_SHARD = 2000  # leak backfill: whole runs, about this many records per shard
 
 class Request(BaseModel):
     """What every request shares: unknown fields refused, values frozen once checked."""
@@ -164,10 +167,9 @@ class AuditRequest(ShardedRequest, NamedRun):
 
     def derive_run_id(self, source_sha256: str) -> str:
         """From the data file's content (not its path), the task limit, the backend and the pipeline."""
-        from acceptgate.pipelines.audit import PIPELINE  # pandas: only when an audit runs
-
         return runids.derive_run_id("audit", {"dataset": self.dataset, "source_sha256": source_sha256,
-                                              "limit": self.limit, "backend": self.backend, "pipeline": PIPELINE})
+                                              "limit": self.limit, "backend": self.backend,
+                                              "pipeline": AUDIT_PIPELINE})
 
 
 class GateRequest(ShardedRequest, NamedRun):

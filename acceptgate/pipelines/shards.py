@@ -22,6 +22,7 @@ from acceptgate.sandbox import backend as backends
 from acceptgate.sandbox.backend import Limits
 from acceptgate.datasets.samples import Sample, SampleFile, read_samples
 from acceptgate.suites.suitespec import SuiteSpec
+from acceptgate.pipelines.requests import DEFAULT_RECORDS_PER_SHARD, DEFAULT_TASKS_PER_SHARD
 
 DEFAULT_SHARD_SIZE = 400  # samples; a few seconds of work per shard on the local fork server
 
@@ -168,7 +169,6 @@ def merge(sample_file: SampleFile, suites: Mapping[str, SuiteSpec], excluded: Ma
 # ledger (the warehouse has one writer). The flows submit one Prefect task per shard, on whatever task
 # runner the flow has (Prefect's DaskTaskRunner for --dask).
 
-DEFAULT_TASKS_PER_SHARD = 4  # gate and certify: a shard is minutes of sandbox work on a few tasks
 
 
 def split(items: list, size: int) -> list[list]:
@@ -426,7 +426,6 @@ def merge_audit(results: list[AuditShardResult]) -> tuple[list, int]:
     return [rec for r in results for rec in r.records], sum(r.ran for r in results)
 
 
-DEFAULT_RECORDS_PER_SHARD = 2000  # leak backfill: whole runs, about this many records per shard
 
 
 class LeakShard:
