@@ -72,7 +72,7 @@ def served_flow(name: str, chain: Callable[[BaseModel], Any], kind: type[BaseMod
         try:
             return chain(requests.build(kind, values, record=f"{name} flow run"))
         except BaseException as exc:
-            if ledger.is_stop(exc):
+            if interrupt.is_stop(exc):
                 stopped(exc)
             raise
         finally:
@@ -125,7 +125,7 @@ def stopped(exc: BaseException) -> None:
     through the engine's unwinding and the interpreter's teardown, which took seconds after a stage."""
     cancel_flow_run(ledger.describe(exc))
     if multiprocessing.parent_process() is not None:
-        interrupt.finish(ledger.stop_signal(exc) or signal.SIGTERM, None)
+        interrupt.finish(interrupt.stop_signal(exc) or signal.SIGTERM, None)
 
 
 def served_nightly(fixed: dict[str, Any], per_run: dict[str, Any]):

@@ -140,6 +140,18 @@ def _gate_run(run_id: str) -> gates.GateRun:
                          ("conform", "off"), 5, "local")
 
 
+def _raised_while_a_stop_unwound(signum: int) -> BaseException:
+    """A library that caught the stop and failed on its way out (Prefect creating a task run when the
+    signal lands: "Task run is not set"), its error carrying the stop as context."""
+    try:
+        try:
+            raise Interrupted(signum)
+        except Interrupted:
+            raise ValueError("Task run is not set")
+    except ValueError as exc:
+        return exc
+
+
 def _termination_signal(signum: int) -> BaseException:
     from prefect.exceptions import TerminationSignal  # what Prefect raises in a flow at SIGTERM
 
@@ -152,8 +164,9 @@ def _termination_signal(signum: int) -> BaseException:
     (SystemExit(130), "interrupted", "interrupted by SIGINT"),
     (KeyboardInterrupt(), "interrupted", "interrupted by SIGINT"),
     (_termination_signal(signal.SIGTERM), "interrupted", "interrupted by SIGTERM"),
+    (_raised_while_a_stop_unwound(signal.SIGINT), "interrupted", "interrupted by SIGINT"),
     (RuntimeError("boom"), "failed", "RuntimeError: boom"),
-], ids=["Interrupted", "SystemExit", "KeyboardInterrupt", "TerminationSignal", "error"])
+], ids=["Interrupted", "SystemExit", "KeyboardInterrupt", "TerminationSignal", "error-while-stopping", "error"])
 def test_the_run_row_and_attempt_end_by_what_stopped_them(tmp_path, stop, status, said):
     path = ledger.prepare(tmp_path / "w.duckdb")
     gate_run = _gate_run("stop-test")

@@ -232,6 +232,37 @@ def test_gate_sigint_while_arms_run(tmp_path, api, suites_3, codet_samples_path)
     assert _attempts(path)[-1][:2] == ("gate", "interrupted")
 
 
+# A library that catches the stop and fails on its way out (Prefect, when the signal lands while it
+# creates a task run: "ValueError: Task run is not set") must not turn the stop into a crash.
+_FAILS_WHILE_STOPPING = """
+import os, signal, sys
+import acceptgate.cli.stats_cmd as command
+from acceptgate import cli
+from acceptgate._util.errors import Interrupted
+
+def run(args):
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # the real handler raises Interrupted here
+        signal.pause()
+    except Interrupted:
+        raise ValueError("Task run is not set")
+
+command.run = run
+sys.exit(cli.main(["stats"]))
+"""
+
+
+def test_an_error_raised_while_a_stop_unwinds_is_the_stop(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", _FAILS_WHILE_STOPPING], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 128 + signal.SIGINT, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1] == ("acceptgate stats: stopped by SIGINT: stopped before its run was recorded: "
+                         "nothing was written to the warehouse"), proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+
 def test_gate_sigterm_inside_a_write_transaction_keeps_the_published_run(tmp_path, api, gated, suites_3,
                                                                           codet_samples_path):
     """A first run publishes (the ``gated`` warehouse, copied); a second attempt is stopped with its gate

@@ -31,8 +31,49 @@ _spared: set[int] = set()  # process groups stopped by their own exit handler, n
 _lost = threading.Event()  # the Interrupted raised was swallowed (raised inside a __del__ or a callback)
 
 
+STOP_EXIT_CODES = (130, 143)  # 128 + SIGINT, 128 + SIGTERM
+
+
 def requested() -> bool:
     return STOP.is_set()
+
+
+def _own_signal(exc: BaseException) -> int | None:
+    """The signal this exception itself stands for (None: it is not a stop request)."""
+    if isinstance(exc, Interrupted):
+        return exc.signum
+    if isinstance(exc, KeyboardInterrupt):
+        return signal.SIGINT
+    if isinstance(exc, SystemExit):
+        return int(exc.code) - 128 if exc.code in STOP_EXIT_CODES else None
+    if type(exc).__name__ == "TerminationSignal":  # Prefect's, on SIGTERM; the core does not import it
+        number = getattr(exc, "signal", None)
+        return number if isinstance(number, int) else signal.SIGTERM
+    return None
+
+
+def is_stop(exc: BaseException) -> bool:
+    """Does the exception mean "the user (or the system) asked the process to stop"?"""
+    return stop_signal(exc) is not None
+
+
+def stop_signal(exc: BaseException) -> int | None:
+    """The signal a stop request came by, or None when ``exc`` is no stop. A stop may arrive wrapped: a
+    library that catches it mid-bookkeeping (Prefect while it creates a task run) can fail on its way
+    out and raise its own error, with the stop as that error's cause or context -- still the stop."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        number = _own_signal(exc)
+        if number is not None:
+            return number
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def received() -> int | None:
+    """The signal of the stop under way (None: no stop was requested)."""
+    return _received[0] if _received else (signal.SIGINT if STOP.is_set() else None)
 
 
 def check() -> None:

@@ -104,6 +104,9 @@ def _main(argv: list[str] | None) -> int:
         signum = getattr(exc, "signum", signal.SIGINT)
         interrupt.finish(signum, stopped_line(args, signum))
     except Exception as exc:  # noqa: BLE001  (only the warehouse's and expectations' errors, else re-raised)
+        signum = interrupt.stop_signal(exc) or interrupt.received()
+        if signum:  # raised while a stop unwound (a library that caught it failed on its way out): the stop
+            interrupt.finish(signum, stopped_line(args, signum))
         mapped = _pipeline_error(args.command, exc)
         if mapped is None:
             raise

@@ -40,8 +40,9 @@ What each step does:
   ``<name>.snapshot.duckdb``; the attempt ends 'ok'.
 - ``Run.fail(exc)`` / an exception through ``run`` or ``Run.guard()``: the attempt and the run's row
   end 'failed' with the stage (``exc.stage`` when it has one) and the error -- or 'interrupted' when
-  the exception is a stop request (KeyboardInterrupt, ``acceptgate._util.errors.Interrupted``, SystemExit
-  with code 130 or 143). Nothing is published; the snapshot keeps what it had.
+  the exception is a stop request (``interrupt.is_stop``: KeyboardInterrupt, ``Interrupted``,
+  SystemExit with code 130 or 143, or an error raised while one unwound). Nothing is published; the
+  snapshot keeps what it had.
 
 A pipeline whose stages are separate steps (the Prefect flows run one task per stage) keeps the
 ``Run`` handle (a small frozen dataclass; every state it needs is in the warehouse) and wraps each
@@ -64,9 +65,8 @@ import duckdb
 import pandas as pd
 
 from acceptgate.store import expectations, warehouse
-from acceptgate._util.errors import Interrupted
+from acceptgate._util import interrupt
 
-STOP_EXIT_CODES = (130, 143)  # 128 + SIGINT, 128 + SIGTERM
 STOP_TIMEOUT = 10.0  # seconds to wait for the live file when recording a stop: the user wants out
 
 Frames = Mapping[str, pd.DataFrame]
@@ -85,39 +85,17 @@ def prepare(path: str | os.PathLike | None = None) -> Path:
 
 # -- stop requests ---------------------------------------------------------------------------------
 
-def is_stop(exc: BaseException) -> bool:
-    """Does the exception mean "the user (or the system) asked the process to stop"?"""
-    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
-        return True
-    if isinstance(exc, SystemExit):
-        return exc.code in STOP_EXIT_CODES
-    # Prefect raises its own TerminationSignal (a BaseException) on SIGTERM; the core does not import it
-    return type(exc).__name__ == "TerminationSignal"
-
-
 # What a stopped CLI says: the runs whose attempt this process recorded, and those it marked 'interrupted'
 STARTED: list[str] = []
 STOPPED: list[str] = []
-
-
-def stop_signal(exc: BaseException) -> int | None:
-    """The signal a stop request came by (None when it does not say)."""
-    if isinstance(exc, Interrupted):
-        return exc.signum
-    if isinstance(exc, KeyboardInterrupt):
-        return signal.SIGINT
-    if isinstance(exc, SystemExit) and exc.code in STOP_EXIT_CODES:
-        return int(exc.code) - 128
-    number = getattr(exc, "signal", None)  # Prefect's TerminationSignal carries it
-    return number if isinstance(number, int) else None
 
 
 def describe(exc: BaseException | str) -> str:
     """The stored failure text; every stop is spelled one way, "interrupted by SIGTERM" (or SIGINT)."""
     if isinstance(exc, str):
         return exc[:2000]
-    if is_stop(exc):
-        number = stop_signal(exc)
+    if interrupt.is_stop(exc):
+        number = interrupt.stop_signal(exc)
         try:
             return f"interrupted by {signal.Signals(number).name}" if number else "interrupted"
         except ValueError:
@@ -278,7 +256,7 @@ class Run:
         when no attempt of the run is running (already ended). Returns the status set, if any. A
         locked live file is not allowed to hide the original error: it is then left to the next
         attempt, which finds this process gone and marks the attempt failed."""
-        stop = isinstance(error, BaseException) and is_stop(error)
+        stop = isinstance(error, BaseException) and interrupt.is_stop(error)
         status = "interrupted" if stop else "failed"
         message = describe(error)
         with contextlib.suppress(warehouse.WarehouseError):
