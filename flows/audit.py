@@ -21,8 +21,7 @@ from acceptgate.pipelines.requests import AuditRequest
 from acceptgate.pipelines import ledger
 from acceptgate.flows import dask_runner
 from acceptgate.tasks import run_tasks
-from acceptgate.tasks.audit import (audit_shard, execute_stage, gauge_stage, import_stage, publish, suites_stage,
-                                    write_execute)
+from acceptgate.tasks.audit import execute_stage, gauge_stage, import_stage, publish
 
 
 @flow(name="audit", persist_result=False, log_prints=False)
@@ -41,15 +40,16 @@ def audit(request: AuditRequest) -> core.Summary:
     # of them looking for futures before each task (tens of seconds on the full data set).
     with AUDIT.attach(path, imp.run.run_id).guard():  # also between stages: an error or stop ends the attempt
         with timed("suites"):
-            suites = suites_stage(path, quote(imp))
+            suites = run_tasks.pipeline_step(core.stage_suites, path, quote(imp))
         with timed("gauge"):
             gauge = gauge_stage(path, quote(imp), quote(suites), backend=r.backend)
         with timed("execute"):
             if r.dask:
                 batches = shards.audit_shards(imp.imported.tasks, gauge.gauges, r.shard_size)
-                results = dask_runner.map_shards(audit_shard, batches, r.dask, backend=r.backend)
-                executed = write_execute(path, quote(imp), quote(suites), quote(gauge),
-                                         quote(shards.merge_audit(results)))
+                results = dask_runner.map_shards(shards.audit_shard, batches, r.dask, backend=r.backend)
+                # the shards' records written as the single-process stage writes its own (no backend here)
+                executed = run_tasks.pipeline_step(core.stage_execute, path, quote(imp), quote(suites), quote(gauge),
+                                                   None, executed=quote(shards.merge_audit(results)))
             else:
                 executed = execute_stage(path, quote(imp), quote(suites), quote(gauge), backend=r.backend)
         with timed("write"):

@@ -52,16 +52,17 @@ def backfill(request: LeakBackfillRequest, progress=None, spooled=None) -> core.
             # (a task run's context, with its parameters, cannot travel to a Dask worker)
             with dask_runner.cluster(r.dask) as run:
                 def scan_many(runs):
-                    return shards.merge_leak(run(t.leak_shard, shards.leak_shards(runs, materials, r.matcher,
+                    return shards.merge_leak(run(shards.leak_shard, shards.leak_shards(runs, materials, r.matcher,
                                                                                     r.shard_size)))
                 result = leak_io.run_audit(path, materials, selection, matcher=r.matcher, rescan=r.rescan,
                                            progress=progress, batch_records=r.batch_records, publish=False,
                                            history=spool, kind="leak-backfill", gate=gate,
                                            scan_many=scan_many)
         else:
-            result = t.scan(path, quote(materials), selection, matcher=r.matcher, rescan=r.rescan,
-                            batch_records=r.batch_records, progress=quote(progress), history=quote(spool),
-                            kind="leak-backfill", gate=quote(gate))
+            result = run_tasks.pipeline_step(leak_io.run_audit, path, quote(materials), selection, matcher=r.matcher,
+                                             rescan=r.rescan, progress=quote(progress), batch_records=r.batch_records,
+                                             publish=False, history=quote(spool), kind="leak-backfill",
+                                             gate=quote(gate))
         return t.publish(path, quote(result), started=started, material=material, load=load)
     finally:
         if spool is not None:

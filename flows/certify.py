@@ -114,7 +114,7 @@ def certify(request: CertifyRequest) -> CertifySummary:
                 if run_shards is not None:
                     batches = shards.certify_shards(materials, r.shard_size, history)
                     report = core.current_progress()
-                    results = run_shards(t.certify_shard, batches, backend=r.backend, settings=settings,
+                    results = run_shards(shards.certify_shard, batches, backend=r.backend, settings=settings,
                                          progress=(lambda d, n: report("shards", d, n)) if report else None)
                     cluster.close()  # the workers go before the client merges and writes
                     cert = shards.merge_certify(materials, results, settings)

@@ -3,7 +3,7 @@ for every sharded stage (``acceptgate.pipelines.shards``). Used from inside a fl
 ``dask`` parameter (``N``, a ``tls://host:port`` cluster with its credentials: an
 ``acceptgate.pipelines.daskcluster.DaskCluster``; the CLI's ``--dask`` and ``--dask-tls-*``):
 
-    results = dask_runner.map_shards(gate_tasks.gate_shard, batches, dask, arms=arms, ...)
+    results = dask_runner.map_shards(shards.gate_shard, batches, dask, arms=arms, ...)
 
 Everything else of the flow -- loading inputs, the run ledger, every warehouse write -- stays in the
 flow's own process: the cluster computes rows, the client writes them (one writer).
@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 
 from acceptgate.pipelines import daskcluster, shards
 from acceptgate.pipelines.daskcluster import DaskCluster
+from acceptgate.tasks import run_tasks
 
 LOOPBACK = "127.0.0.1"
 
@@ -91,18 +92,19 @@ def _nanny_class():
     return _NANNY
 
 
-def map_shards(task, batches: list, dask: DaskCluster | str, *, progress: Callable[[int, int], None] | None = None,
-               **parameters) -> list:
-    """Run ``task(shard=batch, **parameters)`` for every batch on the cluster ``dask`` names; the results
-    in batch order. A shard that fails raises here, after the cluster is released (nothing merged)."""
+def map_shards(step: Callable[..., object], batches: list, dask: DaskCluster | str, *,
+               progress: Callable[[int, int], None] | None = None, **parameters) -> list:
+    """Run ``step(batch, **parameters)`` (a shard function of ``acceptgate.pipelines.shards``) for every
+    batch on the cluster ``dask`` names; the results in batch order. A shard that fails raises here, after
+    the cluster is released (nothing merged)."""
     with cluster(dask) as run:
-        return run(task, batches, progress=progress, **parameters)
+        return run(step, batches, progress=progress, **parameters)
 
 
 @contextlib.contextmanager
 def cluster(dask: DaskCluster | str) -> Iterator[Callable[..., list]]:
     """The cluster held open for several maps (a stage that sends shards batch after batch):
-    ``with cluster(dask) as run: run(task, batches, **parameters)``.
+    ``with cluster(dask) as run: run(shards.leak_shard, batches, **parameters)``.
 
     The cluster starts in the background as the block is entered (a LocalCluster's workers spawn and
     import while the flow loads its inputs and records its run); the first ``run`` waits for it."""
@@ -130,9 +132,15 @@ def cluster(dask: DaskCluster | str) -> Iterator[Callable[..., list]]:
         if started:
             raise started[0]
 
-    def run(task, batches: list, *, progress: Callable[[int, int], None] | None = None, **parameters) -> list:
+    def run(step: Callable[..., object], batches: list, *, progress: Callable[[int, int], None] | None = None,
+            **parameters) -> list:
         ready()
-        futures = [runner.submit(task, parameters={"shard": batch, **parameters}) for batch in batches]
+        # A shard function already does its shard's whole work (open the backend, run, collect rows) and
+        # runs in-process too (tests, benchmarks): each shard is a run of the generic step task, named
+        # after the function (one name per shard kind: gate_shard, certify_shard, ...).
+        futures = [runner.submit(run_tasks.pipeline_step,
+                                 parameters={"step": step, "args": (batch,), "kwargs": parameters})
+                   for batch in batches]
         results = []
         for done, future in enumerate(futures, 1):
             results.append(future.result())

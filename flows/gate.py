@@ -111,7 +111,7 @@ def _gate_on_dask(tasks, arms, r: GateRequest, say, admitted):
     with open_source(r.source, per_task=r.per_task, chat_config=r.chat_config, strict=r.strict) as src:
         batches = shards.gate_shards(tasks, src, r.shard_size)
     say(f"gating {len(tasks)} tasks in {len(batches)} shards on Dask ({r.dask}), arms {', '.join(arms)}")
-    results = dask_runner.map_shards(t.gate_shard, batches, r.dask, progress=tenths(say, "gate shards"),
+    results = dask_runner.map_shards(shards.gate_shard, batches, r.dask, progress=tenths(say, "gate shards"),
                                      arms=arms, backend=r.backend, source_spec=r.source, per_task=r.per_task,
                                      chat_config=r.chat_config, strict=r.strict, workers=r.workers,
                                      limits=r.limits, profile=r.profile, refusals=admitted.refusals)

@@ -41,9 +41,9 @@ def leak_audit(request: LeakAuditRequest, progress=None, spooled=None) -> core.A
                                       task_ids=core.task_ids(selection, gate, spool))
         material = time.monotonic() - material
         # quote(): the material holds ~10^5 needles; without it Prefect walks each one looking for futures
-        result = t.scan(path, quote(materials), selection, matcher=r.matcher, rescan=r.rescan,
-                        batch_records=core.BATCH_RECORDS, progress=quote(progress), history=quote(spool),
-                        gate=quote(gate))
+        result = run_tasks.pipeline_step(leak_io.run_audit, path, quote(materials), selection, matcher=r.matcher,
+                                         rescan=r.rescan, progress=quote(progress), batch_records=core.BATCH_RECORDS,
+                                         publish=False, history=quote(spool), gate=quote(gate))
         return t.publish(path, quote(result), started=started, material=material, load=load)
     finally:
         if spool is not None:

@@ -1,5 +1,5 @@
-"""The ``score-sharded`` flow: score a samples file in coarse shards, one Prefect task per shard, on a
-Dask cluster through Prefect's ``DaskTaskRunner`` (``prefect-dask``).
+"""The ``score-sharded`` flow: score a samples file in coarse shards, one Prefect task run per shard
+(``score_shard``), on a Dask cluster through Prefect's ``DaskTaskRunner`` (``prefect-dask``).
 
     a LocalCluster on this machine:  run(..., dask="2")                 (acceptgate score --dask 2)
     an existing cluster:             run(..., dask=DaskCluster(address="tls://scheduler:8786", tls=...))
@@ -16,21 +16,14 @@ from __future__ import annotations
 
 import time
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 
 from acceptgate.pipelines import daskcluster, shards
 
 from acceptgate.scoring import score
 from acceptgate.pipelines.daskcluster import DaskCluster
 from acceptgate.sandbox.backend import Limits
-
-
-@task(name="score-shard", cache_policy=NO_CACHE, persist_result=False)
-def score_shard(shard: shards.Shard, backend: str, suite: str, fail_fast: bool, workers: int,
-                limits: Limits, profile: str = "default") -> shards.ShardResult:
-    return shards.score_shard(shard, backend, suite=suite, fail_fast=fail_fast, workers=workers, limits=limits,
-                              profile=profile)
+from acceptgate.tasks import run_tasks
 
 
 @flow(name="score-sharded", persist_result=False, log_prints=False)
@@ -47,7 +40,10 @@ def score_sharded(suites_dir: str, samples: str, suite: str = "hidden", backend:
                                                    inputs.prompts, set(inputs.suites), strict=strict)
     runnable = {t: spec for t, spec in inputs.suites.items() if t not in (unusable or {})}
     batches = shards.make_shards(sample_file, runnable, inputs.prompts, shard_size, inputs.timing)
-    futures = [score_shard.submit(b, backend, suite, fail_fast, workers_per_shard, limits, profile)
+    # the shard's whole work is ``shards.score_shard`` (also run in-process): each shard a run of the
+    # generic step task, named after it, on the flow's task runner (Dask with ``run``)
+    futures = [run_tasks.pipeline_step.submit(shards.score_shard, b, backend, suite=suite, fail_fast=fail_fast,
+                                              workers=workers_per_shard, limits=limits, profile=profile)
                for b in batches]
     results = [f.result() for f in futures]
     shards.check_results(batches, results)  # the rows of each shard are its samples, before any merge

@@ -1,4 +1,6 @@
-"""Prefect tasks of the audit flow: one per stage, each a thin call into ``acceptgate.pipelines.audit``.
+"""Prefect tasks of the audit flow: the stages that open a sandbox backend, and the publish, calling
+``acceptgate.pipelines.audit``. The suites stage, the writing of the execution stage's sharded records
+and the shards themselves need no backend here and run in the generic ``run_tasks.pipeline_step``.
 
 Stages are coarse (one task per stage, not per execution): the executions inside a stage run in
 parallel sandbox processes already. Results stay in memory (no caching, no persisted results): the
@@ -13,7 +15,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate.pipelines import audit, shards
+from acceptgate.pipelines import audit
 from acceptgate.pipelines.families import AUDIT
 from acceptgate.pipelines.requests import AuditRequest
 
@@ -24,11 +26,6 @@ _STAGE = {"cache_policy": NO_CACHE, "persist_result": False}
 def import_stage(warehouse: Path, request: AuditRequest) -> audit.ImportStage:
     with audit.open_backend(request.backend) as sandbox:
         return audit.stage_import(warehouse, sandbox, request)
-
-
-@task(name="suites", **_STAGE)
-def suites_stage(warehouse: Path, imp: audit.ImportStage) -> audit.SuitesStage:
-    return audit.stage_suites(warehouse, imp)
 
 
 @task(name="gauge", **_STAGE)
@@ -52,15 +49,3 @@ def publish(warehouse: Path, imp: audit.ImportStage, suites: audit.SuitesStage, 
     snapshot = AUDIT.attach(warehouse, imp.run.run_id).finish(wall_seconds=audit.elapsed(started))
     return audit.summarize(warehouse, imp, suites, gauge, execute, wall_seconds=audit.elapsed(started),
                            snapshot=snapshot)
-
-
-@task(name="audit-shard", **_STAGE)
-def audit_shard(shard: shards.AuditShard, backend: str) -> shards.AuditShardResult:
-    """One shard of the execution stage on a Dask worker: its tasks' references and wrong samples."""
-    return shards.audit_shard(shard, backend)
-
-
-@task(name="write-execute", **_STAGE)
-def write_execute(warehouse: Path, imp: audit.ImportStage, suites: audit.SuitesStage, gauge: audit.GaugeStage,
-                  executed: tuple) -> audit.ExecuteStage:
-    return audit.stage_execute(warehouse, imp, suites, gauge, None, executed=executed)

@@ -14,8 +14,6 @@ from prefect.cache_policies import NO_CACHE
 
 from acceptgate.scoring import gauge
 
-from acceptgate.pipelines import shards
-
 from acceptgate.datasets import suitefiles
 from acceptgate.sandbox import backend as backends
 from acceptgate.v4v import certify as core
@@ -67,12 +65,6 @@ def evaluate(materials: list, stage: dict, backend: str, settings: core.Settings
     seconds = {**stage["seconds"], "decide": time.monotonic() - t0}
     return core.Certification(materials, stage["proposed"], stage["kept"], stage["findings"], stage["runs"], records,
                               verdicts, reports, settings, seconds, certificates)
-
-
-@task(name="certify-shard", **_STAGE)
-def certify_shard(shard: shards.CertifyShard, backend: str, settings: core.Settings) -> shards.CertifyShardResult:
-    """One shard on a Dask worker: its tasks' pools, executions and decisions (no writes)."""
-    return shards.certify_shard(shard, backend, settings)
 
 
 @task(name="write-pools", **_STAGE)

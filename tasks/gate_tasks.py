@@ -15,7 +15,6 @@ from prefect.cache_policies import NO_CACHE
 
 from acceptgate.gates import delivery
 
-from acceptgate.pipelines import shards
 from acceptgate.scoring import gauge as gauges
 from acceptgate.gates import HmixCaps, arm_tasks, run_arm
 from acceptgate.gates import run as core
@@ -97,16 +96,6 @@ def score_deliveries(path: Path, run: core.GateRun, tasks: list[Task], outcomes:
     gate = core.gate_frames(run, outcomes)
     written = GATE.attach(path, run.run_id).write_stage("deliveries", core.delivery_frames(run, rows), related=gate)
     return rows, written, seconds
-
-
-@task(name="gate-shard", **_STAGE)
-def gate_shard(shard: shards.GateShard, arms: list[str], backend: str, source_spec: str, per_task: int,
-               chat_config, strict: bool, workers: int, limits: Limits, profile: str,
-               refusals: dict[str, str] | None = None) -> shards.GateShardResult:
-    """One shard on a Dask worker: every arm over its tasks, then their deliveries on GT (no writes)."""
-    return shards.gate_shard(shard, arms, backend, source_spec=source_spec, per_task=per_task,
-                             chat_config=chat_config, strict=strict, workers=workers, limits=limits, profile=profile,
-                             refusals=refusals)
 
 
 @task(name="write-deliveries", **_STAGE)

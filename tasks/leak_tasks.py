@@ -1,10 +1,11 @@
-"""Prefect tasks of the leak_audit and backfill flows (reading the history files, validated whole and
-spooled before anything else so a bad record writes nothing, is ``acceptgate.leak.audit.read_history``
-in the generic ``run_tasks.pipeline_step``).
+"""Prefect tasks of the leak_audit and backfill flows. Reading the history files (validated whole and
+spooled before anything else so a bad record writes nothing, ``acceptgate.leak.audit.read_history``)
+and the scan (in batches, unchanged records skipped: ``acceptgate.pipelines.leak.run_audit``, or its
+record shards ``shards.leak_shard`` on Dask) are steps the pipeline defines whole, run in the generic
+``run_tasks.pipeline_step``.
 
-Coarse stages: the hidden material of the tasks the selected records name, scan (in batches,
-unchanged records skipped), publish the analysts' snapshot. No caching and no persisted results: the
-warehouse is the record.
+Coarse stages here: the hidden material of the tasks the selected records name, and the publish of the
+analysts' snapshot with the flow's times. No caching and no persisted results: the warehouse is the record.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from acceptgate.pipelines import shards
 from acceptgate.leak import audit
 from acceptgate.pipelines import leak as leak_io
 from acceptgate.leak.material import TaskMaterial
@@ -30,19 +30,6 @@ def hidden_material(suites_dir: str | None, humanevalplus: str | None, backend: 
     """Of the tasks ``task_ids`` names (the selected records'), or of every task."""
     return audit.load_materials(audit.load_tasks(suites_dir=suites_dir, humanevalplus=humanevalplus,
                                                  backend=backend, task_ids=task_ids), task_ids)
-
-
-@task(name="scan", **_STAGE)
-def scan(path: Path, materials: dict[str, TaskMaterial], selection: audit.Selection, matcher: str, rescan: bool,
-         batch_records: int, progress, history=None, kind: str = "leak-audit", gate=None) -> audit.AuditResult:
-    return leak_io.run_audit(path, materials, selection, matcher=matcher, rescan=rescan, progress=progress,
-                           batch_records=batch_records, publish=False, history=history, kind=kind, gate=gate)
-
-
-@task(name="leak-shard", **_STAGE)
-def leak_shard(shard: shards.LeakShard) -> shards.LeakShardResult:
-    """One record shard on a Dask worker: its runs scanned (no writes)."""
-    return shards.leak_shard(shard)
 
 
 @task(name="publish", **_STAGE)

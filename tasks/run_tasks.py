@@ -2,7 +2,8 @@
 family (``acceptgate.pipelines.families``) or its handle. A stage's rows are written by the stage task
 that computes them (``Run.write_stage``), so no task only forwards a write. A step the pipeline defines
 whole (preparing the warehouse, publishing the run-less tables, loading a run's results, computing its
-statistics) runs in one generic task that is given the pipeline function."""
+statistics, a leak scan, one shard of a sharded stage on Dask) runs in one generic task that is given
+the pipeline function."""
 
 from __future__ import annotations
 
@@ -34,5 +35,6 @@ def finish_run(run: ledger.Run, wall_seconds: float | None = None) -> Path | Non
 def pipeline_step(step: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``step(*args, **kwargs)`` as a task of the flow, named after the pipeline function it runs: a
     step the pipeline already defines whole (``ledger.prepare``, ``ledger.publish``, a stage that loads,
-    computes or writes) needs no task of its own that would only forward the call."""
+    computes or writes, a shard function of ``pipelines.shards`` on a Dask worker) needs no task of its
+    own that would only forward the call."""
     return step(*args, **kwargs)

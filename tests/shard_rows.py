@@ -1,6 +1,6 @@
 """The rows a run left in the warehouse, for comparing a sharded run with a single-process one row by
 row: every result table of the run kind, in stored order, without the columns that measure time or
-describe the host."""
+describe the host. Also the task runs a sharded flow run left in Prefect, by name."""
 
 from __future__ import annotations
 
@@ -66,3 +66,21 @@ def suites_and_samples(root: Path, humanevalplus_path, codet_samples_path, backe
              if int(line["task_id"].rpartition("/")[2]) < tasks]
     samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return str(suites_dir), str(samples)
+
+
+def task_run_names(flow_run_id, expected: int, wait_seconds: float = 300) -> list[str]:
+    """The names of a flow run's task runs (sorted), once at least ``expected`` are recorded: the server
+    records a task run from the events its process sends, a moment after it ran (a backstop, not a
+    measurement)."""
+    import time
+
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    deadline = time.monotonic() + wait_seconds
+    with get_client(sync_client=True) as client:
+        while True:
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+            if len(runs) >= expected or time.monotonic() > deadline:
+                return sorted(r.name for r in runs)
+            time.sleep(0.5)

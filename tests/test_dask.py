@@ -10,7 +10,7 @@ from acceptgate.scoring import score
 
 from acceptgate.pipelines import shards
 from acceptgate.pipelines.daskcluster import DaskCluster
-from shard_rows import suites_and_samples
+from shard_rows import suites_and_samples, task_run_names
 
 pytestmark = pytest.mark.prefect
 
@@ -56,11 +56,15 @@ def test_local_cluster_same_verdicts_as_single_process(prefect_harness, inputs, 
 
 def test_sharded_flow_takes_the_evalplus_profile(prefect_harness, inputs, local_backend):
     """The sharded flow (here on Prefect's default runner) carries each shard's reference times, so its
-    evalplus verdicts are the single-process ones and every row names the profile."""
+    evalplus verdicts are the single-process ones and every row names the profile. Each shard is a task
+    run named after its shard function."""
     from acceptgate.flows import score_sharded
 
     suites_dir, samples = inputs
-    sharded = score_sharded.score_sharded(suites_dir, samples, suite="hidden", shard_size=8, profile="evalplus")
+    state = score_sharded.score_sharded(suites_dir, samples, suite="hidden", shard_size=8, profile="evalplus",
+                                        return_state=True)
+    sharded = state.result()
+    assert task_run_names(state.state_details.flow_run_id, 3) == ["score_shard"] * 3  # 24 samples in 3 shards
     loaded = shards.load_inputs(suites_dir, samples, "hidden", profile="evalplus")
     assert set(loaded.timing) == set(loaded.suites)
     single = score.score_samples(loaded.sample_file, loaded.suites, loaded.prompts, local_backend, suite="hidden",

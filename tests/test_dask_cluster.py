@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from shard_rows import assert_same_rows, suites_and_samples, table_rows
+from shard_rows import assert_same_rows, suites_and_samples, table_rows, task_run_names
 from acceptgate.pipelines.requests import AuditRequest, CertifyRequest, GateRequest, LeakBackfillRequest
 
 pytestmark = pytest.mark.prefect
@@ -229,8 +229,14 @@ def test_audit_execution_stage_on_the_cluster_gives_the_single_process_rows(clus
 
     kw = {"limit": TASKS, "dataset": "humanevalplus", "data_path": str(humanevalplus_path)}
     single = audit(AuditRequest(warehouse=str(tmp_path / "single.duckdb"), **kw))
-    sharded = audit(AuditRequest(warehouse=str(tmp_path / "dask.duckdb"), dask=cluster.dask, shard_size=1, **kw))
+    state = audit(AuditRequest(warehouse=str(tmp_path / "dask.duckdb"), dask=cluster.dask, shard_size=1, **kw),
+                  return_state=True)
+    sharded = state.result()
     assert sharded.run_id == single.run_id
+    # the shards ran on the workers as task runs of the flow run, each named after its shard function
+    names = task_run_names(state.state_details.flow_run_id, 6 + TASKS)
+    assert [n for n in names if n.endswith("_shard")] == ["audit_shard"] * TASKS, names
+    assert {"stage_suites", "stage_execute"} <= set(names), names
     want = table_rows(tmp_path / "single.duckdb", "audit")
     assert len(want["executions"]) > TASKS and len(want["case_results"]) > 0
     assert_same_rows(table_rows(tmp_path / "dask.duckdb", "audit"), want)

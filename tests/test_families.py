@@ -107,15 +107,6 @@ def test_the_scan_finds_a_run_table_or_a_table_list_declared_again(tmp_path):
 
 # -- no task only forwards a call -------------------------------------------------------------------------
 
-# Tasks that still only forward one call, each to be folded into a coarse stage or run in the generic
-# ``run_tasks.pipeline_step``; the list may only shrink (a task fixed but still listed fails too).
-STILL_FORWARDING = {
-    "flows/score_sharded.py:score_shard", "tasks/audit.py:audit_shard", "tasks/audit.py:suites_stage",
-    "tasks/audit.py:write_execute", "tasks/certify_tasks.py:certify_shard", "tasks/gate_tasks.py:gate_shard",
-    "tasks/leak_tasks.py:leak_shard", "tasks/leak_tasks.py:scan",
-}
-
-
 def _is_task(fn: ast.FunctionDef) -> bool:
     for d in fn.decorator_list:
         target = d.func if isinstance(d, ast.Call) else d
@@ -149,7 +140,8 @@ def forwarding_tasks(root: Path) -> set[str]:
 
 
 def test_no_task_only_forwards_a_call():
-    assert forwarding_tasks(REPO) == STILL_FORWARDING
+    """A step the pipeline defines whole, a shard function included, runs in ``run_tasks.pipeline_step``."""
+    assert forwarding_tasks(REPO) == set()
 
 
 def test_the_scan_finds_a_task_that_only_forwards_a_call(tmp_path):
