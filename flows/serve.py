@@ -285,13 +285,14 @@ async def _serve_until_signalled(flows: list, limit: int, cron: str = schedule.N
         if received:  # a repeated signal must not cut the stop short
             return
         received.append(signum)
-        print(f"acceptgate serve: {signal.Signals(signum).name} received: stopping the schedules",
-              file=sys.stderr, flush=True)
         if runner.started and not runner.stopping:
             stopping = loop.create_task(stop(signum))
             stopping.add_done_callback(lambda t: t.cancelled() or t.exception() is None or main.cancel())
         else:
             main.cancel()
+        # the stop is under way before anything is written: an error here is swallowed by the loop
+        print(f"acceptgate serve: {signal.Signals(signum).name} received: stopping the schedules",
+              file=sys.stderr, flush=True)
 
     previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     for sig in STOP_SIGNALS:

@@ -127,11 +127,48 @@ class Cli:
         name = signal.Signals(sig).name
         assert self.lines and self.lines[-1].startswith(f"acceptgate {self.command}: stopped by {name}: "), text
         assert "Traceback" not in text and "Error logging" not in text, text
+        self.left_nothing()
+        return self.lines
+
+    def left_nothing(self) -> None:
+        """No process of the tree seen at the signal, no child with the CLI's environment, no temp file."""
         left = [p for p, started in self.tree.items() if started is not None and _start_time(p) == started]
         assert not left, f"processes left: {[(p, _cmdline(p)) for p in left]}"
         assert not _tagged(self.tag), "a child that inherited the CLI's environment is still running"
         assert sorted(os.listdir(self.tmp)) == [], f"temp files left: {os.listdir(self.tmp)}"
-        return self.lines
+
+
+class ReaderGoneCli(Cli):
+    """The CLI whose output readers go away (``... 2>&1 | head -3``, a supervisor that closed its log
+    pipe): ``close_pipes`` closes the read ends of its stdout and stderr pipes while it runs."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.closing = threading.Event()
+        super().__init__(*args, **kwargs)
+
+    def _read(self) -> None:  # raw reads with a timeout (never the text wrapper's): stops when asked
+        import select
+
+        fd, pending = self.proc.stderr.fileno(), b""
+        while not self.closing.is_set():
+            if not select.select([fd], [], [], 0.1)[0]:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            *done, pending = (pending + chunk).split(b"\n")
+            self.lines.extend(line.decode(errors="replace") for line in done)
+
+    def close_pipes(self) -> None:
+        self.closing.set()
+        self.reader.join(10)
+        self.proc.stderr.close()
+        self.proc.stdout.close()
+
+    def exited(self, code: int) -> None:
+        """Wait for the exit; assert the code and that nothing was left behind."""
+        assert self.proc.wait(WAIT) == code, "\n".join(self.lines[-30:])
+        self.left_nothing()
 
 
 def _attempts(path: Path) -> list[tuple]:
@@ -221,6 +258,34 @@ def test_audit_ctrl_c_to_the_process_group_during_execute(tmp_path, api):
     cli.stopped(signal.SIGINT)
     assert _attempts(path)[-1] == ("audit", "interrupted", "execute")
     assert not (tmp_path / "w.snapshot.duckdb").exists()  # nothing published
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_audit_stop_with_its_output_readers_gone(tmp_path, api, sig):
+    """Its stdout and stderr readers gone while it works: the stop still ends the run (its attempt
+    'interrupted', nothing published) and the process, 128 + signal, nothing left behind."""
+    path = tmp_path / "w.duckdb"
+    cli = ReaderGoneCli(["audit", "--limit", "3", "--warehouse", str(path)], tmp_path, api,
+                        env={"ACCEPTGATE_TEST_PAUSE_AT": "execute:started"})
+    cli.wait_paused()
+    cli.close_pipes()
+    cli.send(sig, resume=True)
+    cli.exited(128 + sig)
+    assert _attempts(path)[-1] == ("audit", "interrupted", "execute")
+    assert not (tmp_path / "w.snapshot.duckdb").exists()
+
+
+def test_audit_runs_to_its_end_with_its_output_readers_gone(tmp_path, api):
+    """A line written once the readers are gone is dropped, not a crash: the run completes and publishes."""
+    path = tmp_path / "w.duckdb"
+    cli = ReaderGoneCli(["audit", "--limit", "3", "--warehouse", str(path)], tmp_path, api,
+                        env={"ACCEPTGATE_TEST_PAUSE_AT": "execute:started"})
+    cli.wait_paused()
+    cli.close_pipes()
+    os.kill(cli.proc.pid, signal.SIGCONT)
+    cli.exited(0)
+    assert _attempts(path)[-1][:2] == ("audit", "ok")
+    assert (tmp_path / "w.snapshot.duckdb").exists()
 
 
 def test_gate_sigint_while_arms_run(tmp_path, api, suites_3, codet_samples_path):
@@ -342,6 +407,23 @@ def test_serve_ctrl_c_while_serving_exits_130(tmp_path, api, suites_3, codet_sam
     assert "the schedules stopped" in lines[-1]
 
 
+def test_serve_sigterm_with_its_output_readers_gone(tmp_path, api, suites_3, codet_samples_path):
+    """A service manager that closed its log pipe, then stops the service: the line serve writes as the
+    signal arrives used to fail inside its event loop's signal callback, and the service went on
+    serving, deaf to every later signal."""
+    cli = ReaderGoneCli(["serve", "--warehouse", str(tmp_path / "w.duckdb"), "--gate-source",
+                         f"codet:{codet_samples_path}", "--gate-suites", str(suites_3), "--limit", "1"], tmp_path, api,
+                        env={"PREFECT_HOME": str(tmp_path / "prefect-home")})
+    try:
+        cli.wait_for("acceptgate serve: serving nightly/nightly")
+        cli.close_pipes()
+        cli.send(signal.SIGTERM)
+        cli.exited(128 + signal.SIGTERM)
+    finally:
+        if cli.proc.poll() is None:
+            os.killpg(cli.proc.pid, signal.SIGKILL)
+
+
 def test_prefects_engine_installs_the_bridged_sigterm_handler():
     """At each flow start Prefect's engine installs the SIGTERM handler it finds in
     prefect.utilities.engine; ``bridge_signals`` puts acceptgate's stop there (a private hook: this fails
@@ -398,20 +480,24 @@ def _stopped_child(pid: int) -> int | None:
     return None
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_serve_stop_mid_nightly_stops_the_run_itself(tmp_path, api, suites_3, codet_samples_path, sig):
+@pytest.mark.parametrize("sig, readers_gone", [(signal.SIGTERM, False), (signal.SIGINT, False),
+                                               (signal.SIGTERM, True)])
+def test_serve_stop_mid_nightly_stops_the_run_itself(tmp_path, api, suites_3, codet_samples_path, sig,
+                                                     readers_gone):
     """A stop while a served nightly run works (SIGTERM to serve alone, as a service manager sends it;
     SIGINT to its group, as Ctrl-C does): serve signals the run's process itself, which records its
     attempt 'interrupted' with the signal's name and its flow run Cancelled with the same words, then
     exits before serve does. Prefect's runner, stopping the run in its own way, cancels it with a
-    SIGTERM and its own message ('Runner is shutting down.'), after polling the process every 3 s."""
+    SIGTERM and its own message ('Runner is shutting down.'), after polling the process every 3 s.
+    The same when the service manager has closed the pipes of serve's output (and so the run's) first."""
     import duckdb
 
     path = tmp_path / "w.duckdb"
-    cli = Cli(["serve", "--warehouse", str(path), "--gate-source", f"codet:{codet_samples_path}",
-               "--gate-suites", str(suites_3), "--limit", "1"], tmp_path, api,
-              env={"PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_RUNNER_POLL_FREQUENCY": "1",
-                   "ACCEPTGATE_TEST_PAUSE_AT": "execute:started"})  # the run's process stops itself there
+    cli = (ReaderGoneCli if readers_gone else Cli)(
+        ["serve", "--warehouse", str(path), "--gate-source", f"codet:{codet_samples_path}",
+         "--gate-suites", str(suites_3), "--limit", "1"], tmp_path, api,
+        env={"PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+             "ACCEPTGATE_TEST_PAUSE_AT": "execute:started"})  # the run's process stops itself there
     try:
         cli.wait_for("acceptgate serve: serving nightly/nightly")
         deployment = _api("get", f"{api}/deployments/name/nightly/nightly").json()["id"]
@@ -420,14 +506,20 @@ def test_serve_stop_mid_nightly_stops_the_run_itself(tmp_path, api, suites_3, co
         while (child := _stopped_child(cli.proc.pid)) is None:  # inside the audit stage's attempt
             assert cli.proc.poll() is None and time.monotonic() < deadline, "\n".join(cli.lines[-30:])
             time.sleep(0.1)
+        if readers_gone:
+            cli.close_pipes()
         cli.send(sig, group=sig == signal.SIGINT)
         os.kill(child, signal.SIGCONT)
-        lines = cli.stopped(sig)
+        if readers_gone:
+            cli.exited(128 + sig)
+        else:
+            lines = cli.stopped(sig)
     finally:
         if cli.proc.poll() is None:
             os.killpg(cli.proc.pid, signal.SIGKILL)
     name = signal.Signals(sig).name
-    assert lines[-1].startswith(f"acceptgate serve: stopped by {name}: the schedules stopped"), lines[-1]
+    if not readers_gone:
+        assert lines[-1].startswith(f"acceptgate serve: stopped by {name}: the schedules stopped"), lines[-1]
     assert not _cgroups_of([child]), "cgroups of the flow run's sandboxes left"
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("select flow, status, failed_stage, failure from run_attempts").fetchall() == [

@@ -5,6 +5,8 @@ kills this process's sandbox children (so the threads waiting on them return at 
 ``errors.Interrupted(signum)`` in the main thread; the run being made unwinds through its ledger,
 which marks the attempt 'interrupted' and publishes nothing. Work not started yet refuses to start
 (``check()``, called before each sandbox execution). Later signals are ignored: the stop is under way.
+It also makes stdout and stderr drop what a reader that has gone cannot take (``streams``): a line
+written on the way out must not derail the stop.
 
 ``finish(signum)`` ends the process: the threads still running get a few seconds to clean up, the
 exit handlers run (the temporary Prefect server is stopped last, by ``keep_until_exit``), every
@@ -22,6 +24,7 @@ import threading
 import time
 from typing import Callable
 
+from acceptgate._util import streams
 from acceptgate._util.errors import Interrupted
 
 STOP = threading.Event()
@@ -119,11 +122,11 @@ def _unraisable(args) -> None:
 
 
 def install() -> dict:
-    """SIGINT and SIGTERM raise Interrupted in the main thread; returns the previous handlers (none
-    installed outside the main thread, where Python allows no handler)."""
+    """SIGINT and SIGTERM raise Interrupted in the main thread; returns the previous handlers and
+    streams (none installed outside the main thread, where Python allows no handler)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
-    previous = {"unraisablehook": sys.unraisablehook}
+    previous = {"unraisablehook": sys.unraisablehook, "streams": streams.tolerate_gone_readers()}
     sys.unraisablehook = _unraisable
     previous.update({sig: signal.signal(sig, _handler) for sig in SIGNALS})
     return previous
@@ -133,6 +136,8 @@ def restore(previous: dict) -> None:
     for key, handler in previous.items():
         if key == "unraisablehook":
             sys.unraisablehook = handler
+        elif key == "streams":
+            streams.restore(handler)
         else:
             signal.signal(key, handler)
 
@@ -263,5 +268,8 @@ def finish(signum: int, message: str | None, grace: float = 10.0) -> None:
         except (OSError, ValueError):
             pass
     if message is not None:
-        print(message, file=sys.stderr, flush=True)
+        try:  # nothing may keep the exit below from happening
+            print(message, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
     os._exit(128 + signum)
