@@ -100,12 +100,11 @@ def _main(argv: list[str] | None) -> int:
     except BackendUnavailable as exc:
         print(f"acceptgate {args.command}: sandbox backend unavailable: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    except (Interrupted, KeyboardInterrupt) as exc:
-        signum = getattr(exc, "signum", signal.SIGINT)
-        interrupt.finish(signum, stopped_line(args, signum))
-    except Exception as exc:  # noqa: BLE001  (only the warehouse's and expectations' errors, else re-raised)
+    except (Interrupted, KeyboardInterrupt, Exception) as exc:  # noqa: BLE001  (mapped below, else re-raised)
+        # a stop, also one that a library caught and failed on its way out of (the stop is its cause or
+        # context), or any error raised while a stop unwinds
         signum = interrupt.stop_signal(exc) or interrupt.received()
-        if signum:  # raised while a stop unwound (a library that caught it failed on its way out): the stop
+        if signum:
             interrupt.finish(signum, stopped_line(args, signum))
         mapped = _pipeline_error(args.command, exc)
         if mapped is None:
