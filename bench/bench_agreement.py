@@ -225,7 +225,7 @@ def read_evalplus_results(path: Path, samples: list[dict]) -> tuple[list[bool], 
 
 
 def import_suites(dataset: str, limit: int | None, out: Path, path: Path | None = None) -> Path:
-    cmd = [sys.executable, "-m", "acceptgate", "import", dataset, "--path", str(path or DATA[dataset]),
+    cmd = [sys.executable, "-m", "acceptgate.cli", "import", dataset, "--path", str(path or DATA[dataset]),
            "--out", str(out)]
     if limit:
         cmd += ["--limit", str(limit)]
@@ -253,7 +253,7 @@ def score_command(suites_dir: Path, samples: Path, profile: str, workers: int, t
     and kept in a fresh store on its first use), its JSON lines read back."""
     out = tmp / f"scores-{profile}.jsonl"
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(tmp / f"cache-{profile}")}
-    proc = subprocess.run([sys.executable, "-m", "acceptgate", "score", "--suites", str(suites_dir), "--samples",
+    proc = subprocess.run([sys.executable, "-m", "acceptgate.cli", "score", "--suites", str(suites_dir), "--samples",
                            str(samples), "--suite", "hidden", "--profile", profile, "--workers", str(workers),
                            "--out", str(out)], env=env, capture_output=True, text=True)
     if proc.returncode != 0:

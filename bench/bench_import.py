@@ -5,7 +5,7 @@
 
 For each data set, on the same data file (``../shared/data``, or ``$ACCEPTGATE_SHARED_DATA``):
 
-- acceptgate cold: ``python3 -m acceptgate import DATASET --path FILE --out DIR --cache-dir EMPTY``;
+- acceptgate cold: ``python3 -m acceptgate.cli import DATASET --path FILE --out DIR --cache-dir EMPTY``;
   the import's own time (its ``wrote ... in`` line), the wall time with the CLI start, and the peak RSS
   of the importing process (the references run in sandbox processes of their own);
 - acceptgate warm: the same command again on the cache the cold run filled;
@@ -86,7 +86,7 @@ def measured(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int
 
 
 def acceptgate_import(dataset: str, out: Path, cache: Path) -> dict:
-    cmd = [sys.executable, "-m", "acceptgate", "import", dataset, "--path", str(DATA[dataset]),
+    cmd = [sys.executable, "-m", "acceptgate.cli", "import", dataset, "--path", str(DATA[dataset]),
            "--out", str(out), "--cache-dir", str(cache)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     wall, peak, text = measured(cmd, env, REPO)

@@ -271,7 +271,7 @@ def bench_backfill_cli(tasks, history: Path, planted: dict, path: Path, workdir:
     suites = suitefiles.write_suites(ImportResult("synthetic", "bench_leak.py", "-", tasks, []), workdir / "suites")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "acceptgate", "backfill", "--suites", str(suites),
+    done = subprocess.run([sys.executable, "-m", "acceptgate.cli", "backfill", "--suites", str(suites),
                            "--history", str(history), "--no-warehouse-runs", "--warehouse", str(path), "--quiet"],
                           capture_output=True, text=True)
     took = time.perf_counter() - t0

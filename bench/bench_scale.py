@@ -110,7 +110,7 @@ def run_command(argv: list[str], env: dict, timeout: float) -> tuple[float, int,
     """(seconds, peak RSS of the tree, output, finished): a run past ``timeout`` is stopped, group and all."""
     stop, peak = threading.Event(), [0]
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "acceptgate", *argv], cwd=REPO, env=env, start_new_session=True,
+    proc = subprocess.Popen([sys.executable, "-m", "acceptgate.cli", *argv], cwd=REPO, env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     watcher = threading.Thread(target=peak_tree_rss, args=(proc, stop, peak), daemon=True)
     watcher.start()
@@ -404,7 +404,7 @@ def plot(data: Path, png: Path) -> None:
 def import_suites(dataset: str, path: Path, n: int, out: Path, env: dict | None = None) -> None:
     """The first n tasks' suites of a dataset, imported by the real command (also bench_certify_client's
     and bench_dask_overhead's inputs)."""
-    subprocess.run([sys.executable, "-m", "acceptgate", "import", dataset, "--path", str(path), "--out",
+    subprocess.run([sys.executable, "-m", "acceptgate.cli", "import", dataset, "--path", str(path), "--out",
                     str(out), "--limit", str(n)], cwd=REPO, env=env, check=True, capture_output=True)
 
 

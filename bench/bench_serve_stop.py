@@ -159,7 +159,7 @@ def one_stop(sig: str, after: float, suites: Path, tmp: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(PREFECT_HOME=str(home), DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
                GX_ANALYTICS_ENABLED="false", PREFECT_RUNNER_POLL_FREQUENCY="1")
-    argv = [sys.executable, "-m", "acceptgate", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
+    argv = [sys.executable, "-m", "acceptgate.cli", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
             "--gate-source", f"codet:{SAMPLES}", "--gate-suites", str(suites), "--limit", "3",
             "--certify-dataset", str(HUMANEVALPLUS)]
     with open(log, "w") as out:
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ag-serve-stop-") as tmp_name:
         tmp = Path(tmp_name)
         suites = tmp / "suites"
-        subprocess.run([sys.executable, "-m", "acceptgate", "import", "humanevalplus", "--path", str(HUMANEVALPLUS),
+        subprocess.run([sys.executable, "-m", "acceptgate.cli", "import", "humanevalplus", "--path", str(HUMANEVALPLUS),
                         "--limit", "3", "--out", str(suites)], check=True, stdout=subprocess.DEVNULL)
         for sig in args.signals.split(","):
             for after in (float(a) for a in args.after.split(",")):

@@ -31,7 +31,7 @@ def free_port() -> int:
 
 
 def new_key(keys: Path, client: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "acceptgate", "serve-api", "new-key", "--client", client,
+    out = subprocess.run([sys.executable, "-m", "acceptgate.cli", "serve-api", "new-key", "--client", client,
                           "--keys", str(keys)], capture_output=True, text=True, cwd=REPO, check=True)
     return out.stdout.strip()
 
@@ -64,7 +64,7 @@ class LiveService:
         env = {**os.environ, "DO_NOT_TRACK": "1", "GX_ANALYTICS_ENABLED": "false"}
         self.log = open(self.root / "server.log", "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "acceptgate", "serve-api", "--port", str(self.port), "--keys", str(keys_file),
+            [sys.executable, "-m", "acceptgate.cli", "serve-api", "--port", str(self.port), "--keys", str(keys_file),
              "--journal", str(self.journal), "--warehouse", str(self.warehouse), "--publish-seconds", "0.5",
              *self.extra], cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + STARTUP_SECONDS

@@ -41,7 +41,7 @@ CASES = [
 def test_bad_id_is_exit_2_before_any_flow(inputs, argv, named):
     argv = [a.format(**inputs) for a in argv] + ["--warehouse", inputs["warehouse"]]
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    run = subprocess.run([sys.executable, "-m", "acceptgate", *argv], cwd=REPO, capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-m", "acceptgate.cli", *argv], cwd=REPO, capture_output=True, text=True,
                          env={**env, "PYTHONPATH": str(REPO)}, timeout=300)
     assert run.returncode == 2, run.stderr
     assert "invalid input" in run.stderr and named in run.stderr

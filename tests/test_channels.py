@@ -510,7 +510,7 @@ def test_no_note_survives_between_exec_commands_even_with_fail_fast(name, open_b
     candidate.write_text(program("notes"))
     verdicts = []
     for _ in range(6):
-        proc = subprocess.run([sys.executable, "-m", "acceptgate", "exec", "--spec", str(spec), "--candidate", str(candidate),
+        proc = subprocess.run([sys.executable, "-m", "acceptgate.cli", "exec", "--spec", str(spec), "--candidate", str(candidate),
                                "--backend", name, "--fail-fast"], capture_output=True, text=True, timeout=300,
                               cwd=str(REPO))
         assert proc.returncode == 0, proc.stderr[-2000:]

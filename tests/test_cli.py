@@ -49,7 +49,7 @@ def test_each_command_parses_with_only_its_own_module():
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "acceptgate", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "acceptgate.cli", *args], capture_output=True, text=True)
 
 
 def test_spec_check_valid_prints_hashes():

@@ -76,7 +76,7 @@ READER = textwrap.dedent("""
 
         while True:
             last = os.path.exists(stop)  # one more round after the writer is done
-            cli = subprocess.run([sys.executable, "-m", "acceptgate", "sql", "--warehouse", warehouse,
+            cli = subprocess.run([sys.executable, "-m", "acceptgate.cli", "sql", "--warehouse", warehouse,
                                   "--format", "json", query], capture_output=True, text=True)
             if cli.returncode == 2 and "no snapshot published yet" in cli.stderr and holder is None:
                 note("none", [])

@@ -265,7 +265,7 @@ def test_a_scheduler_without_tls_or_credentials_is_refused_before_any_work(creds
     assert daskcluster.parse(good.model_dump()) == good  # a deployment's parameter, as a mapping
     assert daskcluster.parse("3") == DaskCluster(workers=3)
     # the command line: exit 2 naming --dask, before any input is read
-    out = subprocess.run([sys.executable, "-m", "acceptgate", "score", "--suites", str(tmp_path), "--samples",
+    out = subprocess.run([sys.executable, "-m", "acceptgate.cli", "score", "--suites", str(tmp_path), "--samples",
                           str(tmp_path / "none.jsonl"), "--suite", "hidden", "--dask", "tcp://127.0.0.1:8786"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "--dask" in out.stderr and "not a TLS address" in out.stderr, out.stderr

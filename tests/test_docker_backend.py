@@ -534,7 +534,7 @@ def test_cli_exec_with_docker_backend(docker_engine, tmp_path):
                                           {"args": "[5, -5]", "expected": "0"}]}))
     candidate = tmp_path / "cand.py"
     candidate.write_text("def add(a, b):\n    return a + b\n")
-    proc = subprocess.run([sys.executable, "-m", "acceptgate", "exec", "--spec", str(spec),
+    proc = subprocess.run([sys.executable, "-m", "acceptgate.cli", "exec", "--spec", str(spec),
                            "--candidate", str(candidate), "--backend", "docker"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -545,7 +545,7 @@ def test_cli_exec_with_docker_backend(docker_engine, tmp_path):
 
 
 def test_cli_sandbox_info(docker_engine):
-    proc = subprocess.run([sys.executable, "-m", "acceptgate", "sandbox", "info"],
+    proc = subprocess.run([sys.executable, "-m", "acceptgate.cli", "sandbox", "info"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)["backends"]["docker"]

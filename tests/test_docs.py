@@ -22,7 +22,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 HOOK_FILE = DOCS / "_hooks" / "acceptgate_docs.py"
-TWO_COMMANDS = ("python3 -m pip install -e . && python3 -m acceptgate audit", "bash scripts/test.sh")
+TWO_COMMANDS = ("python3 -m pip install -e . && python3 -m acceptgate.cli audit", "bash scripts/test.sh")
 README_MAX_LINES = 250
 SESSION_REFERENCE = re.compile(r"issue [0-9]|stop [0-9]", re.I)  # = grep -i "issue [0-9]\|stop [0-9]"
 SCHEMA_OBJECT = re.compile(r"create\s+(?:or\s+replace\s+)?(?:table|view)\s+(?:if\s+not\s+exists\s+)?([a-z_][a-z0-9_]*)",

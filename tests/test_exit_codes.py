@@ -349,7 +349,7 @@ def test_exit_code_table(row: Row, cls: str, expected: Outcome, strict: bool, tm
     if cls == "lock held":
         holder = LockHolder(Path(values["warehouse"]))
     try:
-        done = subprocess.run([sys.executable, "-m", "acceptgate", *args], capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-m", "acceptgate.cli", *args], capture_output=True, text=True,
                               cwd=cwd, env=environment(extra), timeout=600)
     finally:
         if holder is not None:
@@ -402,7 +402,7 @@ def test_a_second_process_holding_the_warehouse_is_exit_4_not_a_traceback(tmp_pa
     warehouse.migrate(path)
     holder = LockHolder(path)
     try:
-        done = subprocess.run([sys.executable, "-m", "acceptgate", "audit", "--limit", "1", "--warehouse", str(path)],
+        done = subprocess.run([sys.executable, "-m", "acceptgate.cli", "audit", "--limit", "1", "--warehouse", str(path)],
                               capture_output=True, text=True, env=environment(), timeout=300)
     finally:
         holder.release()
@@ -412,7 +412,7 @@ def test_a_second_process_holding_the_warehouse_is_exit_4_not_a_traceback(tmp_pa
 
 def test_unwritable_place_found_by_a_test_write(tmp_path):
     """/proc exists and permission bits let root write there, but nothing can be created in it."""
-    done = subprocess.run([sys.executable, "-m", "acceptgate", "audit", "--limit", "1", "--warehouse",
+    done = subprocess.run([sys.executable, "-m", "acceptgate.cli", "audit", "--limit", "1", "--warehouse",
                            "/proc/acceptgate-test.duckdb"], capture_output=True, text=True, env=environment(),
                           cwd=tmp_path, timeout=300)
     assert done.returncode == 2, done.stderr
@@ -424,7 +424,7 @@ def test_import_out_has_ordinary_permissions(tmp_path):
     out = tmp_path / "suites-out"
     old = os.umask(0o022)
     try:
-        done = subprocess.run([sys.executable, "-m", "acceptgate", "import", "humaneval", "--path",
+        done = subprocess.run([sys.executable, "-m", "acceptgate.cli", "import", "humaneval", "--path",
                                inputs.valid("humaneval"), "--limit", "1", "--out", str(out)],
                               capture_output=True, text=True, env=environment(), timeout=300)
     finally:
@@ -436,7 +436,7 @@ def test_import_out_has_ordinary_permissions(tmp_path):
 def test_a_json_list_as_spec_is_named_plainly(tmp_path):
     spec = tmp_path / "list.json"
     spec.write_text("[1, 2]")
-    done = subprocess.run([sys.executable, "-m", "acceptgate", "spec", "check", str(spec)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "acceptgate.cli", "spec", "check", str(spec)], capture_output=True,
                           text=True, env=environment(), timeout=120)
     assert done.returncode == 2
     assert "a SuiteSpec is a JSON object" in done.stderr and "not a JSON array" in done.stderr
@@ -450,7 +450,7 @@ def test_a_json_list_as_spec_is_named_plainly(tmp_path):
 def test_a_json_bomb_as_spec_is_exit_2_naming_what_broke(bomb, said, tmp_path):
     spec = tmp_path / "bomb.json"
     spec.write_text('{"dialect": "python-call/1", "entry_point": "f", "cases": [], ' + bomb + "}")
-    done = subprocess.run([sys.executable, "-m", "acceptgate", "spec", "check", str(spec)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "acceptgate.cli", "spec", "check", str(spec)], capture_output=True,
                           text=True, env=environment(), timeout=120)
     assert done.returncode == 2, done.stderr[-2000:]
     assert str(spec) in done.stderr and said in done.stderr and "Traceback" not in done.stderr
@@ -460,7 +460,7 @@ def test_sandbox_info_shows_every_backend_and_exits_0_without_docker():
     from acceptgate.sandbox import backend as backends
     from acceptgate.sandbox.threat import THREAT_MODEL
 
-    done = subprocess.run([sys.executable, "-m", "acceptgate", "sandbox", "info"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "acceptgate.cli", "sandbox", "info"], capture_output=True, text=True,
                           env=environment(), timeout=300)
     assert done.returncode == 0, done.stderr
     info = json.loads(done.stdout)

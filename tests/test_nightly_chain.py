@@ -60,7 +60,7 @@ def _scripted_model(tasks: list[dict]):
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "acceptgate", *args], cwd=cwd, env=os.environ.copy(),
+    out = subprocess.run([sys.executable, "-m", "acceptgate.cli", *args], cwd=cwd, env=os.environ.copy(),
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, f"acceptgate {' '.join(args)}: exit {out.returncode}\n{out.stdout}\n{out.stderr}"
     return out

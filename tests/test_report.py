@@ -86,7 +86,7 @@ def test_markdown_summary(snapshot):
 
 def test_cli_writes_page_and_checks_paths(snapshot, tmp_path):
     out = tmp_path / "r.html"
-    run = subprocess.run([sys.executable, "-m", "acceptgate", "report", "--warehouse", str(snapshot), "--out", str(out)],
+    run = subprocess.run([sys.executable, "-m", "acceptgate.cli", "report", "--warehouse", str(snapshot), "--out", str(out)],
                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert run.returncode == 0, run.stderr
     page = out.read_text()
@@ -98,11 +98,11 @@ def test_cli_writes_page_and_checks_paths(snapshot, tmp_path):
     assert "<script" not in page and "<link" not in page
     refs = re.findall(r'(?:href|src)="([^"]*)"', page) + re.findall(r"url\(([^)]*)\)", page)
     assert refs and all(v.startswith("#") for v in refs), refs
-    missing = subprocess.run([sys.executable, "-m", "acceptgate", "report", "--warehouse", str(tmp_path / "none.duckdb"),
+    missing = subprocess.run([sys.executable, "-m", "acceptgate.cli", "report", "--warehouse", str(tmp_path / "none.duckdb"),
                               "--out", str(tmp_path / "x.html")], capture_output=True, text=True)
     assert missing.returncode == 2 and "none.snapshot.duckdb" in missing.stderr
     assert not (tmp_path / "x.html").exists()
-    unwritable = subprocess.run([sys.executable, "-m", "acceptgate", "report", "--warehouse", str(snapshot),
+    unwritable = subprocess.run([sys.executable, "-m", "acceptgate.cli", "report", "--warehouse", str(snapshot),
                                  "--out", str(out / "under-a-file.html")], capture_output=True, text=True)
     assert unwritable.returncode == 2 and "--out" in unwritable.stderr
 

@@ -130,7 +130,7 @@ def served(tmp_path_factory, humanevalplus_path, codet_samples_path, local_backe
     seed_prefect_home(root / "prefect")  # the server serve starts skips the migrations the shared one ran
     log = open(root / "serve.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "acceptgate", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
+        [sys.executable, "-m", "acceptgate.cli", "serve", "--port", str(port), "--warehouse", str(root / "w.duckdb"),
          "--gate-source", f"codet:{codet_samples_path}", "--gate-suites", str(suites), "--limit", "5",
          "--certify-dataset", str(humanevalplus_path)],  # the gates decide only on tasks certified first
         env=_env(root / "prefect"), cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -388,7 +388,7 @@ def test_serve_api_refuses_bad_keys_and_paths_before_listening(tmp_path):
     import sys
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "acceptgate", "serve-api", *args], capture_output=True,
+        return subprocess.run([sys.executable, "-m", "acceptgate.cli", "serve-api", *args], capture_output=True,
                               text=True, timeout=120)
 
     missing = run("--keys", str(tmp_path / "nope.json"), "--no-warehouse")
@@ -450,7 +450,7 @@ def test_a_keyless_caller_cannot_pick_its_address_unless_its_proxy_is_configured
         assert _keyless_codes(proxied, ["198.51.100.7"] * 4) == [401] * 3 + [429]
     finally:
         assert proxied.stop() in GRACEFUL
-    bad = subprocess.run([sys.executable, "-m", "acceptgate", "serve-api", "--keys", str(tmp_path / "none" / "keys.json"),
+    bad = subprocess.run([sys.executable, "-m", "acceptgate.cli", "serve-api", "--keys", str(tmp_path / "none" / "keys.json"),
                           "--forwarded-allow-ips", "proxy.example", "--journal", str(tmp_path / "j.sqlite"),
                           "--no-warehouse"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--forwarded-allow-ips" in bad.stderr, bad.stderr

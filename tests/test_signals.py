@@ -73,7 +73,7 @@ class Cli:
         full.pop("PREFECT_API_URL", None)
         if api_url:
             full["PREFECT_API_URL"] = api_url
-        self.proc = subprocess.Popen([sys.executable, "-m", "acceptgate", *argv], cwd=REPO, env=full,
+        self.proc = subprocess.Popen([sys.executable, "-m", "acceptgate.cli", *argv], cwd=REPO, env=full,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, start_new_session=True)
         self.lines: list[str] = []

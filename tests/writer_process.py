@@ -27,7 +27,7 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     out = open(log, "w")
-    return subprocess.Popen([sys.executable, "-m", "acceptgate", *args], env=env, cwd=REPO, stdout=out,
+    return subprocess.Popen([sys.executable, "-m", "acceptgate.cli", *args], env=env, cwd=REPO, stdout=out,
                             stderr=subprocess.STDOUT, start_new_session=True)
 
 
