@@ -7,7 +7,7 @@ import dataclasses
 from datetime import datetime, timezone
 
 import duckdb
-import pyarrow as pa
+import pandas as pd
 import pytest
 
 from acceptgate.store import warehouse
@@ -72,18 +72,19 @@ def test_every_frame_is_typed_as_the_ddl_declares(tmp_path):
     frames = store.frames([scan_of([record("want='kiwi lime'")], "d" * 64)])
     with warehouse.connect(path, read_only=True) as con:
         for table, frame in frames.items():
-            typed = store.typed(table, frame)
-            con.register("_t", typed)
-            got = con.execute("select column_name, column_type from (describe _t)").fetchall()
             want = con.execute(f"select column_name, column_type from (describe {table})").fetchall()
+            con.register("_t", store.encoded(frame, want))
+            got = con.execute(f"select column_name, column_type from (describe {store.typed_select(want, '_t')})").fetchall()
+            typed = con.execute(store.typed_select(want, "_t")).fetchall()
             con.unregister("_t")
-            assert sorted(got) == sorted(want), table
+            assert got == want, table
+            assert len(typed) == len(frame), table
 
 
 def test_a_failed_insert_reports_its_own_error_not_the_aborted_transaction(tmp_path):
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)
-    frame = pa.table({"x": pa.array([1], pa.int32())})
+    frame = pd.DataFrame({"x": [1]})
     with pytest.raises(duckdb.CatalogException, match="no_such_table"):
         with warehouse.transaction(path) as con:
             leak_io._insert(con, "no_such_table", frame)

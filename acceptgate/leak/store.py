@@ -6,17 +6,17 @@ validated (Great Expectations + the suites' rules) before anything is written, t
 transaction (the run ledger's stage write, ``acceptgate.pipelines.ledger``), each record's old
 verdict, hit summaries and hits are replaced. So an interrupted backfill
 leaves complete scans only, and the next one skips what is already there with the same inputs hash.
-Frames are written as Arrow tables of declared types (``SCHEMAS``, mirroring the DDL): DuckDB never
+Each frame is written cast to its table's declared column types (``typed_select``): DuckDB never
 guesses a column's type from a sample of rows.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import pandas as pd
-import pyarrow as pa
 
 from acceptgate.leak.controls import ControlResult
 from acceptgate.leak.scanners import NEEDLES_KEPT
@@ -35,43 +35,31 @@ HIT_COLUMNS = ["run_id", "arm", "block", "task_id", "scanner", "hit_index", "seq
                "end_char", "needle", "kind", "case_index", "rule", "violation", "why_not"]
 
 
-# The column types, declared (they mirror sql/030_leak.sql): DuckDB never infers a type from a sample of
-# rows (a batch whose first rows all have empty ``reasons`` lists would otherwise be typed NULL[]).
-_TS = pa.timestamp("us", tz="UTC")
-SCHEMAS: dict[str, pa.Schema] = {
-    "leak_scans": pa.schema([
-        ("scan_id", pa.string()), ("run_id", pa.string()), ("origin", pa.string()),
-        ("scanner_version", pa.string()), ("matcher", pa.string()), ("records", pa.int32()),
-        ("control_passed", pa.bool_()), ("control_detail", pa.string()), ("negative_passed", pa.bool_()),
-        ("negative_detail", pa.string()), ("control_record", pa.string()), ("items_v1", pa.int64()),
-        ("items_v2", pa.int64()), ("wall_seconds", pa.float64()), ("scanned_at", _TS)]),
-    "leak_verdicts": pa.schema([
-        ("run_id", pa.string()), ("arm", pa.string()), ("block", pa.string()), ("task_id", pa.string()),
-        ("scan_id", pa.string()), ("origin", pa.string()), ("started_at", _TS), ("finished", pa.bool_()),
-        ("verdict", pa.string()), ("reasons", pa.list_(pa.string())), ("texts", pa.int32()),
-        ("v1_hits", pa.int32()), ("v1_flagged", pa.bool_()), ("v2_hits", pa.int32()),
-        ("v2_violations", pa.int32()), ("gt_as_visible", pa.bool_()), ("items_v1", pa.int64()),
-        ("items_v2", pa.int64()), ("inputs_sha256", pa.string())]),
-    "leak_hit_rules": pa.schema([
-        ("run_id", pa.string()), ("arm", pa.string()), ("block", pa.string()), ("task_id", pa.string()),
-        ("scanner", pa.string()), ("rule", pa.string()), ("hits", pa.int64()), ("violations", pa.int64()),
-        ("messages", pa.int32()), ("cases", pa.int32()),
-        ("first_offsets", pa.list_(pa.struct([("seq", pa.int32()), ("start_char", pa.int32()),
-                                               ("end_char", pa.int32())]))),
-        ("needles", pa.list_(pa.string())), ("distinct_needles", pa.int32())]),
-    "leak_hits": pa.schema([
-        ("run_id", pa.string()), ("arm", pa.string()), ("block", pa.string()), ("task_id", pa.string()),
-        ("scanner", pa.string()), ("hit_index", pa.int32()), ("seq", pa.int32()), ("author", pa.string()),
-        ("purpose", pa.string()), ("start_char", pa.int32()), ("end_char", pa.int32()), ("needle", pa.string()),
-        ("kind", pa.string()), ("case_index", pa.int32()), ("rule", pa.string()), ("violation", pa.bool_()),
-        ("why_not", pa.string())]),
-}
-_KEYS_SCHEMA = pa.schema([(c, pa.string()) for c in ("run_id", "arm", "block", "task_id")])
+# The column types are the DDL's (sql/030_leak.sql, 091_leak_hit_rules.sql), read from the table itself
+# at write time: each frame column is cast to its table column's type, and nested values (lists, lists of
+# structs) arrive as JSON text cast to that type. DuckDB never infers a type from a sample of rows (a batch
+# whose first rows all have empty ``reasons`` lists would otherwise be typed NULL[]).
+KEY_COLUMNS = ["run_id", "arm", "block", "task_id"]
 
 
-def typed(table: str, frame: pd.DataFrame) -> pa.Table:
-    """The frame as an Arrow table of the declared column types (a wrong type is an error, not a guess)."""
-    return pa.Table.from_pandas(frame[SCHEMAS[table].names], schema=SCHEMAS[table], preserve_index=False)
+def is_nested(sql_type: str) -> bool:
+    return sql_type.endswith("]") or sql_type.startswith(("STRUCT", "MAP"))
+
+
+def encoded(frame: pd.DataFrame, columns: list[tuple[str, str]]) -> pd.DataFrame:
+    """The frame's columns in the table's order, nested ones as JSON text (``typed_select`` casts them)."""
+    out = frame[[name for name, _ in columns]].copy()
+    for name, sql_type in columns:
+        if is_nested(sql_type):
+            out[name] = pd.Series([None if v is None else json.dumps(v if isinstance(v, dict) else list(v))
+                                   for v in out[name]], index=out.index, dtype=object)
+    return out
+
+
+def typed_select(columns: list[tuple[str, str]], source: str) -> str:
+    """``select`` of ``source``'s columns, each cast to its declared type (a wrong value is an error)."""
+    casts = [f'cast("{name}"{"::json" if is_nested(t) else ""} as {t}) as "{name}"' for name, t in columns]
+    return f"select {', '.join(casts)} from {source}"
 
 
 _HIT_ATTRS = [("seq", "seq"), ("author", "author"), ("purpose", "purpose"), ("start_char", "start"),

@@ -15,7 +15,6 @@ from typing import Any, Callable, Iterable
 
 import duckdb
 import pandas as pd
-import pyarrow as pa
 
 from acceptgate.store import warehouse
 from acceptgate.leak import matcher as matchers
@@ -25,7 +24,7 @@ from acceptgate.leak.audit import (AuditResult, Progress, ScannerCache, Selectio
                                    task_ids)
 from acceptgate.leak.material import TaskMaterial
 from acceptgate.leak.records import LeakRecord, RecordMessage
-from acceptgate.leak.store import _KEYS_SCHEMA, STAGE, Scan, frames, typed
+from acceptgate.leak.store import KEY_COLUMNS, STAGE, Scan, encoded, frames, typed_select
 from acceptgate.leak.verdicts import VERDICTS, inputs_sha256
 from acceptgate.pipelines import families, ledger, requests
 
@@ -137,11 +136,8 @@ def write(run, scans: list[Scan], *, expectations_dir: str | Path | None = None)
 
 def replace_records(con, batch: dict[str, pd.DataFrame]) -> int:
     """Within the stage's transaction: replace each record's old verdict, hit summaries and hits with
-    the batch's, written as Arrow tables of the declared types."""
-    keys = pa.Table.from_pandas(batch["leak_verdicts"][_KEYS_SCHEMA.names], schema=_KEYS_SCHEMA,
-                                preserve_index=False)
-    typed_batch = {table: typed(table, frame) for table, frame in batch.items()}
-    con.register("_leak_keys", keys)
+    the batch's, each column cast to its table's declared type."""
+    con.register("_leak_keys", _keys(batch["leak_verdicts"][KEY_COLUMNS]))
     try:
         order = families.LEAK_AUDIT.tables  # scans, then the verdicts and hits that name them
         for table in reversed(order[1:]):  # the records' rows, hits first
@@ -149,18 +145,24 @@ def replace_records(con, batch: dict[str, pd.DataFrame]) -> int:
         # a scan none of whose verdicts is current any more is history nobody can join to: drop it
         con.execute("delete from leak_scans where scan_id not in (select distinct scan_id from leak_verdicts)")
         for table in order:
-            _insert(con, table, typed_batch[table])
+            _insert(con, table, batch[table])
     finally:
         _unregister(con, "_leak_keys")
     return sum(len(f) for f in batch.values())
 
 
-def _insert(con, table: str, frame: pa.Table) -> None:
-    if frame.num_rows == 0:
+def _keys(frame: pd.DataFrame) -> pd.DataFrame:
+    # object columns of str: an empty frame's columns would otherwise have no type to join on
+    return frame.astype(object) if len(frame) else pd.DataFrame({c: pd.Series([], dtype=object) for c in KEY_COLUMNS})
+
+
+def _insert(con, table: str, frame: pd.DataFrame) -> None:
+    columns = [(name, sql_type) for name, sql_type, *_ in con.execute(f"describe {table}").fetchall()]
+    if frame.empty:
         return
-    con.register("_leak_frame", frame)
+    con.register("_leak_frame", encoded(frame, columns))
     try:
-        con.execute(f"insert or replace into {table} by name select * from _leak_frame")
+        con.execute(f"insert or replace into {table} by name {typed_select(columns, '_leak_frame')}")
     finally:
         _unregister(con, "_leak_frame")
 
@@ -177,8 +179,7 @@ def stored_inputs(con, keys: list[tuple[str, str, str, str]]) -> dict[tuple[str,
     """inputs_sha256 of the stored verdicts of these records (absent: never scanned)."""
     if not keys:
         return {}
-    frame = pd.DataFrame(keys, columns=["run_id", "arm", "block", "task_id"])
-    con.register("_leak_want", pa.Table.from_pandas(frame, schema=_KEYS_SCHEMA, preserve_index=False))
+    con.register("_leak_want", _keys(pd.DataFrame(keys, columns=KEY_COLUMNS)))
     try:
         rows = con.execute("select v.run_id, v.arm, v.block, v.task_id, v.inputs_sha256 from leak_verdicts v "
                            "join _leak_want w using (run_id, arm, block, task_id)").fetchall()
