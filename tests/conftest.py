@@ -144,6 +144,19 @@ def prefect_api_for_subprocesses():
     os.environ.pop("PREFECT_API_URL", None)
 
 
+def sandbox_cgroups_of(pids: list[int]) -> list[str]:
+    """The per-execution and slot cgroups that the processes ``pids`` made and that still exist, under
+    every cgroup parent this host has (pids, memory, cpuacct)."""
+    from acceptgate.sandbox import cgroup, hostprobe
+
+    caps = hostprobe.probe()
+    parents = [caps.cgroups.pids, caps.cgroups.memory] if caps.cgroups else []
+    parents += [cgroup.cpuacct_parent()] if cgroup.cpuacct_parent() else []
+    owners = {str(p) for p in pids}
+    return [str(g) for parent in parents for g in Path(parent).glob(f"{cgroup.PREFIX}*")
+            if g.name[len(cgroup.PREFIX):].removeprefix(cgroup.SLOT).split("-")[0] in owners]
+
+
 def pytest_configure(config):
     controller_configure(config)
 

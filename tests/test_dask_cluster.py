@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import sandbox_cgroups_of
 from shard_rows import assert_same_rows, suites_and_samples, table_rows, task_run_names
 from acceptgate.pipelines.requests import AuditRequest, CertifyRequest, GateRequest, LeakBackfillRequest
 
@@ -337,6 +338,7 @@ def test_a_worker_killed_in_its_shard(cluster, inputs, api_env, tmp_path):
         assert con.execute("select status from run_attempts").fetchall() == [("ok",)]
     single = gate(GateRequest(certify=False, arms=["conform"], source=source, suites_dir=suites_dir,
                               warehouse=str(tmp_path / "s.duckdb"), per_task=1, gauge=False))
+    assert not sandbox_cgroups_of([p.pid for p in killed["tree"]]), "the killed worker's cgroups outlived the runs"
     assert summary.run.run_id == single.run.run_id
     want = table_rows(tmp_path / "s.duckdb", "gate")
     assert len(want["gate_decisions"]) == TASKS and len(want["deliveries"]) == TASKS

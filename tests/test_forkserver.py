@@ -499,6 +499,10 @@ def test_the_slots_die_with_their_harness():
         while any((s / "cgroup.procs").read_text().strip() for s in slots) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not any((s / "cgroup.procs").read_text().strip() for s in slots), "a slot process survived"
+        # the dead harness could not remove its slots' cgroups: the next sandbox pool on this host does
+        after = _make_backend()
+        after.close()
+        assert not [s for s in slots if s.exists()], "a dead harness's slot cgroups outlived the next pool"
     finally:
         child.kill()
         cgroup.sweep_stale(CAPS.cgroups)

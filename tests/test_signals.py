@@ -22,6 +22,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from conftest import sandbox_cgroups_of
 from prefect_harness import seed_prefect_home
 
 REPO = Path(__file__).resolve().parents[1]
@@ -441,18 +443,6 @@ def test_prefects_engine_installs_the_bridged_sigterm_handler():
     assert signal.getsignal(signal.SIGTERM) is before
 
 
-def _cgroups_of(pids: list[int]) -> list[str]:
-    """The sandbox cgroups the processes ``pids`` made that still exist."""
-    from acceptgate.sandbox import cgroup, hostprobe
-
-    caps = hostprobe.probe()
-    parents = [caps.cgroups.pids, caps.cgroups.memory] if caps.cgroups else []
-    parents += [cgroup.cpuacct_parent()] if cgroup.cpuacct_parent() else []
-    return [str(g) for parent in parents for pid in pids
-            for g in Path(parent).glob(f"{cgroup.PREFIX}*") if f"{cgroup.PREFIX}{pid}-" in g.name
-            or f"{cgroup.PREFIX}{cgroup.SLOT}{pid}-" in g.name]
-
-
 def _api(method: str, url: str, **kwargs):
     """A call to the session's Prefect server; its 503 (SQLite busy on a loaded machine) is retried."""
     import httpx
@@ -478,6 +468,14 @@ def _stopped_child(pid: int) -> int | None:
         if stat[stat.rindex(b")") + 2:].split()[0] == b"T":
             return child
     return None
+
+
+def _pending(pid: int, signals: tuple[int, ...]) -> bool:
+    """One of ``signals`` is pending for the (stopped) process ``pid``: sent, not yet delivered."""
+    fields = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                  if ":\t" in line)
+    mask = int(fields["SigPnd"], 16) | int(fields["ShdPnd"], 16)
+    return any(mask & (1 << (s - 1)) for s in signals)
 
 
 @pytest.mark.parametrize("sig, readers_gone", [(signal.SIGTERM, False), (signal.SIGINT, False),
@@ -509,6 +507,11 @@ def test_serve_stop_mid_nightly_stops_the_run_itself(tmp_path, api, suites_3, co
         if readers_gone:
             cli.close_pipes()
         cli.send(sig, group=sig == signal.SIGINT)
+        # the run goes on only once the stop has reached it: serve's signal to it (or Ctrl-C's to the group)
+        # is pending in the stopped process, so it arrives inside the execute stage whatever the load
+        while not _pending(child, (signal.SIGTERM, signal.SIGINT)):
+            assert time.monotonic() < deadline, "the stop never reached the run's process"
+            time.sleep(0.01)
         os.kill(child, signal.SIGCONT)
         if readers_gone:
             cli.exited(128 + sig)
@@ -520,10 +523,10 @@ def test_serve_stop_mid_nightly_stops_the_run_itself(tmp_path, api, suites_3, co
     name = signal.Signals(sig).name
     if not readers_gone:
         assert lines[-1].startswith(f"acceptgate serve: stopped by {name}: the schedules stopped"), lines[-1]
-    assert not _cgroups_of([child]), "cgroups of the flow run's sandboxes left"
+    assert not sandbox_cgroups_of([child]), "cgroups of the flow run's sandboxes left"
     with duckdb.connect(str(path), read_only=True) as con:
-        assert con.execute("select flow, status, failed_stage, failure from run_attempts").fetchall() == [
-            ("audit", "interrupted", "execute", f"interrupted by {name}")]
+        attempts = con.execute("select flow, status, failed_stage, failure from run_attempts").fetchall()
+    assert attempts == [("audit", "interrupted", "execute", f"interrupted by {name}")], "\n".join(cli.lines[-80:])
     state = _api("get", f"{api}/flow_runs/{run}").json()["state"]
     assert (state["type"], state["message"]) == ("CANCELLED", f"interrupted by {name}"), state
 
@@ -651,5 +654,5 @@ def test_score_ctrl_c_while_its_worker_processes_run_samples(tmp_path, api, suit
     lines = cli.stopped(signal.SIGINT)
     assert not out.exists()
     _score_attempt_interrupted(lines, tmp_path / "w.duckdb")
-    left = _cgroups_of(workers)
+    left = sandbox_cgroups_of(workers)
     assert not left, f"cgroups of the worker processes left: {left}"

@@ -270,7 +270,8 @@ def test_publish_adds_only_its_run_and_keeps_what_others_published(tmp_path):
     warehouse.begin_attempt(path, "a", flow="test")
     with warehouse.transaction(path) as con:
         warehouse.replace_run_rows(con, "a", {"cases": _cases("a", 1)})
-    warehouse.fail_attempt(path, "a", "suites", RuntimeError("boom"))
+    with warehouse.transaction(path) as con:
+        warehouse.end_attempt(con, "a", "failed", stage="suites", failure="RuntimeError: boom")
     warehouse.publish(path, "b")
     assert _snapshot_cases(path) == {"a": 2, "b": 3, "c": 4}
     with duckdb.connect(str(warehouse.snapshot_path(path)), read_only=True) as con:

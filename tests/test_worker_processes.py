@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import sandbox_cgroups_of
+
 from acceptgate._util import interrupt
 
 from acceptgate.suites import render, suitespec
@@ -131,17 +133,6 @@ def test_a_worker_process_that_dies_fails_the_batch_instead_of_hanging(local_bac
     assert not _same_cmdline_children(), "a worker process outlived its batch"
 
 
-def _cgroups_of(pids: list[int]) -> list[str]:
-    """Per-execution and slot cgroups named after these processes, under every parent this host has."""
-    from acceptgate.sandbox import cgroup, hostprobe
-
-    caps = hostprobe.probe()
-    parents = [caps.cgroups.pids, caps.cgroups.memory] if caps.cgroups else []
-    parents += [cgroup.cpuacct_parent()] if cgroup.cpuacct_parent() else []
-    return [str(g) for parent in parents for g in Path(parent).glob(f"{cgroup.PREFIX}*")
-            if g.name[len(cgroup.PREFIX):].removeprefix(cgroup.SLOT).split("-")[0] in {str(p) for p in pids}]
-
-
 def _sleepers() -> list[tuple]:
     sleeper = "import time\ndef f(x):\n    if x == 0:\n        time.sleep(0.15)\n    return 2 * x"
     return [(HARNESS, sleeper, Limits(wall_seconds=30.0))] * executor.MIN_PROCESS_JOBS
@@ -158,12 +149,12 @@ def test_a_worker_process_that_dies_leaves_no_cgroup(local_backend, spied):
     def progress(done: int, total: int) -> None:
         if done == 6:
             workers.extend(_same_cmdline_children())
-            assert _cgroups_of(workers), "the worker processes made no cgroup: nothing to look for"
+            assert sandbox_cgroups_of(workers), "the worker processes made no cgroup: nothing to look for"
             os.kill(workers[0], signal.SIGKILL)
 
     with pytest.raises(RuntimeError, match="jobs unanswered"):
         executor.run_jobs(_sleepers(), local_backend, workers=2, progress=progress)
-    assert len(workers) == 2 and not _cgroups_of(workers), _cgroups_of(workers)
+    assert len(workers) == 2 and not sandbox_cgroups_of(workers), sandbox_cgroups_of(workers)
 
 
 def test_a_stop_whose_grace_runs_out_leaves_no_cgroup(local_backend, spied, monkeypatch):
@@ -180,10 +171,10 @@ def test_a_stop_whose_grace_runs_out_leaves_no_cgroup(local_backend, spied, monk
     def progress(done: int, total: int) -> None:
         if done == 6:
             workers.extend(_same_cmdline_children())
-            assert _cgroups_of(workers), "the worker processes made no cgroup: nothing to look for"
+            assert sandbox_cgroups_of(workers), "the worker processes made no cgroup: nothing to look for"
             raise Interrupted(signal.SIGINT)
 
     with pytest.raises(Interrupted):
         executor.run_jobs(_sleepers(), local_backend, workers=2, progress=progress)
-    assert len(workers) == 2 and not _cgroups_of(workers), _cgroups_of(workers)
+    assert len(workers) == 2 and not sandbox_cgroups_of(workers), sandbox_cgroups_of(workers)
     assert not _same_cmdline_children()

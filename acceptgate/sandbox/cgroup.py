@@ -71,9 +71,10 @@ def _own_cgroups() -> dict[str, str]:
 SLOT = "slot-"  # a fork-server slot's cgroup: acceptgate-slot-<pid>-<n>, long-lived
 
 
-def sweep_stale(parents: Cgroups) -> None:
-    """Remove empty cgroups left by harness processes that died without closing them."""
-    _remove_where(parents, lambda owner: owner.isdigit() and not Path(f"/proc/{owner}").exists())
+def sweep_stale(parents: Cgroups, strict: bool = True) -> None:
+    """Remove the cgroups left by harness processes that died without closing them (killed, say), with
+    anything still running in them; ``strict=False``: one that stays busy does not stop the others."""
+    _remove_where(parents, lambda owner: owner.isdigit() and not Path(f"/proc/{owner}").exists(), strict)
 
 
 def remove_owned(owners: list[int]) -> None:

@@ -388,6 +388,10 @@ class SlotPool:
 
     def __init__(self, config: SlotConfig, *, max_idle: int | None = None) -> None:
         self.config = config
+        if config.caps.cgroups is not None:
+            # a harness killed outside our control (SIGKILL, OOM) cannot remove its slots' cgroups: each
+            # new pool does, so they last only until the next run on this host
+            cgroup.sweep_stale(config.caps.cgroups, strict=False)
         self.max_idle = max_idle or 2 * (os.cpu_count() or 1)
         self._idle: list[Slot] = []
         self._ending: dict[int, tuple[Slot, float]] = {}  # pidfd of an ended execution's init -> (slot, deadline)

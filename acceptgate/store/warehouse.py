@@ -46,7 +46,6 @@ import re
 import signal
 import socket
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -431,20 +430,6 @@ def end_attempt(con: duckdb.DuckDBPyConnection, run_id: str, status: str, *, sta
     con.execute(f"update {ATTEMPTS_TABLE} set status = ?, failed_stage = ?, failure = ?, finished_at = now() "
                 "where run_id = ? and attempt = ?", [status, stage, (failure or "")[:2000] or None, run_id, attempt])
     return True
-
-
-def fail_attempt(path: str | os.PathLike, run_id: str, stage: str | None, error: BaseException | str, *,
-                 timeout: float | None = None, status: str | None = None) -> None:
-    """End the run's running attempt 'failed' (or 'interrupted': a stop request, SIGINT / SIGTERM),
-    naming the stage and the error. Publishes nothing."""
-    from acceptgate._util.errors import Interrupted
-
-    if status is None:
-        status = "interrupted" if isinstance(error, (Interrupted, KeyboardInterrupt)) else "failed"
-    message = error if isinstance(error, str) else \
-        "".join(traceback.format_exception_only(type(error), error)).strip()
-    with transaction(path, timeout=timeout) as con:
-        end_attempt(con, run_id, status, stage=stage, failure=message)
 
 
 # -- snapshot ------------------------------------------------------------------------------------
