@@ -508,6 +508,27 @@ def test_the_slots_die_with_their_harness():
         cgroup.sweep_stale(CAPS.cgroups)
 
 
+def test_a_harness_that_exits_without_closing_its_backend_leaves_no_cgroup():
+    """A program that ends without closing its backend (a library user's script, say): the slots'
+    cgroups go at interpreter exit."""
+    code = (
+        "import os\n"
+        "from acceptgate.suites import render, suitespec\n"
+        "from acceptgate.sandbox import local\n"
+        "from acceptgate.sandbox.executor import execute\n"
+        "h = render.harness_for(suitespec.build('python-call/1', 'f', [((1,), {}, 2)]))\n"
+        "b = local.LocalBackend(namespaces=True, process_cap='cgroup', forkserver=True)\n"
+        "print(execute(h, 'def f(x): return x + 1', b).verdict, os.getpid(), flush=True)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr[-3000:]
+    verdict, pid = out.stdout.split()
+    assert verdict == "pass"
+    left = [g for g in Path(CAPS.cgroups.pids).glob(f"acceptgate-*{pid}-*")
+            if g.name.removeprefix("acceptgate-").removeprefix("slot-").split("-")[0] == pid]
+    assert not left, left
+
+
 # --- the streaming harness: one call at a time, judged in order ------------------------------------
 
 MIXED = r'''

@@ -28,6 +28,7 @@ reused on doubt.
 from __future__ import annotations
 
 import array
+import atexit
 import os
 import select
 import signal
@@ -124,6 +125,17 @@ class _Spawner:
 
 
 _spawner = _Spawner()
+
+_exit_sweep_pid: int | None = None
+
+
+def _remove_own_cgroups_at_exit() -> None:
+    """Once per process that starts a pool: at interpreter exit, the slots' cgroups of a pool nobody
+    closed are removed, with anything still in them (``close`` removes them earlier; this is the net)."""
+    global _exit_sweep_pid
+    if _exit_sweep_pid != os.getpid():
+        _exit_sweep_pid = os.getpid()
+        atexit.register(lambda: cgroup.remove_owned([os.getpid()]))
 
 
 forksafe.renew_in_child(globals(), _spawner=_Spawner)  # the parent's spawner thread is not in the child
@@ -392,6 +404,7 @@ class SlotPool:
             # a harness killed outside our control (SIGKILL, OOM) cannot remove its slots' cgroups: each
             # new pool does, so they last only until the next run on this host
             cgroup.sweep_stale(config.caps.cgroups, strict=False)
+            _remove_own_cgroups_at_exit()
         self.max_idle = max_idle or 2 * (os.cpu_count() or 1)
         self._idle: list[Slot] = []
         self._ending: dict[int, tuple[Slot, float]] = {}  # pidfd of an ended execution's init -> (slot, deadline)
