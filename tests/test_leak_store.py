@@ -81,6 +81,18 @@ def test_every_frame_is_typed_as_the_ddl_declares(tmp_path):
             assert len(typed) == len(frame), table
 
 
+def test_nested_values_arrive_exactly_as_written():
+    """Lists and lists of structs go in as JSON text cast to their declared type: any character survives."""
+    texts = ["a\x00b", 'quote " and \\ backslash', "é\u2028😀", ""]
+    columns = [("reasons", "VARCHAR[]"),
+               ("first_offsets", "STRUCT(seq INTEGER, start_char INTEGER, end_char INTEGER)[]")]
+    frame = pd.DataFrame({"reasons": [texts, []], "first_offsets": [[{"seq": 1, "start_char": 2, "end_char": 3}], []]})
+    with duckdb.connect() as con:
+        con.register("_t", store.encoded(frame, columns))
+        rows = con.execute(store.typed_select(columns, "_t")).fetchall()
+    assert rows == [(texts, [{"seq": 1, "start_char": 2, "end_char": 3}]), ([], [])]
+
+
 def test_a_failed_insert_reports_its_own_error_not_the_aborted_transaction(tmp_path):
     path = tmp_path / "w.duckdb"
     warehouse.migrate(path)
