@@ -181,6 +181,33 @@ def test_the_run_row_and_attempt_end_by_what_stopped_them(tmp_path, stop, status
     assert not warehouse.snapshot_path(path).exists()  # nothing published
 
 
+def test_a_stop_in_the_main_thread_names_the_stage_another_thread_runs(tmp_path):
+    """A flow's stage may run in another thread (a Prefect task) while the stop is raised in the main
+    thread, between stages as far as that thread knows: the attempt still names the running stage."""
+    import threading
+
+    path = ledger.prepare(tmp_path / "w.duckdb")
+    gate_run = _gate_run("stage-in-a-thread")
+    inside, release = threading.Event(), threading.Event()
+
+    def stage() -> None:
+        with GATE.attach(path, gate_run.run_id).guard("deliveries"):
+            inside.set()
+            release.wait(30)
+
+    worker = threading.Thread(target=stage)
+    with pytest.raises(Interrupted):
+        with GATE.run(path, gate_run.run_id, row=gate_run.frame()) as run:
+            with run.guard():
+                worker.start()
+                assert inside.wait(30)
+                raise Interrupted(signal.SIGTERM)
+    release.set()
+    worker.join(30)
+    [(_, _, got, stage_name, failure, _)] = _attempts(path, gate_run.run_id)
+    assert (got, stage_name, failure) == ("interrupted", "deliveries", "interrupted by SIGTERM")
+
+
 def test_the_run_row_keeps_its_first_start_and_counts_attempts(tmp_path):
     from acceptgate.pipelines import audit
     path = ledger.prepare(tmp_path / "w.duckdb")

@@ -57,6 +57,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
@@ -68,6 +69,11 @@ from acceptgate.store import expectations, warehouse
 from acceptgate._util import interrupt
 
 STOP_TIMEOUT = 10.0  # seconds to wait for the live file when recording a stop: the user wants out
+
+# The stages each run is inside right now, innermost last, whichever thread runs them: a stop raised in
+# the main thread while a stage runs in another (a Prefect task's) ends the attempt naming that stage.
+_RUNNING: dict[str, list[str]] = {}
+_RUNNING_LOCK = threading.Lock()
 
 Frames = Mapping[str, pd.DataFrame]
 Writer = Callable[[duckdb.DuckDBPyConnection, Frames], int]
@@ -242,12 +248,35 @@ class Run:
     @contextlib.contextmanager
     def guard(self, stage: str | None = None) -> Iterator["Run"]:
         """Any exception out of the block ends the attempt ('failed', or 'interrupted' for a stop
-        request) naming ``stage`` (or the exception's own ``stage``), then propagates."""
+        request) naming ``stage`` (or the exception's own ``stage``; with neither, the stage another
+        thread is running), then propagates."""
+        if stage is not None:
+            with _RUNNING_LOCK:
+                _RUNNING.setdefault(self.run_id, []).append(stage)
         try:
             yield self
         except BaseException as exc:
-            self.fail(exc, getattr(exc, "stage", None) or stage)
+            self.fail(exc, getattr(exc, "stage", None) or stage or self.running_stage())
+            if stage is not None and getattr(exc, "stage", None) is None:
+                with contextlib.suppress(AttributeError, TypeError):
+                    exc.stage = stage  # should this record have been lost, an outer guard names the stage
             raise
+        finally:
+            if stage is not None:
+                with _RUNNING_LOCK:
+                    stages = _RUNNING.get(self.run_id, [])
+                    if stage in stages:
+                        stages.reverse()
+                        stages.remove(stage)  # the innermost entry of this name
+                        stages.reverse()
+                    if not stages:
+                        _RUNNING.pop(self.run_id, None)
+
+    def running_stage(self) -> str | None:
+        """The innermost stage of this run that a thread of this process is inside now, if any."""
+        with _RUNNING_LOCK:
+            stages = _RUNNING.get(self.run_id)
+            return stages[-1] if stages else None
 
     # -- ends --
 
