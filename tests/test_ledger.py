@@ -208,6 +208,29 @@ def test_a_stop_in_the_main_thread_names_the_stage_another_thread_runs(tmp_path)
     assert (got, stage_name, failure) == ("interrupted", "deliveries", "interrupted by SIGTERM")
 
 
+def test_a_second_signal_while_a_stage_records_its_stop_still_names_the_stage(tmp_path, monkeypatch):
+    """The stage's own record of a stop is cut short by a second signal: the guard around it records
+    the stop, naming the stage that was stopped."""
+    path = ledger.prepare(tmp_path / "w.duckdb")
+    gate_run = _gate_run("second-signal")
+    real, calls = ledger.Run.fail, []
+
+    def cut_short_once(self, error, stage=None):
+        calls.append(stage)
+        if len(calls) == 1:
+            raise Interrupted(signal.SIGTERM)  # lands while the first stop is being recorded
+        return real(self, error, stage)
+
+    monkeypatch.setattr(ledger.Run, "fail", cut_short_once)
+    with pytest.raises(Interrupted):
+        with GATE.run(path, gate_run.run_id, row=gate_run.frame()):
+            raise_in_stage = GATE.attach(path, gate_run.run_id).guard("deliveries")
+            with raise_in_stage:
+                raise Interrupted(signal.SIGINT)
+    [(_, _, got, stage_name, _, _)] = _attempts(path, gate_run.run_id)
+    assert calls[0] == "deliveries" and (got, stage_name) == ("interrupted", "deliveries")
+
+
 def test_the_run_row_keeps_its_first_start_and_counts_attempts(tmp_path):
     from acceptgate.pipelines import audit
     path = ledger.prepare(tmp_path / "w.duckdb")

@@ -256,10 +256,10 @@ class Run:
         try:
             yield self
         except BaseException as exc:
-            self.fail(exc, getattr(exc, "stage", None) or stage or self.running_stage())
-            if stage is not None and getattr(exc, "stage", None) is None:
+            if stage is not None and _stage_of(exc) is None:
                 with contextlib.suppress(AttributeError, TypeError):
-                    exc.stage = stage  # should this record have been lost, an outer guard names the stage
+                    exc.stage = stage  # should this record be lost (a second signal in it), an outer guard names it
+            self.fail(exc, _stage_of(exc) or self.running_stage())
             raise
         finally:
             if stage is not None:
@@ -424,3 +424,14 @@ def _attempt_seconds(con: duckdb.DuckDBPyConnection, run_id: str) -> float | Non
                        "where run_id = ? and attempt = ?", [run_id, _attempt_number(con, run_id)]).fetchall()
     return float(rows[0][0]) if rows and rows[0][0] is not None else None
 
+
+def _stage_of(exc: BaseException | None) -> str | None:
+    """The stage an exception names (its own ``stage``, or that of the one it was raised while handling)."""
+    for _ in range(8):
+        if exc is None:
+            return None
+        stage = getattr(exc, "stage", None)
+        if isinstance(stage, str) and stage:
+            return stage
+        exc = exc.__context__
+    return None
