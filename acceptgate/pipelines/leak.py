@@ -157,9 +157,9 @@ def _keys(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _insert(con, table: str, frame: pd.DataFrame) -> None:
-    columns = [(name, sql_type) for name, sql_type, *_ in con.execute(f"describe {table}").fetchall()]
     if frame.empty:
         return
+    columns = [(name, sql_type) for name, sql_type, *_ in con.execute(f"describe {table}").fetchall()]
     con.register("_leak_frame", encoded(frame, columns))
     try:
         con.execute(f"insert or replace into {table} by name {typed_select(columns, '_leak_frame')}")

@@ -265,10 +265,8 @@ class Run:
             if stage is not None:
                 with _RUNNING_LOCK:
                     stages = _RUNNING.get(self.run_id, [])
-                    if stage in stages:
-                        stages.reverse()
-                        stages.remove(stage)  # the innermost entry of this name
-                        stages.reverse()
+                    if stage in stages:  # the innermost entry of this name
+                        del stages[len(stages) - 1 - stages[::-1].index(stage)]
                     if not stages:
                         _RUNNING.pop(self.run_id, None)
 
